@@ -1,0 +1,70 @@
+"""The ``rescue-bench`` command. Each command group lives in its own small module with a ``register`` function."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+import typer
+from typer.core import TyperGroup
+
+from rescue_bench import __version__
+from rescue_bench.errors import BenchError, ConfigError
+
+# Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
+COMMAND_MODULES = ("data", "tasks", "run", "report", "judge", "annotate", "review")
+
+
+class UserError(click.ClickException):
+    """A user mistake: one line on stderr, no traceback."""
+
+    def __init__(self, message: str, exit_code: int) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.format_message()}", err=True, file=file)
+
+
+class _BenchGroup(TyperGroup):
+    def invoke(self, ctx: click.Context) -> Any:
+        from rescue_bench.data.load import SourceNotFound
+
+        try:
+            return super().invoke(ctx)
+        except (SourceNotFound, ConfigError) as exc:
+            raise UserError(str(exc), 2) from None
+        except BenchError as exc:
+            raise UserError(str(exc), 1) from None
+
+
+app = typer.Typer(
+    cls=_BenchGroup,
+    name="rescue-bench",
+    help="Evaluate models on RESCUE-Bench and build relation-aware data.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,  # locals in tracebacks could hold API keys
+    add_completion=False,
+)
+
+
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"rescue-bench {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+) -> None:
+    """Evaluate models on RESCUE-Bench and build relation-aware data."""
+
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"rescue_bench.cli.{_name}").register(app)
+
+
+def main() -> None:  # pragma: no cover - console-script entry point
+    app()

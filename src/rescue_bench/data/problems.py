@@ -1,0 +1,47 @@
+"""Located data problems: what is wrong, and exactly where."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Any, Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """One problem found in benchmark data."""
+
+    severity: Severity
+    """``error`` makes a sample unusable; ``warning`` is reported and the sample is still used."""
+    message: str
+    """A one-line human explanation."""
+    file: str | None = None
+    """The file the problem is in."""
+    line: int | None = None
+    """1-based line number, for JSONL sources."""
+    sample_id: str | None = None
+    row_index: int | None = None
+    """The row's ``row_index`` (1-based), when the problem is in a row."""
+    path: str | None = None
+    """JSON path of the field, for example ``rows[3].internal_emotion[0].intensity``."""
+
+    def location(self) -> str:
+        """``file:line sample row N field`` with whatever parts are known."""
+        parts: list[str] = []
+        if self.file:
+            parts.append(f"{self.file}:{self.line}" if self.line else self.file)
+        if self.sample_id:
+            parts.append(f"sample {self.sample_id}")
+        if self.row_index is not None:
+            parts.append(f"row {self.row_index}")
+        if self.path:
+            parts.append(self.path)
+        return " ".join(parts)
+
+    def render(self) -> str:
+        where = self.location()
+        return f"{self.severity}: {where}: {self.message}" if where else f"{self.severity}: {self.message}"
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)

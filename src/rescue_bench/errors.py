@@ -1,0 +1,50 @@
+"""The package's error types.
+
+Every failure that a user can cause (bad data, bad flags, a missing extra, an endpoint that refuses) is raised as a
+subclass of :class:`BenchError`. The CLI turns these into one-line messages with no traceback.
+
+    BenchError
+    ├── DataError          unreadable or invalid benchmark data (carries the problems found)
+    ├── ConfigError        flags or settings that cannot work together, changed run configs
+    ├── DependencyError    an optional extra is not installed (the message says which)
+    └── ProviderError      a model endpoint failed in a way that retrying cannot fix
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rescue_bench.data.problems import Problem
+
+
+class BenchError(Exception):
+    """Base class of every error the package raises on purpose."""
+
+
+class DataError(BenchError):
+    """Benchmark data that cannot be read or fails validation.
+
+    ``problems`` holds every located problem (file, line, sample, row, field) that led to the error.
+    """
+
+    def __init__(self, message: str, problems: Sequence[Problem] = ()) -> None:
+        super().__init__(message)
+        self.problems: tuple[Problem, ...] = tuple(problems)
+
+
+class ConfigError(BenchError):
+    """Settings that cannot work: unknown task or mode, a changed config for an existing run, and so on."""
+
+
+class DependencyError(BenchError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    @classmethod
+    def missing(cls, module: str, extra: str) -> DependencyError:
+        return cls(f"{module} is not installed: run `pip install 'rescue-bench[{extra}]'`")
+
+
+class ProviderError(BenchError):
+    """A model endpoint failed for good (authentication, a 4xx other than 429, an unknown model)."""

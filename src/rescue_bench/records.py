@@ -1,0 +1,145 @@
+"""Records that cross module borders: instances, requests, replies, predictions and scores.
+
+Data flows one way (see docs/architecture.md):
+``Sample -> Instance -> Request -> Reply -> Prediction -> Score``. Every record is frozen and JSON-serialisable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Json = Any
+"""A JSON-serialisable value (dict, list, str, int, float, bool or None)."""
+
+TaskKind = Literal["binary", "multiclass", "ranking", "generation"]
+
+
+@dataclass(frozen=True, slots=True)
+class Instance:
+    """One test item of one task."""
+
+    id: str
+    """Stable id ``<sample_id>::<task>::<row>``; never shown to a model."""
+    task: str
+    sample_id: str
+    scenario: Literal["couple", "family"]
+    row_index: int
+    """The row the item is about (ITP: the decision row; others: the target row)."""
+    gold: Json
+    """The gold answer in the task's own shape."""
+    candidates: tuple[str, ...] = ()
+    """The closed answer set shown to the model (labels or target names)."""
+    context: Json = None
+    """Everything the prompt shows for this instance (rendered transcript records), already gold-free."""
+    meta: dict[str, Json] = field(default_factory=dict)
+    """Facts for reports (relative position, speaker, gold source...); never shown to a model."""
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "instance_id": self.id, "task": self.task, "sample_id": self.sample_id, "scenario": self.scenario,
+            "row_index": self.row_index, "gold": self.gold, "candidates": list(self.candidates), "meta": self.meta,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """A rendered model request for a batch of instances of one task."""
+
+    task: str
+    messages: tuple[dict[str, Json], ...]
+    """Chat messages (``role`` + ``content``); content may be a string or a list of content parts."""
+    response_schema: dict[str, Json]
+    """JSON schema of the expected answer."""
+    instance_ids: tuple[str, ...]
+    """Instance ids in batch order; the prompt refers to them only as ``c1``, ``c2``, ..."""
+    max_tokens: int = 1024
+    prompt_hash: str = ""
+    """Hash of the task's prompt template (not of the filled prompt)."""
+
+    @property
+    def opaque_ids(self) -> tuple[str, ...]:
+        return tuple(f"c{i}" for i in range(1, len(self.instance_ids) + 1))
+
+    def content_key(self) -> str:
+        """sha256 of the messages and schema: equal for identical prompts."""
+        blob = json.dumps([self.messages, self.response_schema, self.max_tokens], sort_keys=True,
+                          ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
+                     self.reasoning_tokens + other.reasoning_tokens)
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """What a provider returned for one request (or why it did not)."""
+
+    text: str = ""
+    reasoning: str | None = None
+    """Reasoning output, kept apart from the answer."""
+    usage: Usage = field(default_factory=Usage)
+    latency: float = 0.0
+    error: str | None = None
+    """Set when the request failed for good; ``text`` is then empty."""
+    finish_reason: str | None = None
+    cached: bool = False
+    attempts: int = 1
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @classmethod
+    def failure(cls, error: str, *, latency: float = 0.0, attempts: int = 1) -> Reply:
+        return cls(error=error, latency=latency, attempts=attempts)
+
+
+@dataclass(frozen=True, slots=True)
+class Prediction:
+    """A parsed answer for one instance; ``valid=False`` means it scores as a miss and is counted."""
+
+    instance_id: str
+    value: Json
+    valid: bool
+    problems: tuple[str, ...] = ()
+    """Why the prediction is invalid or what was repaired (``parse_failure: ...``, ``invalid_label: ...``,
+    ``normalized: 'Track' -> 'track'``)."""
+
+    @classmethod
+    def failed(cls, instance_id: str, reason: str) -> Prediction:
+        return cls(instance_id, None, False, (reason,))
+
+    @property
+    def parse_failure(self) -> bool:
+        return any(p.startswith(("parse_failure", "missing", "request_failed")) for p in self.problems)
+
+    @property
+    def invalid_label(self) -> bool:
+        return any(p.startswith("invalid_label") for p in self.problems)
+
+    def to_json(self) -> dict[str, Json]:
+        return {"instance_id": self.instance_id, "valid": self.valid, "prediction": self.value,
+                "problems": list(self.problems)}
+
+
+@dataclass(frozen=True, slots=True)
+class Score:
+    """Per-instance metric values (e.g. ``correct``, ``recall_at_1``, ``mrr``, ``s_int``)."""
+
+    instance_id: str
+    metrics: dict[str, float]
