@@ -1,0 +1,308 @@
+"""The ER and VP judge rubrics: prompts, JSON schemas and strict verdict parsing.
+
+The rubrics follow the reference scripts (protocol §6-7) and the paper (§4.2):
+
+* ER: ``emotion_score`` 1-5 of the predicted emotion description against the gold one. Intensity is
+  scored by formula (:func:`rescue_bench.metrics.generation.intensity_score`), never shown to the judge.
+* VP: ``source_target_score`` 0-2 (are the gold source-target pairings recovered?) plus
+  ``viewpoint_score`` 0-4 (how close are the views?). The total 0-6 is computed here, never taken from
+  the judge.
+
+Blindness: a judge request shows only the gold annotation, the prediction value and the speaker's name,
+under opaque ids ``c1``, ``c2``, ... It never shows the candidate model's name, its reasoning or the
+instance ids.
+
+Parsing never clamps and never defaults: an out-of-range, missing or unreadable score makes that item's
+verdict invalid with a reason; the runner asks once more and then leaves it unscored.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from rescue_bench.records import Json, Request
+
+JudgeTask = Literal["er", "vp"]
+JUDGE_TASKS: tuple[JudgeTask, ...] = ("er", "vp")
+VERDICT_LABELS = ("strong", "pass", "borderline", "fail")
+JUDGE_MAX_TOKENS = 1800
+
+_ER_RUBRIC = """You are grading a therapy user-understanding task. For each checkpoint, a system \
+predicted the internal emotion of the CURRENT speaker right after they begin speaking. Compare the \
+predicted emotion description with the gold emotion description. Be lenient about paraphrases and \
+near-synonyms.
+
+emotion_score: integer 1-5.
+  1 = wrong or contradictory, 2 = weakly related, 3 = partially matches, 4 = close, 5 = almost exact.
+Do not grade intensity.
+
+Return JSON only, exactly in this shape, with one entry per checkpoint id:
+{"graded": [{"id": "c1", "emotion_score": 4, "verdict": "strong|pass|borderline|fail", \
+"notes": "short reason"}]}"""
+
+_VP_RUBRIC = """You are grading a therapy viewpoint-understanding task. For each checkpoint, a system \
+predicted the viewpoints the CURRENT speaker expresses about other people (source, target, viewpoint). \
+Compare the predicted viewpoints with the gold viewpoints. Be lenient about paraphrases.
+
+source_target_score: integer 0-2.
+  0 = the source-target pairings are mostly wrong or missing, 1 = partially recovered,
+  2 = all gold pairings are essentially recovered.
+viewpoint_score: integer 0-4.
+  0 = wrong, 1 = weakly related, 2 = close, 3 = essentially the same, 4 = almost exact.
+
+Return JSON only, exactly in this shape, with one entry per checkpoint id:
+{"graded": [{"id": "c1", "source_target_score": 2, "viewpoint_score": 3, \
+"verdict": "strong|pass|borderline|fail", "notes": "short reason"}]}"""
+
+RUBRICS: dict[JudgeTask, str] = {"er": _ER_RUBRIC, "vp": _VP_RUBRIC}
+
+# Judge field -> (score name in Score.metrics, lowest, highest).
+SCORE_FIELDS: dict[JudgeTask, tuple[tuple[str, str, int, int], ...]] = {
+    "er": (("emotion_score", "s_emo", 1, 5),),
+    "vp": (("source_target_score", "pairing", 0, 2), ("viewpoint_score", "viewpoint", 0, 4)),
+}
+
+
+def _schema(task: JudgeTask) -> dict[str, Json]:
+    props: dict[str, Json] = {"id": {"type": "string"}}
+    for name, _, low, high in SCORE_FIELDS[task]:
+        props[name] = {"type": "integer", "enum": list(range(low, high + 1))}
+    props["verdict"] = {"type": "string", "enum": list(VERDICT_LABELS)}
+    props["notes"] = {"type": "string"}
+    item = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    return {
+        "type": "object",
+        "properties": {"graded": {"type": "array", "items": item}},
+        "required": ["graded"],
+        "additionalProperties": False,
+    }
+
+
+SCHEMAS: dict[JudgeTask, dict[str, Json]] = {task: _schema(task) for task in JUDGE_TASKS}
+
+
+def prompt_hash(task: JudgeTask) -> str:
+    """Hash of the rubric and schema of ``task`` (12 hex digits), recorded with every judgment.
+
+    >>> len(prompt_hash("er")), prompt_hash("er") != prompt_hash("vp")
+    (12, True)
+    """
+    blob = json.dumps([RUBRICS[task], SCHEMAS[task]], sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeItem:
+    """What the judge sees about one instance: gold and prediction, never the model or the instance id."""
+
+    instance_id: str
+    task: JudgeTask
+    gold: Json
+    prediction: Json
+    speaker: str | None = None
+
+
+def _er_view(item: JudgeItem) -> dict[str, Json]:
+    gold = item.gold if isinstance(item.gold, Mapping) else {}
+    pred = item.prediction if isinstance(item.prediction, Mapping) else {}
+    return {
+        "speaker": item.speaker,
+        "gold_emotion": gold.get("emotion"),
+        "predicted_emotion": pred.get("emotion"),
+    }
+
+
+def _vp_view(item: JudgeItem) -> dict[str, Json]:
+    def keep(entries: Json, keys: tuple[str, ...]) -> list[dict[str, Json]]:
+        if not isinstance(entries, list):
+            return []
+        return [{k: e.get(k) for k in keys} for e in entries if isinstance(e, Mapping)]
+
+    return {
+        "speaker": item.speaker,
+        "gold_viewpoints": keep(item.gold, ("source", "target", "viewpoint", "attitude")),
+        "predicted_viewpoints": keep(item.prediction, ("source", "target", "viewpoint")),
+    }
+
+
+def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:
+    """One judge request for the checkpoints of one sample and task, under opaque ids ``c1``, ``c2``, ...
+
+    >>> req = render([JudgeItem("s::er::3", "er", {"emotion": "hurt", "intensity": 6}, {"emotion": "sad"})])
+    >>> user = req.messages[1]["content"]
+    >>> req.task, req.instance_ids, "s::er::3" in user, "intensity" in user
+    ('er_judge', ('s::er::3',), False, False)
+    """
+    if not items:
+        raise ValueError("a judge request needs at least one item")
+    task = items[0].task
+    if any(it.task != task for it in items):
+        raise ValueError("a judge request holds items of one task only")
+    view = _er_view if task == "er" else _vp_view
+    checkpoints = {f"c{i}": view(it) for i, it in enumerate(items, start=1)}
+    user = "Checkpoints:\n" + json.dumps(checkpoints, ensure_ascii=False, indent=1) + note
+    return Request(
+        task=f"{task}_judge",
+        messages=({"role": "system", "content": RUBRICS[task]}, {"role": "user", "content": user}),
+        response_schema=SCHEMAS[task],
+        instance_ids=tuple(it.instance_id for it in items),
+        max_tokens=JUDGE_MAX_TOKENS,
+        prompt_hash=prompt_hash(task),
+    )
+
+
+def render_reask(items: Sequence[JudgeItem], problems: Mapping[str, str]) -> Request:
+    """The one re-ask: the items whose verdict was invalid, renumbered ``c1``..., with what was wrong.
+
+    The prompt differs from the first request, so a response cache cannot hand back the same bad answer.
+    ``problems`` maps instance ids to the reason their verdict was invalid.
+
+    >>> items = [JudgeItem(f"s::er::{i}", "er", {"emotion": "hurt"}, {"emotion": "sad"}) for i in (1, 2)]
+    >>> req = render_reask(items, {"s::er::2": "out_of_range: emotion_score=9 (allowed 1-5)"})
+    >>> req.instance_ids, "- c1: out_of_range" in req.messages[1]["content"]
+    (('s::er::2',), True)
+    """
+    keep = [it for it in items if it.instance_id in problems]
+    if not keep:
+        raise ValueError("nothing to re-ask")
+    reasons = "".join(f"\n- c{i}: {problems[it.instance_id]}" for i, it in enumerate(keep, start=1))
+    note = (
+        "\n\nA previous answer for these checkpoints could not be used:" + reasons + "\n"
+        "Grade them again, using only the allowed integer values, and return JSON only in the required shape."
+    )
+    return render(keep, note=note)
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The judge's grade of one instance: ``scores`` when valid, else ``problem`` says why not."""
+
+    scores: dict[str, float] | None
+    problem: str | None = None
+    raw: Json = None
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def valid(self) -> bool:
+        return self.scores is not None
+
+
+_FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
+
+
+def extract_json(text: str) -> Json:
+    """The first JSON value in ``text`` (code fences and surrounding prose allowed), or raise ``ValueError``.
+
+    >>> extract_json('```json\\n{"graded": []}\\n```')
+    {'graded': []}
+    >>> extract_json('Sure! {"a": 1} hope this helps')
+    {'a': 1}
+    """
+    stripped = _FENCE.sub("", text.strip())
+    try:
+        return json.loads(stripped)
+    except json.JSONDecodeError:
+        pass
+    decoder = json.JSONDecoder()
+    for match in re.finditer(r"[\[{]", stripped):
+        try:
+            value, _ = decoder.raw_decode(stripped, match.start())
+        except json.JSONDecodeError:
+            continue
+        return value
+    raise ValueError("reply holds no JSON object")
+
+
+def _integer(value: Json) -> int | None:
+    """An integer score from an int, an integral float or an integral numeric string; ``None`` otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return int(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", value):
+        return int(float(value))
+    return None
+
+
+def grade_item(task: JudgeTask, item: Json) -> Verdict:
+    """Check one graded entry against the rubric ranges; never clamps.
+
+    >>> grade_item("er", {"emotion_score": 4}).scores
+    {'s_emo': 4.0}
+    >>> grade_item("er", {"emotion_score": 7}).problem
+    'out_of_range: emotion_score=7 (allowed 1-5)'
+    >>> grade_item("vp", {"source_target_score": 2, "viewpoint_score": 3, "viewpoint_total_score": 6}).scores
+    {'pairing': 2.0, 'viewpoint': 3.0, 'total': 5.0}
+    >>> grade_item("vp", {"source_target_score": 1}).problem
+    'missing: viewpoint_score'
+    """
+    if not isinstance(item, Mapping):
+        return Verdict(None, f"parse_failure: graded entry is {type(item).__name__}, not an object", item)
+    scores: dict[str, float] = {}
+    for name, key, low, high in SCORE_FIELDS[task]:
+        if name not in item or item[name] is None or item[name] == "":
+            return Verdict(None, f"missing: {name}", item)
+        value = _integer(item[name])
+        if value is None:
+            return Verdict(None, f"parse_failure: {name}={item[name]!r} is not an integer", item)
+        if not low <= value <= high:
+            return Verdict(None, f"out_of_range: {name}={value} (allowed {low}-{high})", item)
+        scores[key] = float(value)
+    notes: tuple[str, ...] = ()
+    if task == "vp":
+        scores["total"] = scores["pairing"] + scores["viewpoint"]
+        claimed = item.get("viewpoint_total_score")
+        if claimed is not None and _integer(claimed) != scores["total"]:
+            notes = (f"judge_total_ignored: {claimed!r} != {scores['total']:g}",)
+    return Verdict(scores, None, item, notes)
+
+
+def _entries(payload: Json) -> list[Json] | None:
+    if isinstance(payload, list):
+        return payload
+    if isinstance(payload, Mapping):
+        graded = payload.get("graded")
+        if isinstance(graded, list):
+            return graded
+        if any(name in payload for name, *_ in SCORE_FIELDS["er"] + SCORE_FIELDS["vp"]):
+            return [payload]
+    return None
+
+
+def parse_verdicts(task: JudgeTask, text: str, opaque_ids: Sequence[str]) -> dict[str, Verdict]:
+    """One verdict per opaque id: valid, or invalid with the reason (garbage, missing, out of range).
+
+    A lone entry without an id is accepted when exactly one checkpoint was asked for. Entries with unknown
+    ids are ignored; a repeated id keeps its first entry.
+
+    >>> v = parse_verdicts("er", '{"graded": [{"id": "c1", "emotion_score": 5}]}', ["c1", "c2"])
+    >>> v["c1"].scores, v["c2"].problem
+    ({'s_emo': 5.0}, 'missing: no verdict')
+    >>> parse_verdicts("er", "I think it is a 4.", ["c1"])["c1"].problem
+    'parse_failure: reply holds no JSON object'
+    """
+    try:
+        entries = _entries(extract_json(text))
+    except ValueError as exc:
+        return {oid: Verdict(None, f"parse_failure: {exc}") for oid in opaque_ids}
+    if entries is None:
+        return {oid: Verdict(None, "parse_failure: no 'graded' list in the reply") for oid in opaque_ids}
+    by_id: dict[str, Json] = {}
+    for entry in entries:
+        key = entry.get("id", entry.get("checkpoint_id")) if isinstance(entry, Mapping) else None
+        if key is None and len(opaque_ids) == 1 and len(entries) == 1:
+            key = opaque_ids[0]
+        if isinstance(key, str | int):
+            by_id.setdefault(str(key), entry)
+    out: dict[str, Verdict] = {}
+    for oid in opaque_ids:
+        out[oid] = grade_item(task, by_id[oid]) if oid in by_id else Verdict(None, "missing: no verdict")
+    return out
