@@ -1,8 +1,35 @@
-"""Scores of the generation tasks (ER, VP) that are computed by formula, not by a judge."""
+"""Scores of the generation tasks (ER, VP): the formula scores, and their aggregation over instances.
+
+Aggregation works on the per-instance ``scores`` of ``predictions.jsonl`` (see docs/design.md) and follows
+two rules:
+
+* **An invalid prediction** (failed request, unparsable, missing) scores at the floor whatever its record
+  says: ER ``s_int = s_emo = s_er = 1`` and BERTScore 0; VP pairing, viewpoint and total 0 (so ``llm`` 1) and
+  BERTScore 0. It is counted in every mean, never dropped.
+* **An unscored judge verdict** is different: the prediction was fine but the judge gave no usable score even
+  after one re-ask (a judge failure, recorded as the judge key present with ``null``). Averaging it as a floor
+  would blame the candidate model for the judge, and guessing a score would invent data, so it is **left out
+  of the judge means and counted** as ``n_unscored`` next to them. Formula and BERTScore means still cover
+  every instance.
+
+A judge mean is ``None`` ("not judged") when no valid instance carries the judge key at all, i.e. the run was
+never judged; likewise ``bertscore_f1`` is ``None`` when BERTScore was never computed. A mean over zero items
+is 0.0.
+"""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from rescue_bench.metrics.classification import FloatArray, safe_div
+
 INTENSITY_FLOOR = 1.0
+EMOTION_FLOOR = 1.0
+BERTSCORE_FLOOR = 0.0
 
 
 def intensity_score(predicted: int | None, gold: int) -> float:
@@ -32,3 +59,145 @@ def vp_to_five(total: float) -> float:
     (1.0, 5.0, 3.0)
     """
     return 1.0 + 4.0 * total / 6.0
+
+
+Scores = Mapping[str, Any]
+
+
+def score_value(scores: Scores, key: str) -> float | None:
+    """A numeric score, or ``None`` when the key is absent, null or NaN.
+
+    >>> score_value({"s_emo": 4}, "s_emo"), score_value({"s_emo": None}, "s_emo"), score_value({}, "s_emo")
+    (4.0, None, None)
+    """
+    value = scores.get(key)
+    if value is None or isinstance(value, bool) or not isinstance(value, int | float) or math.isnan(value):
+        return None
+    return float(value)
+
+
+def er_features(scores: Scores, valid: bool = True) -> list[float]:
+    """Per-instance ER vector ``[1, s_int, judged, s_er, s_emo, has_bert, bertscore_f1]``; its sums give every
+    ER mean (:func:`er_from_sums`). Judge and BERTScore parts are 0 when those scores are missing.
+
+    >>> er_features({"s_int": 3.0, "s_emo": 5.0}), er_features({"s_emo": 5.0}, valid=False)
+    ([1.0, 3.0, 1.0, 4.0, 5.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0])
+    """
+    if not valid:
+        return [
+            1.0,
+            INTENSITY_FLOOR,
+            1.0,
+            er_score(EMOTION_FLOOR, INTENSITY_FLOOR),
+            EMOTION_FLOOR,
+            1.0,
+            BERTSCORE_FLOOR,
+        ]
+    s_int = score_value(scores, "s_int")
+    s_int = INTENSITY_FLOOR if s_int is None else s_int
+    s_emo = score_value(scores, "s_emo")
+    bert = score_value(scores, "bertscore_f1")
+    bert_part = [float(bert is not None), bert or 0.0]
+    if s_emo is None:
+        return [1.0, s_int, 0.0, 0.0, 0.0, *bert_part]
+    s_er = score_value(scores, "s_er")
+    return [1.0, s_int, 1.0, er_score(s_emo, s_int) if s_er is None else s_er, s_emo, *bert_part]
+
+
+def er_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
+    """ER means from summed :func:`er_features` (works on stacks ``(..., 7)``). ``llm`` is the paper's
+    column: the mean S_ER over judged instances.
+
+    >>> {k: float(v) for k, v in er_from_sums(np.array([2.0, 8.0, 1.0, 4.0, 5.0, 0.0, 0.0])).items()}
+    {'llm': 4.0, 's_emo': 5.0, 's_int': 4.0, 'bertscore_f1': 0.0}
+    """
+    s = np.asarray(sums, dtype=np.float64)
+    return {
+        "llm": safe_div(s[..., 3], s[..., 2]),
+        "s_emo": safe_div(s[..., 4], s[..., 2]),
+        "s_int": safe_div(s[..., 1], s[..., 0]),
+        "bertscore_f1": safe_div(s[..., 6], s[..., 5]),
+    }
+
+
+def vp_features(scores: Scores, valid: bool = True) -> list[float]:
+    """Per-instance VP vector ``[1, judged, pairing, viewpoint, total, has_bert, bertscore_f1]``
+    (see :func:`vp_from_sums`). The total is pairing + viewpoint by definition.
+
+    >>> vp_features({"pairing": 2, "viewpoint": 3, "bertscore_f1": 0.8}), vp_features({}, valid=False)
+    ([1.0, 1.0, 2.0, 3.0, 5.0, 1.0, 0.8], [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+    """
+    if not valid:
+        return [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, BERTSCORE_FLOOR]
+    pairing, viewpoint = score_value(scores, "pairing"), score_value(scores, "viewpoint")
+    bert = score_value(scores, "bertscore_f1")
+    if pairing is None or viewpoint is None:
+        return [1.0, 0.0, 0.0, 0.0, 0.0, float(bert is not None), bert or 0.0]
+    return [1.0, 1.0, pairing, viewpoint, pairing + viewpoint, float(bert is not None), bert or 0.0]
+
+
+def vp_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
+    """VP means from summed :func:`vp_features` (works on stacks ``(..., 7)``). ``llm`` maps the mean
+    total 0-6 onto 1-5 with :func:`vp_to_five` (linear, so it equals the mean of the mapped totals); 0.0 when
+    nothing is judged.
+
+    >>> {k: float(v) for k, v in vp_from_sums(np.array([2.0, 2.0, 2.0, 4.0, 6.0, 2.0, 1.6])).items()}
+    {'llm': 3.0, 'total_0_6': 3.0, 'pairing': 1.0, 'viewpoint': 2.0, 'bertscore_f1': 0.8}
+    """
+    s = np.asarray(sums, dtype=np.float64)
+    total = safe_div(s[..., 4], s[..., 1])
+    return {
+        "llm": np.where(s[..., 1] > 0, vp_to_five(total), 0.0),  # type: ignore[arg-type]
+        "total_0_6": total,
+        "pairing": safe_div(s[..., 2], s[..., 1]),
+        "viewpoint": safe_div(s[..., 3], s[..., 1]),
+        "bertscore_f1": safe_div(s[..., 6], s[..., 5]),
+    }
+
+
+JUDGE_KEYS: dict[str, tuple[str, ...]] = {"er": ("s_emo",), "vp": ("pairing", "viewpoint")}
+JUDGE_METRICS: dict[str, tuple[str, ...]] = {
+    "er": ("llm", "s_emo"),
+    "vp": ("llm", "total_0_6", "pairing", "viewpoint"),
+}
+FEATURES: dict[str, Callable[[Scores, bool], list[float]]] = {"er": er_features, "vp": vp_features}
+FROM_SUMS: dict[str, Callable[[FloatArray], dict[str, FloatArray]]] = {"er": er_from_sums, "vp": vp_from_sums}
+
+
+def generation_summary(
+    task: str, scores: Sequence[Scores], valid: Sequence[bool] | None = None
+) -> dict[str, Any]:
+    """Means of an ER or VP task over instances, with ``n``, ``n_judged``, ``n_unscored`` and ``n_bertscore``.
+
+    See the module docstring for the floor of invalid predictions, the exclusion (and count) of unscored judge
+    verdicts, and ``None`` for scores that were never computed.
+
+    >>> scores = [{"s_int": 5, "s_emo": 4}, {"s_int": 3, "s_emo": None}, {}]
+    >>> er = generation_summary("er", scores, [True, True, False])
+    >>> er["n"], er["n_judged"], er["n_unscored"], er["llm"], er["s_emo"], er["s_int"], er["bertscore_f1"]
+    (3, 2, 1, 2.75, 2.5, 3.0, None)
+    >>> generation_summary("vp", [{"pairing": 2, "viewpoint": 4}])["llm"]
+    5.0
+    >>> generation_summary("vp", [])["llm"]
+    0.0
+    """
+    valid = [True] * len(scores) if valid is None else list(valid)
+    if len(valid) != len(scores):
+        raise ValueError(f"{len(scores)} score records but {len(valid)} validity flags")
+    rows = [FEATURES[task](s, v) for s, v in zip(scores, valid, strict=True)]
+    sums = np.asarray(rows, dtype=np.float64).reshape(-1, 7).sum(axis=0)
+    out: dict[str, Any] = {k: float(v) for k, v in FROM_SUMS[task](sums).items()}
+    judged_ix = 2 if task == "er" else 1
+    out["n"], out["n_judged"], out["n_bertscore"] = len(scores), int(sums[judged_ix]), int(sums[5])
+    valid_scores = [s for s, v in zip(scores, valid, strict=True) if v]
+    keys = JUDGE_KEYS[task]
+    out["n_unscored"] = sum(
+        1
+        for s in valid_scores
+        if any(k in s for k in keys) and not (all(score_value(s, k) is not None for k in keys))
+    )
+    if valid_scores and not any(k in s for s in valid_scores for k in keys):
+        out.update(dict.fromkeys(JUDGE_METRICS[task]))
+    if valid_scores and not any("bertscore_f1" in s for s in valid_scores):
+        out["bertscore_f1"] = None
+    return out
