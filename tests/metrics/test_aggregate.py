@@ -1,0 +1,251 @@
+"""Aggregation of predictions.jsonl records into scores.json entries, per scope, with CIs and counts."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.metrics.aggregate import (
+    HEADLINE,
+    aggregate_run,
+    aggregate_task,
+    metric_plan,
+    split_by_task,
+)
+from rescue_bench.metrics.classification import binary_metrics, multiclass_metrics
+from rescue_bench.metrics.generation import generation_summary
+from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
+from rescue_bench.taxonomy import relation_labels
+
+Rec = dict[str, Any]
+
+
+def rec(
+    task: str,
+    sample: str,
+    scenario: str,
+    row: int,
+    gold: Any,
+    prediction: Any,
+    *,
+    valid: bool = True,
+    problems: tuple[str, ...] = (),
+    scores: dict[str, Any] | None = None,
+    meta: dict[str, Any] | None = None,
+) -> Rec:
+    return {
+        "instance_id": f"{sample}::{task}::{row}",
+        "task": task,
+        "sample_id": sample,
+        "scenario": scenario,
+        "row_index": row,
+        "gold": gold,
+        "valid": valid,
+        "prediction": prediction,
+        "problems": list(problems),
+        "meta": meta or {},
+        "scores": scores or {},
+    }
+
+
+def itp_records() -> list[Rec]:
+    rows = [
+        ("c1", "couple", "yes", "yes"),
+        ("c1", "couple", "no", "yes"),
+        ("c1", "couple", "yes", None),
+        ("c2", "couple", "yes", "yes"),
+        ("c2", "couple", "no", "no"),
+        ("c3", "couple", "no", "no"),
+        ("f1", "family", "yes", "no"),
+        ("f1", "family", "no", "no"),
+    ]
+    out = []
+    for i, (sample, scenario, gold, pred) in enumerate(rows):
+        problems = ("parse_failure: no JSON",) if pred is None else ()
+        out.append(rec("itp", sample, scenario, i, gold, pred, valid=pred is not None, problems=problems))
+    return out
+
+
+def test_itp_scopes_metrics_counts_and_cis() -> None:
+    records = itp_records()
+    out = aggregate_task("itp", "binary", records, n_resamples=300)
+    assert list(out) == ["couple", "family", "all"]
+    couple = out["couple"]
+    assert couple["n"] == 6 and couple["valid"] == 5 and couple["parse_failures"] == 1
+    # couple: tp 2, fp 1, fn 0 + 1 invalid yes -> P 2/3, R 2/3
+    assert couple["precision"] == pytest.approx(2 / 3) and couple["recall"] == pytest.approx(2 / 3)
+    assert (couple["tp"], couple["fp"], couple["tn"], couple["fn"], couple["invalid"]) == (2, 1, 2, 0, 1)
+    every = out["all"]
+    expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
+    for name in HEADLINE["itp"]:
+        assert every[name] == pytest.approx(expected[name])
+        lo, hi = every["ci"][name]
+        assert lo <= every[name] <= hi
+    assert every["confusion"] == expected["confusion"]
+    assert out["family"]["precision"] == 0.0 and out["family"]["recall"] == 0.0  # zero denominator -> 0.0
+    json.dumps(out)  # scores.json must be serialisable
+
+
+def test_invalid_prediction_is_a_miss_even_if_its_partial_value_is_right() -> None:
+    records = [rec("itp", "s", "couple", 0, "yes", "yes", valid=False, problems=("invalid_label: 'yess'",))]
+    out = aggregate_task("itp", "binary", records, n_resamples=50)["all"]
+    assert out["recall"] == 0.0 and out["invalid_labels"] == 1 and out["parse_failures"] == 0
+
+
+def rpp_records() -> list[Rec]:
+    couple_rows: list[tuple[str, str, list[str] | None, float | None]] = [
+        ("c1", "pursue_withdraw", ["pursue_withdraw", "attack_attack"], 0.05),
+        ("c1", "attack_attack", ["pursue_withdraw", "attack_attack", "repair_softening"], 0.5),
+        ("c2", "repair_softening", ["repair_softening"], 0.95),
+        ("c2", "pursue_withdraw", None, 1.0),
+    ]
+    family_rows: list[tuple[str, str, list[str] | None, float | None]] = [
+        ("f1", "escalation_conflict", ["escalation_conflict"], 0.1),
+        ("f1", "mutual_disengagement", ["pursue_withdraw", "escalation_conflict"], None),
+    ]
+    out = []
+    for i, (sample, gold, pred, pos) in enumerate(couple_rows + family_rows):
+        scenario = "couple" if sample.startswith("c") else "family"
+        scores = rank_metrics(gold, pred or [])
+        meta = {} if pos is None else {"relative_position": pos}
+        out.append(
+            rec("rpp", sample, scenario, i, gold, pred, valid=pred is not None, scores=scores, meta=meta)
+        )
+    return out
+
+
+def test_rpp_accuracy_macro_f1_over_taxonomy_and_union_for_all() -> None:
+    records = rpp_records()
+    out = aggregate_task("rpp", "multiclass", records, n_resamples=200)
+    couple = out["couple"]
+    gold_c = [r["gold"] for r in records[:4]]
+    top1_c = [r["prediction"][0] if r["prediction"] else None for r in records[:4]]
+    expected_c = multiclass_metrics(gold_c, top1_c, relation_labels("couple"))
+    assert couple["accuracy"] == pytest.approx(0.5)
+    assert couple["macro_f1"] == pytest.approx(expected_c["macro_f1"])
+    assert set(couple["per_label"]) == set(relation_labels("couple"))
+    assert couple["recall_at_2"] == pytest.approx(3 / 4) and couple["mrr"] == pytest.approx((1 + 0.5 + 1) / 4)
+    every = out["all"]
+    union = list(dict.fromkeys([*relation_labels("couple"), *relation_labels("family")]))
+    assert list(every["per_label"]) == union and len(union) == 11
+    top1 = [r["prediction"][0] if r["prediction"] else None for r in records]
+    assert every["macro_f1"] == pytest.approx(
+        multiclass_metrics([r["gold"] for r in records], top1, union)["macro_f1"]
+    )
+    assert every["accuracy"] == pytest.approx(3 / 6)
+    assert ranking_summary([r["scores"] for r in records])["recall_at_3"] == pytest.approx(
+        every["recall_at_3"]
+    )
+
+
+def test_rpp_custom_label_sets_and_position_bins() -> None:
+    records = rpp_records()[:4]
+    labels = {"couple": ["pursue_withdraw", "attack_attack", "repair_softening"], "family": ["x"]}
+    out = aggregate_task("rpp", "multiclass", records, labels_by_scenario=labels, n_resamples=50)
+    assert list(out["all"]["per_label"]) == labels["couple"]  # only the scenarios present
+    # pursue_withdraw: tp 1, predicted 2, support 2 -> F1 0.5; attack_attack 0; repair_softening 1
+    assert out["couple"]["macro_f1"] == pytest.approx(1.5 / 3)
+    position = out["couple"]["by_position"]
+    assert position["n_bins"] == 10 and position["n_without_position"] == 0
+    assert [b["n"] for b in position["bins"]] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 2]
+    assert position["bins"][9]["accuracy"] == 0.5 and position["bins"][9]["se"] == pytest.approx(0.5 / 2**0.5)
+    assert position["bins"][9]["gold"] == {"pursue_withdraw": 1, "repair_softening": 1}
+    family = aggregate_task("rpp", "multiclass", rpp_records(), n_resamples=50)["family"]
+    assert family["by_position"]["n_without_position"] == 1
+
+
+def test_ranking_tasks_use_scores_but_invalid_is_zero() -> None:
+    records = [
+        rec(
+            "stp",
+            "c1",
+            "couple",
+            0,
+            "Anna",
+            ["Anna", "Couple"],
+            scores=rank_metrics("Anna", ["Anna", "Couple"]),
+        ),
+        rec(
+            "stp", "c1", "couple", 1, "Ben", ["Couple", "Ben"], scores=rank_metrics("Ben", ["Couple", "Ben"])
+        ),
+        rec(
+            "stp",
+            "c2",
+            "couple",
+            2,
+            "Couple",
+            ["Couple"],
+            valid=False,
+            scores={"recall_at_1": 1.0, "mrr": 1.0},
+        ),
+    ]
+    out = aggregate_task("stp", "ranking", records, n_resamples=100)["all"]
+    assert out["recall_at_1"] == pytest.approx(1 / 3) and out["recall_at_2"] == pytest.approx(2 / 3)
+    assert out["mrr"] == pytest.approx(1.5 / 3)
+    assert {"gold": "Couple", "pred": "<invalid>", "count": 1} in out["confusion"]
+    assert set(out["ci"]) == set(HEADLINE["stp"])
+
+
+def test_er_and_vp_aggregate_with_judge_counts() -> None:
+    er = [
+        rec("er", "c1", "couple", 0, {}, {}, scores={"s_int": 5.0, "s_emo": 4.0, "bertscore_f1": 0.9}),
+        rec("er", "c2", "couple", 1, {}, {}, scores={"s_int": 3.0, "s_emo": None, "bertscore_f1": 0.8}),
+        rec("er", "f1", "family", 2, {}, None, valid=False, problems=("request_failed: timeout",)),
+    ]
+    out = aggregate_task("er", "generation", er, n_resamples=100)
+    expected = generation_summary("er", [r["scores"] for r in er], [r["valid"] for r in er])
+    for name in HEADLINE["er"]:
+        assert out["all"][name] == pytest.approx(expected[name])
+    assert out["all"]["n_unscored"] == 1 and out["all"]["parse_failures"] == 1
+    assert out["family"]["llm"] == 1.0  # an invalid prediction scores the floor
+    vp = [rec("vp", "c1", "couple", 0, [], [], scores={"pairing": 2.0, "viewpoint": 3.0})]
+    vp_out = aggregate_task("vp", "generation", vp, n_resamples=50)["all"]
+    assert vp_out["llm"] == pytest.approx(1 + 4 * 5 / 6) and vp_out["bertscore_f1"] is None
+    assert vp_out["ci"]["bertscore_f1"] is None and vp_out["ci"]["llm"] == pytest.approx([vp_out["llm"]] * 2)
+
+
+def test_unjudged_run_reports_none_for_judge_metrics() -> None:
+    er = [rec("er", "c1", "couple", 0, {}, {}, scores={"s_int": 4.0})]
+    out = aggregate_task("er", "generation", er, n_resamples=20)["all"]
+    assert out["llm"] is None and out["ci"]["llm"] is None and out["s_int"] == 4.0
+
+
+def test_empty_task_has_an_all_scope_of_zeros() -> None:
+    out = aggregate_task("ssp", "ranking", [], n_resamples=20)
+    assert list(out) == ["all"] and out["all"]["n"] == 0 and out["all"]["recall_at_1"] == 0.0
+    assert out["all"]["ci"]["mrr"] == [0.0, 0.0]
+    rpp = aggregate_task("rpp", "multiclass", [], n_resamples=20)["all"]
+    assert rpp["macro_f1"] == 0.0 and rpp["per_label"] == {}
+
+
+def test_bad_records_raise_one_line_data_errors() -> None:
+    bad = rec("itp", "c1", "couple", 0, "yes", "yes")
+    del bad["sample_id"]
+    with pytest.raises(DataError, match=r"itp prediction record 1 \(c1::itp::0\): missing field 'sample_id'"):
+        aggregate_task("itp", "binary", [bad])
+    with pytest.raises(DataError, match="scenario"):
+        aggregate_task("itp", "binary", [rec("itp", "c1", "dyad", 0, "yes", "yes")])
+    with pytest.raises(DataError, match="gold"):
+        aggregate_task("itp", "binary", [rec("itp", "c1", "couple", 0, "maybe", "yes")])
+
+
+def test_aggregate_run_is_deterministic_and_has_meta() -> None:
+    records = itp_records() + rpp_records()
+    by_task = split_by_task(records)
+    assert list(by_task) == ["itp", "rpp"]
+    first = aggregate_run(by_task, n_resamples=100, seed=3)
+    assert first == aggregate_run(by_task, n_resamples=100, seed=3)
+    assert first["_meta"]["ci"]["n_resamples"] == 100 and first["_meta"]["ci"]["cluster"] == "sample_id"
+    assert set(first) == {"itp", "rpp", "_meta"}
+    with pytest.raises(ConfigError, match="unknown task"):
+        aggregate_run({"xyz": []})
+
+
+def test_metric_plan_point_values_match_pure_functions() -> None:
+    records = itp_records()
+    values = metric_plan("itp", "binary").values(records)
+    expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
+    assert values == pytest.approx({name: expected[name] for name in HEADLINE["itp"]})
