@@ -1,0 +1,168 @@
+"""The response cache: SQLite in WAL mode, shared by every run of the user.
+
+The key is a sha256 over everything that can change an answer: the provider identity (provider, base URL,
+model), the full messages, every generation parameter, the response format and schema, and the request's token
+limit. A cache that ignores the model serves model B the answers of model A (lm-eval #4063); this one cannot.
+Only successful replies are stored (raw text, reasoning, finish reason, usage), never keys or failures.
+
+WAL mode plus a busy timeout make the file safe for several processes at once; within a process the engine
+calls it from one event-loop thread.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import platformdirs
+
+from rescue_bench.models.base import GenerationParams
+from rescue_bench.records import Json, Reply, Request, Usage
+
+CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
+KEY_VERSION = 1
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS responses (
+    key TEXT PRIMARY KEY, created REAL NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT
+    NULL, reasoning TEXT, finish_reason TEXT, prompt_tokens INTEGER NOT NULL, completion_tokens INTEGER NOT
+    NULL, reasoning_tokens INTEGER NOT NULL, meta TEXT NOT NULL
+)
+"""
+
+
+def cache_dir() -> Path:
+    """``$RESCUE_BENCH_CACHE_DIR`` or the platform's user cache dir for rescue-bench."""
+    override = os.environ.get(CACHE_ENV)
+    return Path(override) if override else Path(platformdirs.user_cache_dir("rescue-bench"))
+
+
+def default_cache_path() -> Path:
+    return cache_dir() / "responses.sqlite3"
+
+
+def cache_key(identity: dict[str, Json], request: Request, params: GenerationParams) -> str:
+    """The cache key of one request: any change of model, endpoint, message, parameter or schema changes it.
+
+    >>> msgs = ({"role": "user", "content": "hi"},)
+    >>> req = Request(task="t", messages=msgs, response_schema={}, instance_ids=("a",))
+    >>> ident = {"provider": "openai", "base_url": "https://x/v1", "model": "m"}
+    >>> cache_key(ident, req, GenerationParams()) == cache_key(dict(ident), req, GenerationParams())
+    True
+    >>> cache_key(ident, req, GenerationParams()) == cache_key(ident, req, GenerationParams(temperature=0.5))
+    False
+    """
+    blob = json.dumps(
+        {
+            "v": KEY_VERSION,
+            "provider": {k: identity.get(k) for k in ("provider", "base_url", "model")},
+            "messages": request.messages,
+            "schema": request.response_schema,
+            "max_tokens": request.max_tokens,
+            "params": asdict(params),
+        },
+        sort_keys=True,
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class CacheStats:
+    path: Path
+    entries: int
+    size_bytes: int
+    by_model: dict[str, int]
+
+
+class ResponseCache:
+    """A handle on the cache file; cheap lookups and single-row inserts, each its own transaction."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or default_cache_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA busy_timeout = 60000")
+        self._db.execute("PRAGMA journal_mode = WAL")
+        # NORMAL keeps the cache consistent across crashes of the process; only a power cut can lose the
+        # newest rows, which are then asked again.
+        self._db.execute("PRAGMA synchronous = NORMAL")
+        self._db.execute(_SCHEMA)
+
+    def get(self, key: str) -> tuple[Reply, dict[str, Json]] | None:
+        """The stored reply (marked ``cached``) and its meta, or ``None``."""
+        row = self._db.execute(
+            "SELECT text, reasoning, finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, meta "
+            "FROM responses WHERE key = ?",
+            (key,),
+        ).fetchone()
+        if row is None:
+            return None
+        text, reasoning, finish, p_tok, c_tok, r_tok, meta = row
+        reply = Reply(
+            text=text,
+            reasoning=reasoning,
+            usage=Usage(p_tok, c_tok, r_tok),
+            finish_reason=finish,
+            cached=True,
+            attempts=0,
+        )
+        return reply, json.loads(meta)
+
+    def put(
+        self, key: str, reply: Reply, identity: dict[str, Json], meta: dict[str, Json] | None = None
+    ) -> None:
+        """Store a successful reply; failures are never cached."""
+        if not reply.ok:
+            return
+        self._db.execute(
+            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                key,
+                time.time(),
+                str(identity.get("provider", "")),
+                str(identity.get("model", "")),
+                reply.text,
+                reply.reasoning,
+                reply.finish_reason,
+                reply.usage.prompt_tokens,
+                reply.usage.completion_tokens,
+                reply.usage.reasoning_tokens,
+                json.dumps(meta or {}, sort_keys=True),
+            ),
+        )
+
+    def stats(self) -> CacheStats:
+        entries = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        by_model = dict(
+            self._db.execute(
+                "SELECT provider || '/' || model, COUNT(*) FROM responses GROUP BY 1 ORDER BY 2 DESC"
+            ).fetchall()
+        )
+        size = sum(p.stat().st_size for p in self.path.parent.glob(self.path.name + "*") if p.is_file())
+        return CacheStats(self.path, int(entries), size, {str(k): int(v) for k, v in by_model.items()})
+
+    def clear(self, model: str | None = None) -> int:
+        """Delete every entry, or those of one ``provider/model``; return how many went."""
+        if model is None:
+            cursor = self._db.execute("DELETE FROM responses")
+        else:
+            cursor = self._db.execute("DELETE FROM responses WHERE provider || '/' || model = ?", (model,))
+        deleted = cursor.rowcount
+        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.execute("VACUUM")
+        return int(deleted)
+
+    def close(self) -> None:
+        self._db.close()
+
+    def __enter__(self) -> ResponseCache:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,216 @@
+"""Ask a provider many requests at once: cache, budget, limits, retries and the moderation fallback.
+
+:func:`execute_requests` is the public entry point that the judge and annotation layers reuse; the run
+orchestration holds one :class:`Engine` per run and calls :meth:`Engine.ask` per request, so that every
+outcome can be recorded as it lands.
+
+Order per request: cache lookup (a hit costs nothing and skips the budget) -> budget reservation -> in-flight
+slot and rate limits -> provider call, retried by :class:`~rescue_bench.engine.limits.RetryPolicy` -> on a
+moderation refusal, one more round with sensitive words masked -> cache store of a successful reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Protocol
+
+from rescue_bench.engine.cache import ResponseCache, cache_key
+from rescue_bench.engine.limits import Limiter, ModerationRefusal, RetryPolicy, call_with_retries
+from rescue_bench.engine.masking import mask_messages
+from rescue_bench.errors import BenchError
+from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.records import Reply, Request, Usage
+
+
+@dataclass(frozen=True, slots=True)
+class EngineOptions:
+    """Operational settings: they change how fast and how robustly a run goes, never what it asks."""
+
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
+    max_retries: int = 5
+    retry_base: float = 1.0
+    retry_cap: float = 60.0
+    use_cache: bool = True
+    jitter_seed: int | None = None
+
+
+class BudgetExceeded(Exception):
+    """Sending this request could exceed the run's budget; the run stops cleanly before it."""
+
+
+class BudgetGuard(Protocol):
+    def reserve(self, request: Request) -> float:
+        """Reserve the request's worst-case cost; raise :class:`BudgetExceeded` if it does not fit."""
+        ...
+
+    def settle(self, reserved: float, usage: Usage) -> None:
+        """Replace the reservation by the cost of the tokens actually used."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What happened to one request."""
+
+    request: Request
+    cache_key: str
+    reply: Reply
+    masked: bool = False
+    """The reply answers the masked prompt (after a moderation refusal)."""
+    refused: bool = False
+    """The endpoint's moderation refused the prompt at least once."""
+
+
+@dataclass(slots=True)
+class EngineStats:
+    requests: int = 0
+    cache_hits: int = 0
+    retries: int = 0
+    failures: int = 0
+    refusals: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def add(self, outcome: Outcome) -> None:
+        self.requests += 1
+        reply = outcome.reply
+        self.cache_hits += reply.cached
+        self.retries += max(0, reply.attempts - 1)
+        self.failures += not reply.ok
+        self.refusals += outcome.refused
+        if not reply.cached:
+            self.usage = self.usage + reply.usage
+
+
+class Engine:
+    """Cache, budget, limits and retries around one provider with one set of generation parameters."""
+
+    def __init__(
+        self,
+        provider: Provider,
+        params: GenerationParams,
+        options: EngineOptions | None = None,
+        *,
+        cache: ResponseCache | None = None,
+        budget: BudgetGuard | None = None,
+    ) -> None:
+        self.provider = provider
+        self.params = params
+        self.options = options or EngineOptions()
+        cacheable = getattr(provider, "cacheable", True)
+        self.cache = cache if self.options.use_cache and cacheable else None
+        self.budget = budget
+        self.limiter = Limiter(self.options.concurrency, rpm=self.options.rpm, tpm=self.options.tpm)
+        self.policy = RetryPolicy(self.options.max_retries, self.options.retry_base, self.options.retry_cap)
+        self.identity = provider.identity()
+        self.stats = EngineStats()
+        self._rng = random.Random(self.options.jitter_seed)
+
+    async def ask(self, request: Request, *, refresh: bool = False) -> Outcome:
+        """Answer one request; ``refresh`` skips the cache lookup (but still stores the new reply).
+
+        Raises:
+            BudgetExceeded: the request was not sent because it could exceed the budget.
+            ProviderError: the endpoint failed in a way that no other request can avoid (bad key, unknown
+            model).
+        """
+        key = cache_key(self.identity, request, self.params)
+        if self.cache is not None and not refresh:
+            hit = self.cache.get(key)
+            if hit is not None:
+                reply, meta = hit
+                outcome = Outcome(request, key, reply, masked=bool(meta.get("masked")))
+                self.stats.add(outcome)
+                return outcome
+        reserved = self.budget.reserve(request) if self.budget is not None else 0.0
+        outcome = await self._call(request, key)
+        if self.budget is not None:
+            self.budget.settle(reserved, outcome.reply.usage)
+        if self.cache is not None and outcome.reply.ok:
+            self.cache.put(
+                key, outcome.reply, self.identity, {"masked": outcome.masked, "task": request.task}
+            )
+        self.stats.add(outcome)
+        return outcome
+
+    async def _call(self, request: Request, key: str) -> Outcome:
+        reply, attempts = await self._attempts(request, 0)
+        if not isinstance(reply, ModerationRefusal):
+            return Outcome(request, key, reply)
+        masked_messages, n_masked = mask_messages(request.messages)
+        if n_masked == 0:
+            failure = Reply.failure(
+                f"content moderation refused the prompt ({reply}); no sensitive word to mask",
+                attempts=attempts,
+            )
+            return Outcome(request, key, failure, refused=True)
+        masked, attempts = await self._attempts(replace(request, messages=masked_messages), attempts)
+        if isinstance(masked, ModerationRefusal):
+            failure = Reply.failure(
+                f"content moderation refused the prompt ({masked}), also with {n_masked} "
+                "sensitive words masked",
+                attempts=attempts,
+            )
+            return Outcome(request, key, failure, masked=True, refused=True)
+        return Outcome(request, key, masked, masked=True, refused=True)
+
+    async def _attempts(self, request: Request, before: int) -> tuple[Reply | ModerationRefusal, int]:
+        async def once() -> Reply | ModerationRefusal:
+            try:
+                return await self.provider.complete(request, self.params)
+            except ModerationRefusal as exc:
+                return exc
+
+        tokens = _rough_tokens(request)
+        try:
+            result = await call_with_retries(
+                once, policy=self.policy, limiter=self.limiter, tokens=tokens, rng=self._rng
+            )
+        except BenchError:
+            raise
+        except Exception as exc:  # a provider bug must cost one request, not the run
+            return Reply.failure(f"{exc.__class__.__name__}: {exc}", attempts=before + 1), before + 1
+        attempts = before + result.attempts
+        if result.value is None:
+            return Reply.failure(
+                result.error or "request failed", latency=result.latency, attempts=attempts
+            ), attempts
+        value = result.value
+        if isinstance(value, ModerationRefusal):
+            return value, attempts
+        assert isinstance(value, Reply)
+        return replace(value, attempts=attempts, latency=result.latency, cached=False), attempts
+
+
+def _rough_tokens(request: Request) -> int:
+    """Prompt characters / 4 plus the completion limit: what a request can weigh against a TPM limit."""
+    chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+    return chars // 4 + request.max_tokens
+
+
+async def execute_requests(
+    requests: Sequence[Request],
+    provider: Provider,
+    params: GenerationParams,
+    *,
+    engine_options: EngineOptions | None = None,
+    cache: ResponseCache | None = None,
+) -> list[Reply]:
+    """Answer ``requests`` concurrently (cache, limits, retries); replies come back in request order.
+
+    Failed requests come back as ``Reply.failure``; only errors no request can survive (``ProviderError``)
+    raise.
+    """
+    options = engine_options or EngineOptions()
+    own_cache = ResponseCache() if cache is None and options.use_cache else None
+    engine = Engine(provider, params, options, cache=own_cache or cache)
+    try:
+        outcomes = await asyncio.gather(*(engine.ask(r) for r in requests))
+    finally:
+        if own_cache is not None:
+            own_cache.close()
+    return [o.reply for o in outcomes]

@@ -1,0 +1,175 @@
+"""How many requests fly at once, how fast they go out, and when a failed one is tried again.
+
+* :class:`Limiter`: a global in-flight limit (an ``asyncio.Semaphore``) plus optional requests-per-minute and
+  tokens-per-minute limits (``aiolimiter``), shared by every task of a run.
+* :class:`RetryPolicy`: exponential backoff with full jitter that honours ``Retry-After``. Only
+  :class:`RetryableError` (429, 5xx, timeouts, connection errors, unreadable bodies) is retried; anything else
+  fails at once, because retrying a 401 or an unknown model only burns time (the reference scripts did so 45
+  times).
+* :class:`ModerationRefusal`: a content-moderation refusal; the engine retries it once with sensitive words
+  masked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import random
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from aiolimiter import AsyncLimiter
+
+from rescue_bench.errors import ConfigError
+
+
+class RetryableError(Exception):
+    """A fault worth trying again (HTTP 429 or 5xx, timeout, connection error, truncated body)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait, when it said so."""
+
+
+class ModerationRefusal(Exception):
+    """The endpoint's content moderation refused the prompt (e.g. DashScope ``data_inspection_failed``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Exponential backoff with full jitter; ``Retry-After`` from the server wins when it is longer."""
+
+    max_retries: int = 5
+    base_delay: float = 1.0
+    max_delay: float = 60.0
+    max_retry_after: float = 600.0
+    """Upper bound on a server's ``Retry-After``, so a bogus header cannot park a run for a day."""
+
+    def delay(self, retry_number: int, retry_after: float | None, rng: random.Random) -> float:
+        """Seconds to wait before retry ``retry_number`` (1-based).
+
+        >>> policy = RetryPolicy(base_delay=1.0, max_delay=8.0)
+        >>> rng = random.Random(0)
+        >>> all(0 <= policy.delay(n, None, rng) <= min(8.0, 2 ** (n - 1)) for n in range(1, 10))
+        True
+        >>> policy.delay(1, 5.0, rng) >= 5.0
+        True
+        """
+        ceiling = min(self.max_delay, self.base_delay * 2 ** (retry_number - 1))
+        jittered = rng.uniform(0.0, ceiling)
+        if retry_after is None:
+            return jittered
+        #  Honour the server, and spread the herd a little so every client does not come back in the same
+        # instant.
+        return min(self.max_retry_after, max(0.0, retry_after)) + rng.uniform(0.0, min(ceiling, 1.0))
+
+
+class Limiter:
+    """The global in-flight limit and the optional per-minute rate limits of one run."""
+
+    def __init__(self, concurrency: int = 16, *, rpm: float | None = None, tpm: float | None = None) -> None:
+        if concurrency < 1:
+            raise ConfigError(f"--concurrency must be at least 1 (got {concurrency})")
+        for name, value in (("--rpm", rpm), ("--tpm", tpm)):
+            if value is not None and value <= 0:
+                raise ConfigError(f"{name} must be positive (got {value})")
+        self.concurrency = concurrency
+        self._semaphore = asyncio.Semaphore(concurrency)
+        self._rpm = AsyncLimiter(rpm, 60.0) if rpm else None
+        self._tpm = AsyncLimiter(tpm, 60.0) if tpm else None
+        self._tpm_max = tpm or 0.0
+        self.in_flight = 0
+        self.peak_in_flight = 0
+
+    @asynccontextmanager
+    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
+        """Hold one in-flight slot; wait for the rate limits (``tokens`` counts against the TPM limit)."""
+        async with self._semaphore:
+            if self._rpm is not None:
+                await self._rpm.acquire()
+            if self._tpm is not None and tokens > 0:
+                # aiolimiter refuses amounts above its capacity; a request larger than the whole minute budget
+                # waits for a full bucket instead.
+                await self._tpm.acquire(min(float(tokens), self._tpm_max))
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            try:
+                yield
+            finally:
+                self.in_flight -= 1
+
+
+@dataclass(frozen=True, slots=True)
+class Attempted:
+    """The result of :func:`call_with_retries`."""
+
+    value: object | None
+    """What the call returned, or ``None`` when every attempt failed."""
+    error: str | None
+    attempts: int
+    latency: float
+    """Seconds spent inside the calls (waits between attempts excluded)."""
+
+
+async def call_with_retries(
+    call: Callable[[], Awaitable[object]],
+    *,
+    policy: RetryPolicy,
+    limiter: Limiter,
+    tokens: int = 0,
+    rng: random.Random | None = None,
+    sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+) -> Attempted:
+    """Run ``call`` inside a limiter slot, retrying :class:`RetryableError` by ``policy``.
+
+    Other exceptions (``ProviderError``, :class:`ModerationRefusal`) propagate at once. The slot is released
+    while waiting between attempts, so a backing-off request does not block the others.
+    """
+    rng = rng or random.Random()
+    attempts = 0
+    latency = 0.0
+    while True:
+        attempts += 1
+        started = time.perf_counter()
+        try:
+            async with limiter.slot(tokens):
+                value = await call()
+            return Attempted(value, None, attempts, latency + time.perf_counter() - started)
+        except RetryableError as exc:
+            latency += time.perf_counter() - started
+            if attempts > policy.max_retries:
+                return Attempted(None, f"{exc} (gave up after {attempts} attempts)", attempts, latency)
+            await sleep(policy.delay(attempts, exc.retry_after, rng))
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date); ``None`` if absent.
+
+    >>> parse_retry_after({"retry-after": "3"}), parse_retry_after({"retry-after-ms": "250"})
+    (3.0, 0.25)
+    >>> parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+    10.0
+    >>> parse_retry_after({"retry-after": "soon"}) is None
+    True
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))

@@ -1,0 +1,256 @@
+"""What a run is (its config, sample selection and task plans) and what ``run.json`` says about it.
+
+Only what changes the answers goes into ``config`` (and is compared on resume); how the run goes (concurrency,
+rate limits, retries, cache, budget) is recorded under ``options`` and may differ between sessions of one run.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import platform
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from rescue_bench import __version__
+from rescue_bench.data.schema import Sample
+from rescue_bench.errors import ConfigError
+from rescue_bench.models.base import GenerationParams, ResponseFormat
+from rescue_bench.records import Instance, Json
+from rescue_bench.tasks.base import Task, TaskConfig, resolve_mode
+
+ALL_TASKS: tuple[str, ...] = ("itp", "rpp", "stp", "ssp", "er", "vp")
+
+
+@dataclass(frozen=True, slots=True)
+class RunConfig:
+    """Everything that decides what is asked and how it is scored."""
+
+    model: str
+    tasks: tuple[str, ...] = ALL_TASKS
+    data: str = "demo"
+    mode: str = "dialogue"
+    context_size: int | None = None
+    batch_size: int | None = None
+    judges: tuple[str, ...] = ()
+    limit_samples: int | None = None
+    sample_ids: tuple[str, ...] | None = None
+    seed: int | None = None
+    temperature: float = 0.0
+    response_format: ResponseFormat = "json_schema"
+    disable_thinking: bool = False
+    base_url: str | None = None
+    api_key_env: str | None = None
+
+    def generation_params(self) -> GenerationParams:
+        return GenerationParams(
+            temperature=self.temperature,
+            seed=self.seed,
+            response_format=self.response_format,
+            disable_thinking=self.disable_thinking,
+        )
+
+    def record(self) -> dict[str, Json]:
+        """The compared part of ``run.json``. The dataset is compared by content hash, not by path."""
+        ids = None if self.sample_ids is None else _digest(sorted(self.sample_ids))[:16]
+        return {
+            "model": self.model,
+            "tasks": list(self.tasks),
+            "mode": self.mode,
+            "context_size": self.context_size,
+            "batch_size": self.batch_size,
+            "limit_samples": self.limit_samples,
+            "sample_ids": ids,
+            "seed": self.seed,
+            "temperature": self.temperature,
+            "response_format": self.response_format,
+            "disable_thinking": self.disable_thinking,
+            "judges": list(self.judges),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlan:
+    """One task of a run: its settings, all its instances and their batches."""
+
+    name: str
+    task: Task
+    cfg: TaskConfig
+    instances: tuple[Instance, ...]
+    batches: tuple[tuple[Instance, ...], ...]
+    prompt_hash: str
+
+
+def select_samples(samples: Sequence[Sample], config: RunConfig) -> list[Sample]:
+    """``--sample-ids`` (in data order), then the first ``--limit-samples`` of those."""
+    chosen = list(samples)
+    if config.sample_ids is not None:
+        wanted = set(config.sample_ids)
+        known = {s.sample_id for s in chosen}
+        unknown = sorted(wanted - known)
+        if unknown:
+            more = f" (and {len(unknown) - 1} more)" if len(unknown) > 1 else ""
+            raise ConfigError(f"--sample-ids: sample {unknown[0]!r} is not in {config.data}{more}")
+        chosen = [s for s in chosen if s.sample_id in wanted]
+    if config.limit_samples is not None:
+        if config.limit_samples < 1:
+            raise ConfigError(f"--limit-samples must be at least 1 (got {config.limit_samples})")
+        chosen = chosen[: config.limit_samples]
+    if not chosen:
+        raise ConfigError(f"no samples selected from {config.data}")
+    return chosen
+
+
+def build_plans(
+    samples: Sequence[Sample], config: RunConfig, tasks: Mapping[str, Task] | None = None
+) -> list[TaskPlan]:
+    """Instances and batches of every requested task, in the requested order."""
+    from rescue_bench.tasks import TASKS, make_batches
+
+    tasks = TASKS if tasks is None else tasks
+    cfg = TaskConfig(
+        mode=resolve_mode(config.mode), context_size=config.context_size, batch_size=config.batch_size
+    )
+    plans = []
+    for name in config.tasks:
+        if name not in tasks:
+            raise ConfigError(f"unknown task {name!r}; choose from {', '.join(tasks)} or all")
+        task = tasks[name]
+        instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
+        size = task.DEFAULT_BATCH_SIZE if cfg.batch_size is None else cfg.batch_size
+        batches = tuple(tuple(b) for b in make_batches(instances, size))
+        plans.append(TaskPlan(name, task, cfg, instances, batches, _prompt_hash(task, batches, cfg)))
+    return plans
+
+
+def _prompt_hash(task: Task, batches: Sequence[Sequence[Instance]], cfg: TaskConfig) -> str:
+    constant = getattr(task, "PROMPT_HASH", None)
+    if isinstance(constant, str):
+        return constant
+    return task.render(batches[0], cfg).prompt_hash if batches else ""
+
+
+def dataset_hash(samples: Sequence[Sample]) -> str:
+    """sha256 of the selected samples' release form: any change of content changes it."""
+    digest = hashlib.sha256()
+    for sample in samples:
+        digest.update(json.dumps(sample.to_release(), sort_keys=True, ensure_ascii=False).encode())
+        digest.update(b"\n")
+    return digest.hexdigest()
+
+
+def build_manifest(
+    config: RunConfig,
+    options: Mapping[str, Json],
+    samples: Sequence[Sample],
+    plans: Sequence[TaskPlan],
+    identity: Mapping[str, Json],
+    params: GenerationParams,
+) -> dict[str, Json]:
+    """``run.json`` at the start of a session (status ``running``)."""
+    now = time.time()
+    return {
+        "format": 1,
+        "status": "running",
+        "config": config.record(),
+        "options": dict(options),
+        "package_version": __version__,
+        "python": platform.python_version(),
+        "git_commit": git_commit(),
+        "dataset": {
+            "source": config.data,
+            "hash": dataset_hash(samples),
+            "samples": len(samples),
+            "couple": sum(s.scenario == "couple" for s in samples),
+            "family": sum(s.scenario == "family" for s in samples),
+        },
+        "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
+        "model": dict(identity),
+        "generation": asdict(params),
+        "judges": list(config.judges),
+        "counts": {plan.name: {"instances": len(plan.instances)} for plan in plans},
+        "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},
+    }
+
+
+def finish_manifest(
+    manifest: Mapping[str, Json],
+    status: str,
+    counts: Mapping[str, Json],
+    started: float,
+    stop_reason: str | None,
+) -> dict[str, Json]:
+    timings = dict(manifest.get("timings") or {})
+    now = time.time()
+    timings.update({"finished": _iso(now), "elapsed_s": round(now - started, 3)})
+    return {
+        **manifest,
+        "status": status,
+        "counts": dict(counts),
+        "timings": timings,
+        "stop_reason": stop_reason,
+    }
+
+
+def count_run(
+    plans: Sequence[TaskPlan], predictions: Sequence[Mapping[str, Any]], requests: Sequence[Mapping[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Per-task counts over the whole run directory (all sessions)."""
+    counts: dict[str, dict[str, Any]] = {}
+    for plan in plans:
+        preds = [p for p in predictions if p.get("task") == plan.name]
+        reqs = [r for r in requests if r.get("task") == plan.name]
+        paid = [r for r in reqs if not r.get("cached")]
+        problems = [str((p.get("problems") or [""])[0]) if p.get("problems") else "" for p in preds]
+        counts[plan.name] = {
+            "instances": len(plan.instances),
+            "done": len(preds),
+            "valid": sum(bool(p.get("valid")) for p in preds),
+            "invalid": sum(not p.get("valid") for p in preds),
+            "request_failures": sum(x.startswith("request_failed") for x in problems),
+            "parse_failures": sum(x.startswith(("parse_failure", "missing")) for x in problems),
+            "invalid_labels": sum(x.startswith("invalid_label") for x in problems),
+            "requests": len(reqs),
+            "single_retries": sum(bool(r.get("single")) for r in reqs),
+            "cache_hits": len(reqs) - len(paid),
+            "retries": sum(max(0, int(r.get("attempts") or 0) - 1) for r in reqs),
+            "failures": sum(r.get("error") is not None for r in reqs),
+            "refusals": sum(bool(r.get("refused")) for r in reqs),
+            "masked": sum(bool(r.get("masked")) for r in reqs),
+            "tokens": {
+                k: sum(int((r.get("usage") or {}).get(k) or 0) for r in paid)
+                for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens")
+            },
+        }
+    return counts
+
+
+def git_commit() -> str | None:
+    """The commit of the source checkout this package runs from; ``None`` for an installed package."""
+    here = Path(__file__).resolve().parent
+    if "site-packages" in here.parts:
+        return None
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and len(commit) == 40 else None
+
+
+def _digest(obj: Json) -> str:
+    return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
+
+
+def _iso(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))

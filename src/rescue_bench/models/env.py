@@ -1,0 +1,93 @@
+"""Settings from the environment and a ``.env`` file, and API-key resolution.
+
+Keys are looked up, handed to the client, and otherwise never touched: nothing here logs, prints or stores a
+key, and :func:`redact` scrubs one out of any text (an error body that echoes it, say) before that text goes
+anywhere.
+
+``.env`` follows the reference scripts' rules (protocol section 1.4): ``KEY=VALUE`` lines, ``#`` comments, one
+pair of matching quotes stripped, ``$VARS`` and ``~`` expanded; real environment variables win over the file.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rescue_bench.errors import ConfigError
+
+
+def parse_dotenv(text: str) -> dict[str, str]:
+    """Parse ``.env`` text.
+
+    >>> parse_dotenv('# comment\\nA=1\\nexport B="two words"\\nC=\\'x\\'\\nbad line\\n')
+    {'A': '1', 'B': 'two words', 'C': 'x'}
+    """
+    out: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        name, _, value = line.partition("=")
+        name = name.strip().removeprefix("export ").strip()
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1]
+        if name:
+            out[name] = os.path.expanduser(os.path.expandvars(value))
+    return out
+
+
+def load_dotenv(path: Path | None = None) -> dict[str, str]:
+    """Read ``path`` (default: ``./.env``); a missing file gives an empty mapping."""
+    path = path or Path.cwd() / ".env"
+    try:
+        return parse_dotenv(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"{path}: cannot read the .env file ({exc.__class__.__name__})") from None
+
+
+def lookup(names: Sequence[str], *, dotenv: Mapping[str, str] | None = None) -> tuple[str | None, str | None]:
+    """The first non-empty value among ``names`` (environment first, then ``.env``) and the name it came from.
+
+    >>> lookup(["NOPE_1", "NOPE_2"], dotenv={"NOPE_2": "v"})
+    ('v', 'NOPE_2')
+    """
+    file_values = load_dotenv() if dotenv is None else dotenv
+    for name in names:
+        value = os.environ.get(name) or file_values.get(name)
+        if value:
+            return value, name
+    return None, None
+
+
+def resolve_api_key(
+    names: Sequence[str], *, required: bool, provider: str, dotenv: Mapping[str, str] | None = None
+) -> str | None:
+    """The API key from the first set variable in ``names``; a :class:`ConfigError` naming them when required.
+
+    >>> resolve_api_key(["NO_SUCH_KEY_VAR"], required=False, provider="vllm", dotenv={}) is None
+    True
+    """
+    value, _ = lookup(names, dotenv=dotenv)
+    if value is None and required:
+        listed = " or ".join(names)
+        raise ConfigError(
+            f"no API key for {provider}: set {listed} in the environment or in ./.env, "
+            "or name another variable with --api-key-env"
+        )
+    return value
+
+
+def redact(text: str, secrets: Sequence[str | None]) -> str:
+    """Replace every occurrence of each secret in ``text`` by ``[redacted]``.
+
+    >>> redact("bad key sk-abc123 given", ["sk-abc123", None])
+    'bad key [redacted] given'
+    """
+    for secret in secrets:
+        if secret and len(secret) >= 4:
+            text = text.replace(secret, "[redacted]")
+    return text

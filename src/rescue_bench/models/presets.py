@@ -1,0 +1,187 @@
+"""OpenAI-compatible services by name: base URL, key variables, structured-output support, thinking switch.
+
+``openai/<model>`` with ``--base-url`` reaches any compatible endpoint; the presets only save typing and know
+each service's quirks. ``--base-url`` and ``--api-key-env`` override any preset.
+
+| preset | default base URL | key variables | best structured output | ``--disable-thinking`` sends |
+|---|---|---|---|---|
+| openai | api.openai.com/v1 | OPENAI_API_KEY | json_schema | ``reasoning_effort: none`` |
+| deepseek | api.deepseek.com/v1 | DEEPSEEK_API_KEY | json_object | ``thinking: {type: disabled}`` |
+| dashscope | dashscope.aliyuncs.com/compatible-mode/v1 | DASHSCOPE_API_KEY, BAILIAN_API_KEY | json_schema |
+``enable_thinking: false`` |
+| openrouter | openrouter.ai/api/v1 | OPENROUTER_API_KEY | json_schema | ``reasoning: {enabled: false}`` |
+| together | api.together.xyz/v1 | TOGETHER_API_KEY | json_schema | ``reasoning: {enabled: false}`` |
+| vllm | localhost:8000/v1 | VLLM_API_KEY (optional) | json_schema | ``chat_template_kwargs.enable_thinking:
+false`` |
+| ollama | localhost:11434/v1 | OLLAMA_API_KEY (optional) | json_schema | ``reasoning_effort: none`` |
+| llamacpp-server | localhost:8080/v1 | LLAMACPP_API_KEY (optional) | json_object + schema |
+``chat_template_kwargs.enable_thinking: false`` |
+
+When an endpoint rejects the format it is offered, the provider steps down (json_schema, json_object, text)
+and remembers that for the endpoint.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.models.base import ResponseFormat
+from rescue_bench.records import Json
+
+TokenField = Literal["max_tokens", "max_completion_tokens"]
+
+
+@dataclass(frozen=True, slots=True)
+class Preset:
+    name: str
+    base_url: str
+    key_envs: tuple[str, ...]
+    base_url_envs: tuple[str, ...]
+    key_required: bool
+    best_format: ResponseFormat
+    json_object_schema: bool
+    """Send the schema inside ``json_object`` (llama.cpp makes it a grammar); others reject the field."""
+    thinking_off: dict[str, Json] | None
+    token_field: TokenField
+
+
+_LOCAL_KEY = "sk-no-key-required"
+"""Sent to local servers without a key: the SDK insists on a non-empty one, the servers ignore it."""
+
+_THINK_TEMPLATE: dict[str, Json] = {"chat_template_kwargs": {"enable_thinking": False}}
+_TABLE: tuple[tuple[object, ...], ...] = (
+    # name, base URL, key variables, base-URL variables, key required, best format, schema in json_object,
+    # thinking switch, token field
+    (
+        "openai",
+        "https://api.openai.com/v1",
+        ("OPENAI_API_KEY",),
+        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        True,
+        "json_schema",
+        False,
+        {"reasoning_effort": "none"},
+        "max_completion_tokens",
+    ),
+    (
+        "deepseek",
+        "https://api.deepseek.com/v1",
+        ("DEEPSEEK_API_KEY",),
+        ("DEEPSEEK_BASE_URL",),
+        True,
+        "json_object",
+        False,
+        {"thinking": {"type": "disabled"}},
+        "max_tokens",
+    ),
+    (
+        "dashscope",
+        "https://dashscope.aliyuncs.com/compatible-mode/v1",
+        ("DASHSCOPE_API_KEY", "BAILIAN_API_KEY"),
+        ("DASHSCOPE_API_BASE", "BAILIAN_API_BASE"),
+        True,
+        "json_schema",
+        False,
+        {"enable_thinking": False},
+        "max_tokens",
+    ),
+    (
+        "openrouter",
+        "https://openrouter.ai/api/v1",
+        ("OPENROUTER_API_KEY",),
+        ("OPENROUTER_BASE_URL",),
+        True,
+        "json_schema",
+        False,
+        {"reasoning": {"enabled": False}},
+        "max_tokens",
+    ),
+    (
+        "together",
+        "https://api.together.xyz/v1",
+        ("TOGETHER_API_KEY",),
+        ("TOGETHER_BASE_URL",),
+        True,
+        "json_schema",
+        False,
+        {"reasoning": {"enabled": False}},
+        "max_tokens",
+    ),
+    (
+        "vllm",
+        "http://localhost:8000/v1",
+        ("VLLM_API_KEY",),
+        ("VLLM_BASE_URL",),
+        False,
+        "json_schema",
+        False,
+        _THINK_TEMPLATE,
+        "max_tokens",
+    ),
+    (
+        "ollama",
+        "http://localhost:11434/v1",
+        ("OLLAMA_API_KEY",),
+        ("OLLAMA_BASE_URL",),
+        False,
+        "json_schema",
+        False,
+        {"reasoning_effort": "none"},
+        "max_tokens",
+    ),
+    (
+        "llamacpp-server",
+        "http://localhost:8080/v1",
+        ("LLAMACPP_API_KEY",),
+        ("LLAMACPP_BASE_URL",),
+        False,
+        "json_object",
+        True,
+        _THINK_TEMPLATE,
+        "max_tokens",
+    ),
+)
+
+PRESETS: dict[str, Preset] = {}
+for _row in _TABLE:
+    _preset = Preset(*_row)  # type: ignore[arg-type]
+    PRESETS[_preset.name] = _preset
+
+LOCAL_PLACEHOLDER_KEY = _LOCAL_KEY
+
+
+def get_preset(name: str) -> Preset:
+    try:
+        return PRESETS[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown provider {name!r}; OpenAI-compatible presets: {', '.join(PRESETS)}"
+        ) from None
+
+
+def normalize_base_url(url: str) -> str:
+    """Strip a trailing slash; a bare ``host[:port]`` gets ``/v1`` (the path every compatible server uses).
+
+    >>> normalize_base_url("http://127.0.0.1:8000"), normalize_base_url("https://x.org/api/v1/")
+    ('http://127.0.0.1:8000/v1', 'https://x.org/api/v1')
+    """
+    parts = urlsplit(url.strip())
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
+    path = parts.path.rstrip("/") or "/v1"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
+
+
+def public_url(url: str) -> str:
+    """The URL without user info or query string, safe to record (some gateways put tokens there).
+
+    >>> public_url("https://user:secret@host.org/v1?key=abc")
+    'https://host.org/v1'
+    """
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    netloc = f"{host}:{parts.port}" if parts.port else host
+    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))

@@ -1,0 +1,110 @@
+"""A tiny task for engine tests: "is the speaker of this row the therapist?" (yes/no), batches of 3.
+
+It follows :class:`rescue_bench.tasks.base.Task` so the engine can be tested without the real tasks; the
+prompt names each item as ``cK: <sample_id>#<row>: <speaker>: <text>`` so a fake server can answer it (see
+:func:`oracle`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.tasks.base import TaskConfig
+
+NAME = "echo"
+KIND = "binary"
+DEFAULT_BATCH_SIZE = 3
+DEFAULT_CONTEXT_SIZE = 0
+MAX_TOKENS = 200
+PROMPT_HASH = "echo-v1"
+SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "answers": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"id": {"type": "string"}, "answer": {"enum": ["yes", "no"]}},
+                "required": ["id", "answer"],
+            },
+        }
+    },
+    "required": ["answers"],
+}
+_LINE = re.compile(r"^(c\d+): (\S+)#(\d+): ([^:]+):", re.MULTILINE)
+
+
+def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
+    return [
+        Instance(
+            f"{sample.sample_id}::{NAME}::{row.row_index}",
+            NAME,
+            sample.sample_id,
+            sample.scenario,
+            row.row_index,
+            "yes" if row.is_therapist else "no",
+            ("yes", "no"),
+            {"speaker": row.speaker, "text": row.text},
+            {"speaker": row.speaker},
+        )
+        for row in sample.rows
+    ]
+
+
+def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
+    lines = [
+        f"c{k}: {inst.sample_id}#{inst.row_index}: {inst.context['speaker']}: {inst.context['text']}"
+        for k, inst in enumerate(batch, start=1)
+    ]
+    prompt = "Answer yes when the speaker is the therapist, else no. Reply in JSON.\n" + "\n".join(lines)
+    return Request(
+        task=NAME,
+        messages=({"role": "user", "content": prompt},),
+        response_schema=SCHEMA,
+        instance_ids=tuple(i.id for i in batch),
+        max_tokens=MAX_TOKENS,
+        prompt_hash=PROMPT_HASH,
+    )
+
+
+def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
+    try:
+        answers = {a["id"]: a.get("answer") for a in json.loads(text)["answers"]}
+    except (ValueError, KeyError, TypeError) as exc:
+        return [Prediction.failed(i.id, f"parse_failure: {exc.__class__.__name__}") for i in batch]
+    out = []
+    for k, inst in enumerate(batch, start=1):
+        value = answers.get(f"c{k}")
+        if value is None:
+            out.append(Prediction.failed(inst.id, f"missing: c{k}"))
+        elif value not in ("yes", "no"):
+            out.append(Prediction(inst.id, value, False, (f"invalid_label: {value!r}",)))
+        else:
+            out.append(Prediction(inst.id, value, True))
+    return out
+
+
+def score(pred: Prediction, inst: Instance) -> Score:
+    return Score(inst.id, {"correct": float(pred.valid and pred.value == inst.gold)})
+
+
+def items(prompt: str) -> list[tuple[str, str, int, str]]:
+    """(opaque id, sample id, row, speaker) of each item in a rendered prompt."""
+    return [(m[1], m[2], int(m[3]), m[4]) for m in _LINE.finditer(prompt)]
+
+
+def oracle(request: Any) -> str:
+    """The right answer to a rendered prompt (a fake-server handler)."""
+    return json.dumps(
+        {
+            "answers": [
+                {"id": k, "answer": "yes" if speaker == "Therapist" else "no"}
+                for k, _, _, speaker in items(request.text)
+            ]
+        }
+    )
