@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from rescue_bench.data.load import load_samples
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.metrics.aggregate import (
     HEADLINE,
@@ -18,7 +20,7 @@ from rescue_bench.metrics.aggregate import (
 from rescue_bench.metrics.classification import binary_metrics, multiclass_metrics
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
-from rescue_bench.taxonomy import relation_labels
+from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
 Rec = dict[str, Any]
 
@@ -155,6 +157,10 @@ def test_rpp_custom_label_sets_and_position_bins() -> None:
     assert position["bins"][9]["gold"] == {"pursue_withdraw": 1, "repair_softening": 1}
     family = aggregate_task("rpp", "multiclass", rpp_records(), n_resamples=50)["family"]
     assert family["by_position"]["n_without_position"] == 1
+    # the RPP task writes the position under "position"
+    renamed = [{**r, "meta": {"position": r["meta"]["relative_position"]}} for r in records]
+    again = aggregate_task("rpp", "multiclass", renamed, n_resamples=50)["couple"]["by_position"]
+    assert again == position
 
 
 def test_ranking_tasks_use_scores_but_invalid_is_zero() -> None:
@@ -249,3 +255,49 @@ def test_metric_plan_point_values_match_pure_functions() -> None:
     values = metric_plan("itp", "binary").values(records)
     expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
     assert values == pytest.approx({name: expected[name] for name in HEADLINE["itp"]})
+
+
+def test_real_samples_persistence_baseline(real_subset: Path) -> None:
+    # RPP-style records from the real release rows: gold = the row's relation label, prediction = the previous
+    # labelled row's label (a "nothing changes" baseline). Checks the aggregation on real label distributions.
+    records: list[Rec] = []
+    for sample in load_samples(real_subset):
+        labels = relation_labels(sample.scenario)
+        previous: str | None = None
+        for index, row in enumerate(sample.rows):
+            gold = row.relation_cycle_state or row.relation_pattern
+            if gold not in labels:
+                continue
+            ranked = [previous] if previous else []
+            position = {"relative_position": index / max(1, len(sample.rows) - 1)}
+            records.append(
+                rec(
+                    "rpp",
+                    sample.sample_id,
+                    sample.scenario,
+                    index,
+                    gold,
+                    ranked or None,
+                    valid=bool(ranked),
+                    scores=rank_metrics(gold, ranked),
+                    meta=position,
+                )
+            )
+            previous = gold
+    assert len({r["scenario"] for r in records}) == 2, "the shared subset has couple and family samples"
+    out = aggregate_task("rpp", "multiclass", records, n_resamples=500)
+    for scope in ("couple", "family", "all"):
+        members = [r for r in records if scope == "all" or r["scenario"] == scope]
+        summary = out[scope]
+        top1 = [r["prediction"][0] if r["valid"] else None for r in members]
+        present = [s for s in SCENARIOS if any(r["scenario"] == s for r in members)]
+        union = list(dict.fromkeys(label for s in present for label in relation_labels(s)))
+        expected = multiclass_metrics([r["gold"] for r in members], top1, union)
+        assert summary["n"] == len(members) and summary["valid"] == sum(r["valid"] for r in members)
+        assert summary["accuracy"] == pytest.approx(expected["accuracy"])
+        assert summary["macro_f1"] == pytest.approx(expected["macro_f1"])
+        for name in HEADLINE["rpp"]:
+            lo, hi = summary["ci"][name]
+            assert lo <= summary[name] <= hi
+    bins = out["all"]["by_position"]
+    assert bins["n_without_position"] == 0 and sum(b["n"] for b in bins["bins"]) == len(records)

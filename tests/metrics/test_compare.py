@@ -74,8 +74,10 @@ def test_identical_runs_have_zero_differences() -> None:
 
 
 def test_gold_mismatch_is_a_config_error() -> None:
-    with pytest.raises(ConfigError, match=r"disagree on the gold answer of s1::itp::0"):
+    with pytest.raises(ConfigError, match=r"disagree on the gold answer or scenario of s1::itp::0"):
         compare_task("itp", [itp("s1", 0, "yes", "yes")], [itp("s1", 0, "no", "yes")])
+    with pytest.raises(ConfigError, match="scenario"):
+        compare_task("itp", [itp("s1", 0, "yes", "yes")], [itp("s1", 0, "yes", "yes", scenario="family")])
 
 
 def test_ranking_and_generation_comparisons_with_scopes() -> None:

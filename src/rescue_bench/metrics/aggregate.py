@@ -251,8 +251,22 @@ def _extras(task: str, kind: TaskKind, records: Sequence[Record], labels: Sequen
     return {key: summary[key] for key in ("n_judged", "n_unscored", "n_bertscore")}
 
 
+def relative_position(record: Record) -> float | None:
+    """``meta["relative_position"]`` (or ``meta["position"]``, as the RPP task writes it) when numeric.
+
+    >>> relative_position({"meta": {"position": 0.25}}), relative_position({"meta": {"position": "x"}})
+    (0.25, None)
+    """
+    meta = record.get("meta") or {}
+    for key in ("relative_position", "position"):
+        value = meta.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            return float(value)
+    return None
+
+
 def position_summary(records: Sequence[Record], n_bins: int = N_POSITION_BINS) -> dict[str, Any]:
-    """Top-1 accuracy and gold counts per relative-position bin, from ``meta["relative_position"]`` (RPP).
+    """Top-1 accuracy and gold counts per relative-position bin (:func:`relative_position`; RPP).
 
     Records without a numeric position are counted in ``n_without_position`` and left out of the bins.
 
@@ -262,11 +276,11 @@ def position_summary(records: Sequence[Record], n_bins: int = N_POSITION_BINS) -
     >>> out["n_without_position"], [(b["n"], b["accuracy"]) for b in out["bins"]]
     (1, [(0, 0.0), (1, 1.0)])
     """
-    placed = [r for r in records if isinstance((r.get("meta") or {}).get("relative_position"), int | float)]
+    placed = [(position, r) for r in records if (position := relative_position(r)) is not None]
     bins = accuracy_by_position(
-        [float(r["meta"]["relative_position"]) for r in placed],
-        [float(top1(r) == r["gold"]) for r in placed],
-        [str(r["gold"]) for r in placed],
+        [position for position, _ in placed],
+        [float(top1(r) == r["gold"]) for _, r in placed],
+        [str(r["gold"]) for _, r in placed],
         n_bins,
     )
     return {"n_bins": n_bins, "n_without_position": len(records) - len(placed), "bins": bins}

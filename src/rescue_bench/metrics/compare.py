@@ -75,15 +75,16 @@ def shared_instances(
     """Records of both runs on their shared instance ids (sorted), and how many ids each run has alone.
 
     Raises:
-        ConfigError: a shared instance has different gold answers in the two runs (different data/settings).
+        ConfigError: a shared instance has a different gold answer or scenario in the two runs.
     """
     by_a = {r["instance_id"]: r for r in records_a}
     by_b = {r["instance_id"]: r for r in records_b}
     shared = sorted(set(by_a) & set(by_b))
     for instance_id in shared:
-        if by_a[instance_id]["gold"] != by_b[instance_id]["gold"]:
+        a, b = by_a[instance_id], by_b[instance_id]
+        if a["gold"] != b["gold"] or a["scenario"] != b["scenario"]:
             raise ConfigError(
-                f"{task}: the runs disagree on the gold answer of {instance_id}; "
+                f"{task}: the runs disagree on the gold answer or scenario of {instance_id}; "
                 "they were built from different data or task settings and cannot be compared"
             )
     counts = {"n_shared": len(shared), "only_a": len(by_a) - len(shared), "only_b": len(by_b) - len(shared)}
