@@ -168,6 +168,10 @@ def build_manifest(
             "couple": sum(s.scenario == "couple" for s in samples),
             "family": sum(s.scenario == "family" for s in samples),
         },
+        "selection": {
+            "data": config.data,
+            "sample_ids": None if config.sample_ids is None else list(config.sample_ids),
+        },
         "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
         "model": dict(identity),
         "generation": asdict(params),

