@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Any, NoReturn
 
 import click
 import typer
@@ -34,9 +34,16 @@ class _BenchGroup(TyperGroup):
         try:
             return super().invoke(ctx)
         except (SourceNotFound, ConfigError) as exc:
-            raise UserError(str(exc), 2) from None
+            _fail(str(exc), 2)
         except BenchError as exc:
-            raise UserError(str(exc), 1) from None
+            _fail(str(exc), 1)
+
+
+def _fail(message: str, exit_code: int) -> NoReturn:
+    # typer vendors its own click, so a click.ClickException raised here would escape as a traceback;
+    # typer.Exit is handled by whichever click typer runs on.
+    typer.echo(f"error: {message}", err=True)
+    raise typer.Exit(exit_code)
 
 
 app = typer.Typer(
