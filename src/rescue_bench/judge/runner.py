@@ -1,0 +1,406 @@
+"""Judging the ER and VP predictions of a run with one or more LLM judges.
+
+Mechanics:
+
+* one request per sample and task, holding that sample's checkpoints (at most ``max_per_request``);
+* an item whose verdict is out of range, missing or unreadable (or whose request failed) is asked once more,
+  in one re-ask request per sample; if it is still invalid it is **left unscored and counted**, never clamped
+  or defaulted;
+* invalid predictions are not sent: they score at the floor (ER ``s_emo`` 1, VP 0) and are counted;
+* every outcome is appended to ``judgments.jsonl`` as soon as its sample is done, so an interrupted run
+  resumes where it stopped (an instance with a line for that judge is not asked again).
+
+The judge is an injected async callable, :data:`Complete`; the CLI passes an engine (cache, limits, retries),
+tests pass a fake. Nothing here knows the candidate model's name except :func:`same_model`, which only warns.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.engine.store import RUN_FILE, SCORES_FILE, JsonlAppender, atomic_write_json
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge import rubric
+from rescue_bench.judge.bertscore import BertScorer, er_pairs, vp_pairs
+from rescue_bench.judge.merge import (
+    BERTSCORE_JUDGE,
+    JUDGED_TASKS,
+    judge_agreement,
+    judge_names,
+    judged_records,
+)
+from rescue_bench.judge.rubric import JudgeItem, JudgeTask, Verdict
+from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
+from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.report.rundir import JUDGMENTS_FILE, candidate_name, load_run
+
+Complete = Callable[[Request], Awaitable[Reply]]
+Record = Mapping[str, Any]
+RAW_LIMIT = 2000
+
+
+@dataclass(frozen=True, slots=True)
+class Judge:
+    """A judge model: its ``provider/model`` name and how to ask it."""
+
+    name: str
+    complete: Complete
+
+
+@dataclass(frozen=True, slots=True)
+class Judgment:
+    """One line of ``judgments.jsonl``."""
+
+    instance_id: str
+    task: str
+    judge: str
+    valid: bool
+    scores: dict[str, float]
+    problems: tuple[str, ...] = ()
+    raw: Json = None
+
+    def to_json(self) -> dict[str, Json]:
+        return {
+            "instance_id": self.instance_id,
+            "task": self.task,
+            "judge": self.judge,
+            "valid": self.valid,
+            "scores": self.scores,
+            "problems": list(self.problems),
+            "raw": self.raw,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTally:
+    """Counts of one judge's pass over a run."""
+
+    sent: int = 0
+    """Instances sent to the judge."""
+    requests: int = 0
+    reasked: int = 0
+    """Instances asked a second time."""
+    valid: int = 0
+    unscored: int = 0
+    """Instances with no valid verdict after the re-ask."""
+    skipped_invalid: int = 0
+    """Invalid predictions, not sent (scored at the floor)."""
+    resumed: int = 0
+    """Instances already judged in an earlier pass."""
+    failed_requests: int = 0
+    usage: Usage = field(default_factory=Usage)
+
+    def __add__(self, other: JudgeTally) -> JudgeTally:
+        return JudgeTally(
+            self.sent + other.sent,
+            self.requests + other.requests,
+            self.reasked + other.reasked,
+            self.valid + other.valid,
+            self.unscored + other.unscored,
+            self.skipped_invalid + other.skipped_invalid,
+            self.resumed + other.resumed,
+            self.failed_requests + other.failed_requests,
+            self.usage + other.usage,
+        )
+
+    def to_json(self) -> dict[str, Json]:
+        counts: dict[str, Json] = {
+            name: getattr(self, name)
+            for name in (
+                "sent",
+                "requests",
+                "reasked",
+                "valid",
+                "unscored",
+                "skipped_invalid",
+                "resumed",
+                "failed_requests",
+            )
+        }
+        counts["usage"] = {
+            "prompt_tokens": self.usage.prompt_tokens,
+            "completion_tokens": self.usage.completion_tokens,
+            "reasoning_tokens": self.usage.reasoning_tokens,
+        }
+        return counts
+
+
+def same_model(judge: str, candidate: str | None) -> bool:
+    """Whether the judge looks like the candidate model (same name, or same model behind another provider).
+
+    >>> same_model("openai/gpt-4o", "openai/gpt-4o"), same_model("openrouter/openai/GPT-4o", "openai/gpt-4o")
+    (True, True)
+    >>> same_model("openai/gpt-4o", "openai/gpt-4o-mini"), same_model("openai/gpt-4o", None)
+    (False, False)
+    """
+    if not candidate:
+        return False
+    a, b = judge.lower(), candidate.lower()
+    return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
+
+
+def judge_item(record: Record) -> JudgeItem:
+    """The judge's view of a prediction record: gold, prediction value and speaker, nothing else."""
+    meta = record.get("meta") or {}
+    speaker = meta.get("speaker") if isinstance(meta, Mapping) else None
+    task: JudgeTask = "er" if record["task"] == "er" else "vp"
+    return JudgeItem(
+        str(record["instance_id"]),
+        task,
+        record.get("gold"),
+        record.get("prediction"),
+        speaker if isinstance(speaker, str) else None,
+    )
+
+
+def plan_groups(
+    records: Iterable[Record], done: Set[str], max_per_request: int = 10
+) -> tuple[list[list[JudgeItem]], JudgeTally]:
+    """Requests to send (one per sample and task, chunked), and the counts of what is not sent.
+
+    >>> recs = [{"instance_id": f"s::er::{i}", "task": "er", "sample_id": "s", "valid": i != 3,
+    ...          "gold": {"emotion": "x"}, "prediction": {"emotion": "y"}} for i in range(1, 5)]
+    >>> groups, tally = plan_groups(recs, done={"s::er::4"})
+    >>> [[it.instance_id for it in g] for g in groups], tally.skipped_invalid, tally.resumed
+    ([['s::er::1', 's::er::2']], 1, 1)
+    """
+    by_key: dict[tuple[str, str], list[JudgeItem]] = {}
+    skipped = resumed = 0
+    for record in records:
+        if record.get("task") not in rubric.JUDGE_TASKS:
+            continue
+        if not record.get("valid"):
+            skipped += 1
+        elif str(record["instance_id"]) in done:
+            resumed += 1
+        else:
+            by_key.setdefault((str(record.get("sample_id")), str(record["task"])), []).append(
+                judge_item(record)
+            )
+    groups = [
+        items[i : i + max_per_request]
+        for items in by_key.values()
+        for i in range(0, len(items), max_per_request)
+    ]
+    return groups, JudgeTally(skipped_invalid=skipped, resumed=resumed)
+
+
+def _verdicts(items: Sequence[JudgeItem], request: Request, reply: Reply) -> dict[str, Verdict]:
+    if not reply.ok:
+        return {it.instance_id: Verdict(None, f"request_failed: {reply.error}") for it in items}
+    by_opaque = rubric.parse_verdicts(items[0].task, reply.text, request.opaque_ids)
+    return {iid: by_opaque[oid] for iid, oid in zip(request.instance_ids, request.opaque_ids, strict=True)}
+
+
+def _judgment(
+    item: JudgeItem, judge: str, first: Verdict, second: Verdict | None, texts: list[str]
+) -> Judgment:
+    final = second or first
+    hash_ = rubric.prompt_hash(item.task)
+    if final.valid:
+        assert final.scores is not None
+        problems = ((f"reasked: {first.problem}",) if second else ()) + final.notes
+        raw = {"verdict": final.raw, "attempts": 2 if second else 1, "prompt_hash": hash_}
+        return Judgment(item.instance_id, item.task, judge, True, final.scores, problems, raw)
+    problems = (str(first.problem), f"after re-ask: {final.problem}") if second else (str(first.problem),)
+    raw = {"replies": [t[:RAW_LIMIT] for t in texts], "attempts": len(texts), "prompt_hash": hash_}
+    return Judgment(item.instance_id, item.task, judge, False, {}, problems, raw)
+
+
+async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[Judgment], JudgeTally]:
+    """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid."""
+    first_request = rubric.render(items)
+    reply = await judge.complete(first_request)
+    first = _verdicts(items, first_request, reply)
+    usage, failed, texts = reply.usage, int(not reply.ok), [reply.text or f"<request failed: {reply.error}>"]
+    problems = {iid: str(v.problem) for iid, v in first.items() if not v.valid}
+    second: dict[str, Verdict] = {}
+    if problems:
+        retry_request = rubric.render_reask(items, problems)
+        retry_reply = await judge.complete(retry_request)
+        second = _verdicts([it for it in items if it.instance_id in problems], retry_request, retry_reply)
+        usage, failed = usage + retry_reply.usage, failed + int(not retry_reply.ok)
+        texts.append(retry_reply.text or f"<request failed: {retry_reply.error}>")
+    judgments = [
+        _judgment(it, judge.name, first[it.instance_id], second.get(it.instance_id), texts) for it in items
+    ]
+    valid = sum(j.valid for j in judgments)
+    tally = JudgeTally(
+        sent=len(items),
+        requests=1 + bool(problems),
+        reasked=len(problems),
+        valid=valid,
+        unscored=len(items) - valid,
+        failed_requests=failed,
+        usage=usage,
+    )
+    return judgments, tally
+
+
+async def judge_records(
+    records: Iterable[Record],
+    judge: Judge,
+    *,
+    done: Set[str] = frozenset(),
+    sink: Callable[[list[Judgment]], None] = lambda _: None,
+    concurrency: int = 8,
+    max_per_request: int = 10,
+) -> JudgeTally:
+    """Judge each valid ER/VP prediction not in ``done``; ``sink`` gets each sample's judgments on arrival."""
+    groups, tally = plan_groups(records, done, max_per_request)
+    gate = asyncio.Semaphore(max(1, concurrency))
+
+    async def run(items: list[JudgeItem]) -> JudgeTally:
+        async with gate:
+            judgments, counts = await judge_group(items, judge)
+        sink(judgments)
+        return counts
+
+    for counts in await asyncio.gather(*(run(g) for g in groups)):
+        tally = tally + counts
+    return tally
+
+
+# --- a run directory -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRunResult:
+    """What :func:`judge_run` did."""
+
+    tallies: dict[str, JudgeTally]
+    bertscored: int
+    bertscore_hash: str | None
+    warnings: tuple[str, ...]
+    scores: dict[str, Any]
+
+
+def bertscore_judgments(records: Iterable[Record], scorer: BertScorer, done: Set[str]) -> list[Judgment]:
+    """BERTScore lines (judge ``bertscore``) for ER/VP records not in ``done``; invalid predictions get 0."""
+    pending = [r for r in records if r.get("task") in JUDGED_TASKS and str(r["instance_id"]) not in done]
+    plans = [
+        (er_pairs if r["task"] == "er" else vp_pairs)(
+            str(r["instance_id"]), r.get("gold"), r.get("prediction"), bool(r.get("valid"))
+        )
+        for r in pending
+    ]
+    if not plans:
+        return []
+    f1 = scorer.score_instances(plans)
+    raw = {"model": scorer.config.model, "hash": scorer.hash}
+    return [
+        Judgment(
+            str(r["instance_id"]),
+            str(r["task"]),
+            BERTSCORE_JUDGE,
+            True,
+            {"bertscore_f1": f1[str(r["instance_id"])]},
+            () if r.get("valid") else ("prediction_invalid: scored 0",),
+            raw,
+        )
+        for r in pending
+    ]
+
+
+def _done(judgments: Iterable[Record], judge: str, *, retry_unscored: bool) -> set[str]:
+    return {
+        str(j["instance_id"])
+        for j in judgments
+        if j.get("judge") == judge and (j.get("valid") or not retry_unscored)
+    }
+
+
+async def judge_run(
+    run_dir: Path,
+    judges: Sequence[Judge],
+    *,
+    scorer: BertScorer | None = None,
+    concurrency: int = 8,
+    retry_unscored: bool = False,
+    warn: Callable[[str], None] = lambda _: None,
+) -> JudgeRunResult:
+    """Judge a run directory's ER/VP predictions, add BERTScore, and rewrite ``scores.json``.
+
+    Predictions are never regenerated: only the judges (and the local BERTScore model) are asked. Instances
+    that already have a line for a judge are skipped (resume); ``retry_unscored`` asks again those whose last
+    line is unscored.
+
+    Raises:
+        ConfigError: the run has no ER or VP predictions.
+    """
+    data = load_run(run_dir)
+    records = [r for r in data.predictions if r.get("task") in JUDGED_TASKS]
+    if not records:
+        raise ConfigError(f"{run_dir} has no ER or VP predictions to judge (tasks: {', '.join(data.tasks)})")
+    warnings: list[str] = []
+    candidate = candidate_name(data.run)
+    tallies: dict[str, JudgeTally] = {}
+    appender = JsonlAppender(Path(run_dir) / JUDGMENTS_FILE)
+    try:
+        for judge in judges:
+            if same_model(judge.name, candidate):
+                warnings.append(
+                    f"judge {judge.name} is the candidate model ({candidate}): it grades its own answers"
+                )
+                warn(warnings[-1])
+            done = _done(data.judgments, judge.name, retry_unscored=retry_unscored)
+            tallies[judge.name] = await judge_records(
+                records,
+                judge,
+                done=done,
+                sink=lambda js: appender.append([j.to_json() for j in js]),
+                concurrency=concurrency,
+            )
+        bert_lines: list[Judgment] = []
+        if scorer is not None:
+            current = {
+                str(j["instance_id"])
+                for j in data.judgments
+                if j.get("judge") == BERTSCORE_JUDGE and (j.get("raw") or {}).get("hash") == scorer.hash
+            }
+            bert_lines = bertscore_judgments(records, scorer, current)
+            appender.append([j.to_json() for j in bert_lines])
+    finally:
+        appender.close()
+    scores = rescore_run(run_dir)
+    _record_in_manifest(run_dir, judges, tallies, scorer)
+    return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, tuple(warnings), scores)
+
+
+def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``."""
+    data = load_run(run_dir)
+    records = judged_records(data.predictions, data.judgments)
+    scores = aggregate_run(split_by_task(records), n_resamples=n_resamples, seed=seed)
+    names = judge_names(data.judgments)
+    meta = scores.setdefault("_meta", {})
+    meta["judges"] = names
+    bert = [j for j in data.judgments if j.get("judge") == BERTSCORE_JUDGE]
+    meta["bertscore"] = (bert[-1].get("raw") or None) if bert else None
+    if len(names) > 1:
+        meta["judge_agreement"] = judge_agreement(data.judgments)
+    atomic_write_json(Path(run_dir) / SCORES_FILE, scores)
+    return scores
+
+
+def _record_in_manifest(
+    run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeTally], scorer: BertScorer | None
+) -> None:
+    path = Path(run_dir) / RUN_FILE
+    manifest = load_run(run_dir).run
+    listed = list(manifest.get("judges") or [])
+    for judge in judges:
+        if judge.name not in listed:
+            listed.append(judge.name)
+    manifest["judges"] = listed
+    manifest["judge_prompt_hashes"] = {task: rubric.prompt_hash(task) for task in rubric.JUDGE_TASKS}
+    counts = dict(manifest.get("judge_counts") or {})
+    counts.update({name: tally.to_json() for name, tally in tallies.items()})
+    manifest["judge_counts"] = counts
+    if scorer is not None:
+        manifest["bertscore"] = {"model": scorer.config.model, "hash": scorer.hash}
+    atomic_write_json(path, manifest)
