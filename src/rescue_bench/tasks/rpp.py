@@ -1,0 +1,199 @@
+"""RPP, Relation Pattern Prediction: the dominant couple or family relational pattern at a row.
+
+Instances (protocol section 3, paper App. C): every row, of any speaker, whose gold label is non-empty and a
+key of the sample's scenario taxonomy (chosen per sample, so couple and family samples mix in one run).
+
+Gold field (``TaskConfig.rpp_gold_field``):
+
+* ``auto`` (default): ``relation_cycle_state``; a sample with no ``relation_cycle_state`` label at all uses
+  its ``relation_pattern`` labels instead. Release samples carry one field or the other, and ``auto`` is what
+  gives every sample its RPP instances (paper Table 6 coverage);
+* ``relation_cycle_state`` or ``relation_pattern``: that field only.
+
+The model sees the rows before the target row (all of them by default) and, with ``rpp_include_current_turn``,
+the target row itself; it is always told who speaks at the target row.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics.ranking import rank_metrics
+from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.tasks import prompts
+from rescue_bench.tasks.base import GoldField, Mode, TaskConfig
+from rescue_bench.tasks.context import clean, context_size, row_records, window
+from rescue_bench.tasks.parsing import field, parse_batch, read_ranking
+from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, group_label, relation_labels
+
+NAME = "rpp"
+KIND: TaskKind = "multiclass"
+DEFAULT_BATCH_SIZE = 3
+DEFAULT_CONTEXT_SIZE = -1
+MAX_TOKENS = 1800
+ANSWER_KEYS = ("relation_top3", "labels", "ranking", "top3", "relation", "label", "pattern")
+
+SYSTEM = """\
+You analyse relationship dynamics in a {scenario} therapy session.
+
+Task: for each item, identify the dominant {pattern_name} at the target row: the {scope} pattern of the \
+interaction, not one person's emotion. {current} Each item names who speaks at the target row.
+
+Labels (closed set):
+{labels}
+
+Rules:
+- Use only the rows shown; never assume what happens later.
+- Focus on the dominant organisation of the interaction at the target row.
+- {softening}
+- Use mixed_transition only when several strong patterns are salient at once or the row itself is the pivot \
+between them; it is not a fallback for uncertainty.
+- Use only the labels above, exactly as written; rank 3 distinct ones, most likely first.
+- {context} {mode}
+
+{line_format}
+
+{answer}"""
+CURRENT_HIDDEN = "You do not see the target row itself, only the rows before it."
+CURRENT_SHOWN = "You see the target row itself (marked as such) and the rows before it."
+SOFTENING: dict[Scenario, str] = {
+    "couple": (
+        "Use repair_softening only when the cycle is clearly loosening, and constructive_alignment only for "
+        "a stable cooperative stance, not for a mere pause in conflict."
+    ),
+    "family": (
+        "Use repair_softening only when blame or rigidity clearly eases, and cooperative_family_alliance "
+        "only for a sustained coordinated stance, not for a mere pause in conflict."
+    ),
+}
+SHAPE = '{"predictions": [{"id": "c1", "relation_top3": ["<1st>", "<2nd>", "<3rd>"], "reason": "..."}]}'
+PROMPT_HASH = prompts.template_hash(
+    SYSTEM,
+    CURRENT_HIDDEN,
+    CURRENT_SHOWN,
+    *SOFTENING.values(),
+    SHAPE,
+    prompts.SHARED_TEXT,
+    prompts.taxonomy_text(),
+)
+
+
+def gold_field(sample: Sample, choice: GoldField) -> str:
+    """The row field that holds RPP gold labels for ``sample`` under ``choice``."""
+    if choice != "auto":
+        return choice
+    has_cycle = any(clean(row.relation_cycle_state) for row in sample.rows)
+    return "relation_cycle_state" if has_cycle else "relation_pattern"
+
+
+def gold_label(row: Row, name: str, labels: tuple[str, ...]) -> str | None:
+    label = clean(getattr(row, name))
+    return label if label in labels else None
+
+
+def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
+    """One instance per row with an in-taxonomy gold label, of any speaker."""
+    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    records = row_records(sample, cfg.mode)
+    labels = relation_labels(sample.scenario)
+    source = gold_field(sample, cfg.rpp_gold_field)
+    out = []
+    for row in sample.rows:
+        gold = gold_label(row, source, labels)
+        if gold is None:
+            continue
+        r = row.row_index
+        current = records[r - 1] if cfg.rpp_include_current_turn else None
+        context = {
+            "mode": cfg.mode,
+            "size": size,
+            "rows": window(records, r, size),
+            "current": current,
+            "speaker": row.speaker,
+            "participants": sample.participants,
+        }
+        meta = {"gold_field": source, "speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
+        out.append(
+            Instance(
+                f"{sample.sample_id}::{NAME}::{r}",
+                NAME,
+                sample.sample_id,
+                sample.scenario,
+                r,
+                gold,
+                labels,
+                context,
+                meta,
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def system_prompt(scenario: Scenario, mode: Mode, size: int, with_current: bool) -> str:
+    couple = scenario == "couple"
+    return SYSTEM.format(
+        scenario=scenario,
+        pattern_name="couple relation cycle" if couple else "family relational pattern",
+        scope="dyadic" if couple else "systemic",
+        current=CURRENT_SHOWN if with_current else CURRENT_HIDDEN,
+        labels=prompts.label_block(RELATION_PATTERNS[scenario]),
+        softening=SOFTENING[scenario],
+        context=prompts.context_sentence(size, "the target row"),
+        mode=prompts.MODE_GUIDANCE[mode],
+        line_format=prompts.line_format(mode),
+        answer=prompts.answer_rules(SHAPE),
+    )
+
+
+def _block(opaque: str, inst: Instance) -> str:
+    body = [prompts.rows_text(inst.context["rows"])]
+    current = inst.context["current"]
+    if current is not None:
+        body.append(f"Target row: {current['line']}")
+    title = f"target row {inst.row_index}, spoken by {inst.context['speaker'] or 'an unknown speaker'}"
+    return prompts.item_block(opaque, title, body)
+
+
+def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
+    prompts.check_batch(batch, NAME)
+    first = batch[0]
+    system = system_prompt(
+        first.scenario, first.context["mode"], first.context["size"], first.context["current"] is not None
+    )
+    header = [
+        f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
+        prompts.people_line(first.context["participants"], group_label(first.scenario)),
+    ]
+    blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
+    fields = {"relation_top3": prompts.ranking_field(first.candidates)}
+    return prompts.request(
+        NAME,
+        batch,
+        system,
+        prompts.user_message(header, blocks),
+        fields,
+        max_tokens=MAX_TOKENS,
+        prompt_hash=PROMPT_HASH,
+    )
+
+
+def _read(item: dict[str, Any], inst: Instance) -> Prediction:
+    present, raw = field(item, ANSWER_KEYS)
+    if not present:
+        return Prediction.failed(inst.id, "parse_failure: no relation_top3 in the answer")
+    return read_ranking(raw, inst.candidates, inst)
+
+
+def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
+    return parse_batch(text, batch, ANSWER_KEYS, _read)
+
+
+def score(pred: Prediction, inst: Instance) -> Score:
+    """``correct`` (top-1 is gold: the paper's accuracy), Recall@1..3 and MRR; an invalid answer is a miss."""
+    metrics = rank_metrics(str(inst.gold), pred.value if pred.valid else [])
+    metrics.pop("gold_rank", None)
+    return Score(inst.id, {"correct": metrics["recall_at_1"], **metrics})
