@@ -1,0 +1,147 @@
+"""STP, Support Target Prediction: whom will the therapist's next move address?
+
+Instances (protocol section 4, paper App. C): therapist rows with a support strategy (any non-empty strategy
+type) and a target resolved from the strategy's target, falling back to the row target. One person gives the
+name, several the group label. The closed candidate set of a sample is its participants plus the group label,
+with no repeats; a target outside it is dropped (paper: "cannot be resolved to the sample's closed target
+set").
+
+The therapist row itself is never shown: the model sees up to ``N`` earlier rows and ranks 3 candidates.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.metrics.ranking import rank_metrics
+from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.tasks import prompts
+from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.parsing import field, parse_batch, read_ranking
+from rescue_bench.tasks.support import candidate_targets, support_moves
+from rescue_bench.taxonomy import Scenario, group_label
+
+NAME = "stp"
+KIND: TaskKind = "ranking"
+DEFAULT_BATCH_SIZE = 3
+DEFAULT_CONTEXT_SIZE = 3
+MAX_TOKENS = 1800
+ANSWER_KEYS = ("target_top3", "targets", "ranking", "top3", "target")
+
+SYSTEM = """\
+You predict whom a therapist will address next in a {scenario} therapy session.
+
+Task: each item stops just before a therapist turn that you do not see. Rank the 3 most likely targets of \
+that next therapist move, taken from the candidate labels: a participant's name, or "{group}" for a move \
+aimed at the {scenario} as a whole.
+
+Rules:
+- The target is the person (or group) the move is mainly directed to.
+- Use "{group}" when the move addresses everyone jointly, a shared pattern or a shared task.
+- Prefer a specific person when the move mainly invites, protects, challenges, reassures or redirects that \
+one participant.
+- Weigh the relational flow, emotional activation, withdrawal or pursuit, who holds the floor and the \
+therapist's ongoing focus; rank highly a person whose protection or balance is at stake.
+- Use only the candidate labels, exactly as written; rank 3 distinct ones (all if fewer), most likely first.
+- {context} {mode}
+
+{line_format}
+
+{answer}"""
+SHAPE = '{"predictions": [{"id": "c1", "target_top3": ["<1st>", "<2nd>", "<3rd>"], "reason": "..."}]}'
+PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
+
+
+def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
+    """One instance per therapist support move with a target in the sample's closed target set."""
+    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    records = row_records(sample, cfg.mode)
+    candidates = candidate_targets(sample)
+    out = []
+    for move in support_moves(sample):
+        r = move.row_index
+        context = {
+            "mode": cfg.mode,
+            "size": size,
+            "rows": window(records, r, size),
+            "current": None,
+            "participants": sample.participants,
+        }
+        meta = {"target_source": move.target_source, "position": round(r / len(sample.rows), 4)}
+        out.append(
+            Instance(
+                f"{sample.sample_id}::{NAME}::{r}",
+                NAME,
+                sample.sample_id,
+                sample.scenario,
+                r,
+                move.target,
+                candidates,
+                context,
+                meta,
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
+    return SYSTEM.format(
+        scenario=scenario,
+        group=group_label(scenario),
+        context=prompts.context_sentence(size, "the therapist's unseen turn"),
+        mode=prompts.MODE_GUIDANCE[mode],
+        line_format=prompts.line_format(mode),
+        answer=prompts.answer_rules(SHAPE),
+    )
+
+
+def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
+    prompts.check_batch(batch, NAME)
+    first = batch[0]
+    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    header = [
+        f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
+        prompts.people_line(first.context["participants"], group_label(first.scenario)),
+        "Candidate labels: " + ", ".join(first.candidates),
+    ]
+    blocks = [
+        prompts.item_block(
+            f"c{i}",
+            f"the therapist's next turn is row {inst.row_index}",
+            [prompts.rows_text(inst.context["rows"])],
+        )
+        for i, inst in enumerate(batch, start=1)
+    ]
+    fields = {"target_top3": prompts.ranking_field(first.candidates)}
+    return prompts.request(
+        NAME,
+        batch,
+        system,
+        prompts.user_message(header, blocks),
+        fields,
+        max_tokens=MAX_TOKENS,
+        prompt_hash=PROMPT_HASH,
+    )
+
+
+def _read(item: dict[str, Any], inst: Instance) -> Prediction:
+    present, raw = field(item, ANSWER_KEYS)
+    if not present:
+        return Prediction.failed(inst.id, "parse_failure: no target_top3 in the answer")
+    return read_ranking(raw, inst.candidates, inst)
+
+
+def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
+    return parse_batch(text, batch, ANSWER_KEYS, _read)
+
+
+def score(pred: Prediction, inst: Instance) -> Score:
+    """Recall@1..3 and MRR of the ranked targets; an invalid answer ranks nothing."""
+    metrics = rank_metrics(str(inst.gold), pred.value if pred.valid else [])
+    metrics.pop("gold_rank", None)
+    return Score(inst.id, metrics)
