@@ -1,0 +1,179 @@
+"""SSP, Support Strategy Prediction: which strategy will the therapist's next move use, given its target?
+
+Instances (protocol section 5, paper App. C): as STP, but the strategy type must be a key of the sample's
+scenario taxonomy (chosen per sample, so couple and family samples mix in one run). The gold target is part of
+the input (the task conditions on it); optionally so is the target's latest internal emotion inside the
+context window. The therapist row itself is never shown.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from typing import Any
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.metrics.ranking import rank_metrics
+from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.tasks import prompts
+from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.parsing import field, parse_batch, read_ranking
+from rescue_bench.tasks.support import support_moves, target_emotion
+from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
+
+NAME = "ssp"
+KIND: TaskKind = "ranking"
+DEFAULT_BATCH_SIZE = 3
+DEFAULT_CONTEXT_SIZE = 3
+MAX_TOKENS = 2200
+ANSWER_KEYS = ("strategy_top3", "strategies", "ranking", "top3", "strategy")
+
+SYSTEM = """\
+You predict a therapist's next support strategy in a {scenario} therapy session.
+
+Task: each item stops just before a therapist turn that you do not see. You are told whom that move is \
+aimed at (its target: a participant, or "{group}" for the {scenario} as a whole).{emotion_task} Rank the 3 \
+most likely strategies of that move from the closed set below.
+
+Strategies (closed set):
+{labels}
+
+Rules:
+- Predict the main function of the move, and prefer the most specific label the context justifies.
+- track is the broadest label: choose it only when nothing more specific fits.
+- Use the given target to tell close labels apart.
+- {reminders}
+- Use only the labels above, exactly as written; rank 3 distinct ones, most likely first.
+- {context} {mode}
+
+{line_format}
+
+{answer}"""
+EMOTION_TASK = (
+    " Where available you are also told the target's most recent internal emotion within the rows shown; "
+    "treat it as reliable annotation and a strong cue."
+)
+REMINDERS: dict[Scenario, str] = {
+    "couple": (
+        "Naming or mapping the sequence is track; turning it into a shared relational meaning is reframe. "
+        "Deepening one partner's primary emotion is evoke; making it receivable by the other partner is "
+        "join. Restoring a partner's voice is counterbalance; immediate protection is safeguard. Having one "
+        "partner speak directly to the other is enact. goal_align turns both to a shared task; detach has "
+        "both step back to look at their pattern together; repair softens a rupture."
+    ),
+    "family": (
+        "Describing a pattern is track; intervening in roles, hierarchy or subsystems is boundary. "
+        "Restoring a less-heard member's voice is counterbalance; immediate protection is safeguard. "
+        "Supporting apology and reconnection after a rupture is repair; building the working alliance is "
+        "join. Moving members into direct interaction is enact. Shifting blame to a systemic meaning is "
+        "reframe."
+    ),
+}
+SHAPE = '{"predictions": [{"id": "c1", "strategy_top3": ["<1st>", "<2nd>", "<3rd>"], "reason": "..."}]}'
+PROMPT_HASH = prompts.template_hash(
+    SYSTEM, EMOTION_TASK, SHAPE, *REMINDERS.values(), prompts.SHARED_TEXT, prompts.taxonomy_text()
+)
+
+
+def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
+    """One instance per therapist support move whose strategy is in the sample's scenario taxonomy."""
+    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    records = row_records(sample, cfg.mode)
+    labels = strategy_labels(sample.scenario)
+    out = []
+    for move in support_moves(sample):
+        if move.strategy not in labels:
+            continue
+        r = move.row_index
+        emotion = target_emotion(sample, r, move.target, size) if cfg.ssp_include_target_emotion else ""
+        context = {
+            "mode": cfg.mode,
+            "size": size,
+            "rows": window(records, r, size),
+            "current": None,
+            "target": move.target,
+            "target_emotion": emotion,
+            "with_emotion": cfg.ssp_include_target_emotion,
+        }
+        meta = {
+            "target": move.target,
+            "target_source": move.target_source,
+            "position": round(r / len(sample.rows), 4),
+        }
+        out.append(
+            Instance(
+                f"{sample.sample_id}::{NAME}::{r}",
+                NAME,
+                sample.sample_id,
+                sample.scenario,
+                r,
+                move.strategy,
+                labels,
+                context,
+                meta,
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def system_prompt(scenario: Scenario, mode: Mode, size: int, with_emotion: bool) -> str:
+    return SYSTEM.format(
+        scenario=scenario,
+        group=scenario.capitalize(),
+        emotion_task=EMOTION_TASK if with_emotion else "",
+        labels=prompts.label_block(STRATEGIES[scenario]),
+        reminders=REMINDERS[scenario],
+        context=prompts.context_sentence(size, "the therapist's unseen turn"),
+        mode=prompts.MODE_GUIDANCE[mode],
+        line_format=prompts.line_format(mode),
+        answer=prompts.answer_rules(SHAPE),
+    )
+
+
+def _block(opaque: str, inst: Instance) -> str:
+    body = [f"Target of the next move: {inst.context['target']}"]
+    if inst.context["with_emotion"]:
+        emotion = inst.context["target_emotion"] or "(none in the rows shown)"
+        body.append(f"Target's latest internal emotion: {emotion}")
+    body.append(prompts.rows_text(inst.context["rows"]))
+    return prompts.item_block(opaque, f"the therapist's next turn is row {inst.row_index}", body)
+
+
+def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
+    prompts.check_batch(batch, NAME)
+    first = batch[0]
+    system = system_prompt(
+        first.scenario, first.context["mode"], first.context["size"], first.context["with_emotion"]
+    )
+    header = [f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s)."]
+    blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
+    fields = {"strategy_top3": prompts.ranking_field(first.candidates)}
+    return prompts.request(
+        NAME,
+        batch,
+        system,
+        prompts.user_message(header, blocks),
+        fields,
+        max_tokens=MAX_TOKENS,
+        prompt_hash=PROMPT_HASH,
+    )
+
+
+def _read(item: dict[str, Any], inst: Instance) -> Prediction:
+    present, raw = field(item, ANSWER_KEYS)
+    if not present:
+        return Prediction.failed(inst.id, "parse_failure: no strategy_top3 in the answer")
+    return read_ranking(raw, inst.candidates, inst)
+
+
+def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
+    return parse_batch(text, batch, ANSWER_KEYS, _read)
+
+
+def score(pred: Prediction, inst: Instance) -> Score:
+    """Recall@1..3 and MRR of the ranked strategies; an invalid answer ranks nothing."""
+    metrics = rank_metrics(str(inst.gold), pred.value if pred.valid else [])
+    metrics.pop("gold_rank", None)
+    return Score(inst.id, metrics)
