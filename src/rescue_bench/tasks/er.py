@@ -1,0 +1,206 @@
+"""ER, Emotion Recognition: the current client speaker's internal emotion and its intensity (0-10).
+
+Checkpoints (protocol section 6, paper App. C): client rows (not the therapist, not a group speaker) whose
+first ``internal_emotion`` entry for the speaker has a description and a valid intensity, with at least
+``min_dialogue_words`` words (``[A-Za-z0-9']+``), after the first 30% of rows (drop
+``min(n - 1, ceil(0.3 n))`` rows), then at most ``checkpoints_per_sample`` evenly spaced ones (the first when
+only one is kept).
+
+The model sees the current row and up to ``N`` rows before it (``-1``: all of them).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics.generation import intensity_score
+from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.tasks import prompts
+from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.context import (
+    clean,
+    context_size,
+    early_cutoff,
+    pick_evenly,
+    row_records,
+    window,
+    word_count,
+)
+from rescue_bench.tasks.parsing import field, parse_batch, short
+from rescue_bench.taxonomy import Scenario
+
+NAME = "er"
+KIND: TaskKind = "generation"
+DEFAULT_BATCH_SIZE = 5
+DEFAULT_CONTEXT_SIZE = 3
+MAX_TOKENS = 1800
+EMOTION_KEYS = ("emotion", "predicted_internal_emotion", "internal_emotion", "emotion_description")
+INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score")
+
+SYSTEM = """\
+You read the inner state of one client in a {scenario} therapy session.
+
+Task: in each item the current row is spoken by a client. Describe what that speaker feels inside as they \
+say it, and rate how strongly.
+
+Rules:
+- Focus only on the speaker of the current row: not on the {others}, the therapist or the group.
+- Use only the rows shown; nothing after the current row is known. Earlier rows only help to interpret; the \
+current row's evidence should dominate.
+- emotion: a short, concrete phrase that starts with "feels", such as "feels unheard and resentful".
+- intensity: an integer from 0 (no emotion) to 10 (overwhelming).
+- {context} {mode}
+
+{line_format}
+
+{answer}"""
+SHAPE = '{"predictions": [{"id": "c1", "emotion": "feels ...", "intensity": 0, "reason": "..."}]}'
+PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
+
+
+def gold_emotion(row: Row) -> dict[str, Json] | None:
+    """The speaker's first emotion with a description and a valid intensity, as ``{emotion, intensity}``."""
+    for item in row.internal_emotion:
+        text = clean(item.emotion_description)
+        level = item.intensity_value
+        if clean(item.person) == row.speaker and text and level is not None:
+            return {"emotion": text, "intensity": level}
+    return None
+
+
+def checkpoints(sample: Sample, cfg: TaskConfig) -> list[tuple[Row, dict[str, Json]]]:
+    """Eligible client rows with their gold, after the early cut-off and even selection."""
+    first_kept = early_cutoff(len(sample.rows))
+    eligible = []
+    for row in sample.rows:
+        if (
+            not row.is_client
+            or row.row_index < first_kept
+            or word_count(row.dialogue_cleaned) < cfg.min_dialogue_words
+        ):
+            continue
+        gold = gold_emotion(row)
+        if gold is not None:
+            eligible.append((row, gold))
+    return pick_evenly(eligible, cfg.checkpoints_per_sample, key=lambda pair: pair[0].row_index)
+
+
+def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
+    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    records = row_records(sample, cfg.mode)
+    out = []
+    for row, gold in checkpoints(sample, cfg):
+        r = row.row_index
+        context = {
+            "mode": cfg.mode,
+            "size": size,
+            "rows": window(records, r, size),
+            "current": records[r - 1],
+            "speaker": row.speaker,
+        }
+        meta = {"speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
+        out.append(
+            Instance(
+                f"{sample.sample_id}::{NAME}::{r}",
+                NAME,
+                sample.sample_id,
+                sample.scenario,
+                r,
+                gold,
+                (),
+                context,
+                meta,
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
+    return SYSTEM.format(
+        scenario=scenario,
+        others="partner" if scenario == "couple" else "other family members",
+        context=prompts.context_sentence(size, "the current row"),
+        mode=prompts.MODE_GUIDANCE[mode],
+        line_format=prompts.line_format(mode),
+        answer=prompts.answer_rules(SHAPE),
+    )
+
+
+def current_block(opaque: str, inst: Instance) -> str:
+    """An item showing the earlier rows, then the current row (ER and VP)."""
+    body = [prompts.rows_text(inst.context["rows"]), f"Current row: {inst.context['current']['line']}"]
+    return prompts.item_block(
+        opaque, f"current row {inst.row_index}, spoken by {inst.context['speaker']}", body
+    )
+
+
+def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
+    prompts.check_batch(batch, NAME)
+    first = batch[0]
+    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    header = [f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s)."]
+    blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
+    fields = {
+        "emotion": {"type": "string", "maxLength": prompts.REASON_MAX_LENGTH},
+        "intensity": {"type": "integer", "minimum": 0, "maximum": 10},
+    }
+    return prompts.request(
+        NAME,
+        batch,
+        system,
+        prompts.user_message(header, blocks),
+        fields,
+        max_tokens=MAX_TOKENS,
+        prompt_hash=PROMPT_HASH,
+    )
+
+
+def read_intensity(raw: object) -> int | None:
+    """An integer intensity 0..10 (``7``, ``"7"``, ``7.0``); else (``6.5``, ``"high"``, 11) ``None``.
+
+    >>> [read_intensity(x) for x in (7, "7", 7.0, " 7.0 ", 6.5, "high", 11, True, None, "nan")]
+    [7, 7, 7, 7, None, None, None, None, None, None]
+    """
+    if isinstance(raw, bool) or not isinstance(raw, int | float | str):
+        return None
+    try:
+        number = float(raw)
+    except (ValueError, OverflowError):
+        return None
+    if not math.isfinite(number) or not number.is_integer() or not 0 <= number <= 10:
+        return None
+    return int(number)
+
+
+def _read(item: dict[str, Any], inst: Instance) -> Prediction:
+    present, raw_emotion = field(item, EMOTION_KEYS)
+    emotion = clean(raw_emotion) if isinstance(raw_emotion, str) else ""
+    if not emotion:
+        reason = (
+            "no emotion in the answer"
+            if not present
+            else f"emotion {short(raw_emotion)} is not a description"
+        )
+        return Prediction.failed(inst.id, f"parse_failure: {reason}")
+    present, raw_level = field(item, INTENSITY_KEYS)
+    level = read_intensity(raw_level)
+    problems: tuple[str, ...] = ()
+    if level is None:
+        what = "intensity missing" if not present else f"intensity {short(raw_level)} is not an integer 0-10"
+        problems = (f"invalid_label: {what}",)
+    return Prediction(inst.id, {"emotion": emotion, "intensity": level}, True, problems)
+
+
+def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
+    return parse_batch(text, batch, EMOTION_KEYS, _read)
+
+
+def score(pred: Prediction, inst: Instance) -> Score:
+    """``s_int`` = max(1, 5 - |pred - gold|); a missing or invalid intensity gets the floor, 1."""
+    level = pred.value.get("intensity") if pred.valid and isinstance(pred.value, dict) else None
+    return Score(inst.id, {"s_int": intensity_score(level, int(inst.gold["intensity"]))})
