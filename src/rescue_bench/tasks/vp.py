@@ -1,0 +1,200 @@
+"""VP, Viewpoint Prediction: the views the current client speaker expresses about other people in the room.
+
+Checkpoints (protocol section 7, paper App. C): client rows with at least one ``viewpoints_attitudes`` entry
+whose source is the speaker and whose target and viewpoint are non-empty; at most ``checkpoints_per_sample``
+evenly spaced ones per sample (no early cut-off). Gold is the list of all such entries.
+
+The model sees the current row and up to ``N`` rows before it (``-1``: all of them), and answers a list of
+``{source, target, viewpoint}``. Scores come from the judge (pairing 0-2 + viewpoint 0-4) and BERTScore.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.tasks import prompts
+from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.context import clean, context_size, pick_evenly, row_records, window
+from rescue_bench.tasks.er import current_block
+from rescue_bench.tasks.parsing import field, parse_batch, short
+from rescue_bench.taxonomy import THERAPIST, Scenario, group_label
+
+NAME = "vp"
+KIND: TaskKind = "generation"
+DEFAULT_BATCH_SIZE = 5
+DEFAULT_CONTEXT_SIZE = 3
+MAX_TOKENS = 2200
+MAX_VIEWPOINTS = 5
+ANSWER_KEYS = ("viewpoints", "predicted_viewpoints")
+
+SYSTEM = """\
+You identify viewpoints in a {scenario} therapy session.
+
+Task: in each item the current row is spoken by a client. List the viewpoints this speaker expresses in \
+that row about other people in the room: who holds the view (source: normally the speaker), whom it is about \
+(target: a participant, the Therapist, or "{group}" for the {scenario} as a whole), and what the view is.
+
+Rules:
+- Give every distinct viewpoint towards a different person; usually one or two.
+- viewpoint: a short, concrete phrase in English, such as "he never takes my worries seriously".
+- Use only the rows shown; nothing after the current row is known. Earlier rows only help resolve references.
+- {context} {mode}
+
+{line_format}
+
+{answer}"""
+SHAPE = (
+    '{"predictions": [{"id": "c1", "viewpoints": [{"source": "<speaker>", "target": "<person>", '
+    '"viewpoint": "..."}], "reason": "..."}]}'
+)
+PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
+
+
+def gold_viewpoints(row: Row) -> list[dict[str, Json]]:
+    """The speaker's own viewpoints with a target and a text, as ``{source, target, viewpoint, attitude}``."""
+    out: list[dict[str, Json]] = []
+    for item in row.viewpoints_attitudes:
+        target, text = clean(item.target), clean(item.viewpoint)
+        if clean(item.source) == row.speaker and target and text:
+            out.append(
+                {"source": row.speaker, "target": target, "viewpoint": text, "attitude": clean(item.attitude)}
+            )
+    return out
+
+
+def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
+    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    records = row_records(sample, cfg.mode)
+    eligible = [(row, gold) for row in sample.rows if row.is_client and (gold := gold_viewpoints(row))]
+    people = (*sample.participants, THERAPIST, group_label(sample.scenario))
+    out = []
+    for row, gold in pick_evenly(eligible, cfg.checkpoints_per_sample, key=lambda pair: pair[0].row_index):
+        r = row.row_index
+        context = {
+            "mode": cfg.mode,
+            "size": size,
+            "rows": window(records, r, size),
+            "current": records[r - 1],
+            "speaker": row.speaker,
+            "participants": sample.participants,
+        }
+        meta = {
+            "speaker": row.speaker,
+            "participants": list(sample.participants),
+            "position": round(r / len(sample.rows), 4),
+        }
+        out.append(
+            Instance(
+                f"{sample.sample_id}::{NAME}::{r}",
+                NAME,
+                sample.sample_id,
+                sample.scenario,
+                r,
+                gold,
+                people,
+                context,
+                meta,
+            )
+        )
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
+    return SYSTEM.format(
+        scenario=scenario,
+        group=group_label(scenario),
+        context=prompts.context_sentence(size, "the current row"),
+        mode=prompts.MODE_GUIDANCE[mode],
+        line_format=prompts.line_format(mode),
+        answer=prompts.answer_rules(SHAPE),
+    )
+
+
+def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
+    prompts.check_batch(batch, NAME)
+    first = batch[0]
+    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    header = [
+        f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
+        prompts.people_line(first.context["participants"], group_label(first.scenario)),
+    ]
+    blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
+    person = {"type": "string", "enum": list(dict.fromkeys(first.candidates))}
+    entry = {
+        "type": "object",
+        "properties": {
+            "source": person,
+            "target": person,
+            "viewpoint": {"type": "string", "maxLength": prompts.REASON_MAX_LENGTH},
+        },
+        "required": ["source", "target", "viewpoint"],
+        "additionalProperties": False,
+    }
+    fields = {"viewpoints": {"type": "array", "items": entry, "maxItems": MAX_VIEWPOINTS}}
+    return prompts.request(
+        NAME,
+        batch,
+        system,
+        prompts.user_message(header, blocks),
+        fields,
+        max_tokens=MAX_TOKENS,
+        prompt_hash=PROMPT_HASH,
+    )
+
+
+def _entry(raw: object) -> dict[str, Any] | None:
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw)
+        except (ValueError, RecursionError):
+            return None
+    return raw if isinstance(raw, dict) else None
+
+
+def read_viewpoints(raw: object, speaker: str) -> tuple[list[dict[str, Json]], list[str]]:
+    """``{source, target, viewpoint}`` entries (source defaults to ``speaker``); unusable entries are noted.
+
+    >>> entries = [{"target": "Ben", "viewpoint": "never listens"}, {"target": "Ben"}]
+    >>> values, notes = read_viewpoints(entries, "Ana")
+    >>> values
+    [{'source': 'Ana', 'target': 'Ben', 'viewpoint': 'never listens'}]
+    >>> notes
+    ['dropped: entry 2 has no target or viewpoint']
+    """
+    entries = raw if isinstance(raw, list) else [raw]
+    out: list[dict[str, Json]] = []
+    notes: list[str] = []
+    for position, item in enumerate(entries, start=1):
+        entry = _entry(item)
+        target = clean(entry.get("target")) if entry else ""
+        text = clean(entry.get("viewpoint")) if entry else ""
+        if entry is None or not target or not text:
+            notes.append(f"dropped: entry {position} has no target or viewpoint")
+            continue
+        out.append({"source": clean(entry.get("source")) or speaker, "target": target, "viewpoint": text})
+    return out, notes
+
+
+def _read(item: dict[str, Any], inst: Instance) -> Prediction:
+    present, raw = field(item, ANSWER_KEYS)
+    if not present or raw is None:
+        return Prediction.failed(inst.id, "parse_failure: no viewpoints in the answer")
+    if not isinstance(raw, list | dict | str):
+        return Prediction.failed(inst.id, f"parse_failure: viewpoints {short(raw)} is not a list")
+    value, notes = read_viewpoints(raw, str(inst.context["speaker"]))
+    return Prediction(inst.id, value, True, tuple(notes))
+
+
+def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
+    return parse_batch(text, batch, ANSWER_KEYS, _read)
+
+
+def score(pred: Prediction, inst: Instance) -> Score:
+    """No formula score: judging adds ``pairing``, ``viewpoint``, ``total``, ``llm``, ``bertscore_f1``."""
+    return Score(inst.id, {})
