@@ -80,6 +80,7 @@ def test_duplicate_sample_ids_are_errors(make_sample: MakeSample, jsonl: Jsonl) 
     assert len(report.samples) == 1
     [error] = report.errors
     assert "duplicate sample_id" in error.message and error.sample_id == "ann_and_bo/001"
+    assert error.line == 2 and error.message.endswith(":1)")
 
 
 def test_sample_id_from_source_file_and_line(make_sample: MakeSample, jsonl: Jsonl) -> None:

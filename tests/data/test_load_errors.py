@@ -196,3 +196,12 @@ def test_fuzz_arbitrary_bytes(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "bytes.jsonl"
     path.write_bytes(data)
     _load_never_fails_unexpectedly(path)
+
+
+@_fuzz
+@given(data=st.binary(max_size=200))
+def test_fuzz_arbitrary_bytes_in_a_directory_file(tmp_path: Path, data: bytes) -> None:
+    root = tmp_path / "bytes_tree"
+    root.mkdir(exist_ok=True)
+    (root / "sample.json").write_bytes(data)
+    _load_never_fails_unexpectedly(root)

@@ -212,19 +212,16 @@ def _finish(source: str, items: Iterable[_Item]) -> LoadReport:
         if sample is None:
             continue
         origin = sample.origin or source
+        file, _, line = origin.rpartition(":") if origin.rpartition(":")[2].isdigit() else (origin, "", "")
+        line_number = int(line) if line else None
         if sample.sample_id in seen:
+            message = f"duplicate sample_id (first seen at {seen[sample.sample_id]})"
             problems.append(
-                Problem(
-                    "error",
-                    f"duplicate sample_id (first seen at {seen[sample.sample_id]})",
-                    file=origin.rsplit(":", 1)[0],
-                    sample_id=sample.sample_id,
-                )
+                Problem("error", message, file=file, line=line_number, sample_id=sample.sample_id)
             )
             continue
         seen[sample.sample_id] = origin
-        file, _, line = origin.rpartition(":") if origin.rpartition(":")[2].isdigit() else (origin, "", "")
-        problems.extend(check_sample(sample, file=file, line=int(line) if line else None))
+        problems.extend(check_sample(sample, file=file, line=line_number))
         samples.append(sample)
     if not samples and not any(p.severity == "error" for p in problems):
         problems.append(Problem("error", "no samples found", file=source))
