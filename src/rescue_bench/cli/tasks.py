@@ -1,9 +1,173 @@
-"""CLI commands: tasks."""
+"""CLI commands: ``rescue-bench tasks summary | show | export``."""
 
 from __future__ import annotations
 
+import json
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.tasks.base import TaskConfig
+
+SOURCE_HELP = "A release JSONL file, a directory of per-sample JSON files, 'demo', or 'hf' / 'hf:<repo_id>'."
+
+tasks_app = typer.Typer(
+    name="tasks",
+    help="Inspect the six tasks: instance counts, rendered prompts, exports.",
+    no_args_is_help=True,
+)
+
+
+class SummaryFormat(StrEnum):
+    table = "table"
+    json = "json"
+
+
+class GoldField(StrEnum):
+    auto = "auto"
+    relation_cycle_state = "relation_cycle_state"
+    relation_pattern = "relation_pattern"
+
+
+Source = Annotated[str, typer.Argument(help=SOURCE_HELP, show_default=False)]
+TaskName = Annotated[str, typer.Option("--task", help="itp, rpp, stp, ssp, er or vp.", show_default=False)]
+ModeName = Annotated[
+    str,
+    typer.Option("--mode", help="dialogue, audio, visual, audiovisual or video (reference aliases work)."),
+]
+ContextSize = Annotated[
+    int | None,
+    typer.Option(
+        "--context-size", help="-1 all earlier rows, 0 none, N the last N (default: the task's own)."
+    ),
+]
+RppGold = Annotated[
+    GoldField,
+    typer.Option(
+        "--rpp-gold-field", help="RPP gold: auto (relation_cycle_state, else relation_pattern) or one."
+    ),
+]
+RppCurrent = Annotated[bool, typer.Option("--rpp-current-turn", help="RPP: also show the target row.")]
+SspEmotion = Annotated[
+    bool, typer.Option("--ssp-target-emotion", help="SSP: also give the target's latest internal emotion.")
+]
+
+
+def _config(mode: str, context_size: int | None, gold: GoldField, current: bool, emotion: bool) -> TaskConfig:
+    from rescue_bench.tasks.base import resolve_mode
+
+    return TaskConfig(
+        mode=resolve_mode(mode),
+        context_size=context_size,
+        rpp_gold_field=gold.value,
+        rpp_include_current_turn=current,
+        ssp_include_target_emotion=emotion,
+    )
+
+
+@tasks_app.command()
+def summary(
+    source: Source,
+    fmt: Annotated[
+        SummaryFormat, typer.Option("--format", help="table (the paper's Table 6 layout) or json.")
+    ] = SummaryFormat.table,
+    rpp_gold_field: RppGold = GoldField.auto,
+) -> None:
+    """Instances and contributing samples per task and scenario, as in the paper's Table 6."""
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.tasks.summary import instance_counts
+
+    counts = instance_counts(load_samples(source), _config("dialogue", None, rpp_gold_field, False, False))
+    if fmt is SummaryFormat.json:
+        typer.echo(json.dumps(counts, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    from rescue_bench.tasks.summary import RULES
+
+    table = Table(title=f"Task instances: {source}")
+    table.add_column("Task")
+    table.add_column("Construction rule")
+    for header in ("Couple inst.", "Family inst.", "Couple samp.", "Family samp.", "All inst."):
+        table.add_column(header, justify="right")
+    for name, scopes in counts.items():
+        numbers = [scopes["couple"]["instances"], scopes["family"]["instances"], scopes["couple"]["samples"],
+                   scopes["family"]["samples"], scopes["all"]["instances"]]  # fmt: skip
+        table.add_row(name.upper(), RULES[name], *(f"{n:,}" for n in numbers))
+    console = Console()
+    (console if console.is_terminal else Console(width=140)).print(table)
+
+
+@tasks_app.command()
+def show(
+    source: Source,
+    task: TaskName,
+    row: Annotated[str, typer.Option("--row", help="SAMPLE:ROW, the instance's row.", show_default=False)],
+    mode: ModeName = "dialogue",
+    context_size: ContextSize = None,
+    rpp_gold_field: RppGold = GoldField.auto,
+    rpp_current_turn: RppCurrent = False,
+    ssp_target_emotion: SspEmotion = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the request as one JSON object.")] = False,
+) -> None:
+    """Print the exact request (messages and answer schema) for one instance."""
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.tasks import get_task
+    from rescue_bench.tasks.summary import find_instance, parse_row_ref, request_json
+
+    chosen = get_task(task)
+    sample_id, row_index = parse_row_ref(row)
+    cfg = _config(mode, context_size, rpp_gold_field, rpp_current_turn, ssp_target_emotion)
+    inst = find_instance(chosen, load_samples(source), sample_id, row_index, cfg)
+    request = chosen.render([inst], cfg)
+    if as_json:
+        typer.echo(json.dumps({**request_json(request), "gold": inst.gold}, ensure_ascii=False, indent=2))
+        return
+    typer.echo(
+        f"# {inst.id} | gold {json.dumps(inst.gold, ensure_ascii=False)} | prompt {request.prompt_hash}"
+    )
+    for message in request.messages:
+        typer.echo(f"--- {message['role']} ---\n{message['content']}")
+    typer.echo(f"--- response_schema ---\n{json.dumps(request.response_schema, indent=2)}")
+
+
+@tasks_app.command()
+def export(
+    source: Source,
+    task: TaskName,
+    out: Annotated[Path, typer.Option("--out", help="The JSONL file to write.", show_default=False)],
+    mode: ModeName = "dialogue",
+    context_size: ContextSize = None,
+    rpp_gold_field: RppGold = GoldField.auto,
+    rpp_current_turn: RppCurrent = False,
+    ssp_target_emotion: SspEmotion = False,
+) -> None:
+    """Write one JSON line per instance: its fields, gold and the messages of its one-instance request."""
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.tasks import get_task
+    from rescue_bench.tasks.summary import export_records
+
+    chosen = get_task(task)
+    cfg = _config(mode, context_size, rpp_gold_field, rpp_current_turn, ssp_target_emotion)
+    samples = load_samples(source)
+    partial = out.with_name(out.name + ".partial")
+    count = 0
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        with partial.open("w", encoding="utf-8") as handle:
+            for record in export_records(chosen, samples, cfg):
+                handle.write(json.dumps(record, ensure_ascii=False) + "\n")
+                count += 1
+        partial.replace(out)
+    except OSError as exc:
+        raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from None
+    typer.echo(f"wrote {count} {chosen.NAME} instances from {len(samples)} samples to {out}", err=True)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add the ``tasks`` command group to the root app."""
+    app.add_typer(tasks_app)
