@@ -1,11 +1,13 @@
-"""The ``rescue-bench`` command. Each command group lives in its own small module with a ``register`` function."""
+"""The ``rescue-bench`` command.
+
+Each command group lives in its own small module with a ``register`` function.
+"""
 
 from __future__ import annotations
 
 import importlib
 from typing import Any, NoReturn
 
-import click
 import typer
 from typer.core import TyperGroup
 
@@ -16,19 +18,8 @@ from rescue_bench.errors import BenchError, ConfigError
 COMMAND_MODULES = ("data", "tasks", "run", "report", "judge", "annotate", "review")
 
 
-class UserError(click.ClickException):
-    """A user mistake: one line on stderr, no traceback."""
-
-    def __init__(self, message: str, exit_code: int) -> None:
-        super().__init__(message)
-        self.exit_code = exit_code
-
-    def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.format_message()}", err=True, file=file)
-
-
 class _BenchGroup(TyperGroup):
-    def invoke(self, ctx: click.Context) -> Any:
+    def invoke(self, ctx: Any) -> Any:
         from rescue_bench.data.load import SourceNotFound
 
         try:
@@ -64,7 +55,9 @@ def _version(value: bool) -> None:
 
 @app.callback()
 def _root(
-    version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, help="Show the version."),
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Show the version and exit."
+    ),
 ) -> None:
     """Evaluate models on RESCUE-Bench and build relation-aware data."""
 
