@@ -1,41 +1,337 @@
-"""End-to-end runs of the engine with the tiny task against the fake server."""
+"""End-to-end runs of the engine with the tiny task against the fake server: faults, retries, resume."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
+from typing import Any
 
-from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provider_on, tiny_config
-from tests.fakes.openai_server import FakeOpenAIServer
+import pytest
 
-from rescue_bench.engine.run import execute_run
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.engine.estimate import Budget, Prices, chars_counter
+from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.engine.store import read_jsonl
+from rescue_bench.errors import ConfigError, ProviderError
+from tests.engine import tiny_task
+from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provider_on, tiny_config
+from tests.fakes.openai_server import (
+    ChatRequest,
+    FakeOpenAIServer,
+    Script,
+    hang,
+    rate_limited,
+    refusal,
+    reset,
+    server_error,
+    truncated_json,
+    truncated_stream,
+    unauthorized,
+    unsupported_format,
+)
 
 
-def _run(server: FakeOpenAIServer, out: Path, samples: list, **kw) -> object:
+def run(server: FakeOpenAIServer, out: Path, samples: list[Sample], **kw: Any) -> RunResult:
     config = kw.pop("config", tiny_config())
     options = kw.pop("options", fast_options())
+    provider = kw.pop("provider", None) or provider_on(server)
     return asyncio.run(
-        execute_run(config, out, options, tasks=TINY_TASKS, model=provider_on(server), samples=samples, **kw)
+        execute_run(config, out, options, tasks=TINY_TASKS, model=provider, samples=samples, **kw)
     )
+
+
+def predictions(out: Path) -> list[dict[str, Any]]:
+    return list(read_jsonl(out / "predictions.jsonl"))
+
+
+def requests_log(out: Path) -> list[dict[str, Any]]:
+    return list(read_jsonl(out / "requests.jsonl"))
+
+
+def instance_ids(samples: list[Sample]) -> list[str]:
+    return [f"{s.sample_id}::echo::{r.row_index}" for s in samples for r in s.rows]
+
+
+def assert_each_instance_once(out: Path, samples: list[Sample]) -> list[dict[str, Any]]:
+    lines = predictions(out)
+    assert sorted(r["instance_id"] for r in lines) == sorted(instance_ids(samples))
+    return lines
 
 
 def test_run_scores_every_instance_once(server: FakeOpenAIServer, tmp_path: Path) -> None:
     samples = make_samples(3, 5)
-    result = _run(server, tmp_path / "run", samples)
+    result = run(server, tmp_path / "run", samples)
     assert result.status == "finished"
-    lines = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
-    assert sorted(r["instance_id"] for r in lines) == sorted(
-        f"{s.sample_id}::echo::{r.row_index}" for s in samples for r in s.rows
-    )
+    lines = assert_each_instance_once(tmp_path / "run", samples)
     assert all(r["valid"] and r["scores"]["correct"] == 1.0 for r in lines)
     scores = json.loads((tmp_path / "run" / "scores.json").read_text())
     assert scores["echo"]["all"]["n"] == 15
     assert scores["echo"]["all"]["accuracy"] == 1.0
-    # 3 samples x 5 rows in batches of 3 within a sample: 2 requests per sample
-    assert server.count == 6
+    assert server.count == 6  # 3 samples x 5 rows, batches of 3 within a sample
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["status"] == "finished"
     assert manifest["counts"]["echo"]["requests"] == 6
-    assert manifest["counts"]["echo"]["done"] == 15
+    assert manifest["model"] == {"provider": "vllm", "model": "m1", "base_url": server.base_url}
+    assert manifest["prompt_hashes"] == {"echo": "echo-v1"}
+    assert len(manifest["dataset"]["hash"]) == 64
+
+
+FAULTS = {
+    "429": lambda: rate_limited(0.05),
+    "500": server_error,
+    "503": lambda: server_error(503),
+    "timeout": lambda: hang(3.0),
+    "truncated_json": truncated_json,
+    "truncated_stream": truncated_stream,
+    "reset": reset,
+}
+
+
+@pytest.mark.parametrize("fault", sorted(FAULTS))
+def test_retryable_faults_are_retried_and_counted(fault: str, tmp_path: Path) -> None:
+    """Each request fails twice with the fault, then succeeds: 3 attempts each, as the script says."""
+
+    def handler(req: ChatRequest) -> Any:
+        return FAULTS[fault]() if req.nth <= 2 else tiny_task.oracle(req)
+
+    samples = make_samples(2, 5)
+    with FakeOpenAIServer(handler) as server:
+        result = run(server, tmp_path / "run", samples, provider=provider_on(server, timeout=0.5))
+        assert result.status == "finished"
+        lines = assert_each_instance_once(tmp_path / "run", samples)
+        assert all(r["valid"] for r in lines)
+        logged = requests_log(tmp_path / "run")
+        assert [r["attempts"] for r in logged] == [3] * 4
+        assert server.count == 12
+        assert result.counts["echo"]["retries"] == 8
+
+
+def test_retry_after_is_honoured(tmp_path: Path) -> None:
+    def handler(req: ChatRequest) -> Any:
+        return rate_limited(1) if req.nth == 1 else tiny_task.oracle(req)
+
+    samples = make_samples(1, 3)
+    with FakeOpenAIServer(handler) as server:
+        started = time.perf_counter()
+        run(server, tmp_path / "run", samples)
+        elapsed = time.perf_counter() - started
+        first, second = server.requests
+    assert first.nth == 1 and second.nth == 2
+    assert elapsed >= 1.0  # the client backoff alone (base 0.01 s, cap 0.05 s) would take far less
+
+
+def test_exhausted_retries_record_failures_and_the_run_finishes(tmp_path: Path) -> None:
+    samples = make_samples(2, 5)
+    sample0 = f"{samples[0].sample_id}#"
+
+    def handler(req: ChatRequest) -> Any:
+        return server_error() if sample0 in req.text else tiny_task.oracle(req)
+
+    with FakeOpenAIServer(handler) as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 2 * 4 + 2  # max_retries=3: 4 attempts per failing request
+    assert result.status == "finished"
+    lines = {r["instance_id"]: r for r in assert_each_instance_once(tmp_path / "run", samples)}
+    failed = [r for r in lines.values() if not r["valid"]]
+    assert len(failed) == 5
+    assert all(r["problems"][0].startswith("request_failed: HTTP 500") for r in failed)
+    assert all(r["scores"]["correct"] == 0.0 for r in failed)
+    assert result.counts["echo"]["request_failures"] == 5
+    assert result.scores is not None and result.scores["echo"]["all"]["n"] == 10
+
+
+def test_other_4xx_fail_fast(tmp_path: Path) -> None:
+    too_long = Script(
+        status=400, error={"message": "maximum context length exceeded", "type": "invalid_request"}
+    )
+    with FakeOpenAIServer(lambda req: too_long) as server:
+        result = run(server, tmp_path / "run", make_samples(1, 3))
+        assert server.count == 1
+    line = predictions(tmp_path / "run")[0]
+    assert "HTTP 400" in line["problems"][0] and "maximum context length" in line["problems"][0]
+    assert result.counts["echo"]["retries"] == 0
+
+
+def test_unauthorized_stops_the_run_resumably(tmp_path: Path) -> None:
+    samples = make_samples(2, 3)
+    with (
+        FakeOpenAIServer(lambda req: unauthorized()) as server,
+        pytest.raises(ProviderError, match="HTTP 401"),
+    ):
+        run(server, tmp_path / "run", samples)
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["status"] == "stopped"
+    assert predictions(tmp_path / "run") == []
+    with FakeOpenAIServer(tiny_task.oracle) as server:
+        result = run(server, tmp_path / "run", samples)
+    assert result.status == "finished"
+    assert_each_instance_once(tmp_path / "run", samples)
+
+
+def test_missing_and_wrong_ids_are_asked_again_singly(tmp_path: Path) -> None:
+    """Batch replies answer c1 and a made-up c9; c2 and c3 are asked again alone."""
+
+    def handler(req: ChatRequest) -> Any:
+        items = tiny_task.items(req.text)
+        if len(items) == 1:
+            return tiny_task.oracle(req)
+        return {
+            "answers": [
+                {"id": "c1", "answer": "yes" if items[0][3] == "Therapist" else "no"},
+                {"id": "c9", "answer": "no"},
+            ]
+        }
+
+    samples = make_samples(1, 3)
+    with FakeOpenAIServer(handler) as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 3  # one batch, then c2 and c3 alone
+    lines = assert_each_instance_once(tmp_path / "run", samples)
+    assert all(r["valid"] for r in lines)
+    assert [r["single"] for r in lines] == [False, True, True]
+    assert result.counts["echo"]["single_retries"] == 2
+
+
+def test_items_still_missing_after_the_single_ask_are_failures(tmp_path: Path) -> None:
+    samples = make_samples(1, 3)
+    with FakeOpenAIServer(lambda req: {"answers": [{"id": "c7", "answer": "no"}]}) as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 4
+    lines = assert_each_instance_once(tmp_path / "run", samples)
+    assert [r["valid"] for r in lines] == [False] * 3
+    assert all(r["problems"][0].startswith("missing") for r in lines)
+    assert result.counts["echo"]["parse_failures"] == 3
+
+
+def test_unparsable_reply_is_a_counted_failure(tmp_path: Path) -> None:
+    samples = make_samples(1, 3)
+    with FakeOpenAIServer(lambda req: "I think the therapist should speak.") as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 1
+    assert [r["problems"][0].split(":")[0] for r in predictions(tmp_path / "run")] == ["parse_failure"] * 3
+    assert result.scores is not None and result.scores["echo"]["all"]["parse_failures"] == 3
+
+
+def sensitive_samples() -> list[Sample]:
+    rows = (
+        Row(row_index=1, primary_speaker="Ana", dialogue_cleaned="You are a dick."),
+        Row(row_index=2, primary_speaker="Therapist", dialogue_cleaned="Let us slow down."),
+    )
+    return [Sample(sample_id="x1", scenario="couple", participants=("Ana", "Ben"), rows=rows)]
+
+
+def test_moderation_refusal_is_retried_once_masked(tmp_path: Path) -> None:
+    def handler(req: ChatRequest) -> Any:
+        return refusal() if "dick" in req.text else tiny_task.oracle(req)
+
+    samples = sensitive_samples()
+    with FakeOpenAIServer(handler) as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 2
+        assert "d*** " not in server.requests[0].text and "d***." in server.requests[1].text
+    assert all(r["valid"] for r in assert_each_instance_once(tmp_path / "run", samples))
+    (logged,) = requests_log(tmp_path / "run")
+    assert logged["masked"] and logged["refused"] and logged["attempts"] == 2
+    assert result.counts["echo"]["masked"] == 1
+
+
+def test_persistent_refusal_is_recorded_as_failure(tmp_path: Path) -> None:
+    samples = sensitive_samples()
+    with FakeOpenAIServer(lambda req: refusal()) as server:
+        run(server, tmp_path / "run", samples)
+        assert server.count == 2
+    lines = assert_each_instance_once(tmp_path / "run", samples)
+    assert all("content moderation" in r["problems"][0] for r in lines)
+
+
+def test_unsupported_response_format_falls_back_and_is_remembered(tmp_path: Path) -> None:
+    def handler(req: ChatRequest) -> Any:
+        fmt = (req.response_format or {}).get("type")
+        return unsupported_format() if fmt == "json_schema" else tiny_task.oracle(req)
+
+    samples = make_samples(3, 5)
+    with FakeOpenAIServer(handler) as server:
+        provider = provider_on(server)
+        run(
+            server,
+            tmp_path / "run",
+            samples,
+            provider=provider,
+            options=fast_options(engine={"concurrency": 1}),
+        )
+        formats = [(r.response_format or {}).get("type") for r in server.requests]
+    assert formats == ["json_schema"] + ["json_object"] * 6
+    assert provider.format_ceiling == "json_object"
+    assert all(r["valid"] for r in predictions(tmp_path / "run"))
+
+
+def test_rerun_resumes_without_asking_again(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    samples = make_samples(2, 5)
+    run(server, tmp_path / "run", samples, options=fast_options(engine={"use_cache": False}))
+    assert server.count == 4
+    again = run(server, tmp_path / "run", samples, options=fast_options(engine={"use_cache": False}))
+    assert server.count == 4
+    assert again.status == "finished"
+    assert_each_instance_once(tmp_path / "run", samples)
+    manifest = json.loads((tmp_path / "run" / "run.json").read_text())
+    assert manifest["timings"]["sessions"] == 2
+
+
+def test_cache_answers_a_new_run_of_the_same_config(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    samples = make_samples(2, 5)
+    run(server, tmp_path / "a", samples)
+    second = run(server, tmp_path / "b", samples)
+    assert server.count == 4
+    assert second.counts["echo"]["cache_hits"] == 4
+    assert all(r["cached"] for r in requests_log(tmp_path / "b"))
+
+
+def test_retry_failed_reasks_only_invalid_instances(tmp_path: Path) -> None:
+    samples = make_samples(2, 3)
+    broken = {"on": True}
+
+    def handler(req: ChatRequest) -> Any:
+        items = tiny_task.items(req.text)
+        if broken["on"] and items[0][1] == samples[0].sample_id:
+            return "not json"
+        return tiny_task.oracle(req)
+
+    with FakeOpenAIServer(handler) as server:
+        first = run(server, tmp_path / "run", samples)
+        assert first.counts["echo"]["invalid"] == 3
+        broken["on"] = False
+        run(server, tmp_path / "run", samples)  # plain resume: nothing to do
+        assert server.count == 2
+        second = run(server, tmp_path / "run", samples, options=fast_options(retry_failed=True))
+        assert server.count == 3  # only sample 0's batch again, past the cache
+    assert second.counts["echo"]["invalid"] == 0
+    lines = assert_each_instance_once(tmp_path / "run", samples)  # compacted: latest line wins
+    assert all(r["valid"] for r in lines)
+
+
+def test_changed_config_is_refused_naming_the_change(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    samples = make_samples(1, 3)
+    run(server, tmp_path / "run", samples)
+    with pytest.raises(ConfigError, match=r"batch_size: None -> 2"):
+        run(server, tmp_path / "run", samples, config=tiny_config(batch_size=2))
+    with pytest.raises(ConfigError, match="dataset content"):
+        run(server, tmp_path / "run", make_samples(2, 3))
+    with pytest.raises(ConfigError, match="model model: 'm1' -> 'm2'"):
+        run(server, tmp_path / "run", samples, provider=provider_on(server, model="m2"))
+
+
+def test_budget_stops_cleanly_and_resumes(server: FakeOpenAIServer, tmp_path: Path) -> None:
+    samples = make_samples(3, 5)
+    prices = Prices(1000.0, 1000.0)  # dollars per million tokens: each request costs about $0.3 at most
+    options = fast_options(engine={"concurrency": 1}, budget=Budget(1.0, prices, chars_counter()))
+    first = run(server, tmp_path / "run", samples, options=options)
+    assert first.status == "stopped" and first.stop_reason and "budget" in first.stop_reason
+    assert not (tmp_path / "run" / "scores.json").exists()
+    done = predictions(tmp_path / "run")
+    assert 0 < len(done) < 15
+    second = run(server, tmp_path / "run", samples)
+    assert second.status == "finished"
+    assert_each_instance_once(tmp_path / "run", samples)
+    assert server.count == 6

@@ -7,7 +7,7 @@ a failure. Every instance ends as exactly one line of ``predictions.jsonl`` (``v
 scored by the task, and ``scores.json`` aggregates them (:mod:`rescue_bench.metrics.aggregate`).
 
 All tasks share one worker pool and the engine's global in-flight limit, so a run keeps the endpoint busy. A
-batch is recorded in one append (its request lines first, then its prediction lines), which is what makes
+batch is recorded at once (its prediction lines, then its request lines), which is what makes
 resume exact: re-running the same command finds the finished instances in ``predictions.jsonl`` and asks only
 the rest, in the same batches, so the cache answers whatever had already been paid for.
 """
@@ -284,14 +284,16 @@ class _Runner:
             # paid for).
             self.stop_reason = self.stop_reason or str(exc)
             return
-        for item, is_single in outcomes:
-            self.store.append_request(request_record(item, single=is_single))
         singles = {o.request.instance_ids[0]: o for o, _ in outcomes[1:]}
         lines = [
             prediction_record(plan.task, inst, pred, singles.get(inst.id, outcome), inst.id in singles)
             for inst, pred in zip(batch, predictions, strict=True)
         ]
+        # Predictions first: a request line then always means "its instances are finished", so a kill between
+        # the two appends can never make a resumed run send a recorded request again.
         self.store.append_predictions(lines)
+        for item, is_single in outcomes:
+            self.store.append_request(request_record(item, single=is_single))
         self._report(plan.name, lines, [o for o, _ in outcomes])
 
     def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:

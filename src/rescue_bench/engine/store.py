@@ -230,9 +230,6 @@ class RunStore:
         atomic_write_json(self.scores_file, dict(scores))
 
 
-COMPARED_SECTIONS = ("config", "model")
-
-
 def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[str]:
     """What differs between two manifests: config, model, dataset content, prompt templates.
 
@@ -251,7 +248,8 @@ def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[s
         if old_cfg.get(key) != new_cfg.get(key):
             changes.append(f"{key}: {old_cfg.get(key)!r} -> {new_cfg.get(key)!r}")
     old_model, new_model = _section(old, "model"), _section(new, "model")
-    for key in sorted(set(old_model) | set(new_model)):
+    # The endpoint may move (a local server on another port) while serving the same model: recorded, not compared.
+    for key in sorted((set(old_model) | set(new_model)) - {"base_url"}):
         if old_model.get(key) != new_model.get(key):
             changes.append(f"model {key}: {old_model.get(key)!r} -> {new_model.get(key)!r}")
     old_hash, new_hash = _section(old, "dataset").get("hash"), _section(new, "dataset").get("hash")
