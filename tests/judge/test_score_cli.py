@@ -10,10 +10,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
 RUNNER = CliRunner()
 STUBBORN = "c2"  # in every first request, this checkpoint gets an out-of-range score ... and again on re-ask

@@ -61,7 +61,8 @@ def read_ratings(path: Path) -> list[HumanRating]:
     """Read and check a ratings CSV.
 
     Raises:
-        DataError: the file is missing or unreadable, lacks a column, or has a bad value (file and line named).
+        DataError: the file is missing or unreadable, lacks a column, or has a bad value (file and line
+            named).
     """
     if not path.is_file():
         raise DataError(f"ratings file {path} does not exist")
