@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import gc
+from collections.abc import Callable
+
 import pytest
 
-from rescue_bench.data.schema import Row
+from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import ConfigError
+from rescue_bench.tasks import context
 from rescue_bench.tasks.base import MODES, TaskConfig
 from rescue_bench.tasks.context import (
     context_size,
@@ -13,6 +17,7 @@ from rescue_bench.tasks.context import (
     even_sample,
     pick_evenly,
     render_row,
+    row_records,
     shown_rows,
     window,
 )
@@ -119,3 +124,15 @@ def test_no_selection_when_few_items_or_no_limit() -> None:
 @pytest.mark.parametrize(("rows", "first"), [(0, 1), (1, 1), (2, 2), (3, 2), (10, 4), (16, 6), (112, 35)])
 def test_early_cutoff_drops_the_first_30_percent(rows: int, first: int) -> None:
     assert early_cutoff(rows) == first
+
+
+def test_rendered_rows_are_cached_while_their_sample_lives(make_sample: Callable[..., Sample]) -> None:
+    sample = make_sample(["Ana", "Ben"])
+    records = row_records(sample, "dialogue")
+    assert row_records(sample, "dialogue") is records
+    assert row_records(sample, "audio") is not records
+    key = id(sample)
+    assert {(key, "dialogue"), (key, "audio")} <= set(context._ROWS)
+    del sample, records
+    gc.collect()
+    assert not [k for k in context._ROWS if k[0] == key]

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections import OrderedDict
+import weakref
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
@@ -138,24 +138,30 @@ def render_row(row: Row, mode: Mode) -> str:
     return " | ".join(parts)
 
 
-# Six tasks build from the same sample in turn (and tests and benchmarks rebuild often), so the rendered
-# rows of the last few (sample, mode) pairs are kept. The entry holds the sample itself, so its id cannot be
-# reused while it is cached.
-_ROW_CACHE: OrderedDict[tuple[int, str], tuple[Sample, tuple[RowRecord, ...]]] = OrderedDict()
-_ROW_CACHE_SIZE = 16
+# Six tasks build from the same samples, so rendered rows are kept for as long as their sample is alive: the
+# entry is keyed by the sample's id and dropped by a finalizer when the sample is garbage collected, before
+# its id can be reused. Samples are frozen, so an entry never goes stale.
+_ROWS: dict[tuple[int, str], tuple[RowRecord, ...]] = {}
+_WATCHED: set[int] = set()
+
+
+def _forget(sample_id: int) -> None:
+    _WATCHED.discard(sample_id)
+    for key in [k for k in _ROWS if k[0] == sample_id]:
+        _ROWS.pop(key, None)
 
 
 def row_records(sample: Sample, mode: Mode) -> tuple[RowRecord, ...]:
     """The rendered rows of ``sample`` in ``mode`` (item ``i`` is row ``i + 1``), shared by instances."""
     key = (id(sample), mode)
-    hit = _ROW_CACHE.get(key)
-    if hit is not None and hit[0] is sample:
-        _ROW_CACHE.move_to_end(key)
-        return hit[1]
+    hit = _ROWS.get(key)
+    if hit is not None:
+        return hit
     records = tuple({"row_index": row.row_index, "line": render_row(row, mode)} for row in sample.rows)
-    _ROW_CACHE[key] = (sample, records)
-    while len(_ROW_CACHE) > _ROW_CACHE_SIZE:
-        _ROW_CACHE.popitem(last=False)
+    if id(sample) not in _WATCHED:
+        _WATCHED.add(id(sample))
+        weakref.finalize(sample, _forget, id(sample))
+    _ROWS[key] = records
     return records
 
 
