@@ -4,7 +4,7 @@ A task module exposes module-level constants and four pure functions::
 
     NAME: str                       # "itp", "rpp", "stp", "ssp", "er", "vp"
     KIND: TaskKind                  # binary | multiclass | ranking | generation
-    DEFAULT_BATCH_SIZE: int         # instances per request (reference values: ITP 4, RPP 3, STP 3, SSP 3, ER 5, VP 5)
+    DEFAULT_BATCH_SIZE: int         # instances per request (ITP 4, RPP 3, STP 3, SSP 3, ER 5, VP 5)
     DEFAULT_CONTEXT_SIZE: int       # -1 all prior rows, 0 none, N the last N prior rows
     MAX_TOKENS: int
 
@@ -26,7 +26,10 @@ from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video"]
 MODES: tuple[Mode, ...] = ("dialogue", "audio", "visual", "audiovisual", "video")
 MODE_ALIASES: dict[str, Mode] = {
-    "text": "dialogue", "turn_video_audio": "video", "frames": "video", "speaker_frames_audio": "video",
+    "text": "dialogue",
+    "turn_video_audio": "video",
+    "frames": "video",
+    "speaker_frames_audio": "video",
 }
 GoldField = Literal["auto", "relation_cycle_state", "relation_pattern"]
 
@@ -55,7 +58,7 @@ class TaskConfig:
 def resolve_mode(name: str) -> Mode:
     """Accept the reference scripts' mode names as aliases."""
     if name in MODES:
-        return name  # type: ignore[return-value]
+        return name
     if name in MODE_ALIASES:
         return MODE_ALIASES[name]
     from rescue_bench.errors import ConfigError
