@@ -1,0 +1,201 @@
+"""The verification web app: ``create_app(settings)`` builds it; ``rescue-bench review serve`` runs it.
+
+Every page except the login form and the stylesheet needs a signed-in user. Every POST carries the session's
+CSRF token. Responses carry a strict Content-Security-Policy (no scripts at all, media from this site only),
+so even text that somehow escaped escaping could not run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from urllib.parse import quote
+
+from fastapi import APIRouter, FastAPI, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from rescue_bench.review import admin, pages, rating_views
+from rescue_bench.review.auth import (
+    LOGIN_COOKIE,
+    SESSION_COOKIE,
+    LoginLimiter,
+    SessionCodec,
+    authenticate,
+    safe_next,
+    tokens_match,
+)
+from rescue_bench.review.db import User, open_store, secret_key
+from rescue_bench.review.settings import ReviewSettings
+from rescue_bench.review.web import (
+    DB,
+    AppState,
+    CheckedForm,
+    CsrfFailed,
+    CurrentUser,
+    Forbidden,
+    NotAuthenticated,
+    NotFound,
+    make_templates,
+    redirect,
+    render,
+    secure_cookie,
+    state,
+)
+
+SECURITY_HEADERS = {
+    "Content-Security-Policy": "default-src 'none'; style-src 'self'; img-src 'self'; media-src 'self'; "
+    "form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "same-origin",
+    "Cache-Control": "no-store",
+}
+
+
+def create_app(settings: ReviewSettings) -> FastAPI:
+    """The app for ``settings``: migrates the database, then serves the pages."""
+    sessions = open_store(settings.db_url)
+    with sessions() as session:
+        secret = secret_key(session)
+    app = FastAPI(title="rescue-bench review", docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.review = AppState(
+        settings=settings,
+        sessions=sessions,
+        codec=SessionCodec(secret, settings.session_max_age),
+        limiter=LoginLimiter(settings.login_max_failures, settings.login_window_sec, settings.clock),
+        templates=make_templates(),
+        backend=sessions.kw["bind"].dialect.name,
+    )
+    app.mount("/static", StaticFiles(packages=[("rescue_bench.review", "static")]), name="static")
+    app.include_router(_auth_router())
+    app.include_router(pages.router)
+    app.include_router(admin.router)
+    app.include_router(rating_views.router)
+    _install_handlers(app)
+    return app
+
+
+def _install_handlers(app: FastAPI) -> None:
+    @app.middleware("http")
+    async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        response = await call_next(request)
+        for name, value in SECURITY_HEADERS.items():
+            if name == "Cache-Control" and name in response.headers:
+                continue
+            response.headers.setdefault(name, value)
+        return response
+
+    @app.exception_handler(NotAuthenticated)
+    async def _login(request: Request, _exc: NotAuthenticated) -> Response:
+        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+        response = RedirectResponse(f"/login?next={_quote(target)}", status_code=303)
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    @app.exception_handler(Forbidden)
+    async def _forbidden(request: Request, _exc: Forbidden) -> Response:
+        return _message(request, 403, "Not allowed", "This page is for administrators.")
+
+    @app.exception_handler(CsrfFailed)
+    async def _csrf(request: Request, _exc: CsrfFailed) -> Response:
+        return _message(
+            request,
+            403,
+            "Form refused",
+            "The form did not carry this session's security token. Go back, reload the page and try "
+            "again; nothing was changed.",
+        )
+
+    @app.exception_handler(NotFound)
+    async def _not_found(request: Request, _exc: NotFound) -> Response:
+        return _message(request, 404, "Not found", "There is nothing here.")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+        return _message(request, exc.status_code, "Error", str(exc.detail))
+
+
+def _message(request: Request, status: int, title: str, text: str) -> HTMLResponse:
+    return render(request, "message.html", status_code=status, title=title, text=text, user=None)
+
+
+def _quote(value: str) -> str:
+    return quote(value, safe="/")
+
+
+def _auth_router() -> APIRouter:
+    router = APIRouter()
+
+    @router.get("/login")
+    def login_page(request: Request, next: str = "/") -> Response:
+        return _login_form(request, safe_next(next), error=None, status=200)
+
+    @router.post("/login")
+    async def login_submit(request: Request) -> Response:
+        form = await request.form()
+        app_state = state(request)
+        expected = app_state.codec.read_login_token(request.cookies.get(LOGIN_COOKIE))
+        if not tokens_match(expected, form.get("csrf_token")):
+            raise CsrfFailed()
+        name, password = str(form.get("name", "")).strip(), str(form.get("password", ""))
+        target = safe_next(str(form.get("next", "/")))
+        keys = [f"ip:{request.client.host if request.client else '?'}", f"name:{name.lower()}"]
+        wait = app_state.limiter.retry_after(keys)
+        if wait > 0:
+            response = _login_form(
+                request, target, f"Too many failed logins. Try again in {int(wait) + 1} s.", 429
+            )
+            response.headers["Retry-After"] = str(int(wait) + 1)
+            return response
+        user = await run_in_threadpool(_authenticate, app_state, name, password)
+        if user is None:
+            app_state.limiter.failed(keys)
+            return _login_form(request, target, "Wrong name or password.", 401)
+        app_state.limiter.succeeded(keys[1])
+        success = redirect(target)
+        success.set_cookie(
+            SESSION_COOKIE,
+            app_state.codec.new_session(user),
+            max_age=app_state.codec.max_age,
+            httponly=True,
+            samesite="lax",
+            secure=secure_cookie(request),
+            path="/",
+        )
+        success.delete_cookie(LOGIN_COOKIE, path="/")
+        return success
+
+    @router.post("/logout")
+    def logout(form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+        user.session_epoch += 1  # ends this session and every other one of the user
+        session.merge(user)
+        session.commit()
+        response = redirect("/login")
+        response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+
+    return router
+
+
+def _authenticate(app_state: AppState, name: str, password: str) -> User | None:
+    with app_state.sessions() as session:
+        return authenticate(session, name, password, app_state.settings.hasher)
+
+
+def _login_form(request: Request, target: str, error: str | None, status: int) -> HTMLResponse:
+    token, cookie = state(request).codec.new_login_token()
+    response = render(
+        request, "login.html", status_code=status, login_token=token, next=target, error=error, user=None
+    )
+    response.set_cookie(
+        LOGIN_COOKIE,
+        cookie,
+        max_age=3600,
+        httponly=True,
+        samesite="lax",
+        secure=secure_cookie(request),
+        path="/",
+    )
+    return response

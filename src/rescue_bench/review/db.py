@@ -1,0 +1,316 @@
+"""The review app's central store: SQLAlchemy models, engine set-up and schema migrations.
+
+Tables:
+
+* ``users``: accounts with an argon2 hash, a role and a session epoch (bumping it ends every session of the
+  user);
+* ``segments`` and ``rows``: the work, one row per annotated turn with its current release-format data, the
+  draft it started from, its clip and its review status; ``rows.version`` is the optimistic-lock counter;
+* ``row_versions``: every saved state of a row (who, when, before and after), version 1 being the loaded
+  draft;
+* ``conflicts``: edits refused because someone else saved first, kept so that nothing typed is lost;
+* ``comments`` and ``events`` (reviews, discards, restores): the audit trail;
+* ``rating_items`` and ``ratings``: the judge-calibration study;
+* ``review_meta``: key/value settings such as the cookie-signing secret (never shown in a page).
+
+The schema is created and upgraded by Alembic (``migrations/``), never by ``create_all``.
+"""
+
+from __future__ import annotations
+
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, ClassVar
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+    create_engine,
+    event,
+    select,
+)
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
+
+from rescue_bench.errors import ConfigError
+
+DEFAULT_DB_URL = "sqlite:///review.db"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    type_annotation_map: ClassVar[dict[Any, Any]] = {
+        dict[str, Any]: JSON,
+        list[Any]: JSON,
+        datetime: DateTime(timezone=True),
+    }
+
+
+class Meta(Base):
+    __tablename__ = "review_meta"
+    key: Mapped[str] = mapped_column(String(64), primary_key=True)
+    value: Mapped[str] = mapped_column(Text)
+
+
+class User(Base):
+    __tablename__ = "users"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(64), unique=True)
+    role: Mapped[str] = mapped_column(String(16))
+    password_hash: Mapped[str] = mapped_column(String(255))
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    session_epoch: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    @property
+    def is_admin(self) -> bool:
+        return self.role == "admin"
+
+
+class Segment(Base):
+    __tablename__ = "segments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    segment_id: Mapped[str] = mapped_column(String(255), unique=True)
+    sample_id: Mapped[str] = mapped_column(String(255), unique=True)
+    group_name: Mapped[str] = mapped_column(String(255), index=True)
+    scenario: Mapped[str] = mapped_column(String(16))
+    participants: Mapped[list[Any]] = mapped_column(JSON)
+    source_file: Mapped[str | None] = mapped_column(Text, nullable=True)
+    source_path: Mapped[str] = mapped_column(Text)
+    """The file the segment came from (manifest or JSONL): the dashboard counts these as prepared files."""
+    model: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
+    discarded: Mapped[bool] = mapped_column(Boolean, default=False)
+    discard_reason: Mapped[str | None] = mapped_column(String(64), nullable=True)
+    discard_note: Mapped[str | None] = mapped_column(Text, nullable=True)
+    discarded_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    discarded_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    loaded_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    rows: Mapped[list[RowRecord]] = relationship(back_populates="segment", order_by="RowRecord.row_index")
+    discarded_by: Mapped[User | None] = relationship()
+
+
+class RowRecord(Base):
+    __tablename__ = "rows"
+    __table_args__ = (UniqueConstraint("segment_pk", "row_index"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    segment_pk: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    row_index: Mapped[int] = mapped_column(Integer)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """The row's current release-format dict."""
+    draft: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """The row as loaded; ``data != draft`` means the row was edited."""
+    subtitle_text: Mapped[str | None] = mapped_column(Text, nullable=True)
+    clip_path: Mapped[str | None] = mapped_column(Text, nullable=True)
+    duration_sec: Mapped[float | None] = mapped_column(Float, nullable=True)
+    violations: Mapped[list[Any]] = mapped_column(JSON, default=list)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    reviewed: Mapped[bool] = mapped_column(Boolean, default=False)
+    reviewed_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    reviewed_at: Mapped[datetime | None] = mapped_column(nullable=True)
+    updated_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    updated_at: Mapped[datetime | None] = mapped_column(nullable=True)
+
+    segment: Mapped[Segment] = relationship(back_populates="rows")
+    reviewed_by: Mapped[User | None] = relationship(foreign_keys=[reviewed_by_id])
+    updated_by: Mapped[User | None] = relationship(foreign_keys=[updated_by_id])
+
+    @property
+    def edited(self) -> bool:
+        return self.data != self.draft
+
+
+class RowVersion(Base):
+    __tablename__ = "row_versions"
+    __table_args__ = (UniqueConstraint("row_id", "version"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_id: Mapped[int] = mapped_column(ForeignKey("rows.id"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    action: Mapped[str] = mapped_column(String(16))
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    before: Mapped[dict[str, Any] | None] = mapped_column(JSON, nullable=True)
+    after: Mapped[dict[str, Any]] = mapped_column(JSON)
+
+    user: Mapped[User | None] = relationship()
+
+
+class Conflict(Base):
+    __tablename__ = "conflicts"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_id: Mapped[int] = mapped_column(ForeignKey("rows.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    base_version: Mapped[int] = mapped_column(Integer)
+    """The version the refused edit started from."""
+    current_version: Mapped[int] = mapped_column(Integer)
+    """The version that was current when the edit was refused."""
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    """The refused edit, in full."""
+    resolved: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    user: Mapped[User] = relationship()
+
+
+class Comment(Base):
+    __tablename__ = "comments"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    segment_pk: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    row_id: Mapped[int | None] = mapped_column(ForeignKey("rows.id"), nullable=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    text: Mapped[str] = mapped_column(Text)
+
+    user: Mapped[User] = relationship()
+    row: Mapped[RowRecord | None] = relationship()
+
+
+class Event(Base):
+    """An audit entry: ``review``, ``unreview``, ``discard`` or ``restore``."""
+
+    __tablename__ = "events"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    segment_pk: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    row_id: Mapped[int | None] = mapped_column(ForeignKey("rows.id"), nullable=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    user: Mapped[User] = relationship()
+
+
+class RatingItem(Base):
+    __tablename__ = "rating_items"
+    __table_args__ = (UniqueConstraint("run_dir", "instance_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    run_dir: Mapped[str] = mapped_column(Text)
+    """Where the prediction came from; never shown to raters (a run's name often names its model)."""
+    instance_id: Mapped[str] = mapped_column(String(512))
+    task: Mapped[str] = mapped_column(String(8))
+    scenario: Mapped[str | None] = mapped_column(String(16), nullable=True)
+    gold: Mapped[Any] = mapped_column(JSON, nullable=True)
+    prediction: Mapped[Any] = mapped_column(JSON, nullable=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+
+class Rating(Base):
+    __tablename__ = "ratings"
+    __table_args__ = (UniqueConstraint("item_id", "user_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    item_id: Mapped[int] = mapped_column(ForeignKey("rating_items.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    score: Mapped[int] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    user: Mapped[User] = relationship()
+    item: Mapped[RatingItem] = relationship()
+
+
+# -- engine and migrations -----------------------------------------------------------------------------------
+
+
+def normalize_url(url: str) -> str:
+    """Use the psycopg 3 driver for PostgreSQL URLs; reject anything but SQLite and PostgreSQL.
+
+    >>> normalize_url("postgresql://u@127.0.0.1:5432/review")
+    'postgresql+psycopg://u@127.0.0.1:5432/review'
+    >>> normalize_url("sqlite:///review.db")
+    'sqlite:///review.db'
+    """
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url[len(prefix) :]
+    if url.startswith(("sqlite:", "postgresql+psycopg:")):
+        return url
+    raise ConfigError(f"unsupported database URL {redact_url(url)!r}: use sqlite:///FILE or postgresql://...")
+
+
+def redact_url(url: str) -> str:
+    """The URL without its password, for messages.
+
+    >>> redact_url("postgresql://ann:s3cret@db:5432/review")
+    'postgresql://ann:***@db:5432/review'
+    """
+    scheme, sep, rest = url.partition("://")
+    creds, at, host = rest.rpartition("@")
+    if not sep or not at or ":" not in creds:
+        return url
+    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine for ``url``; SQLite gets foreign keys, WAL and a busy timeout for concurrent annotators."""
+    url = normalize_url(url)
+    if url.startswith("sqlite"):
+        engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 15})
+        event.listen(engine, "connect", _sqlite_pragmas)
+        return engine
+    return create_engine(url, pool_pre_ping=True)
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    cursor.execute("PRAGMA foreign_keys=ON")
+    cursor.execute("PRAGMA journal_mode=WAL")
+    cursor.close()
+
+
+def migrate(engine: Engine) -> None:
+    """Bring the schema to the newest Alembic revision (idempotent)."""
+    from alembic import command
+    from alembic.config import Config
+
+    config = Config()
+    config.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+    with engine.begin() as connection:
+        config.attributes["connection"] = connection
+        command.upgrade(config, "head")
+
+
+def session_factory(engine: Engine) -> sessionmaker[Session]:
+    return sessionmaker(engine, expire_on_commit=False)
+
+
+def open_store(url: str) -> sessionmaker[Session]:
+    """Connect to ``url``, migrate it, and return a session factory (for the CLI and the app)."""
+    engine = make_engine(url)
+    try:
+        migrate(engine)
+    except OperationalError as exc:
+        raise ConfigError(f"cannot open the review database {redact_url(url)}: {exc.orig}") from None
+    return session_factory(engine)
+
+
+def secret_key(session: Session) -> str:
+    """The cookie-signing secret, created on first use and kept in the database."""
+    row = session.get(Meta, "secret_key")
+    if row is not None:
+        return row.value
+    session.add(Meta(key="secret_key", value=secrets.token_urlsafe(48)))
+    try:
+        session.commit()
+    except IntegrityError:  # another process created it first: use theirs
+        session.rollback()
+    stored = session.get(Meta, "secret_key")
+    assert stored is not None
+    return stored.value
+
+
+def user_by_name(session: Session, name: str) -> User | None:
+    return session.scalars(select(User).where(User.name == name)).first()

@@ -1,0 +1,326 @@
+"""Import work into the review store: an annotation work directory (manifests, drafts, clips) or release
+JSONL.
+
+The work-directory format is in ``docs/design.md``. Drafts are validated with the package's own sample
+builder, so the review starts from rows the benchmark can read. Loading is idempotent: a segment already in
+the store is kept as it is (with its edits) and reported as skipped, never overwritten.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rescue_bench.data.load import build_sample, read_source
+from rescue_bench.data.schema import Sample
+from rescue_bench.errors import DataError
+from rescue_bench.review.db import RowRecord, RowVersion, Segment
+from rescue_bench.review.media import MediaNotFound, check_relative
+
+
+@dataclass(frozen=True, slots=True)
+class RowInput:
+    data: dict[str, Any]
+    subtitle_text: str | None = None
+    clip_path: str | None = None
+    duration_sec: float | None = None
+    violations: tuple[Any, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SegmentInput:
+    segment_id: str
+    sample_id: str
+    group_name: str
+    scenario: str
+    participants: tuple[str, ...]
+    source_path: str
+    rows: tuple[RowInput, ...]
+    source_file: str | None = None
+    model: str | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class LoadResult:
+    added: tuple[str, ...]
+    skipped: tuple[str, ...]
+    rows: int
+    warnings: tuple[str, ...]
+
+
+def load_work(session: Session, source: Path) -> LoadResult:
+    """Read ``source`` (a work directory or release JSONL) and add its new segments to the store."""
+    segments, warnings = read_work(source)
+    return store_segments(session, segments, warnings)
+
+
+def read_work(source: Path) -> tuple[list[SegmentInput], list[str]]:
+    """Segments and warnings from a work directory (with ``workdir.json`` or ``segments/``) or a release."""
+    if source.is_dir() and ((source / "workdir.json").is_file() or (source / "segments").is_dir()):
+        return read_workdir(source)
+    return read_release(source), []
+
+
+def group_of(sample_id: str, fallback: str) -> str:
+    """The picker group of a sample: its parent path, else ``fallback``.
+
+    >>> group_of("couple_therapy/ep01/seg_03", "x"), group_of("seg_03", "ep01")
+    ('couple_therapy/ep01', 'ep01')
+    """
+    parent = PurePosixPath(sample_id).parent.as_posix()
+    return parent if parent not in ("", ".") else fallback
+
+
+# -- release format ------------------------------------------------------------------------------------------
+
+
+def read_release(source: Path) -> list[SegmentInput]:
+    report = read_source(source)
+    if report.errors:
+        more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
+        raise DataError(f"{report.errors[0].render()}{more}", report.errors)
+    fallback = source.stem or source.name
+    return [_release_segment(sample, str(source), fallback) for sample in report.samples]
+
+
+def _release_segment(sample: Sample, source_path: str, fallback_group: str) -> SegmentInput:
+    rows = tuple(
+        RowInput(
+            data=row.to_release(),
+            subtitle_text=row.dialogue_cleaned,
+            duration_sec=_duration(row.start_time, row.end_time),
+        )
+        for row in sample.rows
+    )
+    return SegmentInput(
+        segment_id=sample.sample_id,
+        sample_id=sample.sample_id,
+        group_name=group_of(sample.sample_id, fallback_group),
+        scenario=sample.scenario,
+        participants=sample.participants,
+        source_path=source_path,
+        rows=rows,
+        source_file=sample.source_file,
+        start_time=sample.rows[0].start_time,
+        end_time=sample.rows[-1].end_time,
+    )
+
+
+def _duration(start: float | None, end: float | None) -> float | None:
+    return round(end - start, 3) if start is not None and end is not None and end >= start else None
+
+
+# -- work directory ------------------------------------------------------------------------------------------
+
+
+def read_workdir(root: Path) -> tuple[list[SegmentInput], list[str]]:
+    info = _read_json(root / "workdir.json") if (root / "workdir.json").is_file() else {}
+    if not isinstance(info, dict):
+        raise DataError(f"{root / 'workdir.json'}: expected a JSON object")
+    manifests = sorted((root / "segments").glob("*/manifest.json"))
+    if not manifests:
+        raise DataError(
+            f"{root}: no segments/<segment_id>/manifest.json found (run `rescue-bench annotate ingest`)"
+        )
+    video = info.get("video")
+    fallback = Path(video).stem if isinstance(video, str) and video else root.resolve().name
+    segments: list[SegmentInput] = []
+    warnings: list[str] = []
+    for manifest_path in manifests:
+        segment, found = _workdir_segment(root, manifest_path, info, fallback)
+        segments.append(segment)
+        warnings.extend(found)
+    return segments, warnings
+
+
+def _workdir_segment(
+    root: Path, manifest_path: Path, info: dict[str, Any], fallback_group: str
+) -> tuple[SegmentInput, list[str]]:
+    manifest = _read_json(manifest_path)
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("rows"), list):
+        raise DataError(f"{manifest_path}: expected an object with a 'rows' list")
+    segment_id = _text(manifest, "segment_id", manifest_path) or manifest_path.parent.name
+    sample_id = _text(manifest, "sample_id", manifest_path) or segment_id
+    scenario = manifest.get("scenario") or info.get("scenario")
+    if scenario not in ("couple", "family"):
+        raise DataError(f"{manifest_path}: scenario must be 'couple' or 'family' (got {scenario!r})")
+    participants = manifest.get("participants") or info.get("participants") or []
+    if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
+        raise DataError(f"{manifest_path}: participants must be a list of names")
+    media = {entry["index"]: entry for entry in _manifest_rows(manifest_path, manifest["rows"])}
+    draft_path = manifest_path.parent / "draft.json"
+    draft, model, violations, warnings = _draft_rows(draft_path, manifest_path, media)
+    sample_obj = {"sample_id": sample_id, "scenario": scenario, "participants": participants, "rows": draft}
+    sample, problems = build_sample(sample_obj, fallback_id=sample_id, file=str(draft_path), line=None)
+    errors = [p for p in problems if p.severity == "error"]
+    if sample is None or errors:
+        raise DataError(errors[0].render() if errors else f"{draft_path}: unreadable draft", errors)
+    rows = tuple(_row_input(row.to_release(), media.get(row.row_index), violations) for row in sample.rows)
+    warnings += [
+        f"{manifest_path}: row {i}: clip {m['clip_path']} is missing"
+        for i, m in sorted(media.items())
+        if m.get("clip_path") and not (root / m["clip_path"]).is_file()
+    ]
+    warnings += [
+        f"{manifest_path}: row {i} has no draft row"
+        for i in sorted(set(media) - {r.row_index for r in sample.rows})
+    ]
+    return SegmentInput(
+        segment_id=segment_id,
+        sample_id=sample_id,
+        group_name=group_of(sample_id, fallback_group),
+        scenario=scenario,
+        participants=sample.participants,
+        source_path=str(manifest_path),
+        rows=rows,
+        model=model,
+        start_time=_number(manifest.get("start_time")),
+        end_time=_number(manifest.get("end_time")),
+    ), warnings
+
+
+def _manifest_rows(manifest_path: Path, rows: list[Any]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for position, entry in enumerate(rows):
+        where = f"{manifest_path}: rows[{position}]"
+        if not isinstance(entry, dict) or not isinstance(entry.get("index"), int) or entry["index"] < 1:
+            raise DataError(f"{where}: expected an object with a 1-based integer 'index'")
+        clip = entry.get("clip_path")
+        if clip is not None and not _is_media_path(clip):
+            raise DataError(f"{where}.clip_path: {clip!r} is not a media file path inside the work directory")
+        out.append(entry)
+    return out
+
+
+def _is_media_path(value: Any) -> bool:
+    try:
+        check_relative(value)
+    except (MediaNotFound, AttributeError, TypeError):
+        return False
+    return True
+
+
+def _draft_rows(
+    draft_path: Path, manifest_path: Path, media: dict[int, dict[str, Any]]
+) -> tuple[list[Any], str | None, dict[str, Any], list[str]]:
+    if not draft_path.is_file():
+        rows = [
+            {
+                "row_index": i,
+                "start_time": m.get("start_time"),
+                "end_time": m.get("end_time"),
+                "primary_speaker": m.get("speaker"),
+                "dialogue_cleaned": m.get("text"),
+            }
+            for i, m in sorted(media.items())
+        ]
+        return rows, None, {}, [f"{manifest_path.parent}: no draft.json; rows start from the manifest only"]
+    draft = _read_json(draft_path)
+    if not isinstance(draft, dict) or not isinstance(draft.get("rows"), list):
+        raise DataError(f"{draft_path}: expected an object with a 'rows' list")
+    violations = draft.get("violations") if isinstance(draft.get("violations"), dict) else {}
+    model = draft.get("model") if isinstance(draft.get("model"), str) else None
+    return draft["rows"], model, violations or {}, []
+
+
+def _row_input(data: dict[str, Any], media: dict[str, Any] | None, violations: dict[str, Any]) -> RowInput:
+    media = media or {}
+    found = violations.get(str(data["row_index"])) or []
+    duration = _number(media.get("duration_sec"))
+    return RowInput(
+        data=data,
+        subtitle_text=media.get("text")
+        if isinstance(media.get("text"), str)
+        else data.get("dialogue_cleaned"),
+        clip_path=media.get("clip_path"),
+        duration_sec=duration
+        if duration is not None
+        else _duration(data.get("start_time"), data.get("end_time")),
+        violations=tuple(found) if isinstance(found, list) else (found,),
+    )
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise DataError(f"{path}: not valid JSON: {exc}") from None
+
+
+def _text(obj: dict[str, Any], key: str, path: Path) -> str | None:
+    value = obj.get(key)
+    if value is not None and (not isinstance(value, str) or not value.strip()):
+        raise DataError(f"{path}: {key} must be a non-empty string")
+    return value
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+# -- store ---------------------------------------------------------------------------------------------------
+
+
+def store_segments(
+    session: Session, segments: list[SegmentInput], warnings: list[str] | None = None
+) -> LoadResult:
+    """Add the segments that are new (by segment id and sample id) in one transaction."""
+    known_segments = set(session.scalars(select(Segment.segment_id)))
+    known_samples = set(session.scalars(select(Segment.sample_id)))
+    added: list[str] = []
+    skipped: list[str] = []
+    rows = 0
+    for item in segments:
+        if item.segment_id in known_segments or item.sample_id in known_samples:
+            skipped.append(item.segment_id)
+            continue
+        known_segments.add(item.segment_id)
+        known_samples.add(item.sample_id)
+        _add_segment(session, item)
+        added.append(item.segment_id)
+        rows += len(item.rows)
+    session.commit()
+    return LoadResult(tuple(added), tuple(skipped), rows, tuple(warnings or ()))
+
+
+def _add_segment(session: Session, item: SegmentInput) -> None:
+    segment = Segment(
+        segment_id=item.segment_id,
+        sample_id=item.sample_id,
+        group_name=item.group_name,
+        scenario=item.scenario,
+        participants=list(item.participants),
+        source_file=item.source_file,
+        source_path=item.source_path,
+        model=item.model,
+        start_time=item.start_time,
+        end_time=item.end_time,
+        discarded=False,
+    )
+    session.add(segment)
+    session.flush()
+    for row in item.rows:
+        record = RowRecord(
+            segment_pk=segment.id,
+            row_index=row.data["row_index"],
+            data=row.data,
+            draft=row.data,
+            subtitle_text=row.subtitle_text,
+            clip_path=row.clip_path,
+            duration_sec=row.duration_sec,
+            violations=list(row.violations),
+            version=1,
+            reviewed=False,
+        )
+        session.add(record)
+        session.flush()
+        session.add(RowVersion(row_id=record.id, version=1, action="load", before=None, after=row.data))

@@ -1,0 +1,301 @@
+"""The annotator's pages: dashboard, segment picker, row list, row view with the editor, history and
+conflicts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from rescue_bench.review import forms, store
+from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User
+from rescue_bench.review.media import MediaNotFound, media_response
+from rescue_bench.review.web import (
+    DB,
+    CheckedForm,
+    CurrentUser,
+    NotFound,
+    one,
+    redirect,
+    render,
+    state,
+)
+
+router = APIRouter()
+
+NOTICES = {
+    "saved": "Saved.",
+    "reviewed": "Saved and marked reviewed.",
+    "unchanged": "Nothing changed, so nothing was saved.",
+    "unreviewed": "Marked as not reviewed.",
+    "discarded": "Segment discarded.",
+    "restored": "Discard undone.",
+    "commented": "Comment added.",
+    "stale": "The row was changed by someone else after you opened it: here is the current version.",
+}
+
+
+def _get(session: Session, model: type[Any], pk: int) -> Any:
+    found = session.get(model, pk)
+    if found is None:
+        raise NotFound()
+    return found
+
+
+@router.get("/")
+def dashboard(request: Request, user: CurrentUser, session: DB) -> Response:
+    figures = store.progress(session)
+    summaries = store.segment_summaries(session)
+    by_group: dict[str, list[store.SegmentSummary]] = {}
+    for summary in summaries:
+        by_group.setdefault(summary.segment.group_name, []).append(summary)
+    return render(
+        request, "dashboard.html", user=user, p=figures, groups=by_group, backend=state(request).backend
+    )
+
+
+@router.get("/segments")
+def picker(request: Request, user: CurrentUser, session: DB, group: str = "", segment: int = 0) -> Response:
+    if segment:
+        return redirect(f"/segments/{int(segment)}")
+    names = store.groups(session)
+    chosen = group if group in names else next(iter(names), "")
+    summaries = store.segment_summaries(session, chosen) if chosen else []
+    return render(request, "picker.html", user=user, groups=names, group=chosen, summaries=summaries)
+
+
+@router.get("/segments/{pk}")
+def segment_page(request: Request, pk: int, user: CurrentUser, session: DB, notice: str = "") -> Response:
+    segment: Segment = _get(session, Segment, pk)
+    comments = session.scalars(select(Comment).where(Comment.segment_pk == pk).order_by(Comment.id)).all()
+    events = session.scalars(
+        select(Event).where(Event.segment_pk == pk, Event.kind.in_(("discard", "restore"))).order_by(Event.id)
+    ).all()
+    return render(
+        request,
+        "segment.html",
+        user=user,
+        segment=segment,
+        rows=segment.rows,
+        comments=comments,
+        events=events,
+        reasons=store.DISCARD_REASONS,
+        notice=NOTICES.get(notice),
+    )
+
+
+@router.post("/segments/{pk}/discard")
+def discard(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    segment: Segment = _get(session, Segment, pk)
+    reason = one(form, "reason")
+    if reason not in store.DISCARD_REASONS:
+        return redirect(f"/segments/{pk}?notice=")
+    if not segment.discarded:
+        store.discard(session, segment, reason, one(form, "note").strip()[:2000], user)
+    return redirect(f"/segments/{pk}?notice=discarded")
+
+
+@router.post("/segments/{pk}/restore")
+def restore(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    segment: Segment = _get(session, Segment, pk)
+    if segment.discarded:
+        store.restore(session, segment, user)
+    return redirect(f"/segments/{pk}?notice=restored")
+
+
+@router.post("/segments/{pk}/comments")
+def comment(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    segment: Segment = _get(session, Segment, pk)
+    text = one(form, "text").strip()[:5000]
+    row_id = one(form, "row_id")
+    row = session.get(RowRecord, int(row_id)) if row_id.isdigit() else None
+    if row is not None and row.segment_pk != segment.id:
+        raise NotFound()
+    if text:
+        store.add_comment(session, segment, row, text, user)
+    back = f"/rows/{row.id}?notice=commented" if row else f"/segments/{pk}?notice=commented"
+    return redirect(back)
+
+
+# -- the row view --------------------------------------------------------------------------------------------
+
+
+def _row_page(
+    request: Request, session: Session, row: RowRecord, user: User, state_: forms.FormState, **extra: Any
+) -> Response:
+    segment = row.segment
+    siblings = [r.id for r in segment.rows]
+    position = siblings.index(row.id)
+    comments = session.scalars(select(Comment).where(Comment.row_id == row.id).order_by(Comment.id)).all()
+    media_root = state(request).settings.media_root
+    clip_ok = bool(row.clip_path and media_root and _clip_exists(media_root, row.clip_path))
+    context: dict[str, Any] = {
+        "user": user,
+        "row": row,
+        "segment": segment,
+        "state": state_,
+        "base_version": row.version,
+        "conflict_id": None,
+        "errors": [],
+        "notice": None,
+        "clip_ok": clip_ok,
+        "comments": comments,
+        "prev_id": siblings[position - 1] if position > 0 else None,
+        "next_id": siblings[position + 1] if position + 1 < len(siblings) else None,
+        "conflicts": store.open_conflicts(session, row.id, user),
+    }
+    context.update(extra)
+    return render(
+        request,
+        "row.html",
+        status_code=400 if context["errors"] else 200,
+        **_editor_context(segment),
+        **context,
+    )
+
+
+def _editor_context(segment: Segment) -> dict[str, Any]:
+    return {
+        "scalars": forms.SCALARS,
+        "lists": forms.LISTS,
+        "choices": forms.choices(forms.as_scenario(segment.scenario), segment.participants),
+    }
+
+
+def _clip_exists(root: Any, clip: str) -> bool:
+    from rescue_bench.review.media import resolve_media
+
+    try:
+        resolve_media(root, clip)
+    except (MediaNotFound, OSError):
+        return False
+    return True
+
+
+@router.get("/rows/{pk}")
+def row_page(request: Request, pk: int, user: CurrentUser, session: DB, notice: str = "") -> Response:
+    row: RowRecord = _get(session, RowRecord, pk)
+    return _row_page(request, session, row, user, forms.state_from_row(row.data), notice=NOTICES.get(notice))
+
+
+@router.post("/rows/{pk}")
+def row_submit(request: Request, pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    row: RowRecord = _get(session, RowRecord, pk)
+    action = one(form, "action", "save")
+    base_version = int(one(form, "base_version", "0") or 0) if one(form, "base_version").isdigit() else 0
+    conflict = _own_conflict(session, one(form, "conflict_id"), row, user)
+    base = conflict.data if conflict else store.data_at(session, row, base_version)
+    posted = forms.state_from_form(form)
+    keep = {"base_version": base_version, "conflict_id": conflict.id if conflict else None}
+    if base is None:  # a forged or unknown version: start again from the current one
+        return redirect(f"/rows/{pk}?notice=stale")
+    if action.startswith(("add:", "remove:")):
+        return _row_page(request, session, row, user, _restructure(posted, action), **keep)
+    new, errors = forms.row_from_state(
+        posted, base, forms.as_scenario(row.segment.scenario), row.segment.participants
+    )
+    if errors:
+        return _row_page(request, session, row, user, posted, errors=errors, **keep)
+    outcome = store.save_row(session, row, base_version, new, user, review=action == "save_review")
+    if outcome.status == "conflict":
+        if outcome.conflict_id is None:
+            return redirect(f"/rows/{pk}?notice=stale")
+        return redirect(f"/conflicts/{outcome.conflict_id}")
+    if conflict is not None:
+        conflict.resolved = True
+        session.commit()
+    notice = "reviewed" if action == "save_review" else outcome.status
+    return redirect(f"/rows/{pk}?notice={notice}")
+
+
+def _own_conflict(session: Session, raw_id: str, row: RowRecord, user: User) -> Conflict | None:
+    if not raw_id.isdigit():
+        return None
+    conflict = session.get(Conflict, int(raw_id))
+    if conflict is None or conflict.row_id != row.id or conflict.user_id != user.id:
+        raise NotFound()
+    return conflict
+
+
+def _restructure(posted: forms.FormState, action: str) -> forms.FormState:
+    verb, _, rest = action.partition(":")
+    list_key, _, position = rest.partition(":")
+    if list_key not in forms.LIST_KEYS:
+        raise NotFound()
+    if verb == "add":
+        return forms.with_blank(posted, list_key)
+    return forms.without(posted, list_key, int(position)) if position.isdigit() else posted
+
+
+@router.post("/rows/{pk}/review")
+def review(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    row: RowRecord = _get(session, RowRecord, pk)
+    base = one(form, "base_version")
+    reviewed = one(form, "reviewed") == "1"
+    outcome = store.set_reviewed(session, row, int(base) if base.isdigit() else -1, user, reviewed=reviewed)
+    if outcome.status == "conflict":
+        return redirect(f"/rows/{pk}?notice=stale")
+    return redirect(f"/rows/{pk}?notice={'reviewed' if reviewed else 'unreviewed'}")
+
+
+@router.get("/rows/{pk}/history")
+def history(request: Request, pk: int, user: CurrentUser, session: DB) -> Response:
+    row: RowRecord = _get(session, RowRecord, pk)
+    versions = session.scalars(
+        select(RowVersion).where(RowVersion.row_id == pk).order_by(RowVersion.version.desc())
+    )
+    changes = [(v, forms.changed_fields(v.before, v.after)) for v in versions]
+    events = session.scalars(select(Event).where(Event.row_id == pk).order_by(Event.id.desc())).all()
+    conflicts = session.scalars(
+        select(Conflict).where(Conflict.row_id == pk).order_by(Conflict.id.desc())
+    ).all()
+    return render(
+        request, "history.html", user=user, row=row, changes=changes, events=events, conflicts=conflicts
+    )
+
+
+@router.get("/conflicts/{pk}")
+def conflict_page(request: Request, pk: int, user: CurrentUser, session: DB) -> Response:
+    conflict: Conflict = _get(session, Conflict, pk)
+    if conflict.user_id != user.id:
+        raise NotFound()
+    row: RowRecord = _get(session, RowRecord, conflict.row_id)
+    fields = forms.changed_fields(row.data, conflict.data)
+    return render(
+        request,
+        "conflict.html",
+        user=user,
+        conflict=conflict,
+        row=row,
+        fields=fields,
+        state=forms.state_from_row(conflict.data),
+        base_version=row.version,
+        conflict_id=conflict.id,
+        errors=[],
+        **_editor_context(row.segment),
+    )
+
+
+@router.post("/conflicts/{pk}/dismiss")
+def dismiss_conflict(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    conflict: Conflict = _get(session, Conflict, pk)
+    if conflict.user_id != user.id:
+        raise NotFound()
+    conflict.resolved = True  # kept in the history; only hidden from the row view
+    session.commit()
+    return redirect(f"/rows/{conflict.row_id}")
+
+
+@router.get("/media/{path:path}")
+def media(request: Request, path: str, user: CurrentUser) -> Response:
+    root = state(request).settings.media_root
+    if root is None:
+        raise NotFound()
+    try:
+        return media_response(root, path)
+    except (MediaNotFound, OSError):
+        raise NotFound() from None

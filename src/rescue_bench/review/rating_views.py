@@ -1,0 +1,69 @@
+"""Rating pages of the judge-calibration study: model output next to gold, a 1-5 score, nothing else."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+from fastapi.responses import Response
+
+from rescue_bench.review import ratings
+from rescue_bench.review.db import RatingItem
+from rescue_bench.review.web import (
+    DB,
+    CheckedForm,
+    CurrentUser,
+    NotFound,
+    one,
+    redirect,
+    render,
+)
+
+router = APIRouter(prefix="/ratings")
+
+SCALE = (
+    (1, "Unrelated or contradictory"),
+    (2, "Mostly different"),
+    (3, "Partly the same"),
+    (4, "Mostly the same"),
+    (5, "Same meaning"),
+)
+
+
+@router.get("")
+def next_item(request: Request, user: CurrentUser, session: DB) -> Response:
+    item = ratings.next_unrated(session, user)
+    if item is not None:
+        return redirect(f"/ratings/{item.id}")
+    mine, total = ratings.counts(session, user)
+    return render(request, "rating_done.html", user=user, mine=mine, total=total)
+
+
+@router.get("/{pk}")
+def item_page(request: Request, pk: int, user: CurrentUser, session: DB) -> Response:
+    item = session.get(RatingItem, pk)
+    if item is None:
+        raise NotFound()
+    mine, total = ratings.counts(session, user)
+    current = ratings.rating_of(session, item, user)
+    return render(
+        request,
+        "rating.html",
+        user=user,
+        item=item,
+        scale=SCALE,
+        mine=mine,
+        total=total,
+        current=current.score if current else None,
+        error=None,
+    )
+
+
+@router.post("/{pk}")
+def rate(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+    item = session.get(RatingItem, pk)
+    if item is None:
+        raise NotFound()
+    score = one(form, "score")
+    if score not in {"1", "2", "3", "4", "5"}:
+        return redirect(f"/ratings/{pk}")
+    ratings.rate(session, item, user, int(score))
+    return redirect("/ratings")

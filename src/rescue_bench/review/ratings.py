@@ -1,0 +1,179 @@
+"""Judge calibration (the paper's Table 12 study): humans rate model output against gold on a 1-5 scale.
+
+``load_ratings`` samples ER and VP predictions from a run directory's ``predictions.jsonl`` into rating items.
+Only valid predictions are sampled: an invalid one is scored as a miss without asking the judge, so there is
+no judge score to calibrate against. Items keep the instance id and gold and the model output, and nothing
+else: no judge score, no model name, no run name in any page. ``write_ratings_csv`` writes the CSV of
+``docs/design.md`` that ``rescue-bench judge calibrate`` reads.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import random
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session
+
+from rescue_bench.errors import DataError
+from rescue_bench.review.db import Rating, RatingItem, User, utcnow
+
+RATED_TASKS = ("er", "vp")
+CSV_COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    instance_id: str
+    task: str
+    scenario: str | None
+    gold: Any
+    prediction: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RatingLoad:
+    added: dict[str, int]
+    already_loaded: int
+    invalid_skipped: int
+    available: dict[str, int]
+
+
+def read_candidates(run_dir: Path) -> tuple[list[Candidate], int]:
+    """Valid ER/VP predictions of a run, and how many invalid ones were passed over."""
+    path = run_dir / "predictions.jsonl"
+    if not path.is_file():
+        raise DataError(f"{path}: not found (give a run directory written by `rescue-bench run`)")
+    out: list[Candidate] = []
+    invalid = 0
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            record = _record(line, path, number)
+            if record.get("task") not in RATED_TASKS:
+                continue
+            if not record.get("valid") or record.get("prediction") is None:
+                invalid += 1
+                continue
+            instance_id = record.get("instance_id")
+            if not isinstance(instance_id, str) or not instance_id:
+                raise DataError(f"{path}:{number}: instance_id is missing")
+            out.append(
+                Candidate(
+                    instance_id,
+                    record["task"],
+                    record.get("scenario"),
+                    record.get("gold"),
+                    record["prediction"],
+                )
+            )
+    return out, invalid
+
+
+def _record(line: str, path: Path, number: int) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except ValueError as exc:
+        raise DataError(f"{path}:{number}: not valid JSON: {exc}") from None
+    if not isinstance(record, dict):
+        raise DataError(f"{path}:{number}: expected a JSON object")
+    return record
+
+
+def choose(candidates: list[Candidate], n: int, seed: int) -> list[Candidate]:
+    """Up to ``n`` candidates per task, drawn at random (reproducible with ``seed``), in shuffled order.
+
+    >>> pool = [Candidate(f"s::er::{i}", "er", "couple", None, {}) for i in range(5)]
+    >>> len(choose(pool, 3, seed=1)), choose(pool, 3, seed=1) == choose(pool, 3, seed=1)
+    (3, True)
+    """
+    rng = random.Random(seed)
+    chosen: list[Candidate] = []
+    for task in RATED_TASKS:
+        pool = sorted((c for c in candidates if c.task == task), key=lambda c: c.instance_id)
+        chosen += rng.sample(pool, min(n, len(pool)))
+    rng.shuffle(chosen)
+    return chosen
+
+
+def load_ratings(session: Session, run_dir: Path, n: int, seed: int = 0) -> RatingLoad:
+    """Add up to ``n`` new items per task from ``run_dir``; items loaded before from this run are skipped."""
+    if n < 1:
+        raise DataError(f"--n must be at least 1 (got {n})")
+    run_key = str(run_dir.resolve())
+    candidates, invalid = read_candidates(run_dir)
+    loaded = set(session.scalars(select(RatingItem.instance_id).where(RatingItem.run_dir == run_key)))
+    fresh = [c for c in candidates if c.instance_id not in loaded]
+    chosen = choose(fresh, n, seed)
+    for item in chosen:
+        session.add(
+            RatingItem(
+                run_dir=run_key,
+                instance_id=item.instance_id,
+                task=item.task,
+                scenario=item.scenario,
+                gold=item.gold,
+                prediction=item.prediction,
+            )
+        )
+    session.commit()
+    return RatingLoad(
+        added={t: sum(1 for c in chosen if c.task == t) for t in RATED_TASKS},
+        already_loaded=len(candidates) - len(fresh),
+        invalid_skipped=invalid,
+        available={t: sum(1 for c in candidates if c.task == t) for t in RATED_TASKS},
+    )
+
+
+def next_unrated(session: Session, user: User) -> RatingItem | None:
+    rated = select(Rating.item_id).where(Rating.user_id == user.id)
+    return session.scalars(
+        select(RatingItem).where(RatingItem.id.not_in(rated)).order_by(RatingItem.id)
+    ).first()
+
+
+def rating_of(session: Session, item: RatingItem, user: User) -> Rating | None:
+    return session.scalars(select(Rating).where(Rating.item_id == item.id, Rating.user_id == user.id)).first()
+
+
+def rate(session: Session, item: RatingItem, user: User, score: int) -> None:
+    """Record (or change) ``user``'s 1-5 score for ``item``."""
+    if score not in range(1, 6):
+        raise ValueError(f"score must be 1-5 (got {score})")
+    existing = rating_of(session, item, user)
+    if existing is None:
+        session.add(Rating(item_id=item.id, user_id=user.id, score=score))
+    else:
+        existing.score, existing.updated_at = score, utcnow()
+    session.commit()
+
+
+def counts(session: Session, user: User) -> tuple[int, int]:
+    """(items rated by ``user``, all items)."""
+    mine = session.scalar(select(func.count()).select_from(Rating).where(Rating.user_id == user.id)) or 0
+    total = session.scalar(select(func.count()).select_from(RatingItem)) or 0
+    return mine, total
+
+
+def write_ratings_csv(session: Session, out: Path, run_dir: Path | None = None) -> int:
+    """Write every rating (of one run, when given) as ``item_id,instance_id,task,annotator,human_score``."""
+    stmt = (
+        select(Rating.item_id, RatingItem.instance_id, RatingItem.task, User.name, Rating.score)
+        .join(RatingItem, Rating.item_id == RatingItem.id)
+        .join(User, Rating.user_id == User.id)
+        .order_by(Rating.item_id, User.name)
+    )
+    if run_dir is not None:
+        stmt = stmt.where(RatingItem.run_dir == str(run_dir.resolve()))
+    rows = list(session.execute(stmt))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(CSV_COLUMNS)
+        writer.writerows(tuple(r) for r in rows)
+    return len(rows)

@@ -1,0 +1,32 @@
+"""Settings of one review-app instance."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from argon2 import PasswordHasher
+
+from rescue_bench.review.db import DEFAULT_DB_URL
+
+
+@dataclass(frozen=True)
+class ReviewSettings:
+    """What :func:`rescue_bench.review.app.create_app` needs.
+
+    ``media_root`` is the annotation work directory: clips are served from inside it and nowhere else.
+    ``secure_cookies``: ``auto`` sets the Secure flag when the request came over HTTPS (directly, or through a
+    trusted proxy's ``X-Forwarded-Proto``), ``always`` sets it every time.
+    """
+
+    db_url: str = DEFAULT_DB_URL
+    media_root: Path | None = None
+    secure_cookies: Literal["auto", "always"] = "auto"
+    session_max_age: int = 12 * 3600
+    login_max_failures: int = 5
+    login_window_sec: float = 300.0
+    hasher: PasswordHasher = field(default_factory=PasswordHasher)
+    clock: Callable[[], float] = time.monotonic
