@@ -1,7 +1,7 @@
 """Kill test: ``rescue-bench run`` in a subprocess is SIGKILLed mid-way, then the same command resumes.
 
-Every instance must end up in ``predictions.jsonl`` exactly once, and no request whose outcome had been recorded
-before the kill may reach the (counting) fake server again.
+Every instance must end up in ``predictions.jsonl`` exactly once, and no request whose outcome had been
+recorded before the kill may reach the (counting) fake server again.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import time
 from pathlib import Path
 
 import pytest
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
 from rescue_bench.engine.store import read_jsonl
 from rescue_bench.records import Request
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
 
 def command(base_url: str, out: Path) -> list[str]:

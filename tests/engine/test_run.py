@@ -9,12 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-from rescue_bench.data.schema import Row, Sample
-from rescue_bench.engine.estimate import Budget, Prices, chars_counter
-from rescue_bench.engine.run import RunResult, execute_run
-from rescue_bench.engine.store import read_jsonl
-from rescue_bench.errors import ConfigError, ProviderError
 from tests.engine import tiny_task
 from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provider_on, tiny_config
 from tests.fakes.openai_server import (
@@ -31,6 +25,12 @@ from tests.fakes.openai_server import (
     unauthorized,
     unsupported_format,
 )
+
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.engine.estimate import Budget, Prices, chars_counter
+from rescue_bench.engine.run import RunResult, execute_run
+from rescue_bench.engine.store import read_jsonl
+from rescue_bench.errors import ConfigError, ProviderError
 
 
 def run(server: FakeOpenAIServer, out: Path, samples: list[Sample], **kw: Any) -> RunResult:

@@ -1,4 +1,4 @@
-"""Secret test: a recognisable fake API key is used, yet never lands in the run directory, the cache or the output."""
+"""Secret test: a recognisable fake API key is used, yet never lands in the run dir, cache or output."""
 
 from __future__ import annotations
 

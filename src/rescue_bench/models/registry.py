@@ -99,7 +99,8 @@ def _special(parsed: ModelName, *, seed: int | None, **opts: Any) -> Provider | 
         if parsed.provider == "local":
             from rescue_bench.models.local import LocalProvider
 
-            provider: Provider = LocalProvider(parsed.model, **opts)
+            seeded = opts if seed is None else {"seed": seed, **opts}
+            provider: Provider = LocalProvider(parsed.model, **seeded)
             return provider
         if parsed.provider == "baseline":
             from rescue_bench.models.baselines import make_baseline

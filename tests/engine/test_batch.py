@@ -1,0 +1,103 @@
+"""Batch API export and import: answering the exported file with the same replies gives the online scores."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.engine.batch import export_batch, import_batch, read_results
+from rescue_bench.engine.run import execute_run
+from rescue_bench.engine.store import read_jsonl
+from tests.engine import tiny_task
+from tests.engine.conftest import (
+    TINY_TASKS,
+    fast_options,
+    make_samples,
+    provider_on,
+    tiny_config,
+    write_jsonl,
+)
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
+
+
+def answer_line(line: dict[str, Any], index: int) -> dict[str, Any]:
+    """What the Batch API returns for one request line, answered by the oracle."""
+    request = ChatRequest(index, line["url"], {}, line["body"], 1)
+    content = tiny_task.oracle(request)
+    body = {
+        "id": f"chatcmpl-{index}",
+        "object": "chat.completion",
+        "model": line["body"]["model"],
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+    }
+    return {
+        "id": f"batch_req_{index}",
+        "custom_id": line["custom_id"],
+        "error": None,
+        "response": {"status_code": 200, "request_id": f"req_{index}", "body": body},
+    }
+
+
+def test_export_answer_import_equals_online(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr("rescue_bench.tasks.TASKS", TINY_TASKS)
+    samples = make_samples(4, 5)
+    data = str(write_jsonl(tmp_path / "data.jsonl", samples))
+    config = tiny_config(data=data)
+
+    with FakeOpenAIServer(tiny_task.oracle) as server:
+        online = asyncio.run(
+            execute_run(
+                config, tmp_path / "online", fast_options(), tasks=TINY_TASKS, model=provider_on(server)
+            )
+        )
+
+    exported = export_batch(config, samples, tmp_path / "requests.jsonl", tmp_path / "offline", {})
+    lines = [json.loads(x) for x in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    assert exported.requests == len(lines) == 8
+    first = lines[0]
+    assert set(first) == {"custom_id", "method", "url", "body"}
+    assert first["method"] == "POST" and first["url"] == "/v1/chat/completions"
+    assert first["body"]["model"] == "m1" and first["body"]["response_format"]["type"] == "json_schema"
+    assert len({line["custom_id"] for line in lines}) == 8
+    assert json.loads((tmp_path / "offline" / "run.json").read_text())["status"] == "exported"
+
+    results = tmp_path / "results.jsonl"
+    results.write_text(
+        "".join(json.dumps(answer_line(line, i)) + "\n" for i, line in enumerate(reversed(lines)))
+    )
+    assert len(read_results(results)) == 8
+    imported, _ = import_batch(results, tmp_path / "offline")
+
+    assert imported.status == "finished" and online.scores is not None and imported.scores is not None
+    assert imported.scores["echo"] == online.scores["echo"]
+    offline_preds = list(read_jsonl(tmp_path / "offline" / "predictions.jsonl"))
+    online_preds = list(read_jsonl(tmp_path / "online" / "predictions.jsonl"))
+    assert [(p["instance_id"], p["prediction"], p["valid"]) for p in offline_preds] == [
+        (p["instance_id"], p["prediction"], p["valid"]) for p in online_preds
+    ]
+
+
+def test_missing_and_failed_results_are_recorded_failures(tmp_path: Path, monkeypatch: Any) -> None:
+    monkeypatch.setattr("rescue_bench.tasks.TASKS", TINY_TASKS)
+    samples = make_samples(2, 3)
+    config = tiny_config(data=str(write_jsonl(tmp_path / "data.jsonl", samples)))
+    export_batch(config, samples, tmp_path / "requests.jsonl", tmp_path / "run", {})
+    lines = [json.loads(x) for x in (tmp_path / "requests.jsonl").read_text().splitlines()]
+    failed = {
+        "custom_id": lines[0]["custom_id"],
+        "response": {"status_code": 500, "body": {"error": {"message": "server overloaded"}}},
+        "error": None,
+    }
+    (tmp_path / "results.jsonl").write_text(json.dumps(failed) + "\n")  # the second request has no result
+    result, _ = import_batch(tmp_path / "results.jsonl", tmp_path / "run")
+    preds = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
+    assert len(preds) == 6 and not any(p["valid"] for p in preds)
+    assert {p["problems"][0].split(":")[0] for p in preds} == {"request_failed"}
+    assert "HTTP 500: server overloaded" in preds[0]["problems"][0]
+    assert "no answer" in preds[3]["problems"][0]
+    assert result.counts["echo"]["request_failures"] == 6

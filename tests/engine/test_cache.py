@@ -1,0 +1,123 @@
+"""The response cache: what hits, what misses, and safety across processes."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from dataclasses import replace
+from pathlib import Path
+
+from rescue_bench.engine.cache import ResponseCache, cache_dir, cache_key
+from rescue_bench.models.base import GenerationParams
+from rescue_bench.records import Reply, Request, Usage
+
+IDENTITY = {"provider": "openai", "base_url": "https://api.example.org/v1", "model": "gpt-x"}
+SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}}
+REQUEST = Request(
+    task="itp",
+    messages=({"role": "user", "content": "Should the therapist speak?"},),
+    response_schema=SCHEMA,
+    instance_ids=("s::itp::1",),
+    max_tokens=100,
+)
+PARAMS = GenerationParams()
+REPLY = Reply(text='{"answer": "yes"}', reasoning="because", usage=Usage(10, 3, 2), finish_reason="stop")
+
+
+def test_identical_request_hits(tmp_path: Path) -> None:
+    with ResponseCache(tmp_path / "c.sqlite3") as cache:
+        key = cache_key(IDENTITY, REQUEST, PARAMS)
+        assert cache.get(key) is None
+        cache.put(key, REPLY, IDENTITY, {"masked": False})
+        # a freshly built but equal request has the same key
+        same = Request(
+            task="itp",
+            messages=({"role": "user", "content": "Should the therapist speak?"},),
+            response_schema=dict(SCHEMA),
+            instance_ids=("s::itp::1",),
+            max_tokens=100,
+        )
+        hit = cache.get(cache_key(dict(IDENTITY), same, GenerationParams()))
+    assert hit is not None
+    reply, meta = hit
+    assert (reply.text, reply.reasoning, reply.usage, reply.finish_reason) == (
+        '{"answer": "yes"}',
+        "because",
+        Usage(10, 3, 2),
+        "stop",
+    )
+    assert reply.cached and meta == {"masked": False}
+
+
+def test_any_change_misses() -> None:
+    base = cache_key(IDENTITY, REQUEST, PARAMS)
+    message = ({"role": "user", "content": "Should the therapist speak now?"},)
+    variants = {
+        "model": cache_key({**IDENTITY, "model": "gpt-y"}, REQUEST, PARAMS),
+        "provider": cache_key({**IDENTITY, "provider": "vllm"}, REQUEST, PARAMS),
+        "base_url": cache_key({**IDENTITY, "base_url": "http://localhost:8000/v1"}, REQUEST, PARAMS),
+        "message": cache_key(IDENTITY, replace(REQUEST, messages=message), PARAMS),
+        "schema": cache_key(IDENTITY, replace(REQUEST, response_schema={"type": "object"}), PARAMS),
+        "max_tokens": cache_key(IDENTITY, replace(REQUEST, max_tokens=101), PARAMS),
+        "temperature": cache_key(IDENTITY, REQUEST, replace(PARAMS, temperature=0.7)),
+        "seed": cache_key(IDENTITY, REQUEST, replace(PARAMS, seed=1)),
+        "response_format": cache_key(IDENTITY, REQUEST, replace(PARAMS, response_format="json_object")),
+        "thinking": cache_key(IDENTITY, REQUEST, replace(PARAMS, disable_thinking=True)),
+        "extra": cache_key(IDENTITY, REQUEST, replace(PARAMS, extra={"top_p": 0.9})),
+    }
+    assert base not in variants.values()
+    assert len(set(variants.values())) == len(variants)
+
+
+def test_instance_ids_do_not_change_the_key() -> None:
+    # The prompt is what the model sees; the ids behind the opaque c1.. labels never reach it.
+    assert cache_key(IDENTITY, replace(REQUEST, instance_ids=("other",)), PARAMS) == cache_key(
+        IDENTITY, REQUEST, PARAMS
+    )
+
+
+def test_failures_are_not_stored(tmp_path: Path) -> None:
+    with ResponseCache(tmp_path / "c.sqlite3") as cache:
+        cache.put("k", Reply.failure("HTTP 500"), IDENTITY)
+        assert cache.get("k") is None
+        assert cache.stats().entries == 0
+
+
+def test_stats_and_clear(tmp_path: Path) -> None:
+    with ResponseCache(tmp_path / "c.sqlite3") as cache:
+        cache.put("a", REPLY, IDENTITY)
+        cache.put("b", REPLY, {**IDENTITY, "model": "other"})
+        stats = cache.stats()
+        assert stats.entries == 2 and stats.by_model == {"openai/gpt-x": 1, "openai/other": 1}
+        assert cache.clear("openai/other") == 1
+        assert cache.get("a") is not None and cache.get("b") is None
+        assert cache.clear() == 1 and cache.stats().entries == 0
+
+
+def test_location_follows_the_environment(tmp_path: Path, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    monkeypatch.setenv("RESCUE_BENCH_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert cache_dir() == tmp_path / "elsewhere"
+    with ResponseCache() as cache:
+        assert cache.path.parent == tmp_path / "elsewhere"
+    assert (tmp_path / "elsewhere" / "responses.sqlite3").exists()
+
+
+def _writer(path: str, prefix: str, n: int) -> None:
+    with ResponseCache(Path(path)) as cache:
+        for i in range(n):
+            cache.put(f"{prefix}{i}", REPLY, IDENTITY)
+            assert cache.get(f"{prefix}{i}") is not None
+
+
+def test_concurrent_processes(tmp_path: Path) -> None:
+    path = str(tmp_path / "shared.sqlite3")
+    ResponseCache(Path(path)).close()
+    ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
+    workers = [ctx.Process(target=_writer, args=(path, f"p{k}-", 150)) for k in range(4)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+    assert [w.exitcode for w in workers] == [0, 0, 0, 0]
+    with ResponseCache(Path(path)) as cache:
+        assert cache.stats().entries == 600

@@ -1,0 +1,119 @@
+"""Concurrency limits and the retry policy."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+import pytest
+
+from rescue_bench.engine.limits import Limiter, RetryableError, RetryPolicy, call_with_retries
+from rescue_bench.errors import ConfigError, ProviderError
+
+
+def test_in_flight_never_exceeds_the_limit() -> None:
+    limiter = Limiter(5)
+
+    async def one() -> None:
+        async with limiter.slot():
+            assert limiter.in_flight <= 5
+            await asyncio.sleep(0.01)
+
+    async def main() -> None:
+        await asyncio.gather(*(one() for _ in range(50)))
+
+    asyncio.run(main())
+    assert limiter.peak_in_flight == 5
+
+
+def test_rpm_limit_spaces_requests() -> None:
+    limiter = Limiter(10, rpm=600)  # a bucket of 600 requests, refilled at 10 per second
+
+    async def main() -> float:
+        for _ in range(600):
+            async with limiter.slot():
+                pass
+        started = time.perf_counter()
+        for _ in range(5):
+            async with limiter.slot():
+                pass
+        return time.perf_counter() - started
+
+    assert asyncio.run(main()) >= 0.35
+    with pytest.raises(ConfigError):
+        Limiter(0)
+    with pytest.raises(ConfigError):
+        Limiter(1, tpm=-5)
+
+
+def test_tpm_limit_waits_for_tokens() -> None:
+    limiter = Limiter(4, tpm=600)  # 10 tokens per second once the bucket is spent
+
+    async def main() -> float:
+        async with limiter.slot(tokens=600):
+            pass
+        started = time.perf_counter()
+        async with limiter.slot(tokens=5):
+            pass
+        return time.perf_counter() - started
+
+    assert asyncio.run(main()) >= 0.3
+
+
+def test_backoff_is_full_jitter_within_the_exponential_ceiling() -> None:
+    policy = RetryPolicy(base_delay=0.5, max_delay=4.0)
+    rng = random.Random(1)
+    delays = [[policy.delay(n, None, rng) for _ in range(200)] for n in (1, 2, 3, 4, 5)]
+    for n, values in zip((1, 2, 3, 4, 5), delays, strict=True):
+        ceiling = min(4.0, 0.5 * 2 ** (n - 1))
+        assert all(0 <= v <= ceiling for v in values)
+        assert max(values) > 0.8 * ceiling  # full jitter spreads over the whole interval
+    assert all(policy.delay(1, 3.0, rng) >= 3.0 for _ in range(50))
+    assert RetryPolicy(max_retry_after=10).delay(1, 9999, rng) <= 11
+
+
+def test_retries_only_retryable_errors_and_counts_attempts() -> None:
+    calls = {"n": 0}
+    waits: list[float] = []
+
+    async def flaky() -> str:
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise RetryableError("HTTP 429", retry_after=0.25)
+        return "ok"
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    result = asyncio.run(
+        call_with_retries(
+            flaky,
+            policy=RetryPolicy(max_retries=5, base_delay=0.01),
+            limiter=Limiter(1),
+            rng=random.Random(0),
+            sleep=fake_sleep,
+        )
+    )
+    assert (result.value, result.attempts, result.error) == ("ok", 3, None)
+    assert len(waits) == 2 and all(w >= 0.25 for w in waits)
+
+    async def fatal() -> str:
+        raise ProviderError("HTTP 401")
+
+    with pytest.raises(ProviderError):
+        asyncio.run(call_with_retries(fatal, policy=RetryPolicy(), limiter=Limiter(1)))
+
+
+def test_gives_up_after_max_retries() -> None:
+    async def always() -> str:
+        raise RetryableError("HTTP 503")
+
+    async def no_sleep(seconds: float) -> None:
+        return None
+
+    result = asyncio.run(
+        call_with_retries(always, policy=RetryPolicy(max_retries=2), limiter=Limiter(1), sleep=no_sleep)
+    )
+    assert result.value is None and result.attempts == 3
+    assert result.error == "HTTP 503 (gave up after 3 attempts)"

@@ -1,0 +1,239 @@
+"""The OpenAI-compatible provider through the real SDK, on httpx2's MockTransport: bodies, replies, errors."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import httpx2
+import pytest
+
+from rescue_bench.engine.limits import ModerationRefusal, RetryableError
+from rescue_bench.errors import ProviderError
+from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.models.presets import PRESETS, get_preset
+from rescue_bench.records import Request
+
+KEY = "sk-test-key-0123456789"
+SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}}
+REQUEST = Request(
+    task="itp",
+    messages=({"role": "user", "content": "Reply in JSON."},),
+    response_schema=SCHEMA,
+    instance_ids=("a",),
+    max_tokens=321,
+)
+Handler = Callable[[httpx2.Request], httpx2.Response]
+
+
+def completion(
+    content: str | None = '{"answer": "yes"}', finish_reason: str = "stop", **message: Any
+) -> dict[str, Any]:
+    return {
+        "id": "x",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "m",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": content, **message},
+                "finish_reason": finish_reason,
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 11,
+            "completion_tokens": 7,
+            "total_tokens": 18,
+            "completion_tokens_details": {"reasoning_tokens": 5},
+        },
+    }
+
+
+def provider(handler: Handler, preset: str = "openai", timeout: float = 5.0) -> OpenAICompatProvider:
+    client = httpx2.AsyncClient(transport=httpx2.MockTransport(handler))
+    return OpenAICompatProvider(
+        "m",
+        preset=get_preset(preset),
+        base_url="https://api.example.org/v1",
+        api_key=KEY,
+        timeout=timeout,
+        http_client=client,
+    )
+
+
+def call(p: OpenAICompatProvider, params: GenerationParams | None = None) -> Any:
+    return asyncio.run(p.complete(REQUEST, params or GenerationParams()))
+
+
+def capture(bodies: list[dict[str, Any]], answer: dict[str, Any] | None = None) -> Handler:
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        bodies.append(json.loads(request.content))
+        assert request.headers["authorization"] == f"Bearer {KEY}"
+        return httpx2.Response(200, json=answer or completion())
+
+    return handler
+
+
+def test_body_of_a_json_schema_request() -> None:
+    bodies: list[dict[str, Any]] = []
+    reply = call(provider(capture(bodies)), GenerationParams(seed=7))
+    (body,) = bodies
+    assert body["model"] == "m" and body["temperature"] == 0.0 and body["seed"] == 7
+    assert body["max_completion_tokens"] == 321 and "max_tokens" not in body
+    assert body["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "itp_answer", "schema": SCHEMA, "strict": False},
+    }
+    assert body["messages"] == [{"role": "user", "content": "Reply in JSON."}]
+    assert reply.text == '{"answer": "yes"}' and reply.ok and reply.finish_reason == "stop"
+    assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.reasoning_tokens) == (
+        11,
+        7,
+        5,
+    )
+
+
+def test_reasoning_is_kept_apart() -> None:
+    for field in ("reasoning_content", "reasoning"):
+        reply = call(provider(capture([], completion('{"a": 1}', **{field: "Let me think."}))))
+        assert reply.text == '{"a": 1}' and reply.reasoning == "Let me think."
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_disable_thinking_sends_the_presets_switch(name: str) -> None:
+    bodies: list[dict[str, Any]] = []
+    call(provider(capture(bodies), preset=name), GenerationParams(disable_thinking=True))
+    call(provider(capture(bodies), preset=name), GenerationParams())
+    switch = PRESETS[name].thinking_off or {}
+    assert switch and all(bodies[0][k] == v for k, v in switch.items())
+    assert not any(k in bodies[1] for k in switch)
+
+
+def test_llamacpp_server_gets_the_schema_inside_json_object() -> None:
+    bodies: list[dict[str, Any]] = []
+    call(provider(capture(bodies), preset="llamacpp-server"))
+    assert bodies[0]["response_format"] == {"type": "json_object", "schema": SCHEMA}
+    assert bodies[0]["max_tokens"] == 321
+
+
+def test_text_format_sends_no_response_format() -> None:
+    bodies: list[dict[str, Any]] = []
+    call(provider(capture(bodies)), GenerationParams(response_format="text"))
+    assert "response_format" not in bodies[0]
+
+
+def test_format_fallback_steps_down_and_is_remembered() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        fmt = (json.loads(request.content).get("response_format") or {}).get("type")
+        seen.append(fmt)
+        if fmt is not None:
+            return httpx2.Response(
+                400, json={"error": {"message": f"response_format {fmt} is not supported"}}
+            )
+        return httpx2.Response(200, json=completion())
+
+    p = provider(handler)
+    assert call(p).ok and call(p).ok
+    assert seen == ["json_schema", "json_object", None, None]
+    assert p.format_ceiling == "text"
+
+
+def test_llama_cpp_python_style_500_about_the_format_also_falls_back() -> None:
+    seen: list[str | None] = []
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        fmt = (json.loads(request.content).get("response_format") or {}).get("type")
+        seen.append(fmt)
+        if fmt == "json_schema":
+            return httpx2.Response(
+                500, json={"error": {"message": "Input should be 'text' or 'json_object'"}}
+            )
+        return httpx2.Response(200, json=completion())
+
+    assert call(provider(handler)).ok
+    assert seen == ["json_schema", "json_object"]
+
+
+def respond(status: int, body: Any = None, headers: dict[str, str] | None = None) -> Handler:
+    return lambda request: httpx2.Response(
+        status, json=body if body is not None else {"error": {"message": "x"}}, headers=headers
+    )
+
+
+def test_retryable_statuses() -> None:
+    with pytest.raises(RetryableError) as caught:
+        call(provider(respond(429, headers={"retry-after": "7"})))
+    assert caught.value.retry_after == 7.0
+    for status in (408, 500, 502, 503, 529):
+        with pytest.raises(RetryableError, match=f"HTTP {status}"):
+            call(provider(respond(status)))
+
+
+def test_transport_faults_are_retryable() -> None:
+    def timeout(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ReadTimeout("slow", request=request)
+
+    def refused(request: httpx2.Request) -> httpx2.Response:
+        raise httpx2.ConnectError("refused", request=request)
+
+    def truncated(request: httpx2.Request) -> httpx2.Response:
+        return httpx2.Response(
+            200, content=b'{"id": "x", "choices": [{"mess', headers={"content-type": "application/json"}
+        )
+
+    with pytest.raises(RetryableError, match="timeout"):
+        call(provider(timeout))
+    with pytest.raises(RetryableError, match="connection error"):
+        call(provider(refused))
+    with pytest.raises(RetryableError, match="unreadable response body"):
+        call(provider(truncated))
+
+
+def test_fatal_statuses_raise_without_the_key() -> None:
+    echo = {"error": {"message": f"Incorrect API key provided: {KEY}"}}
+    with pytest.raises(ProviderError) as caught:
+        call(provider(respond(401, echo)))
+    assert (
+        "HTTP 401" in str(caught.value)
+        and KEY not in str(caught.value)
+        and "OPENAI_API_KEY" in str(caught.value)
+    )
+    with pytest.raises(ProviderError, match="HTTP 404.*check the model name"):
+        call(provider(respond(404, {"error": {"message": "model not found"}})))
+
+
+def test_other_4xx_is_a_failed_reply_not_a_retry() -> None:
+    reply = call(provider(respond(400, {"error": {"message": "context length exceeded"}})))
+    assert not reply.ok and "HTTP 400" in (reply.error or "") and "context length" in (reply.error or "")
+
+
+def test_moderation_refusals() -> None:
+    dashscope = {
+        "error": {
+            "code": "data_inspection_failed",
+            "message": "Input data may contain inappropriate content.",
+        }
+    }
+    with pytest.raises(ModerationRefusal):
+        call(
+            provider(
+                respond(
+                    400,
+                    dashscope,
+                )
+            )
+        )
+    with pytest.raises(ModerationRefusal):
+        call(provider(capture([], completion(None, finish_reason="content_filter"))))
+
+
+def test_identity_has_no_secret() -> None:
+    p = provider(capture([]))
+    assert p.identity() == {"provider": "openai", "model": "m", "base_url": "https://api.example.org/v1"}
+    assert KEY not in json.dumps(p.identity())
