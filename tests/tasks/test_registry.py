@@ -32,7 +32,7 @@ def test_registry_lists_the_six_tasks_with_the_reference_defaults() -> None:
         assert name == task.NAME and KINDS[name] == task.KIND
         assert DEFAULTS[name] == (task.DEFAULT_BATCH_SIZE, task.DEFAULT_CONTEXT_SIZE)
         assert task.MAX_TOKENS >= 1000
-        assert re.fullmatch(r"[0-9a-f]{16}", task.PROMPT_HASH)  # type: ignore[attr-defined]
+        assert re.fullmatch(r"[0-9a-f]{64}", task.PROMPT_HASH)  # type: ignore[attr-defined]
     assert len({t.PROMPT_HASH for t in TASKS.values()}) == 6  # type: ignore[attr-defined]
 
 

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from rescue_bench.records import Instance, Prediction
-from rescue_bench.taxonomy import normalize_label
+from rescue_bench.taxonomy import canonical_form, normalize_label
 
 ItemReader = Callable[[dict[str, Any], Instance], Prediction]
 
@@ -233,10 +233,13 @@ def read_label(raw: object, allowed: Sequence[str]) -> tuple[str | None, list[st
     if not isinstance(raw, str) or not raw.strip():
         return None, [f"invalid_label: {short(raw)} is not a label"]
     result = normalize_label(raw, tuple(allowed))
-    if result.label is None:
+    label = result.label
+    if label is None:  # names and group labels are capitalised: compare their canonical forms too
+        label = {canonical_form(a): a for a in allowed}.get(canonical_form(raw))
+    if label is None:
         return None, [f"invalid_label: {short(raw)} is not one of the allowed labels"]
-    notes = [f"normalized: {short(raw)} -> {result.label!r}"] if result.remapped else []
-    return result.label, notes
+    notes = [f"normalized: {short(raw)} -> {label!r}"] if label != raw else []
+    return label, notes
 
 
 def _entries(raw: object) -> list[object] | None:

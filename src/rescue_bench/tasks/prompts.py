@@ -124,16 +124,16 @@ def _label_fields(label: Label) -> Iterable[Json]:
 
 
 def template_hash(*parts: str) -> str:
-    """sha256 (first 16 hex digits) of a task's template texts: recorded by runs as the prompt version.
+    """sha256 (hex) of a task's template texts: recorded by runs as the prompt version.
 
     >>> len(template_hash("a", "b")), template_hash("a", "b") == template_hash("ab")
-    (16, False)
+    (64, False)
     """
     digest = hashlib.sha256()
     for part in parts:
         digest.update(part.encode())
         digest.update(b"\x00")
-    return digest.hexdigest()[:16]
+    return digest.hexdigest()
 
 
 def answer_schema(ids: Sequence[str], fields: dict[str, Json]) -> dict[str, Json]:
