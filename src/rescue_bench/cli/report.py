@@ -1,9 +1,76 @@
-"""CLI commands: report."""
+"""CLI commands: ``rescue-bench report RUN... [--out DIR] [--with-paper]`` and ``compare RUN_A RUN_B``."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+from typing import Annotated
+
 import typer
+
+Runs = Annotated[list[Path], typer.Argument(help="One or more run directories.", show_default=False)]
+
+
+def report(
+    runs: Runs,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Output directory (default: <first run>/report).")
+    ] = None,
+    with_paper: Annotated[
+        bool,
+        typer.Option("--with-paper", help="Add the paper's published Table 5 rows, marked as published."),
+    ] = False,
+) -> None:
+    """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex."""
+    from rescue_bench.report.build import build_report, write_report
+
+    built = build_report(runs, with_paper=with_paper)
+    target = out or runs[0] / "report"
+    paths = write_report(built, target)
+    typer.echo(
+        f"wrote {len([p for p in paths if p.suffix != '.png'])} files and "
+        f"{len([p for p in paths if p.suffix == '.png'])} figures to {target}"
+    )
+    for path in paths:
+        if path.suffix != ".png":
+            typer.echo(f"  {path}")
+
+
+def compare(
+    run_a: Annotated[Path, typer.Argument(help="Run A.", show_default=False)],
+    run_b: Annotated[Path, typer.Argument(help="Run B.", show_default=False)],
+    scopes: Annotated[str, typer.Option("--scopes", help="Comma list of all, couple, family.")] = "all",
+    every_metric: Annotated[
+        bool, typer.Option("--all-metrics", help="Every headline metric, not only the paper's columns.")
+    ] = False,
+    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
+    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the full comparison as JSON.")] = False,
+) -> None:
+    """Paired differences of two runs on their shared instances (bootstrap CIs, McNemar's test)."""
+    from rescue_bench.errors import ConfigError
+    from rescue_bench.report.comparison import compare_run_data, comparison_table
+    from rescue_bench.report.rundir import load_run
+    from rescue_bench.report.tables import display_names
+    from rescue_bench.report.writers import markdown_table
+
+    chosen = tuple(s.strip().lower() for s in scopes.split(",") if s.strip())
+    if not chosen or any(s not in ("all", "couple", "family") for s in chosen):
+        raise ConfigError(f"--scopes: expected a comma list of all, couple, family (got {scopes!r})")
+    if resamples < 1:
+        raise ConfigError(f"--resamples must be at least 1 (got {resamples})")
+    a, b = load_run(run_a), load_run(run_b)
+    result = compare_run_data(a, b, n_resamples=resamples, seed=seed)
+    if as_json:
+        typer.echo(json.dumps(result, indent=2))
+        return
+    name_a, name_b = display_names([a, b])
+    table = comparison_table(result, (name_a, name_b), scopes=chosen, every_metric=every_metric)
+    typer.echo(markdown_table(table))
+    typer.echo(table.note)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``report`` and ``compare`` to the root app."""
+    app.command("report")(report)
+    app.command("compare")(compare)

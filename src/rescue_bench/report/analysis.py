@@ -1,0 +1,198 @@
+"""Pure analyses of a run's prediction records for the report.
+
+Confusion matrices, per-label RPP accuracy, label distributions, RPP accuracy by relative position (paper
+Fig. 4, 5) and the gold transition matrix (Fig. 3).
+
+Everything here reads ``predictions.jsonl`` records (docs/design.md) and returns plain data; nothing draws or
+writes. An invalid prediction counts as ``<invalid>`` (a miss), never as a dropped instance.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.data.stats import Transitions, transitions
+from rescue_bench.metrics.aggregate import top1
+from rescue_bench.metrics.classification import INVALID, accuracy_by_position
+from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, SCENARIOS, relation_labels, strategy_labels
+
+Record = Mapping[str, Any]
+N_BINS = 10
+STP_GOLD = ("group", "individual")
+STP_PRED = ("group", "same person", "other person", INVALID)
+
+
+@dataclass(frozen=True, slots=True)
+class Confusion:
+    """Counts of gold (rows) against predicted top-1 (columns)."""
+
+    title: str
+    rows: tuple[str, ...]
+    columns: tuple[str, ...]
+    counts: tuple[tuple[int, ...], ...]
+
+    @property
+    def total(self) -> int:
+        return sum(map(sum, self.counts))
+
+
+def of_task(records: Iterable[Record], task: str, scenario: str | None = None) -> list[Record]:
+    return [
+        r for r in records if r.get("task") == task and (scenario is None or r.get("scenario") == scenario)
+    ]
+
+
+def _labels(task: str, scenario: str) -> tuple[str, ...]:
+    return relation_labels(scenario) if task == "rpp" else strategy_labels(scenario)  # type: ignore[arg-type]
+
+
+def label_confusion(records: Sequence[Record], task: str, scenario: str) -> Confusion:
+    """RPP or SSP confusion of one scenario over its taxonomy; off-taxonomy golds are listed after it.
+
+    >>> recs = [{"task": "rpp", "scenario": "couple", "gold": "attack_attack", "valid": True,
+    ...          "prediction": ["attack_attack"]}, {"task": "rpp", "scenario": "couple",
+    ...          "gold": "attack_attack", "valid": False, "prediction": None}]
+    >>> c = label_confusion(recs, "rpp", "couple")
+    >>> c.counts[c.rows.index("attack_attack")][c.columns.index("attack_attack")], c.columns[-1], c.total
+    (1, '<invalid>', 2)
+    """
+    members = of_task(records, task, scenario)
+    known = _labels(task, scenario)
+    extra = sorted({str(r["gold"]) for r in members} - set(known))
+    rows = (*known, *extra)
+    columns = (*rows, INVALID)
+    counts = Counter((str(r["gold"]), top1(r) if top1(r) in rows else INVALID) for r in members)
+    table = tuple(tuple(counts[(g, p)] for p in columns) for g in rows)
+    return Confusion(f"{task.upper()} confusion ({scenario})", rows, columns, table)
+
+
+def stp_kind(gold: str, predicted: str) -> tuple[str, str]:
+    """STP gold and prediction as kinds, since target names differ between conversations.
+
+    >>> stp_kind("Couple", "Ann"), stp_kind("Ann", "Ann"), stp_kind("Ann", "Bo"), stp_kind("Ann", "<invalid>")
+    (('group', 'other person'), ('individual', 'same person'), ('individual', 'other person'), \
+('individual', '<invalid>'))
+    """
+    gold_kind = "group" if gold in NON_CLIENT_SPEAKERS else "individual"
+    if predicted == INVALID:
+        return gold_kind, INVALID
+    if predicted in NON_CLIENT_SPEAKERS:
+        return gold_kind, "group"
+    return gold_kind, "same person" if predicted == gold else "other person"
+
+
+def stp_confusion(records: Sequence[Record], scenario: str | None = None) -> Confusion:
+    members = of_task(records, "stp", scenario)
+    counts = Counter(stp_kind(str(r["gold"]), top1(r)) for r in members)
+    table = tuple(tuple(counts[(g, p)] for p in STP_PRED) for g in STP_GOLD)
+    return Confusion(f"STP confusion by target kind ({scenario or 'all'})", STP_GOLD, STP_PRED, table)
+
+
+def confusions(records: Sequence[Record]) -> list[Confusion]:
+    """Every confusion matrix the run has data for: RPP and SSP per scenario, STP pooled."""
+    out = [
+        label_confusion(records, task, scenario)
+        for task in ("rpp", "ssp")
+        for scenario in SCENARIOS
+        if of_task(records, task, scenario)
+    ]
+    if of_task(records, "stp"):
+        out.append(stp_confusion(records))
+    return out
+
+
+def per_label_accuracy(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """RPP top-1 accuracy per scenario and gold label (paper App. E.2), taxonomy order."""
+    out = []
+    for scenario in SCENARIOS:
+        members = of_task(records, "rpp", scenario)
+        golds = Counter(str(r["gold"]) for r in members)
+        for label in [*relation_labels(scenario), *sorted(set(golds) - set(relation_labels(scenario)))]:
+            if golds[label]:
+                hits = sum(top1(r) == label for r in members if r["gold"] == label)
+                out.append(
+                    {"scenario": scenario, "label": label, "n": golds[label], "accuracy": hits / golds[label]}
+                )
+    return out
+
+
+def label_distribution(records: Sequence[Record]) -> list[dict[str, Any]]:
+    """Gold label counts and shares per task and scenario: RPP patterns, SSP strategies, STP target kinds."""
+    out: list[dict[str, Any]] = []
+    for task in ("rpp", "ssp", "stp"):
+        for scenario in SCENARIOS:
+            members = of_task(records, task, scenario)
+            if not members:
+                continue
+            if task == "stp":
+                golds = Counter(stp_kind(str(r["gold"]), INVALID)[0] for r in members)
+                order: Sequence[str] = STP_GOLD
+            else:
+                golds = Counter(str(r["gold"]) for r in members)
+                order = [*_labels(task, scenario), *sorted(set(golds) - set(_labels(task, scenario)))]
+            out += [
+                {
+                    "task": task,
+                    "scenario": scenario,
+                    "label": label,
+                    "count": golds[label],
+                    "share": golds[label] / len(members),
+                }
+                for label in order
+            ]
+    return out
+
+
+def relative_position(record: Record) -> float | None:
+    """The instance's relative position in its conversation, from ``meta`` (``relative_position`` or
+    ``position``), or ``None``.
+
+    >>> relative_position({"meta": {"position": 0.25}}), relative_position({"meta": {}})
+    (0.25, None)
+    """
+    meta = record.get("meta") or {}
+    for key in ("relative_position", "position"):
+        value = meta.get(key)
+        if isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
+            return float(value)
+    return None
+
+
+def position_bins(
+    records: Sequence[Record], scenario: str | None = None, n_bins: int = N_BINS
+) -> list[dict[str, Any]]:
+    """RPP top-1 accuracy, its binomial standard error and gold counts per relative-position bin."""
+    placed = [(p, r) for r in of_task(records, "rpp", scenario) if (p := relative_position(r)) is not None]
+    return accuracy_by_position(
+        [p for p, _ in placed],
+        [float(top1(r) == r["gold"]) for _, r in placed],
+        [str(r["gold"]) for _, r in placed],
+        n_bins,
+    )
+
+
+def gold_transitions(records: Sequence[Record], scenario: str | None = None) -> Transitions:
+    """Transitions between consecutive RPP gold labels within each conversation (paper Fig. 3), counted by
+    :func:`rescue_bench.data.stats.transitions` over the gold sequence the run holds."""
+    by_sample: dict[str, list[Record]] = {}
+    for r in of_task(records, "rpp", scenario):
+        by_sample.setdefault(str(r["sample_id"]), []).append(r)
+    samples = [
+        Sample(
+            sample_id=sid,
+            scenario=rs[0]["scenario"],
+            participants=(),
+            rows=tuple(
+                Row(row_index=int(r["row_index"]), relation_cycle_state=str(r["gold"]))
+                for r in sorted(rs, key=lambda r: int(r["row_index"]))
+            ),
+        )
+        for sid, rs in by_sample.items()
+    ]
+    present = [s for s in SCENARIOS if scenario in (None, s) and any(x.scenario == s for x in samples)]
+    labels = list(dict.fromkeys(label for s in present for label in relation_labels(s)))
+    return transitions(samples, labels)

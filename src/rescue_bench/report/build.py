@@ -1,0 +1,141 @@
+"""Assemble a report (tables and figures) from run directories, and write every output format.
+
+``report RUN... --out DIR`` writes ``report.md`` (+ ``figures/*.png``), a self-contained ``report.html``,
+``results.xlsx``, ``results.csv`` and ``table.tex``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rescue_bench import __version__
+from rescue_bench.data.stats import Transitions
+from rescue_bench.judge.merge import judged_records
+from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
+from rescue_bench.report import analysis, figures, tables
+from rescue_bench.report.figures import Figure
+from rescue_bench.report.rundir import RunData, load_run
+from rescue_bench.report.tables import Table
+from rescue_bench.taxonomy import SCENARIOS
+
+
+@dataclass(frozen=True, slots=True)
+class Report:
+    title: str
+    runs: tuple[str, ...]
+    tables: tuple[Table, ...]
+    figures: tuple[Figure, ...]
+    version: str = __version__
+
+    def table(self, key: str) -> Table:
+        return next(t for t in self.tables if t.key == key)
+
+
+def with_scores(run: RunData) -> RunData:
+    """The run, with ``scores`` aggregated in memory (judgments folded in) when ``scores.json`` is missing."""
+    if run.scores is not None:
+        return run
+    records = judged_records(run.predictions, run.judgments)
+    return replace(run, scores=aggregate_run(split_by_task(records)))
+
+
+def _by_dataset(runs: Sequence[RunData]) -> list[RunData]:
+    """One run per distinct dataset (gold-only figures are the same for runs on the same data)."""
+    seen: dict[object, RunData] = {}
+    for run in runs:
+        dataset = run.run.get("dataset") or {}
+        seen.setdefault(dataset.get("hash") or run.path, run)
+    return list(seen.values())
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in text).strip("_").lower()
+
+
+def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
+    """Confusion matrices per run; position curves for all runs; gold-only figures per dataset."""
+    out: list[Figure] = []
+    for name, run in zip(names, runs, strict=True):
+        for confusion in analysis.confusions(run.predictions):
+            key = _slug(f"{name}_{confusion.title}")
+            out.append(
+                Figure(
+                    key,
+                    f"{confusion.title}: {name}",
+                    figures.confusion_png(confusion),
+                    "Rows: gold; columns: predicted top-1 (<invalid> = unusable answer).",
+                )
+            )
+    series = {name: analysis.position_bins(run.predictions) for name, run in zip(names, runs, strict=True)}
+    series = {name: bins for name, bins in series.items() if any(b["n"] for b in bins)}
+    if series:
+        out.append(
+            Figure(
+                "rpp_accuracy_by_position",
+                "RPP accuracy by relative position (Fig. 4)",
+                figures.position_accuracy_png(series),
+                "10 bins of relative position; bands are ±1 binomial standard error.",
+            )
+        )
+    for index, run in enumerate(_by_dataset(runs)):
+        suffix = f" (dataset {index + 1})" if len(_by_dataset(runs)) > 1 else ""
+        for scenario in SCENARIOS:
+            bins = analysis.position_bins(run.predictions, scenario)
+            if any(b["n"] for b in bins):
+                out.append(
+                    Figure(
+                        f"gold_by_position_{scenario}{index or ''}",
+                        f"Gold relation patterns by position, {scenario} (Fig. 5){suffix}",
+                        figures.gold_by_bin_png(bins, f"Gold relation-pattern share per bin ({scenario})"),
+                    )
+                )
+            trans: Transitions = analysis.gold_transitions(run.predictions, scenario)
+            if trans.total:
+                out.append(
+                    Figure(
+                        f"transitions_{scenario}{index or ''}",
+                        f"Relation-pattern transitions, {scenario} (Fig. 3){suffix}",
+                        figures.transitions_png(trans, f"Gold transitions ({scenario})"),
+                        "Row-normalised; self-transitions excluded.",
+                    )
+                )
+    return out
+
+
+def build_report(run_dirs: Sequence[str | Path], *, with_paper: bool = False) -> Report:
+    """Read the runs and build every table and figure.
+
+    Raises:
+        DataError: a directory is not a readable run.
+    """
+    runs = [with_scores(load_run(path)) for path in run_dirs]
+    names = tables.display_names(runs)
+    built = (
+        tables.leaderboard(runs, with_paper=with_paper),
+        tables.per_scenario(runs),
+        tables.per_label(runs),
+        tables.label_distributions(runs),
+        tables.failures(runs),
+        tables.usage(runs),
+        tables.config(runs),
+    )
+    title = "RESCUE-Bench report: " + ", ".join(names)
+    return Report(title, tuple(names), built, tuple(run_figures(runs, names)))
+
+
+def write_report(report: Report, out: Path) -> list[Path]:
+    """Write all formats into ``out``; returns the paths written."""
+    from rescue_bench.report import html, writers
+
+    out.mkdir(parents=True, exist_ok=True)
+    paths = writers.write_figures(report, out / "figures")
+    paths += [
+        writers.write_markdown(report, out / "report.md"),
+        html.write_html(report, out / "report.html"),
+        writers.write_xlsx(report, out / "results.xlsx"),
+        writers.write_csv(report, out / "results.csv"),
+        writers.write_tex(report, out / "table.tex"),
+    ]
+    return paths

@@ -1,0 +1,291 @@
+"""Report tables in the paper's layouts, as plain data that every writer (md, html, xlsx, csv, tex) renders.
+
+* :func:`leaderboard`: Table 5 (ITP P/R/F1, RPP Acc, STP Rec/MRR, SSP Rec/MRR, ER LLM/BERT, VP LLM/BERT),
+  pooled over both scenarios, each value with its 95% CI; optional published rows, marked as such;
+* :func:`per_scenario`: Table 11 (the same columns per Couple, Family and Both);
+* per-label RPP accuracy, gold label distributions, failure rates, tokens and cost, and the run config.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rescue_bench.report import analysis
+from rescue_bench.report.paper import SOURCE, published_rows
+from rescue_bench.report.rundir import RunData
+
+PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = (
+    ("itp", "precision", "ITP Prec.", 100.0, 2),
+    ("itp", "recall", "ITP Rec.", 100.0, 2),
+    ("itp", "f1", "ITP F1", 100.0, 2),
+    ("rpp", "accuracy", "RPP Acc.", 100.0, 2),
+    ("stp", "recall_at_1", "STP Rec.", 100.0, 2),
+    ("stp", "mrr", "STP MRR", 100.0, 2),
+    ("ssp", "recall_at_1", "SSP Rec.", 100.0, 2),
+    ("ssp", "mrr", "SSP MRR", 100.0, 2),
+    ("er", "llm", "ER LLM", 1.0, 2),
+    ("er", "bertscore_f1", "ER BERT", 1.0, 4),
+    ("vp", "llm", "VP LLM", 1.0, 2),
+    ("vp", "bertscore_f1", "VP BERT", 1.0, 4),
+)
+"""(task, metric in scores.json, header, display scale, decimals), in the paper's column order."""
+SCOPE_NAMES = {"couple": "Couple", "family": "Family", "all": "Both"}
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """A metric value with its CI, on the stored scale; ``scale`` and ``digits`` say how to show it."""
+
+    value: float | None
+    lo: float | None = None
+    hi: float | None = None
+    scale: float = 1.0
+    digits: int = 2
+
+    def shown(self, x: float | None) -> str:
+        return "–" if x is None else f"{x * self.scale:.{self.digits}f}"
+
+    def text(self, *, ci: bool = True) -> str:
+        """``"82.62 [80.10, 85.00]"``; ``–`` for a value that was not computed.
+
+        >>> Cell(0.8262, 0.801, 0.85, 100, 2).text(), Cell(None).text()
+        ('82.62 [80.10, 85.00]', '–')
+        """
+        if self.value is None or not ci or self.lo is None or self.hi is None:
+            return self.shown(self.value)
+        return f"{self.shown(self.value)} [{self.shown(self.lo)}, {self.shown(self.hi)}]"
+
+    def scaled(self, x: float | None) -> float | None:
+        return None if x is None else round(x * self.scale, self.digits + 2)
+
+
+Value = str | int | float | Cell | None
+
+
+@dataclass(frozen=True, slots=True)
+class Table:
+    """A titled table; ``key`` names its sheet, CSV section and HTML anchor."""
+
+    key: str
+    title: str
+    columns: tuple[str, ...]
+    rows: tuple[tuple[Value, ...], ...]
+    note: str = ""
+
+
+def display_names(runs: Sequence[RunData]) -> list[str]:
+    """Each run's model name, with the directory name added where two runs share a model.
+
+    >>> from pathlib import Path
+    >>> runs = [RunData(Path(p), {"model": {"name": "openai/x"}}, []) for p in ("a", "b")]
+    >>> display_names(runs + [RunData(Path("c"), {}, [])])
+    ['openai/x (a)', 'openai/x (b)', 'c']
+    """
+    names = [run.name for run in runs]
+    return [f"{n} ({run.path.name})" if names.count(n) > 1 else n for n, run in zip(names, runs, strict=True)]
+
+
+def metric_cell(
+    scores: Mapping[str, Any] | None, task: str, scope: str, metric: str, scale: float, digits: int
+) -> Cell:
+    """The value and CI of one metric from ``scores.json`` (``None`` when absent)."""
+    entry = ((scores or {}).get(task) or {}).get(scope) or {}
+    value = entry.get(metric)
+    ci = (entry.get("ci") or {}).get(metric) or [None, None]
+    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+    return Cell(number, ci[0], ci[1], scale, digits)
+
+
+def _metric_row(scores: Mapping[str, Any] | None, scope: str) -> list[Value]:
+    return [
+        metric_cell(scores, task, scope, metric, scale, digits)
+        for task, metric, _, scale, digits in PAPER_COLUMNS
+    ]
+
+
+def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
+    """Table 5: one row per run (both scenarios pooled), then the published rows when asked for."""
+    rows: list[tuple[Value, ...]] = [
+        (name, "this toolkit", *_metric_row(run.scores, "all"))
+        for name, run in zip(display_names(runs), runs, strict=True)
+    ]
+    if with_paper:
+        for model, values in published_rows():
+            cells = [
+                Cell(values[(task, metric)], None, None, scale, digits)
+                for task, metric, _, scale, digits in PAPER_COLUMNS
+            ]
+            rows.append((f"{model} (published)", SOURCE, *cells))
+    note = (
+        "ITP, RPP, STP, SSP in %; ER and VP LLM on 1-5; BERT is BERTScore F1. Brackets: 95% CI from a "
+        "cluster bootstrap over conversations. '–': not computed (e.g. the run was not judged)."
+    )
+    if with_paper:
+        note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
+    return Table(
+        "leaderboard",
+        "Leaderboard (paper Table 5 layout)",
+        ("Model", "Source", *(c[2] for c in PAPER_COLUMNS)),
+        tuple(rows),
+        note,
+    )
+
+
+def per_scenario(runs: Sequence[RunData]) -> Table:
+    """Table 11: the Table 5 columns per scenario (Couple, Family, Both) and run."""
+    rows: list[tuple[Value, ...]] = []
+    for name, run in zip(display_names(runs), runs, strict=True):
+        for scope in ("couple", "family", "all"):
+            if any(scope in (run.scores or {}).get(task, {}) for task, *_ in PAPER_COLUMNS):
+                rows.append((name, SCOPE_NAMES[scope], *_metric_row(run.scores, scope)))
+    return Table(
+        "per_scenario",
+        "Per-scenario results (paper Table 11 layout)",
+        ("Model", "Scen.", *(c[2] for c in PAPER_COLUMNS)),
+        tuple(rows),
+        "Both pools the instances of the two scenarios (micro average).",
+    )
+
+
+def per_label(runs: Sequence[RunData]) -> Table:
+    """Per-label RPP top-1 accuracy per run and scenario (paper App. E.2)."""
+    rows = [
+        (name, item["scenario"], item["label"], item["n"], Cell(item["accuracy"], scale=100.0, digits=2))
+        for name, run in zip(display_names(runs), runs, strict=True)
+        for item in analysis.per_label_accuracy(run.predictions)
+    ]
+    return Table(
+        "per_label",
+        "RPP accuracy per gold label",
+        ("Model", "Scenario", "Label", "n", "Acc. (%)"),
+        tuple(rows),
+        "Top-1 accuracy over the instances whose gold is the label; invalid answers count as misses.",
+    )
+
+
+def label_distributions(runs: Sequence[RunData]) -> Table:
+    """Gold label counts and shares (RPP patterns, SSP strategies, STP target kinds) of each run."""
+    rows = [
+        (
+            name,
+            d["task"].upper(),
+            d["scenario"],
+            d["label"],
+            d["count"],
+            Cell(d["share"], scale=100.0, digits=1),
+        )
+        for name, run in zip(display_names(runs), runs, strict=True)
+        for d in analysis.label_distribution(run.predictions)
+    ]
+    return Table(
+        "label_distribution",
+        "Gold label distributions",
+        ("Model", "Task", "Scenario", "Label", "Count", "Share (%)"),
+        tuple(rows),
+    )
+
+
+def _count(entry: Mapping[str, Any], key: str) -> int:
+    value = entry.get(key)
+    return int(value) if isinstance(value, int | float) else 0
+
+
+def failures(runs: Sequence[RunData]) -> Table:
+    """Parse failures, invalid labels and unscored judge verdicts per run and task (both scenarios)."""
+    rows: list[tuple[Value, ...]] = []
+    for name, run in zip(display_names(runs), runs, strict=True):
+        for task, scopes in (run.scores or {}).items():
+            entry = scopes.get("all") if isinstance(scopes, Mapping) and not task.startswith("_") else None
+            if not entry:
+                continue
+            n = _count(entry, "n")
+            parse, invalid = _count(entry, "parse_failures"), _count(entry, "invalid_labels")
+            rows.append(
+                (
+                    name,
+                    task.upper(),
+                    n,
+                    _count(entry, "valid"),
+                    parse,
+                    Cell(parse / n if n else 0.0, scale=100.0, digits=1),
+                    invalid,
+                    Cell(invalid / n if n else 0.0, scale=100.0, digits=1),
+                    entry.get("n_unscored") if task in ("er", "vp") else None,
+                )
+            )
+    return Table(
+        "failures",
+        "Parse failures and invalid labels",
+        (
+            "Model",
+            "Task",
+            "n",
+            "Valid",
+            "Parse failures",
+            "Parse failures (%)",
+            "Invalid labels",
+            "Invalid labels (%)",
+            "Judge unscored",
+        ),
+        tuple(rows),
+        "Invalid answers are scored as misses (and at the floor for ER/VP), never dropped.",
+    )
+
+
+def usage(runs: Sequence[RunData]) -> Table:
+    """Requests, tokens and cost per run and task (from run.json counts), plus each judge's pass."""
+    rows: list[tuple[Value, ...]] = []
+    for name, run in zip(display_names(runs), runs, strict=True):
+        counts = run.run.get("counts") or {}
+        for task, entry in counts.items():
+            if isinstance(entry, Mapping):
+                rows.append(_usage_row(name, task.upper(), entry))
+        for judge, entry in (run.run.get("judge_counts") or {}).items():
+            rows.append(_usage_row(name, f"judge {judge}", entry))
+    return Table(
+        "usage",
+        "Requests, tokens and cost",
+        ("Model", "Part", "Requests", "Prompt tokens", "Completion tokens", "Reasoning tokens", "Cost (USD)"),
+        tuple(rows),
+        "Cost is shown only when the run recorded it; '–' otherwise.",
+    )
+
+
+def _usage_row(name: str, part: str, entry: Mapping[str, Any]) -> tuple[Value, ...]:
+    tokens = entry.get("tokens") or entry.get("usage") or {}
+    cost = entry.get("cost_usd", entry.get("cost"))
+    return (
+        name,
+        part,
+        entry.get("requests"),
+        tokens.get("prompt_tokens"),
+        tokens.get("completion_tokens"),
+        tokens.get("reasoning_tokens"),
+        Cell(float(cost), digits=4) if isinstance(cost, int | float) else None,
+    )
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
+    """Nested config as dotted ``key = value`` pairs.
+
+    >>> flatten({"a": {"b": 1, "c": [1, 2]}, "d": None})
+    [('a.b', '1'), ('a.c', '[1, 2]'), ('d', 'None')]
+    """
+    if isinstance(value, Mapping):
+        out: list[tuple[str, str]] = []
+        for key, item in value.items():
+            out += flatten(item, f"{prefix}.{key}" if prefix else str(key))
+        return out
+    return [(prefix, str(value))]
+
+
+def config(runs: Sequence[RunData]) -> Table:
+    """Each run's recorded configuration (run.json without the per-task counts)."""
+    rows = [
+        (name, key, value)
+        for name, run in zip(display_names(runs), runs, strict=True)
+        for key, value in flatten({k: v for k, v in run.run.items() if k not in ("counts", "judge_counts")})
+    ]
+    return Table("config", "Run configuration", ("Model", "Setting", "Value"), tuple(rows))

@@ -1,0 +1,85 @@
+"""Tables in the paper's layouts, from hand-made run data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import fmean
+
+import pytest
+
+from rescue_bench.report import tables
+from rescue_bench.report.paper import TABLE5, published_rows
+from rescue_bench.report.rundir import RunData
+
+SCORES = {
+    "itp": {
+        "all": {
+            "n": 10,
+            "precision": 0.5,
+            "recall": 0.25,
+            "f1": 1 / 3,
+            "valid": 9,
+            "parse_failures": 1,
+            "invalid_labels": 0,
+            "ci": {"precision": [0.4, 0.6]},
+        }
+    },
+    "er": {
+        "all": {
+            "n": 4,
+            "llm": None,
+            "bertscore_f1": 0.81,
+            "valid": 3,
+            "parse_failures": 1,
+            "invalid_labels": 0,
+            "n_unscored": 2,
+            "ci": {"bertscore_f1": [0.8, 0.82]},
+        }
+    },
+}
+
+
+def _run(name: str = "openai/x", path: str = "r1") -> RunData:
+    run = {
+        "model": {"provider": name.split("/")[0], "model": name.split("/")[1]},
+        "counts": {"itp": {"requests": 3, "tokens": {"prompt_tokens": 100, "completion_tokens": 7}}},
+        "judge_counts": {"openai/j": {"requests": 2, "usage": {"prompt_tokens": 50, "completion_tokens": 5}}},
+    }
+    return RunData(Path(path), run, [], scores=SCORES)
+
+
+def test_published_rows_match_the_paper_averages() -> None:
+    """A transcription check: column means equal the averages quoted in the paper's text."""
+    columns = list(zip(*(values for _, values in TABLE5), strict=True))
+    means = [round(fmean(c), 2) for c in columns]
+    assert means[2] == 82.62 and means[3] == 40.45 and means[4:8] == [64.34, 78.35, 31.88, 44.96]
+    assert round(fmean(columns[8]), 2) == 4.05 and round(fmean(columns[10]), 2) == 3.58
+    assert fmean(columns[11]) == pytest.approx(0.8611, abs=6e-5)  # 0.86105, quoted as 0.8611
+    assert published_rows()[0][1][("rpp", "accuracy")] == pytest.approx(0.3827)
+
+
+def test_leaderboard_cells_and_published_marking() -> None:
+    board = tables.leaderboard([_run()], with_paper=True)
+    assert board.columns[:5] == ("Model", "Source", "ITP Prec.", "ITP Rec.", "ITP F1")
+    first = board.rows[0]
+    assert first[0] == "openai/x" and first[2].text() == "50.00 [40.00, 60.00]"
+    assert first[4].text() == "33.33" and first[2 + 8].text() == "–"  # ER LLM not judged
+    assert first[2 + 9].text() == "0.8100 [0.8000, 0.8200]"
+    assert board.rows[-1][0] == "GPT-4o (published)" and board.rows[-1][2].text() == "86.67"
+    assert "published" in board.note
+    assert all(not str(r[0]).endswith("(published)") for r in tables.leaderboard([_run()]).rows)
+
+
+def test_failures_usage_and_config() -> None:
+    fail = {r[1]: r for r in tables.failures([_run()]).rows}
+    assert fail["ITP"][2:5] == (10, 9, 1) and fail["ITP"][5].text() == "10.0"
+    assert fail["ER"][-1] == 2 and fail["ITP"][-1] is None
+    use = tables.usage([_run()]).rows
+    assert use[0][1:5] == ("ITP", 3, 100, 7) and use[1][1] == "judge openai/j" and use[1][3] == 50
+    settings = {r[1]: r[2] for r in tables.config([_run()]).rows}
+    assert settings["model.provider"] == "openai" and "counts.itp.requests" not in settings
+
+
+def test_duplicate_models_get_directory_names() -> None:
+    names = tables.display_names([_run(path="a"), _run(path="b"), _run("vllm/y", "c")])
+    assert names == ["openai/x (a)", "openai/x (b)", "vllm/y"]
