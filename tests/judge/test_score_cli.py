@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from rescue_bench.cli.main import app
 
 RUNNER = CliRunner()
-STUBBORN = "c2"  # in every first request, this checkpoint gets an out-of-range score ... and again on re-ask
+STUBBORN = "c2"  # gets an out-of-range score in every first request (valid when re-asked)
 
 
 def grade(request: ChatRequest) -> dict[str, Any]:
