@@ -1,0 +1,120 @@
+"""Judge-calibration ratings: sampling a run's ER/VP predictions, rating them blind, and the CSV."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from fastapi import FastAPI
+from fastapi.testclient import TestClient
+from sqlalchemy import func, select
+
+from rescue_bench.errors import DataError
+from rescue_bench.review.db import RatingItem
+from rescue_bench.review.ratings import CSV_COLUMNS, load_ratings, write_ratings_csv
+
+MODEL = "secret-model-9000"
+
+
+def _prediction(task: str, i: int, valid: bool = True) -> dict[str, object]:
+    if task == "er":
+        gold: object = {"emotion": f"gold emotion {i}", "intensity": 6}
+        value: object = {"emotion": f"predicted emotion {i}", "intensity": 5}
+    else:
+        gold = [{"source": "Mara", "target": "Tom", "viewpoint": f"gold view {i}", "attitude": "negative"}]
+        value = [{"source": "Mara", "target": "Tom", "viewpoint": f"predicted view {i}"}]
+    return {
+        "instance_id": f"demo/s{i}::{task}::{i}",
+        "task": task,
+        "sample_id": f"demo/s{i}",
+        "scenario": "couple",
+        "row_index": i,
+        "gold": gold,
+        "valid": valid,
+        "prediction": value if valid else None,
+        "problems": [] if valid else ["parse_failure: no JSON"],
+        "meta": {"model": MODEL},
+        "scores": {"s_emo": 4.0, "llm": 3.0},
+    }
+
+
+@pytest.fixture
+def run_dir(tmp_path: Path) -> Path:
+    run = tmp_path / "runs" / MODEL
+    run.mkdir(parents=True)
+    lines = [_prediction(t, i) for t in ("er", "vp") for i in range(1, 8)]
+    lines += [_prediction("er", 50, valid=False), _prediction("vp", 51, valid=False)]
+    lines += [
+        {"instance_id": "demo/s1::itp::1", "task": "itp", "valid": True, "prediction": "yes", "gold": "no"}
+    ]
+    (run / "predictions.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    return run
+
+
+def test_load_samples_valid_predictions_per_task(app: FastAPI, run_dir: Path) -> None:
+    with app.state.review.sessions() as session:
+        first = load_ratings(session, run_dir, n=3, seed=1)
+        assert first.added == {"er": 3, "vp": 3} and first.invalid_skipped == 2
+        assert first.available == {"er": 7, "vp": 7}
+        second = load_ratings(session, run_dir, n=100, seed=1)
+        assert second.added == {"er": 4, "vp": 4} and second.already_loaded == 6  # never the same item twice
+        items = list(session.scalars(select(RatingItem)))
+        assert len(items) == 14 and len({i.instance_id for i in items}) == 14
+        assert all(i.prediction is not None for i in items)
+
+
+def test_raters_see_output_and_gold_but_no_score_or_model(
+    app: FastAPI, ann: TestClient, run_dir: Path
+) -> None:
+    with app.state.review.sessions() as session:
+        load_ratings(session, run_dir, n=2, seed=0)
+    first = ann.get("/ratings")
+    assert first.status_code == 303
+    page = ann.get(first.headers["location"]).text
+    assert "Gold annotation" in page and "Model output" in page
+    assert "gold " in page and "predicted " in page
+    for hidden in (MODEL, "runs/", "s_emo", "4.0", "llm", "scores"):
+        assert hidden not in page, hidden
+
+
+def test_rating_flow_and_csv(
+    app: FastAPI, ann: TestClient, ben: TestClient, run_dir: Path, tmp_path: Path
+) -> None:
+    with app.state.review.sessions() as session:
+        load_ratings(session, run_dir, n=1, seed=0)
+    for client, score in ((ann, "4"), (ben, "2")):
+        for _ in range(2):
+            location = client.get("/ratings").headers["location"]
+            bad = client.post(location, data={"csrf_token": client.csrf, "score": "9"})  # type: ignore[attr-defined]
+            assert bad.headers["location"] == location  # an out-of-scale score is not stored
+            client.post(location, data={"csrf_token": client.csrf, "score": score})  # type: ignore[attr-defined]
+        assert "You have rated all 2 items" in client.get("/ratings", follow_redirects=True).text
+    out = tmp_path / "ratings.csv"
+    with app.state.review.sessions() as session:
+        assert write_ratings_csv(session, out) == 4
+        assert write_ratings_csv(session, tmp_path / "none.csv", tmp_path / "other-run") == 0
+        ids = set(session.scalars(select(RatingItem.id)))
+        assert session.scalar(select(func.count()).select_from(RatingItem)) == 2
+    with out.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    assert tuple(rows[0]) == CSV_COLUMNS
+    assert {(r["annotator"], r["human_score"]) for r in rows} == {("ann", "4"), ("ben", "2")}
+    assert {int(r["item_id"]) for r in rows} == ids
+    assert {r["task"] for r in rows} == {"er", "vp"}
+    assert all(r["instance_id"].startswith("demo/s") for r in rows)
+
+
+def test_bad_predictions_file(app: FastAPI, tmp_path: Path) -> None:
+    with app.state.review.sessions() as session:
+        with pytest.raises(DataError, match=r"predictions\.jsonl: not found"):
+            load_ratings(session, tmp_path, n=5)
+        (tmp_path / "predictions.jsonl").write_text(
+            '{"task": "er", "valid": true, "prediction": {}}\n{oops\n'
+        )
+        with pytest.raises(DataError, match=r"predictions\.jsonl:1: instance_id is missing"):
+            load_ratings(session, tmp_path, n=5)
+        (tmp_path / "predictions.jsonl").write_text('{"task": "itp"}\n{oops\n')
+        with pytest.raises(DataError, match=r"predictions\.jsonl:2: not valid JSON"):
+            load_ratings(session, tmp_path, n=5)
