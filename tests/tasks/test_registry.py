@@ -17,6 +17,7 @@ from rescue_bench.records import Instance
 from rescue_bench.tasks import TASK_NAMES, TASKS, batch_size, build_instances, get_task, make_batches
 from rescue_bench.tasks.base import MODES, TaskConfig
 from rescue_bench.tasks.context import row_records, shown_rows
+from rescue_bench.taxonomy import relation_labels, strategy_labels
 
 DEFAULTS = {"itp": (4, 3), "rpp": (3, -1), "stp": (3, 3), "ssp": (3, 3), "er": (5, 3), "vp": (5, 3)}
 KINDS = {"itp": "binary", "rpp": "multiclass", "stp": "ranking", "ssp": "ranking", "er": "generation",
@@ -181,3 +182,13 @@ def test_shaped_answers_with_random_fields_never_raise(
 ) -> None:
     items = [{**entry, "id": ids[i]} if ids[i] is not None else entry for i, entry in enumerate(entries)]
     check(task, json.dumps({"predictions": items}), n)
+
+
+def test_answer_examples_name_no_real_label() -> None:
+    """The example answer in each prompt uses placeholders, so no label is primed (the reference showed real
+    labels, one of them invalid for families)."""
+    labels = {*relation_labels("couple"), *relation_labels("family"), *strategy_labels("couple")}
+    labels |= set(strategy_labels("family"))
+    for name in ("rpp", "stp", "ssp", "er", "vp"):
+        shape = TASKS[name].SHAPE  # type: ignore[attr-defined]
+        assert not [label for label in labels if f'"{label}"' in shape], name
