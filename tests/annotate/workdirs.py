@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
@@ -90,3 +91,22 @@ def without_note(row: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(row)
     out.pop("split_note", None)
     return out
+
+
+def broken_rows(indices: list[int]) -> list[dict[str, Any]]:
+    """Rows 1-5 with three broken rules: a name outside the set, a generic strategy label, a paraphrase."""
+    rows = good_rows(indices)
+    rows[1]["target"] = ["Dr. Reed"]
+    rows[3]["support_strategy"][0]["strategy_type"] = "validation"
+    rows[4]["dialogue_cleaned"] = "I only want a weekend."
+    return rows
+
+
+def answer(rows: list[dict[str, Any]]) -> str:
+    return json.dumps({"rows": rows})
+
+
+def asked_rows(request: Any) -> list[int]:
+    """The row indices a draft request (a fake server ``ChatRequest``) asks for: its schema's enum."""
+    schema = request.schema or {}
+    return list(schema["properties"]["rows"]["items"]["properties"]["row_index"]["enum"])

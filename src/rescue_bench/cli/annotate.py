@@ -1,9 +1,249 @@
-"""CLI commands: annotate."""
+"""CLI commands: ``rescue-bench annotate ingest | draft | export`` (see docs/data-building.md)."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
+
 import typer
+
+from rescue_bench.errors import ConfigError, DataError
+
+if TYPE_CHECKING:
+    from rescue_bench.annotate.draft import Counts, DraftSettings
+
+annotate_app = typer.Typer(
+    help="Build new data: subtitles and video in, row clips and model drafts out, drafts to release JSONL.",
+    no_args_is_help=True,
+)
+
+Workdir = Annotated[Path, typer.Argument(help="The annotation work directory (made by `annotate ingest`).")]
+SHOWN = 20
+"""Warnings printed in full; the rest are counted."""
+
+
+def _names(text: str) -> tuple[str, ...]:
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _warn(lines: tuple[str, ...] | list[str]) -> None:
+    for line in lines[:SHOWN]:
+        typer.echo(line, err=True)
+    if len(lines) > SHOWN:
+        typer.echo(f"... and {len(lines) - SHOWN} more", err=True)
+
+
+@annotate_app.command("ingest")
+def ingest(
+    video: Annotated[Path, typer.Option("--video", help="The source video.")],
+    subtitles: Annotated[Path, typer.Option("--subtitles", help="Its subtitles (.srt or .vtt).")],
+    scenario: Annotated[str, typer.Option("--scenario", help="couple or family.")],
+    participants: Annotated[
+        str, typer.Option("--participants", help='On-screen people, e.g. "Alan,Evelyn".')
+    ],
+    out: Annotated[Path, typer.Option("--out", help="The work directory to create (or resume).")],
+    min_segment_sec: Annotated[
+        float, typer.Option("--min-segment-sec", help="Drop segments shorter than this.")
+    ] = 120.0,
+    split_gap: Annotated[
+        float | None,
+        typer.Option("--split-gap", help="Start a new segment after a silence this long (s); default: one."),
+    ] = None,
+    therapist_names: Annotated[
+        str,
+        typer.Option("--therapist-names", help="Names the subtitles use for the therapist, comma-separated."),
+    ] = "",
+    id_prefix: Annotated[
+        str | None, typer.Option("--id-prefix", help="Sample ids are <prefix>/segNN (default: video name).")
+    ] = None,
+    skip_bad_cues: Annotated[
+        bool, typer.Option("--skip-bad-cues", help="Leave malformed cues out instead of stopping.")
+    ] = False,
+    jobs: Annotated[int, typer.Option("--jobs", help="ffmpeg processes at once.")] = 2,
+) -> None:
+    """Cut a video into segments and row clips along its subtitles, and write their manifests."""
+    from rescue_bench.annotate.ingest import IngestSettings
+    from rescue_bench.annotate.ingest import ingest as run_ingest
+
+    if scenario not in ("couple", "family"):
+        raise ConfigError(f"--scenario must be couple or family (got {scenario!r})")
+    settings = IngestSettings(
+        scenario=scenario,  # type: ignore[arg-type]
+        participants=_names(participants),
+        therapist_names=_names(therapist_names),
+        min_segment_sec=min_segment_sec,
+        split_gap=split_gap,
+        id_prefix=id_prefix,
+        allow_bad_cues=skip_bad_cues,
+        jobs=jobs,
+    )
+    result = run_ingest(video, subtitles, out, settings, log=typer.echo)
+    _warn(list(result.warnings))
+    for line in result.dropped:
+        typer.echo(line)
+    rows = sum(len(s.rows) for s in result.segments)
+    typer.echo(
+        f"{out}: {len(result.segments)} segment(s), {rows} rows; {result.clips_cut} clip(s) cut, "
+        f"{result.clips_kept} kept; {len(result.dropped)} segment(s) dropped"
+    )
+
+
+@annotate_app.command("draft")
+def draft(
+    workdir: Workdir,
+    model: Annotated[str, typer.Option("--model", "-m", help="provider/model, e.g. openai/gpt-4o.")],
+    frames: Annotated[
+        int, typer.Option("--frames", help="Still frames per row sent as images (0: none).")
+    ] = 0,
+    rows_per_request: Annotated[
+        int, typer.Option("--rows-per-request", help="Rows annotated per request.")
+    ] = 20,
+    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Output token cap per request.")] = 16000,
+    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight at most.")] = 8,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")] = False,
+    force: Annotated[bool, typer.Option("--force", help="Draft segments that have a draft again.")] = False,
+    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint.")] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Variable holding the key.")
+    ] = None,
+    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 300.0,
+    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of 429/5xx/timeouts.")] = 5,
+    disable_thinking: Annotated[bool, typer.Option("--disable-thinking", help="Turn thinking off.")] = False,
+    estimate: Annotated[
+        bool, typer.Option("--estimate", help="Only print requests, tokens and cost.")
+    ] = False,
+    price_in: Annotated[
+        float | None, typer.Option("--price-in", help="USD per million prompt tokens.")
+    ] = None,
+    price_out: Annotated[
+        float | None, typer.Option("--price-out", help="USD per million output tokens.")
+    ] = None,
+) -> None:
+    """Pre-annotate every segment with a model: six dimensions per row, checked, one repair round."""
+    from rescue_bench.annotate.draft import DraftSettings
+
+    if frames < 0 or rows_per_request < 1 or max_tokens < 1 or concurrency < 1:
+        raise ConfigError("--frames must be >= 0; --rows-per-request, --max-tokens and --concurrency >= 1")
+    settings = DraftSettings(frames=frames, rows_per_request=rows_per_request, max_tokens=max_tokens)
+    if estimate:
+        _estimate(workdir, model, settings, force, price_in, price_out)
+        return
+    counts = _draft(
+        workdir, model, settings, force, no_cache, concurrency, max_retries, timeout, base_url, api_key_env,
+        disable_thinking,
+    )  # fmt: skip
+    typer.echo(
+        f"{workdir}: {len(counts.drafted)} segment(s) drafted, {len(counts.skipped)} already drafted, "
+        f"{len(counts.failed)} failed; {counts.rows} rows, {counts.flagged_rows} with open violations; "
+        f"{counts.requests} request(s) ({counts.repairs} repair, {counts.cached} cached), "
+        f"{counts.prompt_tokens:,} prompt + {counts.completion_tokens:,} completion tokens"
+    )
+    if counts.failed:
+        typer.echo(f"failed: {', '.join(counts.failed)}; re-run the same command to retry them", err=True)
+        raise typer.Exit(1)
+
+
+def _draft(
+    workdir: Path,
+    model: str,
+    settings: DraftSettings,
+    force: bool,
+    no_cache: bool,
+    concurrency: int,
+    max_retries: int,
+    timeout: float,
+    base_url: str | None,
+    api_key_env: str | None,
+    disable_thinking: bool,
+) -> Counts:
+    from rescue_bench.annotate.run import draft_workdir
+    from rescue_bench.annotate.workdir import read_info
+    from rescue_bench.engine.cache import ResponseCache
+    from rescue_bench.engine.execute import EngineOptions
+    from rescue_bench.models.base import GenerationParams, Provider
+    from rescue_bench.models.registry import get_model
+
+    read_info(workdir)  # a clear error before any endpoint is contacted
+    provider = get_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
+    if not isinstance(provider, Provider):
+        raise ConfigError(f"{model} answers benchmark items, not prompts: choose a chat model to draft with")
+    options = EngineOptions(concurrency=concurrency, max_retries=max_retries, use_cache=not no_cache)
+    params = GenerationParams(max_tokens=settings.max_tokens, disable_thinking=disable_thinking)
+    cache = None if no_cache else ResponseCache()
+
+    async def go() -> Counts:
+        try:
+            return await draft_workdir(
+                workdir, provider, params, settings, force=force, engine_options=options, cache=cache,
+                log=typer.echo,
+            )  # fmt: skip
+        finally:
+            await provider.aclose()
+
+    try:
+        return asyncio.run(go())
+    finally:
+        if cache is not None:
+            cache.close()
+
+
+def _estimate(
+    workdir: Path,
+    model: str,
+    settings: DraftSettings,
+    force: bool,
+    price_in: float | None,
+    price_out: float | None,
+) -> None:
+    from rescue_bench.annotate.run import estimate_workdir
+    from rescue_bench.cli.run import make_prices
+    from rescue_bench.engine.estimate import make_counter
+
+    prices = make_prices(model, price_in, price_out, None)
+    counter = make_counter(model)
+    result = estimate_workdir(workdir, settings, counter, force=force)
+    cost = result.cost(prices)
+    typer.echo(
+        f"{workdir}: {result.instances} rows to draft in {result.requests} first-round request(s); "
+        f"{result.prompt_tokens:,} prompt tokens ({counter.name}), "
+        f"at most {result.max_output_tokens:,} output tokens"
+        + (f"; at most ${cost:.4f}" if cost is not None else "")
+    )
+    notes = ["repair requests (one per answer that breaks a rule) come on top"]
+    if settings.frames:
+        notes.append(f"{settings.frames} image(s) per row are not counted")
+    typer.echo("; ".join(notes).capitalize() + ".")
+
+
+@annotate_app.command("export")
+def export(
+    workdir: Workdir,
+    out: Annotated[Path, typer.Option("--out", help="The release-format JSONL file to write.")],
+) -> None:
+    """Write the drafts as release-format JSONL (one sample per drafted segment), then validate it."""
+    from rescue_bench.annotate.workdir import export_release, read_info
+    from rescue_bench.data.validate import validate_source
+
+    read_info(workdir)
+    result = export_release(workdir)
+    if not result.samples:
+        raise DataError(f"{workdir}: no drafted segment to export (run `rescue-bench annotate draft` first)")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as handle:
+        for sample in result.samples:
+            handle.write(json.dumps(sample, ensure_ascii=False) + "\n")
+    report = validate_source(out)
+    _warn([p.render() for p in (*report.errors, *report.warnings)])
+    if result.undrafted:
+        typer.echo(f"not drafted yet (left out): {', '.join(result.undrafted)}", err=True)
+    typer.echo(
+        f"{out}: {report.summary().split(': ', 1)[1]}; "
+        f"{result.flagged_rows} row(s) with open draft violations"
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to the root app."""
+    """Add ``annotate ingest | draft | export`` to the root app."""
+    app.add_typer(annotate_app, name="annotate")
