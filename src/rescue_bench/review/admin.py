@@ -17,6 +17,7 @@ from rescue_bench.review.web import (
     CheckedForm,
     NotFound,
     one,
+    redirect,
     render,
     state,
 )
@@ -49,14 +50,15 @@ def _users_page(
 
 
 @router.get("")
-def admin_page(request: Request, user: AdminUser, session: DB) -> Response:
-    return _users_page(request, session, user)
+def admin_page(request: Request, user: AdminUser, session: DB, done: str = "") -> Response:
+    notice = {"added": "User added.", "updated": "User updated."}.get(done)
+    return _users_page(request, session, user, notice=notice)
 
 
 @router.post("/users")
 def add_user(request: Request, form: CheckedForm, user: AdminUser, session: DB) -> Response:
     try:
-        created = create_user(
+        create_user(
             session,
             one(form, "name").strip(),
             one(form, "role"),
@@ -65,7 +67,7 @@ def add_user(request: Request, form: CheckedForm, user: AdminUser, session: DB) 
         )
     except BenchError as exc:
         return _users_page(request, session, user, error=str(exc), status=400)
-    return _users_page(request, session, user, notice=f"User {created.name} added.")
+    return redirect("/admin?done=added")
 
 
 @router.post("/users/{pk}")
@@ -92,7 +94,7 @@ def change_user(request: Request, pk: int, form: CheckedForm, user: AdminUser, s
         raise NotFound()
     target.session_epoch += 1  # any change to an account ends its open sessions
     session.commit()
-    return _users_page(request, session, user, notice=f"User {target.name} updated.")
+    return redirect("/admin?done=updated")
 
 
 @router.get("/export")

@@ -85,6 +85,8 @@ def _install_handlers(app: FastAPI) -> None:
             if name == "Cache-Control" and name in response.headers:
                 continue
             response.headers.setdefault(name, value)
+        if request.url.scheme == "https":
+            response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
         return response
 
     @app.exception_handler(NotAuthenticated)

@@ -113,12 +113,14 @@ class RowRecord(Base):
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
     """The row's current release-format dict."""
     draft: Mapped[dict[str, Any]] = mapped_column(JSON)
-    """The row as loaded; ``data != draft`` means the row was edited."""
+    """The row as loaded."""
     subtitle_text: Mapped[str | None] = mapped_column(Text, nullable=True)
     clip_path: Mapped[str | None] = mapped_column(Text, nullable=True)
     duration_sec: Mapped[float | None] = mapped_column(Float, nullable=True)
     violations: Mapped[list[Any]] = mapped_column(JSON, default=list)
     version: Mapped[int] = mapped_column(Integer, default=1)
+    edited: Mapped[bool] = mapped_column(Boolean, default=False)
+    """``data != draft``, kept as a column so that progress figures are one aggregate query."""
     reviewed: Mapped[bool] = mapped_column(Boolean, default=False)
     reviewed_by_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"), nullable=True)
     reviewed_at: Mapped[datetime | None] = mapped_column(nullable=True)
@@ -128,10 +130,6 @@ class RowRecord(Base):
     segment: Mapped[Segment] = relationship(back_populates="rows")
     reviewed_by: Mapped[User | None] = relationship(foreign_keys=[reviewed_by_id])
     updated_by: Mapped[User | None] = relationship(foreign_keys=[updated_by_id])
-
-    @property
-    def edited(self) -> bool:
-        return self.data != self.draft
 
 
 class RowVersion(Base):

@@ -4,6 +4,7 @@ conflicts.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -13,7 +14,7 @@ from sqlalchemy.orm import Session
 
 from rescue_bench.review import forms, store
 from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User
-from rescue_bench.review.media import MediaNotFound, media_response
+from rescue_bench.review.media import MediaNotFound, media_response, resolve_media
 from rescue_bench.review.web import (
     DB,
     CheckedForm,
@@ -35,6 +36,7 @@ NOTICES = {
     "discarded": "Segment discarded.",
     "restored": "Discard undone.",
     "commented": "Comment added.",
+    "noreason": "Not discarded: choose one of the listed reasons.",
     "stale": "The row was changed by someone else after you opened it: here is the current version.",
 }
 
@@ -93,7 +95,7 @@ def discard(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Respo
     segment: Segment = _get(session, Segment, pk)
     reason = one(form, "reason")
     if reason not in store.DISCARD_REASONS:
-        return redirect(f"/segments/{pk}?notice=")
+        return redirect(f"/segments/{pk}?notice=noreason")
     if not segment.discarded:
         store.discard(session, segment, reason, one(form, "note").strip()[:2000], user)
     return redirect(f"/segments/{pk}?notice=discarded")
@@ -166,9 +168,7 @@ def _editor_context(segment: Segment) -> dict[str, Any]:
     }
 
 
-def _clip_exists(root: Any, clip: str) -> bool:
-    from rescue_bench.review.media import resolve_media
-
+def _clip_exists(root: Path, clip: str) -> bool:
     try:
         resolve_media(root, clip)
     except (MediaNotFound, OSError):
@@ -186,7 +186,8 @@ def row_page(request: Request, pk: int, user: CurrentUser, session: DB, notice: 
 def row_submit(request: Request, pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
     action = one(form, "action", "save")
-    base_version = int(one(form, "base_version", "0") or 0) if one(form, "base_version").isdigit() else 0
+    raw_version = one(form, "base_version")
+    base_version = int(raw_version) if raw_version.isdigit() else 0
     conflict = _own_conflict(session, one(form, "conflict_id"), row, user)
     base = conflict.data if conflict else store.data_at(session, row, base_version)
     posted = forms.state_from_form(form)
@@ -202,6 +203,9 @@ def row_submit(request: Request, pk: int, form: CheckedForm, user: CurrentUser, 
         return _row_page(request, session, row, user, posted, errors=errors, **keep)
     outcome = store.save_row(session, row, base_version, new, user, review=action == "save_review")
     if outcome.status == "conflict":
+        if conflict is not None:  # the new conflict holds this newer edit
+            conflict.resolved = True
+            session.commit()
         if outcome.conflict_id is None:
             return redirect(f"/rows/{pk}?notice=stale")
         return redirect(f"/conflicts/{outcome.conflict_id}")

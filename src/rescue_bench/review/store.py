@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from sqlalchemy import distinct, func, select, update
+from sqlalchemy import case, distinct, func, select, update
 from sqlalchemy.orm import Session
 
 from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User, utcnow
@@ -130,24 +130,28 @@ def segment_summaries(session: Session, group: str | None = None) -> list[Segmen
         stmt = stmt.where(Segment.group_name == group)
     segments = list(session.scalars(stmt))
     ids = [s.id for s in segments]
-    per_row = session.execute(
-        select(RowRecord.segment_pk, RowRecord.reviewed, RowRecord.data, RowRecord.draft).where(
-            RowRecord.segment_pk.in_(ids)
+    counts = (
+        select(
+            RowRecord.segment_pk,
+            func.count(),
+            func.sum(case((RowRecord.reviewed.is_(True), 1), else_=0)),
+            func.sum(case((RowRecord.edited.is_(True), 1), else_=0)),
         )
+        .where(RowRecord.segment_pk.in_(ids))
+        .group_by(RowRecord.segment_pk)
     )
-    tally: dict[int, list[int]] = {i: [0, 0, 0] for i in ids}
-    for pk, reviewed, data, draft in per_row:
-        tally[pk][0] += 1
-        tally[pk][1] += int(reviewed)
-        tally[pk][2] += int(data != draft)
+    tally = {
+        pk: (rows, int(reviewed or 0), int(edited or 0))
+        for pk, rows, reviewed, edited in session.execute(counts)
+    }
     comment_counts = select(Comment.segment_pk, func.count()).where(Comment.segment_pk.in_(ids))
     comments = {pk: n for pk, n in session.execute(comment_counts.group_by(Comment.segment_pk))}
     return [
         SegmentSummary(
             s,
-            rows=tally[s.id][0],
-            reviewed=tally[s.id][1],
-            edited=tally[s.id][2],
+            rows=tally.get(s.id, (0, 0, 0))[0],
+            reviewed=tally.get(s.id, (0, 0, 0))[1],
+            edited=tally.get(s.id, (0, 0, 0))[2],
             comments=comments.get(s.id, 0),
         )
         for s in segments
@@ -187,6 +191,7 @@ def save_row(
     values: dict[str, Any] = {
         "data": new,
         "version": base_version + 1,
+        "edited": new != row.draft,
         "updated_by_id": user.id,
         "updated_at": now,
     }

@@ -66,6 +66,7 @@ def upgrade() -> None:
         sa.Column("duration_sec", sa.Float(), nullable=True),
         sa.Column("violations", sa.JSON(), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
+        sa.Column("edited", sa.Boolean(), nullable=False),
         sa.Column("reviewed", sa.Boolean(), nullable=False),
         sa.Column("reviewed_by_id", sa.Integer(), sa.ForeignKey("users.id"), nullable=True),
         sa.Column("reviewed_at", _TS, nullable=True),
