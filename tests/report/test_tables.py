@@ -83,3 +83,20 @@ def test_failures_usage_and_config() -> None:
 def test_duplicate_models_get_directory_names() -> None:
     names = tables.display_names([_run(path="a"), _run(path="b"), _run("vllm/y", "c")])
     assert names == ["openai/x (a)", "openai/x (b)", "vllm/y"]
+
+
+def test_cost_from_prices_when_not_recorded(tmp_path: Path) -> None:
+    from functools import partial
+
+    from rescue_bench.engine.estimate import load_prices
+    from rescue_bench.errors import ConfigError
+
+    prices = tmp_path / "prices.json"
+    prices.write_text('{"openai/x": {"input": 2.5, "output": 10}, "openai/j": {"input": 1, "output": 2}}')
+    rows = tables.usage([_run()], partial(load_prices, prices)).rows
+    assert rows[0][-1].value == pytest.approx((100 * 2.5 + 7 * 10) / 1e6)
+    assert rows[1][-1].value == pytest.approx((50 * 1 + 5 * 2) / 1e6)
+    assert tables.usage([_run()]).rows[0][-1] is None
+    prices.write_text('{"openai/j": {"input": 1, "output": 2}}')
+    with pytest.raises(ConfigError, match="no entry for 'openai/x'"):
+        tables.usage([_run()], partial(load_prices, prices))

@@ -20,11 +20,15 @@ def report(
         bool,
         typer.Option("--with-paper", help="Add the paper's published Table 5 rows, marked as published."),
     ] = False,
+    prices: Annotated[
+        Path | None,
+        typer.Option("--prices", help="JSON prices (USD per million tokens) for the cost column."),
+    ] = None,
 ) -> None:
     """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex."""
     from rescue_bench.report.build import build_report, write_report
 
-    built = build_report(runs, with_paper=with_paper)
+    built = build_report(runs, with_paper=with_paper, prices=prices)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     typer.echo(

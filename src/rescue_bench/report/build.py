@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from functools import partial
 from pathlib import Path
 
 from rescue_bench import __version__
 from rescue_bench.data.stats import Transitions
+from rescue_bench.engine.estimate import load_prices
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.report import analysis, figures, tables
@@ -104,11 +106,15 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     return out
 
 
-def build_report(run_dirs: Sequence[str | Path], *, with_paper: bool = False) -> Report:
-    """Read the runs and build every table and figure.
+def build_report(
+    run_dirs: Sequence[str | Path], *, with_paper: bool = False, prices: Path | None = None
+) -> Report:
+    """Read the runs and build every table and figure; ``prices`` is a JSON price file for the cost column
+    (see :func:`rescue_bench.engine.estimate.load_prices`).
 
     Raises:
         DataError: a directory is not a readable run.
+        ConfigError: the price file is unreadable or lacks a model that used tokens.
     """
     runs = [with_scores(load_run(path)) for path in run_dirs]
     names = tables.display_names(runs)
@@ -118,7 +124,7 @@ def build_report(run_dirs: Sequence[str | Path], *, with_paper: bool = False) ->
         tables.per_label(runs),
         tables.label_distributions(runs),
         tables.failures(runs),
-        tables.usage(runs),
+        tables.usage(runs, None if prices is None else partial(load_prices, prices)),
         tables.config(runs),
     )
     title = "RESCUE-Bench report: " + ", ".join(names)

@@ -8,10 +8,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rescue_bench.engine.estimate import Prices
 from rescue_bench.report import analysis
 from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.report.rundir import RunData
@@ -234,28 +235,40 @@ def failures(runs: Sequence[RunData]) -> Table:
     )
 
 
-def usage(runs: Sequence[RunData]) -> Table:
-    """Requests, tokens and cost per run and task (from run.json counts), plus each judge's pass."""
+PriceOf = Callable[[str], Prices]
+"""The prices of a ``provider/model`` (raises ConfigError when unknown)."""
+
+
+def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
+    """Requests, tokens and cost per run and task (from run.json counts), plus each judge's pass.
+
+    Cost is the run's recorded cost when there is one, else tokens x ``prices`` of the model (or judge).
+    """
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
         counts = run.run.get("counts") or {}
         for task, entry in counts.items():
             if isinstance(entry, Mapping):
-                rows.append(_usage_row(name, task.upper(), entry))
+                rows.append(_usage_row(name, task.upper(), entry, run.name, prices))
         for judge, entry in (run.run.get("judge_counts") or {}).items():
-            rows.append(_usage_row(name, f"judge {judge}", entry))
+            rows.append(_usage_row(name, f"judge {judge}", entry, judge, prices))
     return Table(
         "usage",
         "Requests, tokens and cost",
         ("Model", "Part", "Requests", "Prompt tokens", "Completion tokens", "Reasoning tokens", "Cost (USD)"),
         tuple(rows),
-        "Cost is shown only when the run recorded it; '–' otherwise.",
+        "Cost: recorded by the run, or tokens x --prices; '–' when neither is known.",
     )
 
 
-def _usage_row(name: str, part: str, entry: Mapping[str, Any]) -> tuple[Value, ...]:
+def _usage_row(
+    name: str, part: str, entry: Mapping[str, Any], model: str, prices: PriceOf | None
+) -> tuple[Value, ...]:
     tokens = entry.get("tokens") or entry.get("usage") or {}
+    prompt, completion = int(tokens.get("prompt_tokens") or 0), int(tokens.get("completion_tokens") or 0)
     cost = entry.get("cost_usd", entry.get("cost"))
+    if not isinstance(cost, int | float) and prices is not None and prompt + completion:
+        cost = prices(model).cost(prompt, completion)
     return (
         name,
         part,
