@@ -100,3 +100,13 @@ def test_cost_from_prices_when_not_recorded(tmp_path: Path) -> None:
     prices.write_text('{"openai/j": {"input": 1, "output": 2}}')
     with pytest.raises(ConfigError, match="no entry for 'openai/x'"):
         tables.usage([_run()], partial(load_prices, prices))
+
+
+def test_judges_table_with_and_without_agreement() -> None:
+    agreement = {"er": {"n_items": 12, "alpha_ordinal": 0.61234, "exact_agreement": 0.5, "mae": 0.75}}
+    scores = {**SCORES, "_meta": {"judges": ["a/x", "b/y"], "judge_agreement": agreement}}
+    run = RunData(Path("r"), {"model": {"name": "m/1"}}, [], scores=scores)
+    (row,) = tables.judges([run]).rows
+    assert row[:4] == ("m/1", "ER", "a/x, b/y", 12)
+    assert (row[4].text(), row[5].text(), row[6].text()) == ("0.612", "50.0", "0.750")
+    assert tables.judges([_run()]).rows == (("openai/x", "ER, VP", "none", None, None, None, None),)

@@ -123,6 +123,7 @@ def build_report(
         tables.per_scenario(runs),
         tables.per_label(runs),
         tables.label_distributions(runs),
+        tables.judges(runs),
         tables.failures(runs),
         tables.usage(runs, None if prices is None else partial(load_prices, prices)),
         tables.config(runs),

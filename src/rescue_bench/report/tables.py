@@ -188,6 +188,40 @@ def label_distributions(runs: Sequence[RunData]) -> Table:
     )
 
 
+def judges(runs: Sequence[RunData]) -> Table:
+    """The judges of each run and, with several judges, their agreement (ER ``s_emo``, VP total)."""
+    rows: list[tuple[Value, ...]] = []
+    for name, run in zip(display_names(runs), runs, strict=True):
+        meta = (run.scores or {}).get("_meta") or {}
+        listed = ", ".join(meta.get("judges") or []) or "none"
+        agreement = meta.get("judge_agreement") or {}
+        for task in ("er", "vp"):
+            entry = agreement.get(task)
+            if entry:
+                alpha = entry.get("alpha_ordinal")
+                rows.append(
+                    (
+                        name,
+                        task.upper(),
+                        listed,
+                        entry.get("n_items"),
+                        None if alpha is None else Cell(alpha, digits=3),
+                        Cell(entry.get("exact_agreement"), scale=100.0, digits=1),
+                        Cell(entry.get("mae"), digits=3),
+                    )
+                )
+        if not agreement:
+            rows.append((name, "ER, VP", listed, None, None, None, None))
+    return Table(
+        "judges",
+        "Judges and inter-judge agreement",
+        ("Model", "Task", "Judges", "Items", "Krippendorff alpha (ordinal)", "Exact agreement (%)", "MAE"),
+        tuple(rows),
+        "Agreement on the ER emotion score (1-5) and the VP total (0-6) over the items at least two "
+        "judges scored; a score is the per-instance mean over the judges with a valid verdict.",
+    )
+
+
 def _count(entry: Mapping[str, Any], key: str) -> int:
     value = entry.get(key)
     return int(value) if isinstance(value, int | float) else 0

@@ -16,7 +16,16 @@ from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, Table, 
 if TYPE_CHECKING:
     from rescue_bench.report.build import Report
 
-SHEETS = ("leaderboard", "per_scenario", "per_label", "label_distribution", "failures", "usage", "config")
+SHEETS = (
+    "leaderboard",
+    "per_scenario",
+    "per_label",
+    "label_distribution",
+    "judges",
+    "failures",
+    "usage",
+    "config",
+)
 
 
 def text(value: Value, *, ci: bool = True) -> str:
