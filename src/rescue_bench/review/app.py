@@ -156,29 +156,33 @@ def _auth_router() -> APIRouter:
             app_state.limiter.failed(keys)
             return _login_form(request, target, "Wrong name or password.", 401)
         app_state.limiter.succeeded(keys[1])
-        success = redirect(target)
-        success.set_cookie(
-            SESSION_COOKIE,
-            app_state.codec.new_session(user),
-            max_age=app_state.codec.max_age,
-            httponly=True,
-            samesite="lax",
-            secure=secure_cookie(request),
-            path="/",
-        )
-        success.delete_cookie(LOGIN_COOKIE, path="/")
-        return success
+        return _signed_in(request, user, target)
 
     @router.post("/logout")
     def logout(form: CheckedForm, user: CurrentUser, session: DB) -> Response:
         user.session_epoch += 1  # ends this session and every other one of the user
-        session.merge(user)
         session.commit()
         response = redirect("/login")
         response.delete_cookie(SESSION_COOKIE, path="/")
         return response
 
     return router
+
+
+def _signed_in(request: Request, user: User, target: str) -> Response:
+    codec = state(request).codec
+    response = redirect(target)
+    response.set_cookie(
+        SESSION_COOKIE,
+        codec.new_session(user),
+        max_age=codec.max_age,
+        httponly=True,
+        samesite="lax",
+        secure=secure_cookie(request),
+        path="/",
+    )
+    response.delete_cookie(LOGIN_COOKIE, path="/")
+    return response
 
 
 def _authenticate(app_state: AppState, name: str, password: str) -> User | None:

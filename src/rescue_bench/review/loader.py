@@ -146,14 +146,7 @@ def _workdir_segment(
     manifest = _read_json(manifest_path)
     if not isinstance(manifest, dict) or not isinstance(manifest.get("rows"), list):
         raise DataError(f"{manifest_path}: expected an object with a 'rows' list")
-    segment_id = _text(manifest, "segment_id", manifest_path) or manifest_path.parent.name
-    sample_id = _text(manifest, "sample_id", manifest_path) or segment_id
-    scenario = manifest.get("scenario") or info.get("scenario")
-    if scenario not in ("couple", "family"):
-        raise DataError(f"{manifest_path}: scenario must be 'couple' or 'family' (got {scenario!r})")
-    participants = manifest.get("participants") or info.get("participants") or []
-    if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
-        raise DataError(f"{manifest_path}: participants must be a list of names")
+    segment_id, sample_id, scenario, participants = _identity(manifest, info, manifest_path)
     media = {entry["index"]: entry for entry in _manifest_rows(manifest_path, manifest["rows"])}
     draft_path = manifest_path.parent / "draft.json"
     draft, model, violations, warnings = _draft_rows(draft_path, manifest_path, media)
@@ -170,9 +163,9 @@ def _workdir_segment(
     ]
     warnings += [
         f"{manifest_path}: row {i} has no draft row"
-        for i in sorted(set(media) - {r.row_index for r in sample.rows})
+        for i in sorted(set(media) - {r.data["row_index"] for r in rows})
     ]
-    return SegmentInput(
+    segment = SegmentInput(
         segment_id=segment_id,
         sample_id=sample_id,
         group_name=group_of(sample_id, fallback_group),
@@ -183,7 +176,21 @@ def _workdir_segment(
         model=model,
         start_time=_number(manifest.get("start_time")),
         end_time=_number(manifest.get("end_time")),
-    ), warnings
+    )
+    return segment, warnings
+
+
+def _identity(manifest: dict[str, Any], info: dict[str, Any], path: Path) -> tuple[str, str, str, list[str]]:
+    """Segment id, sample id, scenario and participants of a manifest (workdir.json fills gaps)."""
+    segment_id = _text(manifest, "segment_id", path) or path.parent.name
+    sample_id = _text(manifest, "sample_id", path) or segment_id
+    scenario = manifest.get("scenario") or info.get("scenario")
+    if scenario not in ("couple", "family"):
+        raise DataError(f"{path}: scenario must be 'couple' or 'family' (got {scenario!r})")
+    participants = manifest.get("participants") or info.get("participants") or []
+    if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
+        raise DataError(f"{path}: participants must be a list of names")
+    return segment_id, sample_id, scenario, participants
 
 
 def _manifest_rows(manifest_path: Path, rows: list[Any]) -> list[dict[str, Any]]:

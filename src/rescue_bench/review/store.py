@@ -197,40 +197,44 @@ def save_row(
     }
     if review:
         values.update(reviewed=True, reviewed_by_id=user.id, reviewed_at=now)
+    if not _update_at(session, row.id, base_version, values):
+        return _conflict(session, row.id, base_version, new, user)
+    version = RowVersion(
+        row_id=row.id, version=base_version + 1, action="edit", user_id=user.id, created_at=now
+    )
+    version.before, version.after = before, new
+    session.add(version)
+    if review:
+        session.add(_review_event(row, user, base_version + 1, now))
+    session.commit()
+    session.refresh(row)
+    return SaveOutcome("saved", base_version + 1)
+
+
+def _review_event(row: RowRecord, user: User, version: int, now: datetime, *, reviewed: bool = True) -> Event:
+    kind = "review" if reviewed else "unreview"
+    return Event(
+        kind=kind,
+        segment_pk=row.segment_pk,
+        row_id=row.id,
+        user_id=user.id,
+        created_at=now,
+        detail={"version": version},
+    )
+
+
+def _update_at(session: Session, row_id: int, version: int, values: dict[str, Any]) -> bool:
+    """Apply ``values`` only if the row is still at ``version`` (the optimistic lock); roll back if not."""
     result = session.execute(
         update(RowRecord)
-        .where(RowRecord.id == row.id, RowRecord.version == base_version)
+        .where(RowRecord.id == row_id, RowRecord.version == version)
         .values(**values)
         .execution_options(synchronize_session=False)
     )
     if result.rowcount != 1:  # type: ignore[attr-defined]
         session.rollback()
-        return _conflict(session, row.id, base_version, new, user)
-    session.add(
-        RowVersion(
-            row_id=row.id,
-            version=base_version + 1,
-            action="edit",
-            user_id=user.id,
-            created_at=now,
-            before=before,
-            after=new,
-        )
-    )
-    if review:
-        session.add(
-            Event(
-                kind="review",
-                segment_pk=row.segment_pk,
-                row_id=row.id,
-                user_id=user.id,
-                created_at=now,
-                detail={"version": base_version + 1},
-            )
-        )
-    session.commit()
-    session.refresh(row)
-    return SaveOutcome("saved", base_version + 1)
+        return False
+    return True
 
 
 def _conflict(
@@ -261,26 +265,10 @@ def set_reviewed(
         "reviewed_by_id": user.id if reviewed else None,
         "reviewed_at": now if reviewed else None,
     }
-    result = session.execute(
-        update(RowRecord)
-        .where(RowRecord.id == row.id, RowRecord.version == base_version)
-        .values(**values)
-        .execution_options(synchronize_session=False)
-    )
-    if result.rowcount != 1:  # type: ignore[attr-defined]
-        session.rollback()
+    if not _update_at(session, row.id, base_version, values):
         current = session.get(RowRecord, row.id, populate_existing=True)
         return SaveOutcome("conflict", current.version if current else base_version)
-    session.add(
-        Event(
-            kind="review" if reviewed else "unreview",
-            segment_pk=row.segment_pk,
-            row_id=row.id,
-            user_id=user.id,
-            created_at=now,
-            detail={"version": base_version},
-        )
-    )
+    session.add(_review_event(row, user, base_version, now, reviewed=reviewed))
     session.commit()
     session.refresh(row)
     return SaveOutcome("saved", row.version)
