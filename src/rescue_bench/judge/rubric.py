@@ -194,6 +194,7 @@ class Verdict:
 
 
 _FENCE = re.compile(r"^\s*```(?:json)?\s*|\s*```\s*$", re.IGNORECASE)
+_MAX_SCAN = 2000
 
 
 def extract_json(text: str) -> Json:
@@ -205,15 +206,18 @@ def extract_json(text: str) -> Json:
     {'a': 1}
     """
     stripped = _FENCE.sub("", text.strip())
+    # ValueError covers JSONDecodeError and integers too long to convert; RecursionError deep nesting.
     try:
         return json.loads(stripped)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         pass
     decoder = json.JSONDecoder()
-    for match in re.finditer(r"[\[{]", stripped):
+    for attempt, match in enumerate(re.finditer(r"[\[{]", stripped)):
+        if attempt >= _MAX_SCAN:  # a reply of nothing but brackets would otherwise cost minutes
+            break
         try:
             value, _ = decoder.raw_decode(stripped, match.start())
-        except json.JSONDecodeError:
+        except (ValueError, RecursionError):
             continue
         return value
     raise ValueError("reply holds no JSON object")
@@ -228,7 +232,10 @@ def _integer(value: Json) -> int | None:
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return int(value)
     if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+(\.0+)?\s*", value):
-        return int(float(value))
+        try:  # not int(float(...)): a 400-digit string is a float overflow, not an integer
+            return int(value.strip().split(".", 1)[0])
+        except ValueError:  # more digits than Python converts
+            return None
     return None
 
 
