@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from rescue_bench.annotate import media, prompt
 from rescue_bench.annotate.rules import RuleContext, Violation, check_rows, skeleton
-from rescue_bench.annotate.workdir import Draft, SegmentManifest
+from rescue_bench.annotate.workdir import Draft, DraftStatus, SegmentManifest
 from rescue_bench.data.schema import Row
 from rescue_bench.errors import DataError
 from rescue_bench.records import Json, Request
@@ -233,8 +233,12 @@ def assemble(segment: SegmentManifest, results: Sequence[DraftResult], model: st
             if listed:
                 violations[str(index)] = listed
             rows.append(row)
-    status = "unusable" if not usable else "clean" if not violations and not overall else "violations"
-    return Draft(model, tuple(rows), violations, status, tuple(overall))  # type: ignore[arg-type]
+    status: DraftStatus = "violations"
+    if not usable:
+        status = "unusable"
+    elif not violations and not overall:
+        status = "clean"
+    return Draft(model, tuple(rows), violations, status, tuple(overall))
 
 
 def loadable_row(raw: Mapping[str, Any], index: int, manifest_row: Any) -> tuple[dict[str, Json], list[str]]:
