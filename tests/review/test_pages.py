@@ -255,5 +255,14 @@ def test_stored_script_is_shown_inert(tmp_path: Path, empty_db_url: str) -> None
 
 
 def test_unknown_pages_are_404(ann: TestClient) -> None:
-    for path in ("/rows/999", "/segments/999", "/conflicts/999", "/rows/999/history", "/ratings/999"):
+    for path in (
+        "/rows/999",
+        "/segments/999",
+        "/conflicts/999",
+        "/rows/999/history",
+        "/ratings/999",
+        "/rows/abc",
+        "/segments?segment=abc",
+        "/nowhere",
+    ):
         assert ann.get(path).status_code == 404, path

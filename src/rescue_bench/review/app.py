@@ -11,6 +11,7 @@ from collections.abc import Awaitable, Callable
 from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.concurrency import run_in_threadpool
@@ -112,6 +113,10 @@ def _install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(NotFound)
     async def _not_found(request: Request, _exc: NotFound) -> Response:
+        return _message(request, 404, "Not found", "There is nothing here.")
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, _exc: RequestValidationError) -> Response:
         return _message(request, 404, "Not found", "There is nothing here.")
 
     @app.exception_handler(StarletteHTTPException)
