@@ -7,9 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from rescue_bench.engine.batch import export_batch, import_batch, read_results
-from rescue_bench.engine.run import execute_run
-from rescue_bench.engine.store import read_jsonl
 from tests.engine import tiny_task
 from tests.engine.conftest import (
     TINY_TASKS,
@@ -20,6 +17,10 @@ from tests.engine.conftest import (
     write_jsonl,
 )
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
+
+from rescue_bench.engine.batch import export_batch, import_batch, read_results
+from rescue_bench.engine.run import execute_run
+from rescue_bench.engine.store import read_jsonl
 
 
 def answer_line(line: dict[str, Any], index: int) -> dict[str, Any]:

@@ -60,7 +60,7 @@ def test_predictions_without_manifest_are_refused(tmp_path: Path) -> None:
     (tmp_path / "run" / "predictions.jsonl").write_text('{"instance_id": "a"}\n')
     from rescue_bench.errors import ConfigError
 
-    with pytest.raises(ConfigError, match="no run.json"):
+    with pytest.raises(ConfigError, match=r"no run\.json"):
         RunStore(tmp_path / "run").check_compatible({"config": {}})
 
 

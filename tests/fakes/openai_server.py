@@ -200,6 +200,9 @@ class FakeOpenAIServer:
         self.requests: list[ChatRequest] = []
         self.completed = 0
         """Responses written in full with status 200."""
+        self.in_flight = 0
+        self.max_in_flight = 0
+        """The most chat requests the server was handling at once."""
         self._port = port
         self._lock = threading.Lock()
         self._seen: Counter[str] = Counter()
@@ -243,6 +246,7 @@ class FakeOpenAIServer:
             self.requests.clear()
             self._seen.clear()
             self.completed = 0
+            self.max_in_flight = 0
 
     # -- serving
     # -----------------------------------------------------------------------------------------------
@@ -293,9 +297,14 @@ class FakeOpenAIServer:
             request = self._log(path, headers, json.loads(raw or b"{}"))
             script = self._script(request)
         delay = self.latency if script.delay is None else script.delay
-        if delay > 0:
-            await asyncio.sleep(delay)
-        return await self._write(script, request, writer)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            if delay > 0:
+                await asyncio.sleep(delay)
+            return await self._write(script, request, writer)
+        finally:
+            self.in_flight -= 1
 
     def _log(self, path: str, headers: dict[str, str], body: dict[str, Any]) -> ChatRequest:
         with self._lock:

@@ -204,7 +204,7 @@ def test_fatal_statuses_raise_without_the_key() -> None:
         and KEY not in str(caught.value)
         and "OPENAI_API_KEY" in str(caught.value)
     )
-    with pytest.raises(ProviderError, match="HTTP 404.*check the model name"):
+    with pytest.raises(ProviderError, match=r"HTTP 404.*check the model name"):
         call(provider(respond(404, {"error": {"message": "model not found"}})))
 
 

@@ -42,7 +42,6 @@ def custom_id(request: Request) -> str:
 
 def batch_line(provider: OpenAICompatProvider, request: Request, params: GenerationParams) -> dict[str, Json]:
     body = provider.body(request, params, provider.effective_format(params))
-    body.update(body.pop("extra_body", {}))  # the SDK's extra_body is plain top-level JSON on the wire
     return {"custom_id": custom_id(request), "method": "POST", "url": BATCH_URL, "body": body}
 
 

@@ -18,6 +18,7 @@ import sqlite3
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 
@@ -25,7 +26,13 @@ from rescue_bench.models.base import GenerationParams
 from rescue_bench.records import Json, Reply, Request, Usage
 
 CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
-KEY_VERSION = 1
+KEY_VERSION = 2
+FLUSH_ROWS = 64
+FLUSH_SECONDS = 2.0
+_SELECT = (
+    "SELECT text, reasoning, finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, meta "
+    "FROM responses WHERE key = ?"
+)
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS responses (
     key TEXT PRIMARY KEY, created REAL NOT NULL, provider TEXT NOT NULL, model TEXT NOT NULL, text TEXT NOT
@@ -45,8 +52,13 @@ def default_cache_path() -> Path:
     return cache_dir() / "responses.sqlite3"
 
 
-def cache_key(identity: dict[str, Json], request: Request, params: GenerationParams) -> str:
+def cache_key(
+    identity: dict[str, Json], request: Request, params: GenerationParams, content_key: str | None = None
+) -> str:
     """The cache key of one request: any change of model, endpoint, message, parameter or schema changes it.
+
+    ``content_key`` is ``request.content_key()`` (messages, schema, token limit) when the caller has it
+    already.
 
     >>> msgs = ({"role": "user", "content": "hi"},)
     >>> req = Request(task="t", messages=msgs, response_schema={}, instance_ids=("a",))
@@ -60,9 +72,7 @@ def cache_key(identity: dict[str, Json], request: Request, params: GenerationPar
         {
             "v": KEY_VERSION,
             "provider": {k: identity.get(k) for k in ("provider", "base_url", "model")},
-            "messages": request.messages,
-            "schema": request.response_schema,
-            "max_tokens": request.max_tokens,
+            "request": content_key or request.content_key(),
             "params": asdict(params),
         },
         sort_keys=True,
@@ -93,14 +103,13 @@ class ResponseCache:
         # newest rows, which are then asked again.
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute(_SCHEMA)
+        self._pending: dict[str, tuple[Any, ...]] = {}
+        self._flushed = time.monotonic()
 
     def get(self, key: str) -> tuple[Reply, dict[str, Json]] | None:
         """The stored reply (marked ``cached``) and its meta, or ``None``."""
-        row = self._db.execute(
-            "SELECT text, reasoning, finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, meta "
-            "FROM responses WHERE key = ?",
-            (key,),
-        ).fetchone()
+        pending = self._pending.get(key)
+        row = pending[4:] if pending is not None else self._db.execute(_SELECT, (key,)).fetchone()
         if row is None:
             return None
         text, reasoning, finish, p_tok, c_tok, r_tok, meta = row
@@ -117,27 +126,44 @@ class ResponseCache:
     def put(
         self, key: str, reply: Reply, identity: dict[str, Json], meta: dict[str, Json] | None = None
     ) -> None:
-        """Store a successful reply; failures are never cached."""
+        """Store a successful reply; failures are never cached.
+
+        Rows are written in groups (every :data:`FLUSH_ROWS` rows or :data:`FLUSH_SECONDS`, and on close): one
+        transaction per reply would cost more than the rest of a request's bookkeeping. A crash loses at most
+        that group, whose requests are then asked again by later runs; the run directory keeps the replies.
+        """
         if not reply.ok:
             return
-        self._db.execute(
-            "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (
-                key,
-                time.time(),
-                str(identity.get("provider", "")),
-                str(identity.get("model", "")),
-                reply.text,
-                reply.reasoning,
-                reply.finish_reason,
-                reply.usage.prompt_tokens,
-                reply.usage.completion_tokens,
-                reply.usage.reasoning_tokens,
-                json.dumps(meta or {}, sort_keys=True),
-            ),
+        self._pending[key] = (
+            key,
+            time.time(),
+            str(identity.get("provider", "")),
+            str(identity.get("model", "")),
+            reply.text,
+            reply.reasoning,
+            reply.finish_reason,
+            reply.usage.prompt_tokens,
+            reply.usage.completion_tokens,
+            reply.usage.reasoning_tokens,
+            json.dumps(meta or {}, sort_keys=True),
         )
+        if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._flushed > FLUSH_SECONDS:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write the pending rows in one transaction."""
+        if self._pending:
+            rows = list(self._pending.values())
+            with self._db:
+                self._db.execute("BEGIN")
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                )
+            self._pending.clear()
+        self._flushed = time.monotonic()
 
     def stats(self) -> CacheStats:
+        self.flush()
         entries = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         by_model = dict(
             self._db.execute(
@@ -149,6 +175,7 @@ class ResponseCache:
 
     def clear(self, model: str | None = None) -> int:
         """Delete every entry, or those of one ``provider/model``; return how many went."""
+        self.flush()
         if model is None:
             cursor = self._db.execute("DELETE FROM responses")
         else:
@@ -159,6 +186,7 @@ class ResponseCache:
         return int(deleted)
 
     def close(self) -> None:
+        self.flush()
         self._db.close()
 
     def __enter__(self) -> ResponseCache:

@@ -58,6 +58,8 @@ class Outcome:
     """What happened to one request."""
 
     request: Request
+    request_key: str
+    """``request.content_key()``: what ``requests.jsonl`` and ``predictions.jsonl`` call the request."""
     cache_key: str
     reply: Reply
     masked: bool = False
@@ -118,16 +120,17 @@ class Engine:
             ProviderError: the endpoint failed in a way that no other request can avoid (bad key, unknown
             model).
         """
-        key = cache_key(self.identity, request, self.params)
+        content = request.content_key()
+        key = cache_key(self.identity, request, self.params, content)
         if self.cache is not None and not refresh:
             hit = self.cache.get(key)
             if hit is not None:
                 reply, meta = hit
-                outcome = Outcome(request, key, reply, masked=bool(meta.get("masked")))
+                outcome = Outcome(request, content, key, reply, masked=bool(meta.get("masked")))
                 self.stats.add(outcome)
                 return outcome
         reserved = self.budget.reserve(request) if self.budget is not None else 0.0
-        outcome = await self._call(request, key)
+        outcome = await self._call(request, content, key)
         if self.budget is not None:
             self.budget.settle(reserved, outcome.reply.usage)
         if self.cache is not None and outcome.reply.ok:
@@ -137,17 +140,17 @@ class Engine:
         self.stats.add(outcome)
         return outcome
 
-    async def _call(self, request: Request, key: str) -> Outcome:
+    async def _call(self, request: Request, content: str, key: str) -> Outcome:
         reply, attempts = await self._attempts(request, 0)
         if not isinstance(reply, ModerationRefusal):
-            return Outcome(request, key, reply)
+            return Outcome(request, content, key, reply)
         masked_messages, n_masked = mask_messages(request.messages)
         if n_masked == 0:
             failure = Reply.failure(
                 f"content moderation refused the prompt ({reply}); no sensitive word to mask",
                 attempts=attempts,
             )
-            return Outcome(request, key, failure, refused=True)
+            return Outcome(request, content, key, failure, refused=True)
         masked, attempts = await self._attempts(replace(request, messages=masked_messages), attempts)
         if isinstance(masked, ModerationRefusal):
             failure = Reply.failure(
@@ -155,8 +158,8 @@ class Engine:
                 "sensitive words masked",
                 attempts=attempts,
             )
-            return Outcome(request, key, failure, masked=True, refused=True)
-        return Outcome(request, key, masked, masked=True, refused=True)
+            return Outcome(request, content, key, failure, masked=True, refused=True)
+        return Outcome(request, content, key, masked, masked=True, refused=True)
 
     async def _attempts(self, request: Request, before: int) -> tuple[Reply | ModerationRefusal, int]:
         async def once() -> Reply | ModerationRefusal:

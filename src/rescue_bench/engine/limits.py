@@ -133,13 +133,15 @@ async def call_with_retries(
     latency = 0.0
     while True:
         attempts += 1
-        started = time.perf_counter()
         try:
             async with limiter.slot(tokens):
-                value = await call()
-            return Attempted(value, None, attempts, latency + time.perf_counter() - started)
+                started = time.perf_counter()
+                try:
+                    value = await call()
+                finally:
+                    latency += time.perf_counter() - started
+            return Attempted(value, None, attempts, latency)
         except RetryableError as exc:
-            latency += time.perf_counter() - started
             if attempts > policy.max_retries:
                 return Attempted(None, f"{exc} (gave up after {attempts} attempts)", attempts, latency)
             await sleep(policy.delay(attempts, exc.retry_after, rng))

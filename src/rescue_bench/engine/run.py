@@ -166,7 +166,7 @@ def _finish(
     config: RunConfig,
 ) -> RunResult:
     order = [inst.id for plan in plans for inst in plan.instances]
-    records = store.compact_predictions(order)
+    records = store.compact_predictions(order, runner.done)
     store.close()
     counts = count_run(plans, records, store.request_records())
     complete = all(c["done"] == c["instances"] for c in counts.values())
@@ -357,7 +357,7 @@ def request_record(outcome: Outcome, *, single: bool) -> dict[str, Json]:
     """One ``requests.jsonl`` line."""
     reply, request = outcome.reply, outcome.request
     return {
-        "request_key": request.content_key(),
+        "request_key": outcome.request_key,
         "cache_key": outcome.cache_key,
         "task": request.task,
         "instance_ids": list(request.instance_ids),
@@ -395,6 +395,6 @@ def prediction_record(
         "problems": list(pred.problems),
         "meta": inst.meta,
         "scores": score.metrics,
-        "request_key": outcome.request.content_key() if outcome else None,
+        "request_key": outcome.request_key if outcome else None,
         "single": single,
     }

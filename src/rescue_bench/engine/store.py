@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -103,12 +104,22 @@ def cut_torn_tail(path: Path) -> None:
 
 
 class JsonlAppender:
-    """Append records to a JSONL file: one ``write`` per group of records, then flush and fsync."""
+    """Append records to a JSONL file: one ``write`` per group of records, flushed at once, then fsync'd.
+
+    The flush hands the bytes to the kernel before :meth:`append` returns, so a killed process loses nothing
+    it appended. The fsync (which guards against a crash of the machine) runs in a background thread as a
+    group commit: it can take milliseconds on a busy disk, and the event loop must not wait for it.
+    :meth:`close` waits for the last fsync.
+    """
 
     def __init__(self, path: Path) -> None:
         cut_torn_tail(path)
         self.path = path
         self._out: IO[bytes] = path.open("ab")
+        self._dirty = threading.Event()
+        self._closing = False
+        self._syncer = threading.Thread(target=self._sync_loop, name=f"fsync-{path.name}", daemon=True)
+        self._syncer.start()
 
     def append(self, records: Sequence[Mapping[str, Json]]) -> None:
         if not records:
@@ -118,9 +129,23 @@ class JsonlAppender:
         )
         self._out.write(blob)
         self._out.flush()
-        os.fsync(self._out.fileno())
+        self._dirty.set()
+
+    def _sync_loop(self) -> None:
+        fd = self._out.fileno()
+        while True:
+            self._dirty.wait()
+            self._dirty.clear()
+            if self._closing:
+                return
+            os.fsync(fd)
 
     def close(self) -> None:
+        self._closing = True
+        self._dirty.set()
+        self._syncer.join()
+        self._out.flush()
+        os.fsync(self._out.fileno())
         self._out.close()
 
 
@@ -204,9 +229,15 @@ class RunStore:
     def request_records(self) -> list[dict[str, Json]]:
         return list(read_jsonl(self.requests_file))
 
-    def compact_predictions(self, order: Sequence[str]) -> list[dict[str, Json]]:
-        """Rewrite ``predictions.jsonl`` with one line per instance (the latest), ids in ``order`` first."""
-        latest = self.latest_predictions()
+    def compact_predictions(
+        self, order: Sequence[str], latest: Mapping[str, dict[str, Json]] | None = None
+    ) -> list[dict[str, Json]]:
+        """Rewrite ``predictions.jsonl`` with one line per instance (the latest), ids in ``order`` first.
+
+        ``latest`` is the caller's up-to-date view of the file (latest line per id), which saves reading it
+        again.
+        """
+        latest = self.latest_predictions() if latest is None else latest
         ranked = {iid: i for i, iid in enumerate(order)}
         records = sorted(
             latest.values(),
@@ -217,13 +248,15 @@ class RunStore:
             self._predictions.close()
         tmp = self.predictions_file.with_name(f".{PREDICTIONS_FILE}.tmp")
         with tmp.open("wb") as out:
-            for record in records:
-                out.write(json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n")
+            out.write(
+                b"".join(
+                    json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in records
+                )
+            )
             out.flush()
             os.fsync(out.fileno())
         os.replace(tmp, self.predictions_file)
-        if reopen:
-            self._predictions = JsonlAppender(self.predictions_file)
+        self._predictions = JsonlAppender(self.predictions_file) if reopen else None
         return records
 
     def write_scores(self, scores: Mapping[str, Any]) -> None:
@@ -233,10 +266,8 @@ class RunStore:
 def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[str]:
     """What differs between two manifests: config, model, dataset content, prompt templates.
 
-    >>> old = {"config": {"model": "openai/a", "seed": 1}, "dataset": {"hash": "x"}, "prompt_hashes": {"itp":
-    "1"}}
-    >>> new = {"config": {"model": "openai/b", "seed": 1}, "dataset": {"hash": "y"}, "prompt_hashes": {"itp":
-    "2"}}
+    >>> old = {"config": {"model": "openai/a"}, "dataset": {"hash": "x"}, "prompt_hashes": {"itp": "1"}}
+    >>> new = {"config": {"model": "openai/b"}, "dataset": {"hash": "y"}, "prompt_hashes": {"itp": "2"}}
     >>> describe_changes(old, new)
     ["model: 'openai/a' -> 'openai/b'", 'dataset content (hash x -> y)', 'prompt template of itp']
     """
@@ -248,7 +279,7 @@ def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[s
         if old_cfg.get(key) != new_cfg.get(key):
             changes.append(f"{key}: {old_cfg.get(key)!r} -> {new_cfg.get(key)!r}")
     old_model, new_model = _section(old, "model"), _section(new, "model")
-    # The endpoint may move (a local server on another port) while serving the same model: recorded, not compared.
+    # The endpoint may move (a local server on another port) and serve the same model: recorded, not compared.
     for key in sorted((set(old_model) | set(new_model)) - {"base_url"}):
         if old_model.get(key) != new_model.get(key):
             changes.append(f"model {key}: {old_model.get(key)!r} -> {new_model.get(key)!r}")

@@ -18,6 +18,7 @@ the key.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import time
 from typing import Any
@@ -34,6 +35,7 @@ from rescue_bench.models.presets import Preset, public_url
 from rescue_bench.records import Json, Reply, Request, Usage
 
 FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
+CLIENT_SHARDS = 8
 _FATAL_STATUS = (401, 403, 404)
 _FORMAT_REJECTION_STATUS = (400, 422, 500)
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
@@ -57,25 +59,51 @@ class OpenAICompatProvider:
         self.preset = preset
         self.base_url = base_url
         self._secrets = (api_key,)
-        self._client = AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
-        )
+        if http_client is not None:
+            self._clients = [self._sdk(api_key, base_url, timeout, http_client)]
+        else:
+            # Several clients, used in turn: httpcore's pool scans (and probes) every idle connection whenever
+            # a request starts or ends, which costs milliseconds of CPU per request at 64 connections in one
+            # pool. They share one SSL context, whose certificate loading is the expensive part of a client.
+            verify = httpx2.create_ssl_context()
+            self._clients = [
+                self._sdk(api_key, base_url, timeout, openai.DefaultAsyncHttpx2Client(verify=verify))
+                for _ in range(CLIENT_SHARDS)
+            ]
+        self._turn = itertools.cycle(self._clients)
         self.timeout = timeout
         self.format_ceiling: ResponseFormat = preset.best_format
         """The richest response format this endpoint took; lowered when it rejects one."""
+
+    @staticmethod
+    def _sdk(
+        api_key: str, base_url: str, timeout: float, http_client: httpx2.AsyncClient | None
+    ) -> AsyncOpenAI:
+        return AsyncOpenAI(
+            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
+        )
 
     def identity(self) -> dict[str, Json]:
         return {"provider": self.preset.name, "model": self.model, "base_url": public_url(self.base_url)}
 
     async def aclose(self) -> None:
-        await self._client.close()
+        for client in self._clients:
+            await client.close()
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         fmt = _lower(params.response_format, self.format_ceiling)
         started = time.perf_counter()
         while True:
             try:
-                response = await self._client.chat.completions.create(**self.body(request, params, fmt))
+                # The SDK's post() with the body as JSON: create() would walk every prompt and schema through
+                # its type transformer, which costs more CPU than everything else a request needs.
+                raw = await next(self._turn).post(
+                    "/chat/completions",
+                    cast_to=httpx2.Response,
+                    body=self.body(request, params, fmt),
+                    options={"security": {"bearer_auth": True}},
+                )
+                data = json.loads(raw.content)
             except openai.APIStatusError as exc:
                 if fmt != "text" and _rejects_format(exc):
                     fmt = FORMAT_LADDER[FORMAT_LADDER.index(fmt) + 1]
@@ -86,12 +114,12 @@ class OpenAICompatProvider:
                 raise RetryableError(f"timeout after {self.timeout:g} s") from None
             except openai.APIConnectionError as exc:
                 raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
-            except ValueError as exc:  # the SDK's json.loads on a truncated or garbled body
+            except ValueError as exc:  # a truncated or garbled body
                 raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
-            return self._reply(response, time.perf_counter() - started)
+            return self._reply(data, time.perf_counter() - started)
 
     def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]:
-        """The keyword arguments of ``chat.completions.create`` (also the body of a Batch API line)."""
+        """The JSON body of the chat completion request (also the ``body`` of a Batch API line)."""
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
@@ -103,12 +131,9 @@ class OpenAICompatProvider:
         response_format = _response_format(fmt, request, self.preset)
         if response_format is not None:
             body["response_format"] = response_format
-        extra: dict[str, Json] = {}
         if params.disable_thinking and self.preset.thinking_off:
-            extra.update(self.preset.thinking_off)
-        extra.update(params.extra)
-        if extra:
-            body["extra_body"] = extra
+            body.update(self.preset.thinking_off)
+        body.update(params.extra)
         return body
 
     def effective_format(self, params: GenerationParams) -> ResponseFormat:
@@ -129,21 +154,21 @@ class OpenAICompatProvider:
             raise ProviderError(message + _hint(status, self.preset)) from None
         return Reply.failure(message, latency=latency)
 
-    def _reply(self, response: Any, latency: float) -> Reply:
-        if not response.choices:
-            raise RetryableError("response without choices")
-        choice = response.choices[0]
-        message = choice.message
-        text = message.content or ""
-        finish = choice.finish_reason
+    def _reply(self, data: Any, latency: float) -> Reply:
+        try:
+            choice = data["choices"][0]
+            message = choice["message"]
+        except (KeyError, IndexError, TypeError):
+            raise RetryableError("response without choices") from None
+        text = message.get("content") or ""
+        finish = choice.get("finish_reason")
         if finish == "content_filter" and not text:
             raise ModerationRefusal("finish_reason content_filter")
-        extra = message.model_extra or {}
-        reasoning = extra.get("reasoning_content") or extra.get("reasoning")
+        reasoning = message.get("reasoning_content") or message.get("reasoning")
         return Reply(
-            text=text,
+            text=text if isinstance(text, str) else json.dumps(text),
             reasoning=reasoning if isinstance(reasoning, str) else None,
-            usage=_usage(response.usage),
+            usage=_usage(data.get("usage")),
             latency=latency,
             finish_reason=finish,
         )
@@ -191,11 +216,19 @@ def _rejects_format(exc: openai.APIStatusError) -> bool:
 
 
 def _usage(usage: Any) -> Usage:
-    if usage is None:
+    """Token counts of a response's ``usage`` object.
+
+    >>> _usage({"prompt_tokens": 9, "completion_tokens": 4,
+    ...         "completion_tokens_details": {"reasoning_tokens": 2}})
+    Usage(prompt_tokens=9, completion_tokens=4, reasoning_tokens=2)
+    """
+    if not isinstance(usage, dict):
         return Usage()
-    details = getattr(usage, "completion_tokens_details", None)
-    reasoning = getattr(details, "reasoning_tokens", None) or 0
-    return Usage(int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0), int(reasoning))
+    details = usage.get("completion_tokens_details") or {}
+    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else 0
+    return Usage(
+        int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), int(reasoning or 0)
+    )
 
 
 def _hint(status: int, preset: Preset) -> str:

@@ -1,0 +1,139 @@
+"""Measure the engine against a fake endpoint: throughput, harness CPU, memory, cached re-run, sequential speedup.
+
+Usage: ``python benchmarks/bench_engine.py [--samples 191] [--concurrency 64] [--latency 0.5]
+[--sequential-subset 20]``.
+
+Setup: the full-scale synthetic dataset (:mod:`rescue_bench.data.synth`, 191 fictional samples), all six tasks,
+and the fake OpenAI-compatible server of ``tests/fakes/openai_server.py`` in a separate process (so its CPU is not
+counted as the harness's), answering every request after ``--latency`` seconds with no concurrency limit of its own.
+
+Reported:
+
+* throughput of the online run, against the ideal ``concurrency / latency`` (target: at least 90%);
+* harness CPU per request (user + system time of this process, all threads, divided by requests; target < 2 ms),
+  covering everything a run does: data loading, building and rendering, the SDK and HTTP stack, cache,
+  recording, parsing, scoring and aggregation;
+* peak resident memory of this process (target < 500 MB);
+* a fully cached re-run of the same config into a new run directory (target < 10 s);
+* the speedup over a client that works like the reference scripts (one request at a time, then a 0.3 s sleep).
+  Its time is measured on ``--sequential-subset`` requests and extrapolated to the whole run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
+    script = REPO / "tests" / "fakes" / "openai_server.py"
+    proc = subprocess.Popen([sys.executable, str(script), "--latency", str(latency)], stdout=subprocess.PIPE,
+                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed_run(config: Any, out: Path, concurrency: int) -> tuple[Any, float, float]:
+    from rescue_bench.engine.execute import EngineOptions
+    from rescue_bench.engine.run import RunOptions, execute_run
+
+    options = RunOptions(engine=EngineOptions(concurrency=concurrency, max_retries=2), quiet=True, timeout=60)
+    cpu, wall = cpu_seconds(), time.perf_counter()
+    result = asyncio.run(execute_run(config, out, options))
+    return result, time.perf_counter() - wall, cpu_seconds() - cpu
+
+
+def sequential_subset(base_url: str, data: str, n: int) -> tuple[float, int]:
+    """Seconds for ``n`` requests sent like the reference scripts: blocking, one by one, 0.3 s apart."""
+    from openai import OpenAI
+
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.engine.manifest import RunConfig, build_plans, select_samples
+
+    config = RunConfig(model="vllm/bench", data=data)
+    plans = build_plans(select_samples(load_samples(data), config), config)
+    requests = [p.task.render(b, p.cfg) for p in plans for b in p.batches[: max(1, n // len(plans))]][:n]
+    client = OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
+    started = time.perf_counter()
+    for request in requests:
+        client.chat.completions.create(model="bench", messages=list(request.messages),  # type: ignore[arg-type]
+                                       temperature=0, max_tokens=request.max_tokens,
+                                       response_format={"type": "json_object"})
+        time.sleep(0.3)
+    return time.perf_counter() - started, len(requests)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--samples", type=int, default=191)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--latency", type=float, default=0.5)
+    parser.add_argument("--sequential-subset", type=int, default=20)
+    parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
+    args = parser.parse_args(argv)
+
+    tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
+    os.environ["RESCUE_BENCH_CACHE_DIR"] = str(tmp / "cache")
+    from rescue_bench.data.synth import write_synthetic
+    from rescue_bench.engine.manifest import RunConfig
+
+    summary = write_synthetic(tmp / "synthetic.jsonl", samples=args.samples, seed=0)
+    print(summary.describe())
+    server, base_url = start_server(args.latency)
+    try:
+        config = RunConfig(model="vllm/bench", data=str(summary.path), base_url=base_url)
+        result, wall, cpu = timed_run(config, tmp / "online", args.concurrency)
+        peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        requests = sum(c["requests"] for c in result.counts.values())
+        instances = sum(c["instances"] for c in result.counts.values())
+        cached, cached_wall, _ = timed_run(config, tmp / "cached", args.concurrency)
+        hits = sum(c["cache_hits"] for c in cached.counts.values())
+        seq_time, seq_n = sequential_subset(base_url, str(summary.path), args.sequential_subset)
+    finally:
+        server.terminate()
+        server.wait(10)
+
+    ideal = args.concurrency / args.latency
+    waves = -(-requests // args.concurrency) * args.latency
+    figures = {
+        "samples": args.samples, "instances": instances, "requests": requests, "status": result.status,
+        "invalid": sum(c["invalid"] for c in result.counts.values()),
+        "wall_s": round(wall, 2), "throughput_rps": round(requests / wall, 1), "ideal_rps": ideal,
+        "throughput_vs_ideal": round(requests / wall / ideal, 3), "lower_bound_wall_s": waves,
+        "cpu_s": round(cpu, 2), "cpu_ms_per_request": round(1000 * cpu / requests, 3), "peak_rss_mb": round(peak_mb),
+        "cached_rerun_s": round(cached_wall, 2), "cached_hits": hits,
+        "sequential_subset": seq_n, "sequential_subset_s": round(seq_time, 2),
+        "sequential_extrapolated_s": round(seq_time / seq_n * requests, 1),
+        "speedup": round(seq_time / seq_n * requests / wall, 1),
+    }
+    print(json.dumps(figures, indent=2))
+    print(f"throughput {figures['throughput_rps']} req/s = {100 * figures['throughput_vs_ideal']:.1f}% of the ideal "
+          f"{ideal:g} req/s (target >= 90%); the {requests} requests need at least {waves:g} s in waves of "
+          f"{args.concurrency}")
+    print(f"harness CPU {figures['cpu_ms_per_request']} ms per request (target < 2 ms); peak RSS {figures['peak_rss_mb']}"
+          f" MB (target < 500 MB); cached re-run {figures['cached_rerun_s']} s (target < 10 s)")
+    print(f"sequential reference-like client: {seq_n} requests in {seq_time:.1f} s, extrapolated to {requests}: "
+          f"{figures['sequential_extrapolated_s']} s; speedup {figures['speedup']}x (extrapolated, not run in full)")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
