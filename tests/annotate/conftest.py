@@ -13,10 +13,7 @@ import pytest
 
 FFMPEG = shutil.which("ffmpeg")
 FFPROBE = shutil.which("ffprobe")
-needs_ffmpeg = pytest.mark.skipif(
-    FFMPEG is None or FFPROBE is None,
-    reason="ffmpeg/ffprobe not installed (Debian: apt-get install ffmpeg; `make system-deps` does it)",
-)
+MISSING = "ffmpeg/ffprobe not installed (Debian: apt-get install ffmpeg; `make system-deps` does it)"
 
 # 5 cues over 12 s: a cue with two speakers (2), an overlap (3 starts before 2 ends), a 3 s gap before 5.
 SRT = """\
@@ -60,9 +57,14 @@ def make_video(path: Path, seconds: float = 12.0) -> Path:
 
 
 @pytest.fixture(scope="session")
-def test_video(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def ffmpeg() -> None:
+    """Skip the test, with the reason shown, when ffmpeg or ffprobe is missing."""
     if FFMPEG is None or FFPROBE is None:
-        pytest.skip("ffmpeg/ffprobe not installed (Debian: apt-get install ffmpeg)")
+        pytest.skip(MISSING)
+
+
+@pytest.fixture(scope="session")
+def test_video(ffmpeg: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_video(tmp_path_factory.mktemp("video") / "session.mp4")
 
 

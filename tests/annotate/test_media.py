@@ -7,9 +7,8 @@ import pytest
 from rescue_bench.annotate import media
 from rescue_bench.errors import DataError, DependencyError
 
-pytestmark = pytest.mark.ffmpeg
 
-
+@pytest.mark.ffmpeg
 def test_probe_and_cut_are_frame_accurate(test_video: Path, tmp_path: Path) -> None:
     assert media.probe_duration(test_video) == pytest.approx(12.0, abs=0.05)
     out = tmp_path / "clips" / "c.mp4"
@@ -20,6 +19,7 @@ def test_probe_and_cut_are_frame_accurate(test_video: Path, tmp_path: Path) -> N
     assert not list(out.parent.glob(".*"))  # no temporary file left behind
 
 
+@pytest.mark.ffmpeg
 def test_frames_are_jpeg_and_deterministic(test_video: Path) -> None:
     frames = media.extract_frames(test_video, 3, max_width=64)
     assert len(frames) == 3
@@ -28,7 +28,8 @@ def test_frames_are_jpeg_and_deterministic(test_video: Path) -> None:
     assert media.extract_frames(test_video, 3, max_width=64) == frames
 
 
-def test_unreadable_media_is_a_data_error_with_ffmpeg_words(tmp_path: Path) -> None:
+@pytest.mark.ffmpeg
+def test_unreadable_media_is_a_data_error_with_ffmpeg_words(ffmpeg: None, tmp_path: Path) -> None:
     bad = tmp_path / "bad.mp4"
     bad.write_bytes(b"not a video")
     with pytest.raises(DataError, match=r"bad\.mp4: ffprobe failed: .*Invalid data"):

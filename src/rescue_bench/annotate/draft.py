@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from rescue_bench.annotate import media, prompt
 from rescue_bench.annotate.rules import RuleContext, Violation, check_rows, skeleton
-from rescue_bench.annotate.workdir import Draft, DraftStatus, SegmentManifest
+from rescue_bench.annotate.workdir import Draft, DraftStatus, ManifestRow, SegmentManifest
 from rescue_bench.data.schema import Row
 from rescue_bench.errors import DataError
 from rescue_bench.records import Json, Request
@@ -130,7 +130,7 @@ def build_request(
     )
 
 
-def _span(row: Any) -> str:
+def _span(row: ManifestRow) -> str:
     return f"{row.end_time - row.start_time:.1f}"
 
 
@@ -241,7 +241,9 @@ def assemble(segment: SegmentManifest, results: Sequence[DraftResult], model: st
     return Draft(model, tuple(rows), violations, status, tuple(overall))
 
 
-def loadable_row(raw: Mapping[str, Any], index: int, manifest_row: Any) -> tuple[dict[str, Json], list[str]]:
+def loadable_row(
+    raw: Mapping[str, Any], index: int, manifest_row: ManifestRow
+) -> tuple[dict[str, Json], list[str]]:
     """The row with fields that the loader cannot read left out (and listed), and times never negative."""
     row: dict[str, Json] = {"row_index": index, **{k: v for k, v in raw.items() if k != "row_index"}}
     notes: list[str] = []
