@@ -1,0 +1,155 @@
+"""Fuzzing the data loader: any file gives samples or a :class:`DataError` with located problems, no other."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from tests.fuzz.conftest import CORPUS, FUZZ, JSON_VALUES, corpus_files, expand_recipe
+from typer.testing import CliRunner
+
+from rescue_bench.cli.main import app
+from rescue_bench.data.load import load_samples
+from rescue_bench.data.synth import synthetic_samples
+from rescue_bench.errors import DataError
+
+BASE: dict[str, Any] = next(synthetic_samples(1, seed=4))
+BASE["rows"] = BASE["rows"][:6]
+
+EXPECTED_ERRORS = {
+    "deeply_nested.jsonl": [(1, "nested too deeply"), (2, "nested too deeply")],
+    "invalid_utf8.jsonl": [(1, "invalid UTF-8"), (2, "invalid UTF-8")],
+    "nan_infinity.jsonl": [(1, "NaN is not valid JSON"), (2, "Infinity is not valid JSON"), (3, "Infinity")],
+    "huge_integer.jsonl": [(1, "not valid JSON")],
+    "truncated_last_line.jsonl": [(2, "truncated")],
+}
+
+
+def load(path: Path) -> list[Any] | DataError:
+    """The samples, or the DataError; any other exception fails the test."""
+    try:
+        return load_samples(path)
+    except DataError as exc:
+        return exc
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED_ERRORS))
+def test_corpus_files_give_located_errors(name: str) -> None:
+    path = CORPUS / "data" / name
+    result = load(path)
+    assert isinstance(result, DataError)
+    assert "\n" not in str(result) and str(path) in str(result)
+    for line, text in EXPECTED_ERRORS[name]:
+        assert any(p.line == line and p.file == str(path) and text in p.message for p in result.problems), (
+            line,
+            text,
+            [p.render() for p in result.problems],
+        )
+
+
+def test_duplicate_keys_take_the_last_value_like_the_json_module() -> None:
+    # Silent, but deterministic and the same as the reference scripts' json.load; see docs/benchmarks.md.
+    result = load(CORPUS / "data" / "duplicate_keys.jsonl")
+    if isinstance(result, DataError):
+        assert all(p.line == 1 for p in result.problems)
+    else:
+        assert [s.sample_id for s in result] == ["duplicate/second_id"]
+
+
+def test_injection_samples_are_ordinary_data() -> None:
+    for name in ("prompt_injection.jsonl", "name_injection.jsonl"):
+        result = load(CORPUS / "data" / name)
+        assert not isinstance(result, DataError), [p.render() for p in result.problems]
+
+
+def test_every_corpus_file_is_one_error_line_in_the_cli() -> None:
+    runner = CliRunner()
+    for path in corpus_files("data", "*.jsonl"):
+        result = runner.invoke(app, ["data", "validate", str(path)])
+        assert result.exit_code in (0, 1, 2), (path.name, result.exit_code, result.output[-500:])
+        assert "Traceback" not in result.output and not isinstance(result.exception, RecursionError)
+        if result.exit_code:
+            assert "error" in result.output.lower(), result.output[-500:]
+
+
+def test_a_fifty_megabyte_line(tmp_path: Path) -> None:
+    path = tmp_path / "huge.jsonl"
+    size = expand_recipe(CORPUS / "recipes" / "huge_line.json", path)
+    assert size >= 50 * 1024 * 1024
+    started = time.perf_counter()
+    samples = load(path)
+    elapsed = time.perf_counter() - started
+    assert not isinstance(samples, DataError), samples.problems[:3]
+    assert len(samples[0].rows[0].dialogue_cleaned or "") > 49 * 1024 * 1024
+    assert elapsed < 30, f"loading one 50 MB line took {elapsed:.1f} s"
+    # the same line cut in the middle: a located error that says the last line looks truncated
+    with path.open("r+b") as handle:
+        handle.truncate(size // 2)
+    result = load(path)
+    assert isinstance(result, DataError) and "truncated" in str(result) and f"{path}:1" in str(result)
+
+
+_STEP = st.integers(0, 50)
+PATHS = st.lists(st.one_of(_STEP, _STEP, _STEP, st.text(min_size=1, max_size=25)), max_size=5)
+"""Paths into a JSON document: mostly existing keys and indices (picked modulo size), sometimes a new key."""
+
+
+def mutate(obj: Any, path: list[Any], value: Any, delete: bool) -> Any:
+    """Replace (or delete) the node that ``path`` leads to; path steps pick keys and indices modulo size."""
+    if not path or not isinstance(obj, dict | list) or not obj:
+        return value
+    step, rest = path[0], path[1:]
+    if isinstance(obj, dict):
+        keys = list(obj)
+        key = keys[step % len(keys)] if isinstance(step, int) else step
+        copy = dict(obj)
+        if delete and not rest:
+            copy.pop(key, None)
+        else:
+            copy[key] = mutate(obj.get(key), rest, value, delete)
+        return copy
+    index = step % len(obj) if isinstance(step, int) else 0
+    items = list(obj)
+    if delete and not rest:
+        items.pop(index)
+    else:
+        items[index] = mutate(items[index], rest, value, delete)
+    return items
+
+
+@FUZZ
+@given(path=PATHS, value=JSON_VALUES, delete=st.booleans())
+def test_fuzz_mutated_samples(tmp_path: Path, path: list[Any], value: Any, delete: bool) -> None:
+    target = tmp_path / "mutated.jsonl"
+    line = json.dumps(mutate(BASE, path, value, delete), ensure_ascii=False)
+    target.write_text(json.dumps(BASE) + "\n" + line + "\n", encoding="utf-8", errors="surrogatepass")
+    check(target)
+
+
+@FUZZ
+@given(cut=st.integers(0, 10_000), junk=st.binary(max_size=40), drop=st.integers(0, 40))
+def test_fuzz_damaged_bytes(tmp_path: Path, cut: int, junk: bytes, drop: int) -> None:
+    raw = json.dumps(BASE).encode()
+    cut %= len(raw)
+    target = tmp_path / "damaged.jsonl"
+    target.write_bytes(raw + b"\n" + raw[:cut] + junk + raw[cut + drop :] + b"\n")
+    check(target)
+
+
+def check(path: Path) -> None:
+    result = load(path)
+    lines = path.read_bytes().count(b"\n")
+    if isinstance(result, DataError):
+        assert result.problems and "\n" not in str(result)
+        for problem in result.problems:
+            assert problem.file == str(path), problem.render()
+            assert (problem.line is not None and 1 <= problem.line <= lines) or problem.sample_id, (
+                problem.render()
+            )
+    else:
+        assert [s.sample_id for s in result][:1] == [BASE["sample_id"]]
