@@ -29,6 +29,10 @@ def test_workdir_segments_rows_and_clips(tmp_path: Path) -> None:
         "clips/couple_s01/row_0002.mp4",
     ]
     assert couple.rows[2].violations == ("tone_of_voice is vague",)
+    assert couple.draft_notes == {
+        "status": "violations",
+        "segment_violations": ["no relation pattern changes in the segment"],
+    }
     assert couple.rows[1].subtitle_text == "He never listens when I bring up the garden plans."
     assert couple.rows[1].duration_sec == pytest.approx(4.5)
 

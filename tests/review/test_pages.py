@@ -41,12 +41,23 @@ def test_pages_show_the_work(ann: TestClient) -> None:
     assert "family_s01" in picker and "couple_s01" not in picker
     assert ann.get("/segments", params={"segment": 1}).headers["location"] == "/segments/1"
     segment = ann.get("/segments/1").text
-    for text in ("Mara", "Therapist", "Couple", "3.5 s", "to review", "draft", "He never listens"):
+    for text in (
+        "Mara",
+        "Therapist",
+        "Couple",
+        "3.5 s",
+        "to review",
+        "draft",
+        "He never listens",
+        "Draft status: <strong>violations</strong>",
+        "no relation pattern changes in the segment",
+    ):
         assert text in segment
     row = ann.get(f"/rows/{MARA_ROW}").text
     assert '<video id="clip"' in row and 'src="/media/clips/couple_s01/row_0002.mp4"' in row
     assert "He never listens when I bring up the garden plans." in row
     assert "frustrated and unheard" in row and "Tom does not care about her plans" in row
+    assert "tone_of_voice is vague" in ann.get("/rows/3").text  # the draft's rule violations, per row
 
 
 def test_row_editor_offers_the_scenario_labels(ann: TestClient) -> None:

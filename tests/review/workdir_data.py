@@ -207,6 +207,12 @@ def write_workdir(root: Path, clip: bytes | None = b"\x00" * 4096) -> Path:
             "rows": manifest_rows,
         }
         (seg_dir / "manifest.json").write_text(json.dumps(manifest, indent=1), encoding="utf-8")
-        draft = {"model": "fake/drafter", "rows": rows, "violations": {"3": ["tone_of_voice is vague"]}}
+        draft = {
+            "model": "fake/drafter",
+            "status": "violations",
+            "rows": rows,
+            "violations": {"3": ["tone_of_voice is vague"]},
+            "segment_violations": ["no relation pattern changes in the segment"],
+        }
         (seg_dir / "draft.json").write_text(json.dumps(draft, indent=1), encoding="utf-8")
     return root

@@ -91,6 +91,8 @@ class Segment(Base):
     source_path: Mapped[str] = mapped_column(Text)
     """The file the segment came from (manifest or JSONL): the dashboard counts these as prepared files."""
     model: Mapped[str | None] = mapped_column(String(255), nullable=True)
+    draft_notes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    """The draft's overall status and segment-level rule violations, shown to the reviewers."""
     start_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     end_time: Mapped[float | None] = mapped_column(Float, nullable=True)
     discarded: Mapped[bool] = mapped_column(Boolean, default=False)

@@ -9,7 +9,7 @@ the store is kept as it is (with its edits) and reported as skipped, never overw
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -43,6 +43,7 @@ class SegmentInput:
     rows: tuple[RowInput, ...]
     source_file: str | None = None
     model: str | None = None
+    draft_notes: dict[str, Any] = field(default_factory=dict)
     start_time: float | None = None
     end_time: float | None = None
 
@@ -149,13 +150,21 @@ def _workdir_segment(
     segment_id, sample_id, scenario, participants = _identity(manifest, info, manifest_path)
     media = {entry["index"]: entry for entry in _manifest_rows(manifest_path, manifest["rows"])}
     draft_path = manifest_path.parent / "draft.json"
-    draft, model, violations, warnings = _draft_rows(draft_path, manifest_path, media)
-    sample_obj = {"sample_id": sample_id, "scenario": scenario, "participants": participants, "rows": draft}
+    draft = _draft_rows(draft_path, manifest_path, media)
+    warnings = list(draft.warnings)
+    sample_obj = {
+        "sample_id": sample_id,
+        "scenario": scenario,
+        "participants": participants,
+        "rows": draft.rows,
+    }
     sample, problems = build_sample(sample_obj, fallback_id=sample_id, file=str(draft_path), line=None)
     errors = [p for p in problems if p.severity == "error"]
     if sample is None or errors:
         raise DataError(errors[0].render() if errors else f"{draft_path}: unreadable draft", errors)
-    rows = tuple(_row_input(row.to_release(), media.get(row.row_index), violations) for row in sample.rows)
+    rows = tuple(
+        _row_input(row.to_release(), media.get(row.row_index), draft.violations) for row in sample.rows
+    )
     warnings += [
         f"{manifest_path}: row {i}: clip {m['clip_path']} is missing"
         for i, m in sorted(media.items())
@@ -173,7 +182,8 @@ def _workdir_segment(
         participants=sample.participants,
         source_path=str(manifest_path),
         rows=rows,
-        model=model,
+        model=draft.model,
+        draft_notes=draft.notes,
         start_time=_number(manifest.get("start_time")),
         end_time=_number(manifest.get("end_time")),
     )
@@ -214,9 +224,16 @@ def _is_media_path(value: Any) -> bool:
     return True
 
 
-def _draft_rows(
-    draft_path: Path, manifest_path: Path, media: dict[int, dict[str, Any]]
-) -> tuple[list[Any], str | None, dict[str, Any], list[str]]:
+@dataclass(frozen=True, slots=True)
+class _Draft:
+    rows: list[Any]
+    model: str | None = None
+    violations: dict[str, Any] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+
+def _draft_rows(draft_path: Path, manifest_path: Path, media: dict[int, dict[str, Any]]) -> _Draft:
     if not draft_path.is_file():
         rows = [
             {
@@ -228,13 +245,20 @@ def _draft_rows(
             }
             for i, m in sorted(media.items())
         ]
-        return rows, None, {}, [f"{manifest_path.parent}: no draft.json; rows start from the manifest only"]
+        return _Draft(
+            rows, warnings=[f"{manifest_path.parent}: no draft.json; rows start from the manifest only"]
+        )
     draft = _read_json(draft_path)
     if not isinstance(draft, dict) or not isinstance(draft.get("rows"), list):
         raise DataError(f"{draft_path}: expected an object with a 'rows' list")
     violations = draft.get("violations") if isinstance(draft.get("violations"), dict) else {}
     model = draft.get("model") if isinstance(draft.get("model"), str) else None
-    return draft["rows"], model, violations or {}, []
+    overall = draft.get("segment_violations")
+    notes = {
+        "status": draft.get("status") if isinstance(draft.get("status"), str) else None,
+        "segment_violations": [str(v) for v in overall] if isinstance(overall, list) else [],
+    }
+    return _Draft(draft["rows"], model, violations or {}, notes)
 
 
 def _row_input(data: dict[str, Any], media: dict[str, Any] | None, violations: dict[str, Any]) -> RowInput:
@@ -309,6 +333,7 @@ def _add_segment(session: Session, item: SegmentInput) -> None:
         source_file=item.source_file,
         source_path=item.source_path,
         model=item.model,
+        draft_notes=item.draft_notes,
         start_time=item.start_time,
         end_time=item.end_time,
         discarded=False,

@@ -45,6 +45,7 @@ def upgrade() -> None:
         sa.Column("source_file", sa.Text(), nullable=True),
         sa.Column("source_path", sa.Text(), nullable=False),
         sa.Column("model", sa.String(255), nullable=True),
+        sa.Column("draft_notes", sa.JSON(), nullable=False),
         sa.Column("start_time", sa.Float(), nullable=True),
         sa.Column("end_time", sa.Float(), nullable=True),
         sa.Column("discarded", sa.Boolean(), nullable=False),
