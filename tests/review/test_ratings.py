@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from sqlalchemy import func, select
 
 from rescue_bench.errors import DataError
+from rescue_bench.judge.calibrate import read_ratings
 from rescue_bench.review.db import RatingItem
 from rescue_bench.review.ratings import CSV_COLUMNS, load_ratings, write_ratings_csv
 
@@ -104,6 +105,8 @@ def test_rating_flow_and_csv(
     assert {int(r["item_id"]) for r in rows} == ids
     assert {r["task"] for r in rows} == {"er", "vp"}
     assert all(r["instance_id"].startswith("demo/s") for r in rows)
+    read = read_ratings(out)  # the reader of `rescue-bench judge calibrate` accepts the file
+    assert sorted((r.annotator, r.score) for r in read) == [("ann", 4), ("ann", 4), ("ben", 2), ("ben", 2)]
 
 
 def test_bad_predictions_file(app: FastAPI, tmp_path: Path) -> None:
