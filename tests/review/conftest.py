@@ -32,7 +32,7 @@ from rescue_bench.review.db import open_store
 from rescue_bench.review.loader import load_work
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import FAST_HASHER, PASSWORD, login, settings_for
+from helpers import FAST_HASHER, PASSWORD, Client, login, settings_for
 from workdir_data import write_workdir
 
 USERS = {"ada": "admin", "ann": "annotator", "ben": "annotator"}
@@ -134,11 +134,11 @@ def _pg_database(server: str) -> tuple[str, Callable[[], None]]:
 
     name = f"rb_test_{uuid.uuid4().hex[:12]}"
     with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')  # type: ignore[arg-type]
+        conn.execute(f'CREATE DATABASE "{name}"')
 
     def drop() -> None:
         with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')  # type: ignore[arg-type]
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
 
     return server.rsplit("/", 1)[0] + f"/{name}", drop
 
@@ -239,23 +239,23 @@ def anon(app: FastAPI) -> Iterator[TestClient]:
 
 
 @pytest.fixture
-def ann(app: FastAPI) -> Iterator[TestClient]:
+def ann(app: FastAPI) -> Iterator[Client]:
     """Annotator ``ann``, signed in; her CSRF token is ``client.csrf``."""
-    with TestClient(app, follow_redirects=False) as client:
-        client.csrf = login(client, "ann")  # type: ignore[attr-defined]
+    with Client(app, follow_redirects=False) as client:
+        client.csrf = login(client, "ann")
         yield client
 
 
 @pytest.fixture
-def ben(app: FastAPI) -> Iterator[TestClient]:
-    with TestClient(app, follow_redirects=False) as client:
-        client.csrf = login(client, "ben")  # type: ignore[attr-defined]
+def ben(app: FastAPI) -> Iterator[Client]:
+    with Client(app, follow_redirects=False) as client:
+        client.csrf = login(client, "ben")
         yield client
 
 
 @pytest.fixture
-def ada(app: FastAPI) -> Iterator[TestClient]:
+def ada(app: FastAPI) -> Iterator[Client]:
     """Admin ``ada``, signed in."""
-    with TestClient(app, follow_redirects=False) as client:
-        client.csrf = login(client, "ada")  # type: ignore[attr-defined]
+    with Client(app, follow_redirects=False) as client:
+        client.csrf = login(client, "ada")
         yield client

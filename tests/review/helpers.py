@@ -17,6 +17,12 @@ PASSWORD = "correct horse battery"
 FAST_HASHER = PasswordHasher(time_cost=1, memory_cost=1024, parallelism=1)
 
 
+class Client(TestClient):
+    """A test client that remembers its session's CSRF token."""
+
+    csrf: str = ""
+
+
 def settings_for(db_url: str, workdir: Path | None, **overrides: Any) -> ReviewSettings:
     return ReviewSettings(db_url=db_url, media_root=workdir, hasher=FAST_HASHER, **overrides)
 

@@ -10,7 +10,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-from helpers import FAST_HASHER, PASSWORD, csrf_of, login, settings_for
+from helpers import FAST_HASHER, PASSWORD, Client, csrf_of, login, settings_for
+from httpx2 import Response
 from sqlalchemy import select
 
 from rescue_bench.review.app import create_app
@@ -37,14 +38,14 @@ def test_every_page_requires_login(app: FastAPI, anon: TestClient) -> None:
     routes = [r for r in _api_routes(app.routes) if r.path != "/login"]
     assert len(routes) >= 20  # the test walks the real route table, so a new page is covered automatically
     for route in routes:
-        for method in route.methods:
+        for method in route.methods or ():
             response = anon.request(method, _sample_path(route.path), data={"csrf_token": "x"})
             assert response.status_code == 303, (method, route.path, response.status_code)
             assert response.headers["location"].startswith("/login?next="), route.path
             assert "<form" not in response.text
 
 
-def test_login_then_pages_open(ann: TestClient) -> None:
+def test_login_then_pages_open(ann: Client) -> None:
     for path in ("/", "/segments", "/segments/1", "/rows/1", "/rows/1/history", "/ratings"):
         assert ann.get(path).status_code in (200, 303), path
     assert "Progress per annotator" in ann.get("/").text
@@ -90,16 +91,16 @@ def test_login_is_rate_limited(db_url: str, workdir: Path) -> None:
     app.state.review.sessions.kw["bind"].dispose()
 
 
-def test_logout_ends_the_session_everywhere(app: FastAPI, ann: TestClient) -> None:
+def test_logout_ends_the_session_everywhere(app: FastAPI, ann: Client) -> None:
     stolen = ann.cookies[SESSION_COOKIE]
-    response = ann.post("/logout", data={"csrf_token": ann.csrf})  # type: ignore[attr-defined]
+    response = ann.post("/logout", data={"csrf_token": ann.csrf})
     assert response.status_code == 303
     with TestClient(app, follow_redirects=False) as other:
         other.cookies.set(SESSION_COOKIE, stolen)
         assert other.get("/").status_code == 303
 
 
-def test_forged_or_tampered_session_cookie_is_refused(app: FastAPI, ann: TestClient) -> None:
+def test_forged_or_tampered_session_cookie_is_refused(app: FastAPI, ann: Client) -> None:
     cookie = ann.cookies[SESSION_COOKIE]
     with TestClient(app, follow_redirects=False) as other:
         for value in (cookie[:-2] + "xx", "e30.garbage.sig", ""):
@@ -107,15 +108,15 @@ def test_forged_or_tampered_session_cookie_is_refused(app: FastAPI, ann: TestCli
             assert other.get("/").status_code == 303
 
 
-def test_deactivated_user_is_signed_out(app: FastAPI, ann: TestClient, ada: TestClient) -> None:
+def test_deactivated_user_is_signed_out(app: FastAPI, ann: Client, ada: Client) -> None:
     with app.state.review.sessions() as session:
         ann_id = session.scalars(select(User.id).where(User.name == "ann")).one()
-    response = ada.post(f"/admin/users/{ann_id}", data={"csrf_token": ada.csrf, "action": "deactivate"})  # type: ignore[attr-defined]
+    response = ada.post(f"/admin/users/{ann_id}", data={"csrf_token": ada.csrf, "action": "deactivate"})
     assert response.status_code == 303 and "User updated." in ada.get(response.headers["location"]).text
     assert ann.get("/").status_code == 303
 
 
-def test_annotators_cannot_use_admin_pages(ann: TestClient) -> None:
+def test_annotators_cannot_use_admin_pages(ann: Client) -> None:
     assert ann.get("/admin").status_code == 403
     assert ann.get("/admin/export").status_code == 403
     response = ann.post(
@@ -123,20 +124,20 @@ def test_annotators_cannot_use_admin_pages(ann: TestClient) -> None:
         data={
             "csrf_token": ann.csrf,
             "name": "eve",
-            "role": "admin",  # type: ignore[attr-defined]
+            "role": "admin",
             "password": "eve-password",
         },
     )
     assert response.status_code == 403
 
 
-def test_admin_adds_a_user_who_can_log_in(app: FastAPI, ada: TestClient) -> None:
+def test_admin_adds_a_user_who_can_log_in(app: FastAPI, ada: Client) -> None:
     response = ada.post(
         "/admin/users",
         data={
             "csrf_token": ada.csrf,
             "name": "cleo",
-            "role": "annotator",  # type: ignore[attr-defined]
+            "role": "annotator",
             "password": "cleo-password",
         },
     )
@@ -146,7 +147,7 @@ def test_admin_adds_a_user_who_can_log_in(app: FastAPI, ada: TestClient) -> None
         data={
             "csrf_token": ada.csrf,
             "name": "dan",
-            "role": "annotator",  # type: ignore[attr-defined]
+            "role": "annotator",
             "password": "short",
         },
     )
@@ -172,9 +173,9 @@ POSTS = [
 
 @pytest.mark.parametrize(("path", "fields"), POSTS, ids=[p for p, _ in POSTS])
 def test_csrf_missing_or_wrong_is_rejected(
-    app: FastAPI, ann: TestClient, ben: TestClient, path: str, fields: dict[str, str]
+    app: FastAPI, ann: Client, ben: Client, path: str, fields: dict[str, str]
 ) -> None:
-    for token in (None, "", "wrong-token", ben.csrf):  # type: ignore[attr-defined]
+    for token in (None, "", "wrong-token", ben.csrf):
         data = dict(fields) if token is None else {**fields, "csrf_token": token}
         response = ann.post(path, data=data)
         assert response.status_code == 403, (path, token)
@@ -187,18 +188,18 @@ def test_csrf_missing_or_wrong_is_rejected(
     assert ann.get("/").status_code == 200  # still signed in: nothing was done
 
 
-def test_every_form_carries_the_csrf_token(ada: TestClient) -> None:
+def test_every_form_carries_the_csrf_token(ada: Client) -> None:
     for path in ("/", "/segments/1", "/rows/2", "/admin", "/rows/2/history"):
         html = ada.get(path).text
         for form in re.findall(r"<form[^>]*method=\"post\"[^>]*>(.*?)</form>", html, flags=re.S):
-            assert f'name="csrf_token" value="{ada.csrf}"' in form, path  # type: ignore[attr-defined]
+            assert f'name="csrf_token" value="{ada.csrf}"' in form, path
 
 
 # -- cookies, headers, secrets -----------------------------------------------------------------------------
 
 
-def _set_cookie(response: object, name: str) -> str:
-    headers = response.headers.get_list("set-cookie")  # type: ignore[attr-defined]
+def _set_cookie(response: Response, name: str) -> str:
+    headers: list[str] = response.headers.get_list("set-cookie")
     return next(h for h in headers if h.startswith(f"{name}="))
 
 
@@ -219,7 +220,7 @@ def test_secure_cookies_can_be_forced(db_url: str, workdir: Path) -> None:
     app.state.review.sessions.kw["bind"].dispose()
 
 
-def test_security_headers(ann: TestClient) -> None:
+def test_security_headers(ann: Client) -> None:
     headers = ann.get("/").headers
     assert "default-src 'none'" in headers["content-security-policy"]
     assert "script-src" not in headers["content-security-policy"]  # no scripts at all
@@ -236,7 +237,7 @@ def test_login_redirect_stays_on_the_site(anon: TestClient) -> None:
         assert response.headers["location"] == "/"
 
 
-def test_no_secrets_in_pages(app: FastAPI, ada: TestClient) -> None:
+def test_no_secrets_in_pages(app: FastAPI, ada: Client) -> None:
     with app.state.review.sessions() as session:
         secret = session.get(Meta, "secret_key")
         hashes = list(session.scalars(select(User.password_hash)))

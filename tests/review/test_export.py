@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from helpers import form_fields, post_form, replace
+from helpers import Client, form_fields, post_form, replace
 from sqlalchemy import update
 
 from rescue_bench.data.load import load_samples, read_source
@@ -26,9 +26,7 @@ def _review_segment(client: TestClient, segment_pk: int) -> None:
         assert response.status_code == 303
 
 
-def test_export_round_trip(
-    app: FastAPI, ann: TestClient, ada: TestClient, db_url: str, tmp_path: Path
-) -> None:
+def test_export_round_trip(app: FastAPI, ann: Client, ada: Client, db_url: str, tmp_path: Path) -> None:
     fields = form_fields(ann.get("/rows/2").text)
     fields = replace(fields, "internal_emotion-0-emotion_description", "ashamed")
     fields = replace(fields, "internal_emotion-0-intensity", "3")
@@ -36,7 +34,7 @@ def test_export_round_trip(
     fields = replace(form_fields(ann.get("/rows/4").text), "support_strategy-0-strategy_type", "evoke")
     post_form(ann, "/rows/4", fields)
     _review_segment(ann, 1)
-    ann.post("/segments/2/discard", data={"csrf_token": ann.csrf, "reason": "incomplete_context"})  # type: ignore[attr-defined]
+    ann.post("/segments/2/discard", data={"csrf_token": ann.csrf, "reason": "incomplete_context"})
 
     out = tmp_path / "verified.jsonl"
     with app.state.review.sessions() as session:

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from helpers import cookie_header, raw_get
+from helpers import Client, cookie_header, raw_get
 
 from rescue_bench.review.media import MediaNotFound, check_relative, resolve_media
 
@@ -24,7 +24,7 @@ def outside(workdir: Path) -> Path:
     return secret
 
 
-def test_clip_is_served_whole_and_by_range(ann: TestClient, workdir: Path) -> None:
+def test_clip_is_served_whole_and_by_range(ann: Client, workdir: Path) -> None:
     data = os.urandom(5000)
     (workdir / CLIP).write_bytes(data)
     whole = ann.get(f"/media/{CLIP}")
@@ -59,7 +59,7 @@ TRAVERSALS = (
 )
 
 
-def test_traversal_is_refused(app: FastAPI, ann: TestClient, outside: Path) -> None:
+def test_traversal_is_refused(app: FastAPI, ann: Client, outside: Path) -> None:
     cookie = cookie_header(ann)
     assert raw_get(app, f"/media/{CLIP}", cookie)[0] == 200  # the raw client itself works
     for raw_path in TRAVERSALS:
@@ -68,7 +68,7 @@ def test_traversal_is_refused(app: FastAPI, ann: TestClient, outside: Path) -> N
         assert SECRET not in body, raw_path
 
 
-def test_traversal_through_the_http_client_too(ann: TestClient, outside: Path) -> None:
+def test_traversal_through_the_http_client_too(ann: Client, outside: Path) -> None:
     for path in (
         "/media/%2e%2e/secret.mp4",
         "/media/%252e%252e/secret.mp4",
@@ -79,7 +79,7 @@ def test_traversal_through_the_http_client_too(ann: TestClient, outside: Path) -
         assert SECRET not in response.content
 
 
-def test_symlink_out_of_the_root_is_refused(ann: TestClient, workdir: Path, outside: Path) -> None:
+def test_symlink_out_of_the_root_is_refused(ann: Client, workdir: Path, outside: Path) -> None:
     (workdir / "clips" / "escape.mp4").symlink_to(outside)
     (workdir / "clips" / "outdir").symlink_to(outside.parent, target_is_directory=True)
     for path in ("/media/clips/escape.mp4", "/media/clips/outdir/secret.mp4"):
@@ -88,12 +88,12 @@ def test_symlink_out_of_the_root_is_refused(ann: TestClient, workdir: Path, outs
         assert SECRET not in response.content
 
 
-def test_symlink_inside_the_root_is_followed(ann: TestClient, workdir: Path) -> None:
+def test_symlink_inside_the_root_is_followed(ann: Client, workdir: Path) -> None:
     (workdir / "clips" / "alias.mp4").symlink_to(workdir / CLIP)
     assert ann.get("/media/clips/alias.mp4").content == (workdir / CLIP).read_bytes()
 
 
-def test_non_media_files_in_the_root_are_not_served(ann: TestClient, workdir: Path) -> None:
+def test_non_media_files_in_the_root_are_not_served(ann: Client, workdir: Path) -> None:
     (workdir / "review.db").write_bytes(b"SQLite format 3 secret hashes")
     (workdir / "clips" / "db.mp4").symlink_to(workdir / "review.db")
     (workdir / ".hidden").mkdir()

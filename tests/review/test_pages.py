@@ -9,7 +9,7 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from helpers import form_fields, login, post_form, replace, settings_for
+from helpers import Client, form_fields, login, post_form, replace, settings_for
 from sqlalchemy import select
 
 from rescue_bench.review.app import create_app
@@ -21,7 +21,7 @@ THERAPIST_ROW = 1  # couple_s01, row 1: therapist, with a strategy
 
 def _row(app: FastAPI, pk: int) -> RowRecord:
     with app.state.review.sessions() as session:
-        row = session.get(RowRecord, pk)
+        row: RowRecord | None = session.get(RowRecord, pk)
         assert row is not None
         return row
 
@@ -33,7 +33,7 @@ def _versions(app: FastAPI, pk: int) -> list[RowVersion]:
         )
 
 
-def test_pages_show_the_work(ann: TestClient) -> None:
+def test_pages_show_the_work(ann: Client) -> None:
     dashboard = ann.get("/").text
     assert 'id="total-segments">2<' in dashboard and 'id="remaining-rows">7<' in dashboard
     assert 'id="prepared-files">2<' in dashboard
@@ -60,7 +60,7 @@ def test_pages_show_the_work(ann: TestClient) -> None:
     assert "tone_of_voice is vague" in ann.get("/rows/3").text  # the draft's rule violations, per row
 
 
-def test_row_editor_offers_the_scenario_labels(ann: TestClient) -> None:
+def test_row_editor_offers_the_scenario_labels(ann: Client) -> None:
     couple = ann.get(f"/rows/{THERAPIST_ROW}").text
     family = ann.get("/rows/7").text  # family_s01 row 3, a therapist row
     assert 'value="detach"' in couple and 'value="boundary"' not in couple
@@ -69,7 +69,7 @@ def test_row_editor_offers_the_scenario_labels(ann: TestClient) -> None:
     assert 'value="accusation"' in couple  # utterance types
 
 
-def test_saving_without_changes_changes_nothing(app: FastAPI, ann: TestClient) -> None:
+def test_saving_without_changes_changes_nothing(app: FastAPI, ann: Client) -> None:
     before = _row(app, MARA_ROW).data
     response = post_form(ann, f"/rows/{MARA_ROW}", form_fields(ann.get(f"/rows/{MARA_ROW}").text))
     assert response.status_code == 303 and response.headers["location"].endswith("notice=unchanged")
@@ -77,7 +77,7 @@ def test_saving_without_changes_changes_nothing(app: FastAPI, ann: TestClient) -
     assert len(_versions(app, MARA_ROW)) == 1
 
 
-def test_edit_emotion_and_strategy_makes_versions(app: FastAPI, ann: TestClient) -> None:
+def test_edit_emotion_and_strategy_makes_versions(app: FastAPI, ann: Client) -> None:
     fields = form_fields(ann.get(f"/rows/{MARA_ROW}").text)
     fields = replace(fields, "internal_emotion-0-emotion_description", "hurt")
     fields = replace(fields, "internal_emotion-0-intensity", "9")
@@ -101,7 +101,7 @@ def test_edit_emotion_and_strategy_makes_versions(app: FastAPI, ann: TestClient)
     assert "edited" in ann.get("/segments/1").text
 
 
-def test_entries_are_added_and_removed(app: FastAPI, ann: TestClient) -> None:
+def test_entries_are_added_and_removed(app: FastAPI, ann: Client) -> None:
     url = f"/rows/{MARA_ROW}"
     page = post_form(ann, url, form_fields(ann.get(url).text), action="add:internal_emotion")
     assert (
@@ -122,7 +122,7 @@ def test_entries_are_added_and_removed(app: FastAPI, ann: TestClient) -> None:
     assert _row(app, MARA_ROW).data["body_posture"] == []
 
 
-def test_invalid_input_is_shown_and_not_saved(app: FastAPI, ann: TestClient) -> None:
+def test_invalid_input_is_shown_and_not_saved(app: FastAPI, ann: Client) -> None:
     url = f"/rows/{MARA_ROW}"
     fields = replace(form_fields(ann.get(url).text), "internal_emotion-0-intensity", "eleven")
     response = post_form(ann, url, fields)
@@ -135,9 +135,7 @@ def test_invalid_input_is_shown_and_not_saved(app: FastAPI, ann: TestClient) -> 
     assert _row(app, MARA_ROW).version == 1
 
 
-def test_concurrent_edit_is_a_conflict_and_nothing_is_lost(
-    app: FastAPI, ann: TestClient, ben: TestClient
-) -> None:
+def test_concurrent_edit_is_a_conflict_and_nothing_is_lost(app: FastAPI, ann: Client, ben: Client) -> None:
     url = f"/rows/{MARA_ROW}"
     ann_form = replace(form_fields(ann.get(url).text), "f-tone_of_voice", "ann's tone")
     ben_form = replace(form_fields(ben.get(url).text), "f-tone_of_voice", "ben's tone")
@@ -169,12 +167,12 @@ def test_concurrent_edit_is_a_conflict_and_nothing_is_lost(
     assert "Compare and resolve it" not in ann.get(url).text
 
 
-def test_review_status_is_locked_to_the_version_seen(app: FastAPI, ann: TestClient, ben: TestClient) -> None:
+def test_review_status_is_locked_to_the_version_seen(app: FastAPI, ann: Client, ben: Client) -> None:
     url = f"/rows/{MARA_ROW}"
-    stale = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "1"})  # type: ignore[attr-defined]
+    stale = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "1"})
     assert stale.headers["location"].endswith("notice=reviewed")
     post_form(ben, url, replace(form_fields(ben.get(url).text), "f-tone_of_voice", "flat"))
-    again = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "0"})  # type: ignore[attr-defined]
+    again = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "0"})
     assert again.headers["location"].endswith("notice=stale")
     assert _row(app, MARA_ROW).reviewed
     done = post_form(ann, url, form_fields(ann.get(url).text), action="save_review")
@@ -182,23 +180,24 @@ def test_review_status_is_locked_to_the_version_seen(app: FastAPI, ann: TestClie
     assert 'id="reviewed-rows">1<' in ann.get("/").text
 
 
-def test_discard_with_reason_and_undo(app: FastAPI, ann: TestClient) -> None:
-    bad = ann.post("/segments/2/discard", data={"csrf_token": ann.csrf, "reason": "boredom"})  # type: ignore[attr-defined]
+def test_discard_with_reason_and_undo(app: FastAPI, ann: Client) -> None:
+    bad = ann.post("/segments/2/discard", data={"csrf_token": ann.csrf, "reason": "boredom"})
     assert bad.status_code == 303
     with app.state.review.sessions() as session:
-        assert not session.get(Segment, 2).discarded  # type: ignore[union-attr]
+        segment = session.get(Segment, 2)
+        assert segment is not None and not segment.discarded
     ann.post(
         "/segments/2/discard",
         data={
             "csrf_token": ann.csrf,
-            "reason": "video_evidence",  # type: ignore[attr-defined]
+            "reason": "video_evidence",
             "note": "camera never shows Lucia",
         },
     )
     page = ann.get("/segments/2").text
     assert "Missing or ambiguous video evidence" in page and "camera never shows Lucia" in page
     assert 'id="remaining-rows">4<' in ann.get("/").text  # the family rows no longer count
-    ann.post("/segments/2/restore", data={"csrf_token": ann.csrf})  # type: ignore[attr-defined]
+    ann.post("/segments/2/restore", data={"csrf_token": ann.csrf})
     with app.state.review.sessions() as session:
         segment = session.get(Segment, 2)
         assert segment is not None and not segment.discarded and segment.discard_reason is None
@@ -206,17 +205,17 @@ def test_discard_with_reason_and_undo(app: FastAPI, ann: TestClient) -> None:
     assert "Discard history" in history and "restore" in history
 
 
-def test_comments_count_on_the_dashboard(ann: TestClient) -> None:
-    ann.post("/segments/1/comments", data={"csrf_token": ann.csrf, "text": "speaker of row 3 unsure"})  # type: ignore[attr-defined]
+def test_comments_count_on_the_dashboard(ann: Client) -> None:
+    ann.post("/segments/1/comments", data={"csrf_token": ann.csrf, "text": "speaker of row 3 unsure"})
     ann.post(
         "/segments/1/comments", data={"csrf_token": ann.csrf, "text": "on a row", "row_id": str(MARA_ROW)}
-    )  # type: ignore[attr-defined]
+    )
     assert 'id="commented-segments">1<' in ann.get("/").text
     assert "on a row" in ann.get(f"/rows/{MARA_ROW}").text
     assert "speaker of row 3 unsure" in ann.get("/segments/1").text
 
 
-def test_progress_per_annotator(ann: TestClient, ben: TestClient) -> None:
+def test_progress_per_annotator(ann: Client, ben: Client) -> None:
     url = f"/rows/{MARA_ROW}"
     post_form(ben, url, form_fields(ben.get(url).text), action="save_review")
     post_form(ann, "/rows/3", replace(form_fields(ann.get("/rows/3").text), "f-tone_of_voice", "soft"))
@@ -265,7 +264,7 @@ def test_stored_script_is_shown_inert(tmp_path: Path, empty_db_url: str) -> None
     app.state.review.sessions.kw["bind"].dispose()
 
 
-def test_unknown_pages_are_404(ann: TestClient) -> None:
+def test_unknown_pages_are_404(ann: Client) -> None:
     for path in (
         "/rows/999",
         "/segments/999",

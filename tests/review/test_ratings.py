@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
-from fastapi.testclient import TestClient
+from helpers import Client
 from sqlalchemy import func, select
 
 from rescue_bench.errors import DataError
@@ -66,9 +66,7 @@ def test_load_samples_valid_predictions_per_task(app: FastAPI, run_dir: Path) ->
         assert all(i.prediction is not None for i in items)
 
 
-def test_raters_see_output_and_gold_but_no_score_or_model(
-    app: FastAPI, ann: TestClient, run_dir: Path
-) -> None:
+def test_raters_see_output_and_gold_but_no_score_or_model(app: FastAPI, ann: Client, run_dir: Path) -> None:
     with app.state.review.sessions() as session:
         load_ratings(session, run_dir, n=2, seed=0)
     first = ann.get("/ratings")
@@ -80,17 +78,15 @@ def test_raters_see_output_and_gold_but_no_score_or_model(
         assert hidden not in page, hidden
 
 
-def test_rating_flow_and_csv(
-    app: FastAPI, ann: TestClient, ben: TestClient, run_dir: Path, tmp_path: Path
-) -> None:
+def test_rating_flow_and_csv(app: FastAPI, ann: Client, ben: Client, run_dir: Path, tmp_path: Path) -> None:
     with app.state.review.sessions() as session:
         load_ratings(session, run_dir, n=1, seed=0)
     for client, score in ((ann, "4"), (ben, "2")):
         for _ in range(2):
             location = client.get("/ratings").headers["location"]
-            bad = client.post(location, data={"csrf_token": client.csrf, "score": "9"})  # type: ignore[attr-defined]
+            bad = client.post(location, data={"csrf_token": client.csrf, "score": "9"})
             assert bad.headers["location"] == location  # an out-of-scale score is not stored
-            client.post(location, data={"csrf_token": client.csrf, "score": score})  # type: ignore[attr-defined]
+            client.post(location, data={"csrf_token": client.csrf, "score": score})
         assert "You have rated all 2 items" in client.get("/ratings", follow_redirects=True).text
     out = tmp_path / "ratings.csv"
     with app.state.review.sessions() as session:

@@ -28,7 +28,8 @@ DbOption = Annotated[
 
 def _require() -> None:
     """Fail with the extra to install when the review app's dependencies are missing."""
-    for module in ("fastapi", "uvicorn", "sqlalchemy", "alembic", "argon2", "itsdangerous", "python_multipart"):
+    needed = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "argon2", "itsdangerous", "python_multipart")
+    for module in needed:
         try:
             __import__(module)
         except ImportError:
