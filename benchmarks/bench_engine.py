@@ -1,17 +1,18 @@
-"""Measure the engine against a fake endpoint: throughput, harness CPU, memory, cached re-run, sequential speedup.
+"""Measure the engine on a fake endpoint: throughput, harness CPU, memory, cached re-run, sequential speedup.
 
 Usage: ``python benchmarks/bench_engine.py [--samples 191] [--concurrency 64] [--latency 0.5]
 [--sequential-subset 20]``.
 
-Setup: the full-scale synthetic dataset (:mod:`rescue_bench.data.synth`, 191 fictional samples), all six tasks,
-and the fake OpenAI-compatible server of ``tests/fakes/openai_server.py`` in a separate process (so its CPU is not
-counted as the harness's), answering every request after ``--latency`` seconds with no concurrency limit of its own.
+Setup: the full-scale synthetic dataset (:mod:`rescue_bench.data.synth`, 191 fictional samples), all six
+tasks, and the fake OpenAI-compatible server of ``tests/fakes/openai_server.py`` in a separate process (so its
+CPU is not counted as the harness's), answering every request after ``--latency`` seconds with no concurrency
+limit of its own.
 
 Reported:
 
 * throughput of the online run, against the ideal ``concurrency / latency`` (target: at least 90%);
-* harness CPU per request (user + system time of this process, all threads, divided by requests; target < 2 ms),
-  covering everything a run does: data loading, building and rendering, the SDK and HTTP stack, cache,
+* harness CPU per request (user + system time of this process, all threads, divided by requests; target < 2
+  ms), covering everything a run does: data loading, building and rendering, the SDK and HTTP stack, cache,
   recording, parsing, scoring and aggregation;
 * peak resident memory of this process (target < 500 MB);
 * a fully cached re-run of the same config into a new run directory (target < 10 s);
@@ -31,17 +32,27 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 REPO = Path(__file__).resolve().parents[1]
 
 
 def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
     script = REPO / "tests" / "fakes" / "openai_server.py"
-    proc = subprocess.Popen([sys.executable, str(script), "--latency", str(latency)], stdout=subprocess.PIPE,
-                            text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.Popen(
+        [sys.executable, str(script), "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
+
+
+def process_cpu(pid: int) -> float:
+    """User + system CPU seconds of another process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def cpu_seconds() -> float:
@@ -72,11 +83,36 @@ def sequential_subset(base_url: str, data: str, n: int) -> tuple[float, int]:
     client = OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
     started = time.perf_counter()
     for request in requests:
-        client.chat.completions.create(model="bench", messages=list(request.messages),  # type: ignore[arg-type]
-                                       temperature=0, max_tokens=request.max_tokens,
-                                       response_format={"type": "json_object"})
+        client.chat.completions.create(
+            model="bench",
+            messages=cast(Any, list(request.messages)),
+            temperature=0,
+            max_tokens=request.max_tokens,
+            response_format={"type": "json_object"},
+        )
         time.sleep(0.3)
     return time.perf_counter() - started, len(requests)
+
+
+def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> str:
+    """The figures as sentences, each with its target."""
+    share = 100 * f["throughput_vs_ideal"]
+    phase = 100 * f["request_phase_vs_ideal"]
+    lines = [
+        f"throughput {f['throughput_rps']} req/s end to end = {share:.1f}% of the ideal {ideal:g} req/s"
+        " (target >= 90%)",
+        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s, asking"
+        f" {f['requests_s']} s (at least {waves:g} s in waves of {concurrency}), finishing {f['finish_s']} s",
+        f"harness CPU {f['cpu_ms_per_request']} ms per request (target < 2 ms); fake server CPU"
+        f" {f['server_cpu_ms_per_request']} ms per request",
+        f"peak RSS {f['peak_rss_mb']} MB (target < 500 MB); cached re-run {f['cached_rerun_s']} s"
+        " (target < 10 s)",
+        f"sequential reference-like client: {f['sequential_subset']} requests in"
+        f" {f['sequential_subset_s']} s,"
+        f" extrapolated to {f['requests']}: {f['sequential_extrapolated_s']} s; speedup {f['speedup']}x"
+        " (extrapolated from the subset, not run in full)",
+    ]
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -98,7 +134,9 @@ def main(argv: list[str] | None = None) -> int:
     server, base_url = start_server(args.latency)
     try:
         config = RunConfig(model="vllm/bench", data=str(summary.path), base_url=base_url)
+        server_cpu = process_cpu(server.pid)
         result, wall, cpu = timed_run(config, tmp / "online", args.concurrency)
+        server_cpu = process_cpu(server.pid) - server_cpu
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         requests = sum(c["requests"] for c in result.counts.values())
         instances = sum(c["instances"] for c in result.counts.values())
@@ -111,25 +149,37 @@ def main(argv: list[str] | None = None) -> int:
 
     ideal = args.concurrency / args.latency
     waves = -(-requests // args.concurrency) * args.latency
+    timings = json.loads((tmp / "online" / "run.json").read_text())["timings"]
+    asking = timings["requests_s"]
     figures = {
-        "samples": args.samples, "instances": instances, "requests": requests, "status": result.status,
+        "samples": args.samples,
+        "instances": instances,
+        "requests": requests,
+        "status": result.status,
         "invalid": sum(c["invalid"] for c in result.counts.values()),
-        "wall_s": round(wall, 2), "throughput_rps": round(requests / wall, 1), "ideal_rps": ideal,
-        "throughput_vs_ideal": round(requests / wall / ideal, 3), "lower_bound_wall_s": waves,
-        "cpu_s": round(cpu, 2), "cpu_ms_per_request": round(1000 * cpu / requests, 3), "peak_rss_mb": round(peak_mb),
-        "cached_rerun_s": round(cached_wall, 2), "cached_hits": hits,
-        "sequential_subset": seq_n, "sequential_subset_s": round(seq_time, 2),
+        "wall_s": round(wall, 2),
+        "throughput_rps": round(requests / wall, 1),
+        "ideal_rps": ideal,
+        "throughput_vs_ideal": round(requests / wall / ideal, 3),
+        "lower_bound_wall_s": waves,
+        "setup_s": timings["setup_s"],
+        "requests_s": asking,
+        "finish_s": timings["finish_s"],
+        "request_phase_rps": round(requests / asking, 1),
+        "request_phase_vs_ideal": round(requests / asking / ideal, 3),
+        "cpu_s": round(cpu, 2),
+        "cpu_ms_per_request": round(1000 * cpu / requests, 3),
+        "server_cpu_ms_per_request": round(1000 * server_cpu / requests, 3),
+        "peak_rss_mb": round(peak_mb),
+        "cached_rerun_s": round(cached_wall, 2),
+        "cached_hits": hits,
+        "sequential_subset": seq_n,
+        "sequential_subset_s": round(seq_time, 2),
         "sequential_extrapolated_s": round(seq_time / seq_n * requests, 1),
         "speedup": round(seq_time / seq_n * requests / wall, 1),
     }
     print(json.dumps(figures, indent=2))
-    print(f"throughput {figures['throughput_rps']} req/s = {100 * figures['throughput_vs_ideal']:.1f}% of the ideal "
-          f"{ideal:g} req/s (target >= 90%); the {requests} requests need at least {waves:g} s in waves of "
-          f"{args.concurrency}")
-    print(f"harness CPU {figures['cpu_ms_per_request']} ms per request (target < 2 ms); peak RSS {figures['peak_rss_mb']}"
-          f" MB (target < 500 MB); cached re-run {figures['cached_rerun_s']} s (target < 10 s)")
-    print(f"sequential reference-like client: {seq_n} requests in {seq_time:.1f} s, extrapolated to {requests}: "
-          f"{figures['sequential_extrapolated_s']} s; speedup {figures['speedup']}x (extrapolated, not run in full)")
+    print(report(figures, ideal, waves, args.concurrency))
     if args.json:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
     return 0

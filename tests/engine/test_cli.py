@@ -1,4 +1,4 @@
-"""The command-line contract that scripts rely on, with the real tasks on the demo data and a fake endpoint."""
+"""The command-line contract that scripts rely on: real tasks on the demo data, a fake endpoint."""
 
 from __future__ import annotations
 
@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.cli.run import parse_sample_ids
 from rescue_bench.engine.store import read_jsonl
 from rescue_bench.errors import ConfigError
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answer
 
 REQUIRED = ("instance_id", "task", "sample_id", "row_index", "valid", "prediction", "problems")
 runner = CliRunner()

@@ -187,8 +187,10 @@ def finish_manifest(
     counts: Mapping[str, Json],
     started: float,
     stop_reason: str | None,
+    phases: Mapping[str, float] | None = None,
 ) -> dict[str, Json]:
     timings = dict(manifest.get("timings") or {})
+    timings.update(phases or {})
     now = time.time()
     timings.update({"finished": _iso(now), "elapsed_s": round(now - started, 3)})
     return {

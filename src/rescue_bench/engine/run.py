@@ -87,6 +87,7 @@ async def execute_run(
         ConfigError: the directory holds a run of another configuration, or the settings cannot work.
         ProviderError: the endpoint refused in a way no request can avoid (the run is left resumable).
     """
+    clock = time.perf_counter()
     chosen = select_samples(samples if samples is not None else load_samples(config.data), config)
     plans = build_plans(chosen, config, tasks)
     model = model or _make_model(config, options)
@@ -101,6 +102,8 @@ async def execute_run(
     cache = ResponseCache(options.cache_path) if options.engine.use_cache else None
     runner = _Runner(plans, store, options, store.latest_predictions())
     status: Status = "stopped"
+    runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
+    clock = time.perf_counter()
     try:
         if isinstance(model, Provider):
             engine = Engine(model, params, options.engine, cache=cache, budget=options.budget)
@@ -112,6 +115,7 @@ async def execute_run(
         runner.stop_reason = str(exc)
         raise
     finally:
+        runner.phases["requests_s"] = round(time.perf_counter() - clock, 3)
         if cache is not None:
             cache.close()
         if isinstance(model, Provider):
@@ -165,6 +169,7 @@ def _finish(
     started: float,
     config: RunConfig,
 ) -> RunResult:
+    clock = time.perf_counter()
     order = [inst.id for plan in plans for inst in plan.instances]
     records = store.compact_predictions(order, runner.done)
     store.close()
@@ -176,7 +181,10 @@ def _finish(
         store.write_scores(scores)
     elif status == "finished":
         status = "stopped"
-    final = finish_manifest(_resumed(manifest, previous), status, counts, started, runner.stop_reason)
+    runner.phases["finish_s"] = round(time.perf_counter() - clock, 3)
+    final = finish_manifest(
+        _resumed(manifest, previous), status, counts, started, runner.stop_reason, runner.phases
+    )
     store.write_manifest(final)
     return RunResult(store.root, status, scores, counts, runner.stop_reason)
 
@@ -221,6 +229,8 @@ class _Runner:
         self.done = done
         self.stop_reason: str | None = None
         self.progress = Progress.for_terminal(options.quiet)
+        self.phases: dict[str, float] = {}
+        """Seconds spent loading and planning, asking, and finishing (scoring, aggregation) in this session."""
 
     def _pending(self, plan: TaskPlan) -> list[tuple[tuple[Instance, ...], bool]]:
         """Batches still to ask, and whether each re-asks failures (then the cache is not read)."""
