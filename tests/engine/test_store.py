@@ -79,3 +79,15 @@ def test_describe_changes_ignores_operational_options() -> None:
     assert describe_changes(old, {**new, "config": {"model": "m", "tasks": ["itp", "rpp"]}}) == [
         "tasks: ['itp'] -> ['itp', 'rpp']"
     ]
+
+
+def test_a_run_directory_is_locked_by_its_process(tmp_path: Path) -> None:
+    from rescue_bench.errors import ConfigError
+
+    first, second = RunStore(tmp_path / "run"), RunStore(tmp_path / "run")
+    first.lock()
+    with pytest.raises(ConfigError, match="in use by another rescue-bench process"):
+        second.lock()
+    first.unlock()
+    second.lock()
+    second.unlock()

@@ -95,6 +95,7 @@ async def execute_run(
     manifest = build_manifest(config, options_record(options), chosen, plans, model.identity(), params)
     store = RunStore(out)
     store.check_compatible(manifest)
+    store.lock()
     previous = store.manifest()
     store.write_manifest(_resumed(manifest, previous))
     store.open()
@@ -120,7 +121,10 @@ async def execute_run(
             cache.close()
         if isinstance(model, Provider):
             await model.aclose()
-        result = _finish(store, plans, manifest, previous, status, runner, started, config)
+        try:
+            result = _finish(store, plans, manifest, previous, status, runner, started, config)
+        finally:
+            store.unlock()
     return result
 
 
@@ -230,7 +234,7 @@ class _Runner:
         self.stop_reason: str | None = None
         self.progress = Progress.for_terminal(options.quiet)
         self.phases: dict[str, float] = {}
-        """Seconds spent loading and planning, asking, and finishing (scoring, aggregation) in this session."""
+        """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
 
     def _pending(self, plan: TaskPlan) -> list[tuple[tuple[Instance, ...], bool]]:
         """Batches still to ask, and whether each re-asks failures (then the cache is not read)."""

@@ -156,6 +156,25 @@ class RunStore:
         self.root = Path(root)
         self._requests: JsonlAppender | None = None
         self._predictions: JsonlAppender | None = None
+        self._lock: IO[str] | None = None
+
+    def lock(self) -> None:
+        """Take the directory for this process; a second process on the same run gets a :class:`ConfigError`.
+
+        The lock is an ``flock`` on ``.lock``: the kernel releases it when the process dies, even by SIGKILL.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = (self.root / ".lock").open("a")
+        try:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # no flock on this platform: run unguarded
+            pass
+        except BlockingIOError:
+            handle.close()
+            raise ConfigError(f"{self.root} is in use by another rescue-bench process") from None
+        self._lock = handle
 
     @property
     def run_file(self) -> Path:
@@ -209,6 +228,11 @@ class RunStore:
             if appender is not None:
                 appender.close()
         self._requests = self._predictions = None
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
 
     def append_request(self, record: Mapping[str, Json]) -> None:
         assert self._requests is not None, "RunStore.open() first"
