@@ -32,8 +32,8 @@ from rescue_bench.review.db import open_store
 from rescue_bench.review.loader import load_work
 
 sys.path.insert(0, str(Path(__file__).parent))
-from helpers import FAST_HASHER, PASSWORD, Client, login, settings_for
-from workdir_data import write_workdir
+from review_helpers import FAST_HASHER, PASSWORD, Client, login, settings_for
+from review_workdir import write_workdir
 
 USERS = {"ada": "admin", "ann": "annotator", "ben": "annotator"}
 

@@ -10,8 +10,8 @@ import pytest
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
-from helpers import FAST_HASHER, PASSWORD, Client, csrf_of, login, settings_for
 from httpx2 import Response
+from review_helpers import FAST_HASHER, PASSWORD, Client, csrf_of, login, settings_for
 from sqlalchemy import select
 
 from rescue_bench.review.app import create_app

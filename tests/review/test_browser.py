@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import PASSWORD, settings_for
+from review_helpers import PASSWORD, settings_for
 
 from rescue_bench.data.load import load_samples, read_source
 from rescue_bench.review.app import create_app

@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from review_workdir import write_workdir
 from typer.testing import CliRunner
-from workdir_data import write_workdir
 
 from rescue_bench.cli.main import app
 from rescue_bench.cli.review import _is_loopback

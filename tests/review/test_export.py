@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from helpers import Client, form_fields, post_form, replace
+from review_helpers import Client, form_fields, post_form, replace
 from sqlalchemy import update
 
 from rescue_bench.data.load import load_samples, read_source

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from workdir_data import COUPLE, couple_rows
+from review_workdir import COUPLE, couple_rows
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.review.forms import (

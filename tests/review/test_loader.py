@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from review_workdir import write_workdir
 from sqlalchemy import select
-from workdir_data import write_workdir
 
 from rescue_bench.errors import DataError
 from rescue_bench.review.db import RowRecord, RowVersion, Segment, open_store

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from helpers import Client, cookie_header, raw_get
+from review_helpers import Client, cookie_header, raw_get
 
 from rescue_bench.review.media import MediaNotFound, check_relative, resolve_media
 

@@ -9,11 +9,13 @@ from pathlib import Path
 
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from helpers import Client, form_fields, login, post_form, replace, settings_for
+from review_helpers import FAST_HASHER, PASSWORD, Client, form_fields, login, post_form, replace, settings_for
 from sqlalchemy import select
 
 from rescue_bench.review.app import create_app
+from rescue_bench.review.auth import create_user
 from rescue_bench.review.db import Conflict, RowRecord, RowVersion, Segment
+from rescue_bench.review.loader import load_work
 
 MARA_ROW = 2  # couple_s01, row 2: Mara, with an emotion, cues, a viewpoint and an unknown key
 THERAPIST_ROW = 1  # couple_s01, row 1: therapist, with a strategy
@@ -245,13 +247,8 @@ def test_stored_script_is_shown_inert(tmp_path: Path, empty_db_url: str) -> None
         encoding="utf-8",
     )
     app = create_app(settings_for(empty_db_url, tmp_path))
-    from helpers import FAST_HASHER
-
-    from rescue_bench.review.auth import create_user
-    from rescue_bench.review.loader import load_work
-
     with app.state.review.sessions() as session:
-        create_user(session, "ann", "annotator", "correct horse battery", FAST_HASHER)
+        create_user(session, "ann", "annotator", PASSWORD, FAST_HASHER)
         load_work(session, release)
     with TestClient(app, follow_redirects=False) as client:
         csrf = login(client, "ann")

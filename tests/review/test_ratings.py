@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
-from helpers import Client
+from review_helpers import Client
 from sqlalchemy import func, select
 
 from rescue_bench.errors import DataError
