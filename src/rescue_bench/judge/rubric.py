@@ -239,6 +239,15 @@ def _integer(value: Json) -> int | None:
     return None
 
 
+def _short(text: str, limit: int = 40) -> str:
+    """Cut a shown value so that a reply of 400 digits does not fill the judgments file's problem notes.
+
+    >>> _short("4" * 50, 10)
+    '4444444444…'
+    """
+    return text if len(text) <= limit else text[:limit] + "…"
+
+
 def grade_item(task: JudgeTask, item: Json) -> Verdict:
     """Check one graded entry against the rubric ranges; never clamps.
 
@@ -259,9 +268,9 @@ def grade_item(task: JudgeTask, item: Json) -> Verdict:
             return Verdict(None, f"missing: {name}", item)
         value = _integer(item[name])
         if value is None:
-            return Verdict(None, f"parse_failure: {name}={item[name]!r} is not an integer", item)
+            return Verdict(None, f"parse_failure: {name}={_short(repr(item[name]))} is not an integer", item)
         if not low <= value <= high:
-            return Verdict(None, f"out_of_range: {name}={value} (allowed {low}-{high})", item)
+            return Verdict(None, f"out_of_range: {name}={_short(str(value))} (allowed {low}-{high})", item)
         scores[key] = float(value)
     notes: tuple[str, ...] = ()
     if task == "vp":
