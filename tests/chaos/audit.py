@@ -227,6 +227,18 @@ def counts_agree(
     return problems
 
 
+def finished_work_not_redone(records: Sequence[Record], finished_before: Iterable[str]) -> list[str]:
+    """A resumed session asks nothing for instances that were finished before it started (not even from the
+    cache): every request it recorded covers at least one unfinished instance."""
+    done = set(finished_before)
+    return [
+        f"{str(r['request_key'])[:12]} ({r['task']}) asked again for finished instances "
+        f"{list(r['instance_ids'])[:3]}"
+        for r in records
+        if set(r["instance_ids"]) <= done
+    ]
+
+
 def settled_batches_recorded(
     workload: Workload,
     entries: Sequence[Entry],

@@ -120,3 +120,11 @@ def test_a_batch_still_waiting_for_a_single_re_ask_is_not_judged() -> None:
     answered = [*partial[:1], entry(1, 2, "single2", reply=answer(["c1"]))]
     problems, judged = audit.settled_batches_recorded(load, answered, 2, [], [])
     assert judged == 1 and any("single2"[:12] in p for p in problems)
+
+
+def test_a_resumed_session_must_not_redo_finished_instances() -> None:
+    records = [{**record("k", 0, cached=True), "instance_ids": ["a", "b"]}]
+    assert audit.finished_work_not_redone(records, ["a"]) == []
+    assert audit.finished_work_not_redone(records, ["a", "b"]) == [
+        "k (itp) asked again for finished instances ['a', 'b']"
+    ]

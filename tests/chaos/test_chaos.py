@@ -33,12 +33,16 @@ Invariants (the checks live in :mod:`tests.chaos.audit`, whose own tests show ea
 * after the quiesced kill, every batch the server had fully answered has its request and prediction lines
   on disk.
 
-How it fails when resume is broken (demonstrated by hand, see the project report): make
-``JsonlAppender.append`` in ``engine/store.py`` skip its ``flush()`` and ``fsync()``. Records then sit in
+* a resumed session asks nothing (not even the cache) for instances finished before it started.
+
+How it fails when resume is broken (each demonstrated by hand, patching the engine in the client processes
+only): make ``JsonlAppender.append`` in ``engine/store.py`` skip its ``flush()``. Records then sit in
 Python's buffer and die with the process. The response cache still answers the lost batches on resume, so
-scores and predictions stay equal, but the quiesced-kill check fails: batches the server had answered have
-no request or prediction lines on disk ("answered but request lines lost"). Breaking resume more visibly
-(resumed batches skipping the cache, or ignoring ``predictions.jsonl``) fails the re-send check.
+scores, predictions and counts all still agree, but the quiesced-kill check fails: "batch ... answered but
+request lines lost" and "... predictions lost". If resumed batches skip the cache (``refresh``), a batch
+answered before the quiesced kill but still waiting for a single re-ask is paid for again: "sent again
+(request #350, session 3) after its success #303 in session 2". If a resumed run ignores
+``predictions.jsonl``, finished instances are asked again (from the cache): the last check fails.
 """
 
 from __future__ import annotations
@@ -153,6 +157,9 @@ def test_chaos_run_ends_like_a_fault_free_run(tmp_path: Path) -> None:
         2: second.records[len(first.records) :],
         3: records[len(second.records) :],
     }
+    redone = audit.finished_work_not_redone(per_session[2], (p["instance_id"] for p in first.predictions))
+    redone += audit.finished_work_not_redone(per_session[3], (p["instance_id"] for p in second.predictions))
+    assert not redone, "\n".join(redone[:10])
     acc = audit.account(entries, per_session, final_session=3)
     assert not acc.problems, "\n".join(acc.problems[:10])
     assert not audit.counts_agree(manifest["counts"], acc, records)
