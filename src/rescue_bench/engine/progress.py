@@ -35,6 +35,8 @@ class Progress:
     """Per-task counters, drawn live when ``enabled``."""
 
     enabled: bool
+    console: Console | None = None
+    """Where to draw (default: stderr)."""
     counters: dict[str, TaskCounters] = field(default_factory=dict)
     _bar: RichProgress | None = None
     _ids: dict[str, TaskID] = field(default_factory=dict)
@@ -55,7 +57,7 @@ class Progress:
             MofNCompleteColumn(),
             TextColumn("{task.fields[info]}"),
             TimeElapsedColumn(),
-            console=Console(stderr=True),
+            console=self.console or Console(stderr=True),
             transient=False,
         )
         for task, counters in self.counters.items():

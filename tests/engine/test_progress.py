@@ -1,0 +1,30 @@
+"""The live progress display."""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from rescue_bench.engine.progress import Progress
+
+
+def test_counters_and_display() -> None:
+    out = io.StringIO()
+    progress = Progress(enabled=True, console=Console(file=out, force_terminal=True, width=150))
+    progress.start({"itp": (10, 4), "er": (5, 0)})
+    progress.update("itp", done=3, cache_hits=2, retries=1, failures=1, tokens=1500)
+    progress.stop()
+    assert progress.counters["itp"].done == 7 and progress.counters["er"].done == 0
+    text = out.getvalue()
+    assert "itp" in text and "7/10" in text and "hits 2 · retries 1 · failed 1 · tokens 1,500" in text
+
+
+def test_disabled_draws_nothing_but_counts(capsys) -> None:  # type: ignore[no-untyped-def]
+    progress = Progress(enabled=False)
+    progress.start({"rpp": (3, 0)})
+    progress.update("rpp", done=3)
+    progress.stop()
+    assert progress.counters["rpp"].done == 3
+    assert capsys.readouterr().err == ""
+    assert Progress.for_terminal(quiet=True).enabled is False
