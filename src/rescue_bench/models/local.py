@@ -24,13 +24,15 @@ fast enough for the demo run on two cores:
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import hashlib
 import json
 import logging
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -234,15 +236,16 @@ class LocalProvider:
         path = self._path or default_model_path()
         try:
             # swa_full keeps the whole sliding-window cache, which prefix re-use needs.
-            self._llm = self._lib.Llama(
-                model_path=str(path),
-                n_ctx=n_ctx,
-                n_threads=self._n_threads,
-                n_threads_batch=self._n_threads,
-                seed=self._seed,
-                verbose=False,
-                swa_full=True,
-            )
+            with _quiet_swa_notice(self._lib):
+                self._llm = self._lib.Llama(
+                    model_path=str(path),
+                    n_ctx=n_ctx,
+                    n_threads=self._n_threads,
+                    n_threads_batch=self._n_threads,
+                    seed=self._seed,
+                    verbose=False,
+                    swa_full=True,
+                )
         except (ValueError, RuntimeError) as exc:
             raise ProviderError(f"{self.name}: cannot load {path}: {exc}") from None
         self._decoder = Decoder(self._lib, self._llm)
@@ -293,6 +296,24 @@ class LocalProvider:
         """The context length the model was trained for (from the GGUF metadata)."""
         meta = self._llm.metadata
         return int(meta.get(f"{meta.get('general.architecture')}.context_length", default))
+
+
+@contextmanager
+def _quiet_swa_notice(lib: Any) -> Iterator[None]:
+    """Drop llama.cpp's "using full-size SWA cache" notice, which it logs at error level on every load of a
+    Gemma 3 model with ``swa_full``; every other message goes to llama-cpp-python's own handler."""
+    from llama_cpp import _logger
+
+    @lib.llama_log_callback  # type: ignore[untyped-decorator]
+    def callback(level: int, text: bytes, user_data: Any) -> None:
+        if b"full-size SWA cache" not in text:
+            _logger.llama_log_callback(level, text, user_data)
+
+    lib.llama_log_set(callback, ctypes.c_void_p(0))
+    try:
+        yield
+    finally:
+        lib.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
 
 
 def default_model_sha256() -> str:
