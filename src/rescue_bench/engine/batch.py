@@ -120,26 +120,38 @@ def config_from_manifest(manifest: dict[str, Json]) -> RunConfig:
 
 
 def read_results(path: Path) -> dict[str, Reply]:
-    """Replies by ``custom_id`` from an OpenAI / vLLM batch output file."""
+    """Replies by ``custom_id`` from an OpenAI / vLLM batch output file.
+
+    A line that is not UTF-8 JSON with a string ``custom_id`` is a :class:`DataError` naming ``file:line``; a
+    line whose result cannot be read becomes a failed reply, recorded for its request like any failure.
+    """
     if not path.is_file():
         raise ConfigError(f"batch results file {path} not found")
     replies: dict[str, Reply] = {}
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if not raw.strip():
                 continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"{path}:{number}: not valid JSON ({exc.msg})") from None
+            record = _json_line(raw, f"{path}:{number}")
             if not isinstance(record, dict) or not isinstance(record.get("custom_id"), str):
                 raise DataError(f"{path}:{number}: no string field 'custom_id'")
             replies[record["custom_id"]] = result_reply(record)
     return replies
 
 
+def _json_line(raw: bytes, where: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(f"{where}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply") from None
+
+
 def result_reply(record: dict[str, Any]) -> Reply:
-    """One batch output line as a :class:`Reply` (a failure when the line carries an error).
+    """One batch output line as a :class:`Reply`; a failure when it carries an error or cannot be read.
 
     >>> ok = {"custom_id": "x", "response": {"status_code": 200, "body": {"choices": [
     ...     {"message": {"content": "{}"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5}}}}
@@ -147,35 +159,68 @@ def result_reply(record: dict[str, Any]) -> Reply:
     ('{}', 5)
     >>> result_reply({"custom_id": "x", "error": {"message": "expired"}}).error
     'batch error: expired'
+    >>> result_reply({"custom_id": "x", "response": "garbled"}).error
+    'batch result unreadable (response is not an object)'
     """
-    error = record.get("error")
-    response = record.get("response") or {}
-    if error:
-        message = error.get("message") if isinstance(error, dict) else error
-        return Reply.failure(f"batch error: {message}")
-    status = response.get("status_code")
-    body = response.get("body") or {}
-    if status != 200:
-        detail = (body.get("error") or {}).get("message") if isinstance(body, dict) else None
-        return Reply.failure(f"batch result HTTP {status}: {detail or 'no detail'}")
     try:
-        choice = body["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
-        return Reply.failure("batch result without choices")
-    usage = body.get("usage") or {}
-    details = usage.get("completion_tokens_details") or {}
+        return _result_reply(record)
+    except _Unreadable as exc:
+        return Reply.failure(f"batch result unreadable ({exc})")
+
+
+class _Unreadable(Exception):
+    pass
+
+
+def _result_reply(record: dict[str, Any]) -> Reply:
+    error = record.get("error")
+    if error:
+        message = error.get("message") or error.get("code") if isinstance(error, dict) else error
+        return Reply.failure(f"batch error: {message}")
+    response = _object(record.get("response"), "response")
+    body = response.get("body")
+    if response.get("status_code") != 200:
+        detail = body.get("error") if isinstance(body, dict) else None
+        detail = detail.get("message") if isinstance(detail, dict) else detail
+        return Reply.failure(f"batch result HTTP {response.get('status_code')}: {detail or 'no detail'}")
+    body = _object(body, "body")
+    choices = body.get("choices")
+    if not isinstance(choices, list) or not choices:
+        raise _Unreadable("no choices")
+    choice = _object(choices[0], "choice")
+    message = _object(choice.get("message"), "message")
+    content = message.get("content")
+    if content is not None and not isinstance(content, str):
+        raise _Unreadable("content is not a string")
     reasoning = message.get("reasoning_content") or message.get("reasoning")
+    usage = _object(body.get("usage") or {}, "usage")
+    details = _object(usage.get("completion_tokens_details") or {}, "usage details")
+    finish = choice.get("finish_reason")
     return Reply(
-        text=message.get("content") or "",
+        text=content or "",
         reasoning=reasoning if isinstance(reasoning, str) else None,
         usage=Usage(
-            int(usage.get("prompt_tokens") or 0),
-            int(usage.get("completion_tokens") or 0),
-            int(details.get("reasoning_tokens") or 0),
+            _count(usage, "prompt_tokens"),
+            _count(usage, "completion_tokens"),
+            _count(details, "reasoning_tokens"),
         ),
-        finish_reason=choice.get("finish_reason"),
+        finish_reason=finish if isinstance(finish, str) else None,
     )
+
+
+def _object(value: Any, name: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise _Unreadable(f"{name} is not an object")
+    return value
+
+
+def _count(usage: dict[str, Any], key: str) -> int:
+    value = usage.get(key)
+    if value is None:
+        return 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise _Unreadable(f"usage {key} is not a token count")
+    return value
 
 
 class BatchResultsProvider:
