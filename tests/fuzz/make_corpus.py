@@ -230,7 +230,8 @@ def write_subtitles() -> None:
         "2\n99:99:99,999 --> 100:00:00,000\nBEN: Overflowing clock.\n\n"
         "3\n00:00:02,000 --> 00:00:02,000\nANA: No duration.\n\n"
         "4\n-00:00:01,000 --> 00:00:03,000\nNegative.\n\n"
-        "99999999999999999999\n00:00:04,000 --> 00:00:05,000\nHuge index.\n",
+        "99999999999999999999\n00:00:04,000 --> 00:00:05,000\nHuge index.\n\n"
+        "6\n00:00:06,000 --> 99999999999999999999:00:00,000\nHours beyond a timedelta.\n",
         "markup_and_injection.srt": "\ufeff1\r\n00:00:01,000 --> 00:00:02,000\r\n"
         + "<i>" * 5000
         + f"THERAPIST: {INJECTION}"

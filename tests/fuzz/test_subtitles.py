@@ -28,7 +28,9 @@ def read(path: Path) -> Any:
     except DataError as exc:
         assert "\n" not in str(exc) and str(path) in str(exc)
         return exc
-    lines = path.read_bytes().count(b"\n") + 1
+    lines = (
+        path.read_bytes().replace(b"\r\n", b"\n").replace(b"\r", b"\n").count(b"\n") + 1
+    )  # CR ends lines too
     for issue in track.issues:
         assert issue.file == str(path) and issue.severity in ("error", "warning")
         assert issue.line is None or 1 <= issue.line <= lines, issue.render()

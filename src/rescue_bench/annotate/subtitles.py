@@ -266,7 +266,7 @@ def _parse_block(
 def _parse_srt(block: str) -> tuple[float, float, list[str]] | str:
     try:
         subs = list(srt.parse(block + "\n"))
-    except srt.SRTParseError:
+    except (srt.SRTParseError, OverflowError, ValueError):  # a clock too large for a timedelta overflows
         expected = "an index line, then 'HH:MM:SS,mmm --> HH:MM:SS,mmm'"
         return f"not a valid SRT cue (expected {expected}): {_head(block)}"
     if len(subs) != 1:
