@@ -11,6 +11,7 @@ calls it from one event-loop thread.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import os
@@ -27,8 +28,6 @@ from rescue_bench.records import Json, Reply, Request, Usage
 
 CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
 KEY_VERSION = 2
-FLUSH_ROWS = 64
-FLUSH_SECONDS = 2.0
 _SELECT = (
     "SELECT text, reasoning, finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, meta "
     "FROM responses WHERE key = ?"
@@ -104,7 +103,7 @@ class ResponseCache:
         self._db.execute("PRAGMA synchronous = NORMAL")
         self._db.execute(_SCHEMA)
         self._pending: dict[str, tuple[Any, ...]] = {}
-        self._flushed = time.monotonic()
+        self._flush_scheduled = False
 
     def get(self, key: str) -> tuple[Reply, dict[str, Json]] | None:
         """The stored reply (marked ``cached``) and its meta, or ``None``."""
@@ -128,9 +127,10 @@ class ResponseCache:
     ) -> None:
         """Store a successful reply; failures are never cached.
 
-        Rows are written in groups (every :data:`FLUSH_ROWS` rows or :data:`FLUSH_SECONDS`, and on close): one
-        transaction per reply would cost more than the rest of a request's bookkeeping. A crash loses at most
-        that group, whose requests are then asked again by later runs; the run directory keeps the replies.
+        Inside an event loop, the rows stored during one loop iteration are written together right after it
+        (replies of a burst arrive together), so one transaction serves many replies, and a reply is on disk
+        before anything else can await: a process killed later cannot lose it. Outside a loop, each row is
+        written at once.
         """
         if not reply.ok:
             return
@@ -147,11 +147,18 @@ class ResponseCache:
             reply.usage.reasoning_tokens,
             json.dumps(meta or {}, sort_keys=True),
         )
-        if len(self._pending) >= FLUSH_ROWS or time.monotonic() - self._flushed > FLUSH_SECONDS:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
             self.flush()
+            return
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            loop.call_soon(self.flush)
 
     def flush(self) -> None:
         """Write the pending rows in one transaction."""
+        self._flush_scheduled = False
         if self._pending:
             rows = list(self._pending.values())
             with self._db:
@@ -160,7 +167,6 @@ class ResponseCache:
                     "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
                 )
             self._pending.clear()
-        self._flushed = time.monotonic()
 
     def stats(self) -> CacheStats:
         self.flush()
