@@ -22,14 +22,21 @@ def _isolated_user_dirs(tmp_path_factory: pytest.TempPathFactory, monkeypatch: p
 
 @pytest.fixture
 def real_subset() -> Path:
-    """The 4 real release samples in ../shared/data; the test is skipped, with the reason shown, when absent."""
+    """The 4 real release samples in ../shared/data.
+
+    The test is skipped, with the reason shown, when they are absent.
+    """
     if not SUBSET.exists():
-        pytest.skip(f"shared real samples not found at {SUBSET} (third-party data, not shipped with the project)")
+        pytest.skip(
+            f"shared real samples not found at {SUBSET} (third-party data, not shipped with the project)"
+        )
     return SUBSET
 
 
 @pytest.fixture
 def expected_instances() -> Path:
     if not EXPECTED.exists():
-        pytest.skip(f"expected instances not found at {EXPECTED} (third-party data, not shipped with the project)")
+        pytest.skip(
+            f"expected instances not found at {EXPECTED} (third-party data, not shipped with the project)"
+        )
     return EXPECTED

@@ -1,7 +1,8 @@
 """Records that cross module borders: instances, requests, replies, predictions and scores.
 
 Data flows one way (see docs/architecture.md):
-``Sample -> Instance -> Request -> Reply -> Prediction -> Score``. Every record is frozen and JSON-serialisable.
+``Sample -> Instance -> Request -> Reply -> Prediction -> Score``.
+Every record is frozen and JSON-serialisable.
 """
 
 from __future__ import annotations
@@ -39,8 +40,14 @@ class Instance:
 
     def to_json(self) -> dict[str, Json]:
         return {
-            "instance_id": self.id, "task": self.task, "sample_id": self.sample_id, "scenario": self.scenario,
-            "row_index": self.row_index, "gold": self.gold, "candidates": list(self.candidates), "meta": self.meta,
+            "instance_id": self.id,
+            "task": self.task,
+            "sample_id": self.sample_id,
+            "scenario": self.scenario,
+            "row_index": self.row_index,
+            "gold": self.gold,
+            "candidates": list(self.candidates),
+            "meta": self.meta,
         }
 
 
@@ -65,8 +72,12 @@ class Request:
 
     def content_key(self) -> str:
         """sha256 of the messages and schema: equal for identical prompts."""
-        blob = json.dumps([self.messages, self.response_schema, self.max_tokens], sort_keys=True,
-                          ensure_ascii=False, separators=(",", ":"))
+        blob = json.dumps(
+            [self.messages, self.response_schema, self.max_tokens],
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
@@ -81,8 +92,11 @@ class Usage:
         return self.prompt_tokens + self.completion_tokens
 
     def __add__(self, other: Usage) -> Usage:
-        return Usage(self.prompt_tokens + other.prompt_tokens, self.completion_tokens + other.completion_tokens,
-                     self.reasoning_tokens + other.reasoning_tokens)
+        return Usage(
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.reasoning_tokens + other.reasoning_tokens,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,8 +147,12 @@ class Prediction:
         return any(p.startswith("invalid_label") for p in self.problems)
 
     def to_json(self) -> dict[str, Json]:
-        return {"instance_id": self.instance_id, "valid": self.valid, "prediction": self.value,
-                "problems": list(self.problems)}
+        return {
+            "instance_id": self.instance_id,
+            "valid": self.valid,
+            "prediction": self.value,
+            "problems": list(self.problems),
+        }
 
 
 @dataclass(frozen=True, slots=True)

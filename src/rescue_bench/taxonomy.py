@@ -3,8 +3,8 @@
 Relation patterns and support strategies differ by scenario (couple or family). Utterance types are shared.
 The label *keys* are the benchmark's; the definitions paraphrase the paper's Tables 7-10 and App. D.3.
 
->>> relation_labels("couple")
-('pursue_withdraw', 'attack_attack', 'withdraw_withdraw', 'repair_softening', 'constructive_alignment', 'mixed_transition')
+>>> relation_labels("couple")[:3]
+('pursue_withdraw', 'attack_attack', 'withdraw_withdraw')
 >>> normalize_label("Pursue-Withdraw", relation_labels("couple")).label
 'pursue_withdraw'
 """
@@ -37,7 +37,8 @@ _COUPLE_PATTERNS = (
     Label(
         "pursue_withdraw",
         "Pursue-withdraw",
-        "One partner presses, criticises or pursues for contact while the other avoids, shuts down or minimises.",
+        "One partner presses, criticises or pursues for contact while the other avoids, shuts down or "
+        "minimises.",
         ("one partner keeps pushing the issue and the other deflects, goes quiet or changes the subject",),
         ("both partners escalate against each other (attack_attack)",),
     ),
@@ -58,21 +59,27 @@ _COUPLE_PATTERNS = (
     Label(
         "repair_softening",
         "Repair / softening",
-        "Defensiveness drops and vulnerability, apology, validation or reconnection begins to appear; still fragile.",
+        "Defensiveness drops and vulnerability, apology, validation or reconnection begins to appear; "
+        "still fragile.",
         ("a partner owns a part, apologises, or lets the other's hurt in",),
-        ("a sustained shared stance is already in place (constructive_alignment)", "the conflict merely pauses"),
+        (
+            "a sustained shared stance is already in place (constructive_alignment)",
+            "the conflict merely pauses",
+        ),
     ),
     Label(
         "constructive_alignment",
         "Constructive alignment",
-        "A stable shared understanding: the partners cooperate, agree on meaning or solve a problem together.",
+        "A stable shared understanding: the partners cooperate, agree on meaning or solve a problem "
+        "together.",
         ("both partners build on each other's statements towards a joint view or plan",),
         ("softening is only beginning (repair_softening)", "a quiet moment with no joint stance"),
     ),
     Label(
         "mixed_transition",
         "Mixed / transition",
-        "Two strong patterns are salient at once, or the interaction visibly pivots from one pattern to another.",
+        "Two strong patterns are salient at once, or the interaction visibly pivots from one pattern to "
+        "another.",
         ("the turn itself is the turning point between two clear patterns",),
         ("the pattern is merely unclear; this is not an uncertainty fallback",),
     ),
@@ -103,7 +110,8 @@ _FAMILY_PATTERNS = (
     Label(
         "cross_generational_coalition",
         "Cross-generational coalition",
-        "A specific alliance across generations forms around or against another member, e.g. a parent and child "
+        "A specific alliance across generations forms around or against another member, e.g. a parent and "
+        "child "
         "siding against the other parent.",
         ("a parent and a child take one side against another member", "a child is pulled into a triangle"),
         ("broad role confusion without one dominant alliance (boundary_hierarchy_strain)",),
@@ -111,7 +119,8 @@ _FAMILY_PATTERNS = (
     Label(
         "boundary_hierarchy_strain",
         "Boundary / hierarchy strain",
-        "Boundaries are unclear or the hierarchy is unstable: role reversal, parentification, confused authority.",
+        "Boundaries are unclear or the hierarchy is unstable: role reversal, parentification, confused "
+        "authority.",
         ("a child acts as the parent's confidant or carer", "nobody holds parental authority"),
         ("one clear cross-generation alliance is the main point (cross_generational_coalition)",),
     ),
@@ -132,61 +141,129 @@ _FAMILY_PATTERNS = (
     Label(
         "mixed_transition",
         "Mixed / transition",
-        "Several dynamics are strongly salient at once, or the family visibly shifts from one pattern to another.",
+        "Several dynamics are strongly salient at once, or the family visibly shifts from one pattern to "
+        "another.",
         ("the turn is the pivot between two clear patterns",),
         ("the pattern is merely unclear; this is not an uncertainty fallback",),
     ),
 )
 
 _COUPLE_STRATEGIES = (
-    Label("counterbalance", "Counterbalance",
-          "Restore balance by bringing a sidelined or less-heard partner back into the conversation."),
-    Label("safeguard", "Safeguard",
-          "Protect a vulnerable partner from being overrun, shamed, cornered or flooded right now."),
-    Label("goal_align", "Goal alignment",
-          "Turn the partners towards a shared task, purpose or therapeutic goal."),
-    Label("track", "Track",
-          "Name or follow the live interaction sequence or negative cycle in the room; the broadest label, used "
-          "only when nothing more specific fits."),
-    Label("reframe", "Reframe",
-          "Move individual blame or a rigid story into a relational frame, a shared pattern or dilemma."),
-    Label("evoke", "Evoke",
-          "Invite deeper, primary emotion (hurt, fear, longing, shame, need) beneath the surface reaction."),
-    Label("enact", "Enact",
-          "Have one partner speak directly to the other in the room, rather than through the therapist."),
-    Label("join", "Join",
-          "Foster softer, empathic contact so that one partner's emotion can be received by the other."),
-    Label("detach", "Unified detachment",
-          "Help both partners step back and look at the problem together as a shared pattern, not as opponents."),
-    Label("repair", "Repair",
-          "Soften a rupture: clarify intent, support apology, acknowledge hurt, reconnect."),
+    Label(
+        "counterbalance",
+        "Counterbalance",
+        "Restore balance by bringing a sidelined or less-heard partner back into the conversation.",
+    ),
+    Label(
+        "safeguard",
+        "Safeguard",
+        "Protect a vulnerable partner from being overrun, shamed, cornered or flooded right now.",
+    ),
+    Label(
+        "goal_align",
+        "Goal alignment",
+        "Turn the partners towards a shared task, purpose or therapeutic goal.",
+    ),
+    Label(
+        "track",
+        "Track",
+        "Name or follow the live interaction sequence or negative cycle in the room; the broadest label, "
+        "used "
+        "only when nothing more specific fits.",
+    ),
+    Label(
+        "reframe",
+        "Reframe",
+        "Move individual blame or a rigid story into a relational frame, a shared pattern or dilemma.",
+    ),
+    Label(
+        "evoke",
+        "Evoke",
+        "Invite deeper, primary emotion (hurt, fear, longing, shame, need) beneath the surface reaction.",
+    ),
+    Label(
+        "enact",
+        "Enact",
+        "Have one partner speak directly to the other in the room, rather than through the therapist.",
+    ),
+    Label(
+        "join",
+        "Join",
+        "Foster softer, empathic contact so that one partner's emotion can be received by the other.",
+    ),
+    Label(
+        "detach",
+        "Unified detachment",
+        "Help both partners step back and look at the problem together as a shared pattern, not as "
+        "opponents.",
+    ),
+    Label(
+        "repair", "Repair", "Soften a rupture: clarify intent, support apology, acknowledge hurt, reconnect."
+    ),
 )
 
 _FAMILY_STRATEGIES = (
-    Label("safeguard", "Safeguard",
-          "Protect a family member who is being overrun, shamed, threatened, scapegoated or overwhelmed."),
-    Label("join", "Join",
-          "Build trust and the working alliance with the family so members stay engaged; lower defensiveness."),
-    Label("track", "Track",
-          "Name or follow the live family sequence, escalation, coalition or recurring cycle; the broadest label."),
-    Label("counterbalance", "Counterbalance",
-          "Rebalance voice and influence by bringing a less-heard or lower-power member back in."),
-    Label("enact", "Enact",
-          "Move members into direct interaction in the room: one says, hears or answers another directly."),
-    Label("boundary", "Boundary",
-          "Clarify or restructure boundaries, roles, hierarchy, coalitions or subsystems, often across generations."),
-    Label("reframe", "Reframe",
-          "Shift the problem from individual blame to a systemic meaning or a shared family challenge."),
-    Label("repair", "Repair",
-          "Support apology, acknowledgement of hurt and reconnection after a rupture or injury."),
+    Label(
+        "safeguard",
+        "Safeguard",
+        "Protect a family member who is being overrun, shamed, threatened, scapegoated or overwhelmed.",
+    ),
+    Label(
+        "join",
+        "Join",
+        "Build trust and the working alliance with the family so members stay engaged; lower defensiveness.",
+    ),
+    Label(
+        "track",
+        "Track",
+        "Name or follow the live family sequence, escalation, coalition or recurring cycle; the broadest "
+        "label.",
+    ),
+    Label(
+        "counterbalance",
+        "Counterbalance",
+        "Rebalance voice and influence by bringing a less-heard or lower-power member back in.",
+    ),
+    Label(
+        "enact",
+        "Enact",
+        "Move members into direct interaction in the room: one says, hears or answers another directly.",
+    ),
+    Label(
+        "boundary",
+        "Boundary",
+        "Clarify or restructure boundaries, roles, hierarchy, coalitions or subsystems, often across "
+        "generations.",
+    ),
+    Label(
+        "reframe",
+        "Reframe",
+        "Shift the problem from individual blame to a systemic meaning or a shared family challenge.",
+    ),
+    Label(
+        "repair",
+        "Repair",
+        "Support apology, acknowledgement of hurt and reconnection after a rupture or injury.",
+    ),
 )
 
 UTTERANCE_TYPES: tuple[str, ...] = (
-    "accusation", "defense", "disclosure", "request", "recollection",
-    "reflection", "repair", "withdrawal", "validation", "other",
+    "accusation",
+    "defense",
+    "disclosure",
+    "request",
+    "recollection",
+    "reflection",
+    "repair",
+    "withdrawal",
+    "validation",
+    "other",
 )
 
-RELATION_PATTERNS: dict[Scenario, tuple[Label, ...]] = {"couple": _COUPLE_PATTERNS, "family": _FAMILY_PATTERNS}
+RELATION_PATTERNS: dict[Scenario, tuple[Label, ...]] = {
+    "couple": _COUPLE_PATTERNS,
+    "family": _FAMILY_PATTERNS,
+}
 STRATEGIES: dict[Scenario, tuple[Label, ...]] = {"couple": _COUPLE_STRATEGIES, "family": _FAMILY_STRATEGIES}
 
 

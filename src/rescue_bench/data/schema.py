@@ -1,11 +1,15 @@
-"""Typed, frozen records for RESCUE-Bench data: a :class:`Sample` is one conversation, a :class:`Row` one turn.
+"""Typed, frozen records for RESCUE-Bench data.
+
+A :class:`Sample` is one conversation, a :class:`Row` one turn.
 
 The records accept the official release as it is:
 
-* a key may be absent, ``null`` or ``""``; nothing is invented and :meth:`Row.to_release` writes back only what was read;
+* a key may be absent, ``null`` or ``""``; nothing is invented and :meth:`Row.to_release` writes back
+  only what was read;
 * visual cues may be lists of ``{person, description}`` or plain strings;
 * ``target`` may be a list or a single string; evidence-row lists may contain row 0;
-* relation patterns come as ``relation_cycle_state`` and/or ``relation_pattern`` (with reasons and evidence rows);
+* relation patterns come as ``relation_cycle_state`` and/or ``relation_pattern`` (with reasons and
+  evidence rows);
 * unknown keys are kept (``extra="allow"``) so an export loses nothing.
 """
 
@@ -137,8 +141,14 @@ class Row(BaseModel):
 
     _names = field_validator("target", mode="before")(_as_names)
     _lists = field_validator(
-        "background_dialogue", "internal_emotion", "interaction_behavior", "viewpoints_attitudes",
-        "support_strategy", "relation_cycle_evidence_rows", "relation_pattern_evidence_rows", mode="before",
+        "background_dialogue",
+        "internal_emotion",
+        "interaction_behavior",
+        "viewpoints_attitudes",
+        "support_strategy",
+        "relation_cycle_evidence_rows",
+        "relation_pattern_evidence_rows",
+        mode="before",
     )(_none_to_empty)
 
     @field_validator("body_posture", "facial_expressions", "self_directed_behavior", mode="before")
@@ -245,5 +255,5 @@ def parse_intensity(value: object) -> int | None:
         return None
     if not math.isfinite(number):
         return None
-    rounded = int(round(number))
+    rounded = round(number)
     return rounded if 0 <= rounded <= 10 else None

@@ -2,7 +2,8 @@
 
 Two kinds of answerers exist:
 
-* a :class:`Provider` is a chat model: it answers a rendered :class:`Request` with a :class:`Reply` (text that the task
+* a :class:`Provider` is a chat model: it answers a rendered :class:`Request` with a :class:`Reply` (text that
+  the task
   parses). OpenAI-compatible endpoints, the local llama.cpp model and ``replay/`` are providers.
 * a :class:`Predictor` answers instances directly, without prompts: the ``baseline/`` reference rows.
 
@@ -45,7 +46,9 @@ class Provider(Protocol):
         ...
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
-        """Answer one request. Raise :class:`rescue_bench.engine.limits.RetryableError` for faults worth retrying;
+        """Answer one request.
+
+        Raise :class:`rescue_bench.engine.limits.RetryableError` for faults worth retrying;
         return ``Reply.failure`` (or raise ``ProviderError``) for faults that are not."""
         ...
 
@@ -82,5 +85,7 @@ def parse_model_name(text: str) -> ModelName:
     """
     provider, sep, model = text.partition("/")
     if not sep or not provider or not model:
-        raise ConfigError(f"model {text!r} is not of the form provider/model (e.g. openai/gpt-4o, local/gemma-3-270m)")
+        raise ConfigError(
+            f"model {text!r} is not of the form provider/model (e.g. openai/gpt-4o, local/gemma-3-270m)"
+        )
     return ModelName(provider, model)
