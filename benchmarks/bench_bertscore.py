@@ -93,12 +93,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     words = [len(text.split()) for pair in workload for text in pair]
 
     started = time.perf_counter()
-    import torch
-
-    torch.set_num_threads(args.threads)
     from rescue_bench.judge.bertscore import BertScorer
 
     scorer = BertScorer()
+    _ = scorer.hash  # imports bert_score and torch the way `rescue-bench score` does
+    import torch
+
+    torch.set_num_threads(args.threads)
     imported = time.perf_counter()
     scorer.f1([("warm up", "warm up")])  # loads the model
     loaded = time.perf_counter()
@@ -111,6 +112,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "load_average_1min": round(os.getloadavg()[0], 2),
         "matmul_gflops": round(matmul_gflops(), 1),
         "threads": torch.get_num_threads(),
+        "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
         "pairs": len(workload),
         "words_per_text_mean": round(sum(words) / len(words), 1),
         "words_per_text_max": max(words),
