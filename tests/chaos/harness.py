@@ -9,12 +9,12 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.chaos_server import ChaosServer
+from tests.fakes.chaos_server import ChaosServer, Entry
 
 from rescue_bench.engine.cache import cache_key
 from rescue_bench.engine.store import read_jsonl
@@ -106,14 +106,22 @@ def kill_at_request(server: ChaosServer, client: Client, n: int, timeout: float)
 
 
 def kill_when_settled(
-    server: ChaosServer, client: Client, n: int, *, settle: float, idle: float, timeout: float
+    server: ChaosServer,
+    client: Client,
+    n: int,
+    *,
+    settle: float,
+    idle: float,
+    timeout: float,
+    when: Callable[[Entry], bool] | None = None,
 ) -> float:
     """Start ``client``, freeze every response from request ``n`` on, let the client settle, SIGKILL it.
 
+    ``when`` delays the freeze to the first such request it accepts (see :meth:`ChaosServer.freeze_at`).
     Settled means: at least ``settle`` seconds of freeze and no new request for ``idle`` seconds, so every
     response delivered before the freeze has been processed. Returns how long the freeze lasted.
     """
-    server.freeze_at(n)
+    server.freeze_at(n, when)
     proc = client.spawn()
     deadline = time.monotonic() + timeout
     while server.frozen_since is None:

@@ -159,7 +159,7 @@ def chaos_reply(messages: Any, schema: Mapping[str, Any] | None) -> str:
     if not isinstance(item_schema, dict):
         return json.dumps(synthesize(schema or {"type": "object"}, ["c1"]))
     ids = list(((item_schema.get("properties") or {}).get("id") or {}).get("enum") or ["c1"])
-    entries = [{**_value(item_schema, rng), "id": i} for i in ids]
+    entries = [{**schema_value(item_schema, rng), "id": i} for i in ids]
     style = rng.random()
     if style < 0.02:
         return "I am not able to give a structured answer for these items."
@@ -173,19 +173,19 @@ def chaos_reply(messages: Any, schema: Mapping[str, Any] | None) -> str:
     return text
 
 
-def _value(schema: Mapping[str, Any], rng: random.Random) -> Any:
+def schema_value(schema: Mapping[str, Any], rng: random.Random) -> Any:
     if schema.get("enum"):
         return rng.choice(list(schema["enum"]))
     kind = schema.get("type", "object")
     if kind == "object":
-        return {name: _value(sub, rng) for name, sub in (schema.get("properties") or {}).items()}
+        return {name: schema_value(sub, rng) for name, sub in (schema.get("properties") or {}).items()}
     if kind == "array":
         items: Mapping[str, Any] = schema.get("items") or {}
         low, high = int(schema.get("minItems", 0)), int(schema.get("maxItems", 3))
         enum = list(items.get("enum") or [])
         if enum:
             return rng.sample(enum, rng.randint(max(1, low), max(1, min(high, len(enum)))))
-        return [_value(items, rng) for _ in range(rng.randint(low, max(low, min(high, 3))))]
+        return [schema_value(items, rng) for _ in range(rng.randint(low, max(low, min(high, 3))))]
     if kind == "integer":
         return rng.randint(int(schema.get("minimum", 0)), int(schema.get("maximum", 10)))
     if kind == "number":
@@ -264,6 +264,7 @@ class ChaosServer(FakeOpenAIServer):
         self._last_arrival = 0.0
         self._hooks: dict[int, Callable[[], None]] = {}
         self._freeze_at: int | None = None
+        self._freeze_when: Callable[[Entry], bool] | None = None
         self._open: asyncio.Event | None = None
         self._frozen_since: float | None = None
 
@@ -283,6 +284,7 @@ class ChaosServer(FakeOpenAIServer):
             self._admitted = 0
             self._hooks.clear()
             self._freeze_at = None
+            self._freeze_when = None
             self._frozen_since = None
         self._call_in_loop(self._gate().set)
 
@@ -295,10 +297,15 @@ class ChaosServer(FakeOpenAIServer):
         with self._lock:
             self._hooks[n] = callback
 
-    def freeze_at(self, n: int) -> None:
-        """Hold every response from the ``n``-th request of the session on (that one included)."""
+    def freeze_at(self, n: int, when: Callable[[Entry], bool] | None = None) -> None:
+        """Hold every response from the ``n``-th request of the session on (that one included).
+
+        With ``when``, the freeze starts at the first request from the ``n``-th on for which ``when(entry)``
+        is true (say, a single re-ask, so that its batch is caught half-answered).
+        """
         with self._lock:
             self._freeze_at = n
+            self._freeze_when = when
 
     @property
     def frozen_since(self) -> float | None:
@@ -408,6 +415,7 @@ class ChaosServer(FakeOpenAIServer):
                 self._freeze_at is not None
                 and self._admitted >= self._freeze_at
                 and self._frozen_since is None
+                and (self._freeze_when is None or self._freeze_when(entry))
             ):
                 self._frozen_since = now
                 self._gate().clear()
