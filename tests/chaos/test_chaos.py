@@ -49,6 +49,7 @@ answered before the quiesced kill but still waiting for a single re-ask is paid 
 
 from __future__ import annotations
 
+import os
 import random
 from collections import Counter
 from pathlib import Path
@@ -70,7 +71,8 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
 from rescue_bench.engine.manifest import RunConfig, build_plans
 
-SEED = 8
+SEED = int(os.environ.get("RESCUE_CHAOS_SEED", "8"))
+"""Seeds the data, the faults and the kill moments; set ``RESCUE_CHAOS_SEED`` to try another storm."""
 SAMPLES = 40
 CLIENT_TIMEOUT = 4.0
 HANG = 6.0
