@@ -99,3 +99,28 @@ def test_sigkill_then_resume(tmp_path: Path) -> None:
     assert finished <= set(ids)
     assert manifest["timings"]["sessions"] == 2
     assert "run directory:" in resumed.stdout
+
+
+@pytest.mark.slow
+def test_sigterm_stops_cleanly_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    with FakeOpenAIServer(latency=0.05) as server:
+        proc = subprocess.Popen(
+            command(server.base_url, out), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+        deadline = time.monotonic() + 60
+        while len(list(read_jsonl(out / "predictions.jsonl"))) < 30 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130 and "re-run the same command to resume" in err
+        manifest = json.loads((out / "run.json").read_text())
+        assert manifest["status"] == "stopped" and manifest["timings"]["requests_s"] > 0
+        resumed = subprocess.run(command(server.base_url, out), capture_output=True, text=True, timeout=120)
+    assert resumed.returncode == 0, resumed.stderr
+    ids = [r["instance_id"] for r in read_jsonl(out / "predictions.jsonl")]
+    assert (
+        len(ids)
+        == len(set(ids))
+        == sum(c["instances"] for c in json.loads((out / "run.json").read_text())["counts"].values())
+    )

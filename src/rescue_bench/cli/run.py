@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import signal
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -205,12 +206,20 @@ def run(
     )
     guard = _budget(budget, make_prices(model, price_in, price_out, prices), model, out)
     options = RunOptions(engine=engine, timeout=timeout, retry_failed=retry_failed, quiet=quiet, budget=guard)
+    # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result = run_benchmark(config, out, options)
     except KeyboardInterrupt:
         typer.echo(f"interrupted; re-run the same command to resume {out}", err=True)
         raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     _report(result, config.model)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 def _budget(budget: float | None, prices: Any, model: str, out: Path) -> Any:
