@@ -119,3 +119,44 @@ def test_bad_run_directories_give_one_line_errors(tmp_path: Path) -> None:
     run = write_run(tmp_path, [saved_line(request("ok"), Reply("{}")), "\n", "{not json\n"])
     with pytest.raises(DataError, match=r"requests\.jsonl:3: not valid JSON"):
         ReplayProvider(run)
+
+
+def test_replaying_a_real_run_gives_the_same_predictions(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run against a fake endpoint, then ``replay/<that run>`` through the same command: no endpoint, same
+    answers, same scores."""
+    from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+    from rescue_bench.engine.store import read_jsonl
+
+    def run(*args: str) -> None:
+        common = ["run", "--data", "demo", "--tasks", "all", "--limit-samples", "2", "--no-cache"]
+        result = CliRunner().invoke(app, [*common, *args], catch_exceptions=False)
+        assert result.exit_code == 0, result.output
+
+    monkeypatch.setenv("FAKE_KEY", "sk-fake")
+    first, again = tmp_path / "first", tmp_path / "again"
+    with FakeOpenAIServer(schema_answer) as server:
+        run(
+            "--model",
+            "openai/fake",
+            "--base-url",
+            server.base_url,
+            "--api-key-env",
+            "FAKE_KEY",
+            "--out",
+            str(first),
+        )
+    run("--model", f"replay/{first}", "--out", str(again))
+
+    def answers(run_dir: Path) -> dict[str, tuple[Json, Json, Json]]:
+        lines = read_jsonl(run_dir / "predictions.jsonl")
+        return {r["instance_id"]: (r["prediction"], r["valid"], r["scores"]) for r in lines}
+
+    assert answers(again) == answers(first) and len(answers(first)) > 20
+    replayed = list(read_jsonl(again / "requests.jsonl"))
+    assert replayed and all(r["error"] is None for r in replayed)
+    assert sum(r["usage"]["prompt_tokens"] for r in replayed) == 0
