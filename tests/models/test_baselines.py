@@ -164,3 +164,24 @@ def test_unknown_names_are_config_errors() -> None:
         make_baseline("median", 0)
     with pytest.raises(ConfigError, match="no rule for task 'xyz'"):
         make_baseline("random", 0).predict([inst("xyz", 1, "a")])
+
+
+@pytest.mark.parametrize("name", ["random", "majority"])
+def test_baselines_answer_every_real_task_instance_validly(name: str) -> None:
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.tasks import TASK_NAMES, TASKS, build_instances
+    from rescue_bench.tasks.base import TaskConfig
+
+    samples = load_samples("demo")
+    baseline = make_baseline(name, 0)
+    for task_name in TASK_NAMES:
+        task = TASKS[task_name]
+        cfg = TaskConfig().with_defaults(task.DEFAULT_CONTEXT_SIZE, task.DEFAULT_BATCH_SIZE)
+        instances = build_instances(task, samples, cfg)
+        preds = baseline.predict(instances)
+        assert [p.instance_id for p in preds] == [i.id for i in instances]
+        assert all(p.valid for p in preds), [p for p in preds if not p.valid][:3]
+        for pred, instance in zip(preds, instances, strict=True):
+            if task_name in ("rpp", "stp", "ssp"):
+                assert set(pred.value) <= set(instance.candidates)
+            task.score(pred, instance)
