@@ -96,6 +96,21 @@ async def execute_run(
     store = RunStore(out)
     store.check_compatible(manifest)
     store.lock()
+    try:
+        return await _run_locked(store, config, options, plans, model, manifest, clock)
+    finally:
+        store.unlock()
+
+
+async def _run_locked(
+    store: RunStore,
+    config: RunConfig,
+    options: RunOptions,
+    plans: Sequence[TaskPlan],
+    model: Provider | Predictor,
+    manifest: dict[str, Json],
+    clock: float,
+) -> RunResult:
     previous = store.manifest()
     store.write_manifest(_resumed(manifest, previous))
     store.open()
@@ -107,7 +122,9 @@ async def execute_run(
     clock = time.perf_counter()
     try:
         if isinstance(model, Provider):
-            engine = Engine(model, params, options.engine, cache=cache, budget=options.budget)
+            engine = Engine(
+                model, config.generation_params(), options.engine, cache=cache, budget=options.budget
+            )
             await runner.run_provider(engine)
         else:
             runner.run_predictor(model)
@@ -121,10 +138,7 @@ async def execute_run(
             cache.close()
         if isinstance(model, Provider):
             await model.aclose()
-        try:
-            result = _finish(store, plans, manifest, previous, status, runner, started, config)
-        finally:
-            store.unlock()
+        result = _finish(store, plans, manifest, previous, status, runner, started, config)
     return result
 
 
@@ -183,7 +197,9 @@ def _finish(
     if status == "finished" and complete:
         scores = aggregate_scores(plans, records, seed=config.seed or 0)
         store.write_scores(scores)
-    elif status == "finished":
+    else:
+        # An unfinished session may have replaced predictions (--retry-failed): old scores would not fit.
+        store.scores_file.unlink(missing_ok=True)
         status = "stopped"
     runner.phases["finish_s"] = round(time.perf_counter() - clock, 3)
     final = finish_manifest(
