@@ -228,3 +228,43 @@ def test_render_prompt_lays_out_a_plain_document() -> None:
         ]
     )
     assert text == 'Rules.\n\nCase one.\n\nAnswer (JSON):\n{"a": 1}\n\nCase two.\n\nAnswer (JSON):\n'
+
+
+@pytest.mark.slow
+def test_a_run_on_one_demo_conversation_parses_every_reply(tmp_path: Path) -> None:
+    """``rescue-bench run --model local/gemma-3-270m``: one demo conversation, all six tasks."""
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+    from rescue_bench.engine.store import read_jsonl
+
+    out = tmp_path / "run"
+    args = [
+        "run",
+        "--model",
+        "local/gemma-3-270m",
+        "--data",
+        "demo",
+        "--tasks",
+        "all",
+        "--limit-samples",
+        "1",
+    ]
+    result = CliRunner().invoke(
+        app, [*args, "--context-size", "3", "--out", str(out)], catch_exceptions=False
+    )
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((out / "run.json").read_text())
+    assert manifest["status"] == "finished"
+    predictions = list(read_jsonl(out / "predictions.jsonl"))
+    assert {p["task"] for p in predictions} == {"itp", "rpp", "stp", "ssp", "er", "vp"}
+    assert len(predictions) == len({p["instance_id"] for p in predictions})
+    assert len(predictions) == sum(c["instances"] for c in manifest["counts"].values())
+    unread = [
+        p for p in predictions if p["problems"] and p["problems"][0].startswith(("parse", "missing", "req"))
+    ]
+    assert not unread, unread[:3]
+    for record in read_jsonl(out / "requests.jsonl"):
+        assert record["error"] is None and record["reply"]["finish_reason"] == "stop"
+        json.loads(record["reply"]["text"])
+    assert json.loads((out / "scores.json").read_text())["itp"]["all"]["n"] > 0
