@@ -43,6 +43,7 @@ def test_run_leaves_the_documented_files(tmp_path: Path, monkeypatch: pytest.Mon
             str(out),
             "--concurrency",
             "3",
+            "--no-bertscore",
         )
         assert server.max_in_flight <= 3
         assert server.max_in_flight == 3
@@ -104,6 +105,7 @@ def test_budget_stop_exits_3_and_resumes(tmp_path: Path) -> None:
             "100",
             "--price-out",
             "100",
+            "--no-bertscore",
         )
         stopped = invoke("run", *common, "--budget", "0.5", "--concurrency", "1")
         assert stopped.exit_code == 3, stopped.output
@@ -157,6 +159,7 @@ def test_cache_commands(tmp_path: Path) -> None:
             "er",
             "--out",
             str(tmp_path / "run"),
+            "--no-bertscore",
         )
     stats = invoke("cache", "stats")
     assert stats.exit_code == 0 and "entries: 6" in stats.output and "vllm/fake: 6" in stats.output

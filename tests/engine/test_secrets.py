@@ -1,4 +1,8 @@
-"""Secret test: a recognisable fake API key is used, yet never lands in the run dir, cache or output."""
+"""Secret test: a recognisable fake API key is used, yet never lands in the run dir, cache or output.
+
+The run is judged too (the judge shares the model's endpoint and key), so judge requests and
+``judgments.jsonl`` are covered.
+"""
 
 from __future__ import annotations
 
@@ -44,10 +48,14 @@ def test_key_never_written_or_printed(tmp_path: Path) -> None:
             "1",
             "--out",
             str(out),
+            "--judge",
+            "openai/fake-judge",
+            "--no-bertscore",
             env=env,
         )
         assert done.returncode == 0, done.stderr
-        assert server.count > 0
+        assert server.count > 0 and any(r.model == "fake-judge" for r in server.requests)
+        assert (out / "judgments.jsonl").stat().st_size > 0
         assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.requests)
 
     # The server echoes the key it got in a 401, as OpenAI does; the error line must not repeat it.

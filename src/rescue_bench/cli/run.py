@@ -7,145 +7,76 @@ Exit codes of ``run`` and ``batch import``: 0 when the run finished (failed inst
 
 from __future__ import annotations
 
-import json
-import re
+import asyncio
+import dataclasses
 import signal
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from rescue_bench.cli.run_flags import (
+    BaseUrl,
+    BatchSize,
+    Checkpoints,
+    Clips,
+    ClipUrl,
+    Context,
+    Data,
+    Form,
+    Fps,
+    Frames,
+    GoldField,
+    Judge,
+    KeyEnv,
+    Limit,
+    Mode,
+    Model,
+    NoThink,
+    PriceIn,
+    PriceOut,
+    Prices,
+    RppCurrent,
+    RppGold,
+    SampleIds,
+    Seed,
+    SspEmotion,
+    Tasks,
+    VideoForm,
+    config_from,
+    default_out,
+    make_config,
+    make_prices,
+    parse_sample_ids,
+)
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import ALL_TASKS, RunConfig
+from rescue_bench.engine.manifest import RunConfig
 from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.errors import ConfigError
 
+__all__ = ["default_out", "make_config", "parse_sample_ids", "register", "summary_table"]
 EXIT_STOPPED = 3
 
-Model = Annotated[
-    str, typer.Option("--model", "-m", help="provider/model, e.g. openai/gpt-4o, local/gemma-3-270m.")
+JudgeUrl = Annotated[
+    str | None,
+    typer.Option(
+        "--judge-base-url",
+        help="Endpoint of the judges (default: --base-url when a judge shares the model's provider or the "
+        "model is a baseline; else the judge provider's own).",
+    ),
 ]
-Tasks = Annotated[str, typer.Option("--tasks", help="all, or a comma list of itp,rpp,stp,ssp,er,vp.")]
-Data = Annotated[
-    str, typer.Option("--data", help="A release JSONL file, a directory, 'hf[:repo]' or 'demo'.")
+JudgeKey = Annotated[
+    str | None,
+    typer.Option("--judge-api-key-env", help="Variable holding the judges' key (default: as the endpoint)."),
 ]
-Mode = Annotated[
-    str, typer.Option("--mode", help="Input mode (only 'dialogue' is available for text models).")
+BertScore = Annotated[
+    bool | None,
+    typer.Option(
+        "--bertscore/--no-bertscore",
+        help="BERTScore ER/VP after the run (default: when the bertscore extra is installed).",
+        show_default=False,
+    ),
 ]
-Context = Annotated[
-    int | None, typer.Option("--context-size", help="-1 all prior rows, 0 none, N the last N.")
-]
-BatchSize = Annotated[
-    int | None, typer.Option("--batch-size", help="Instances per request (default: per task).")
-]
-Judge = Annotated[
-    list[str] | None, typer.Option("--judge", help="Judge model for ER/VP (stored; repeatable).")
-]
-Limit = Annotated[int | None, typer.Option("--limit-samples", help="Only the first N selected samples.")]
-SampleIds = Annotated[
-    Path | None, typer.Option("--sample-ids", help="JSON list, {'sample_ids': [...]}, or lines.")
-]
-Seed = Annotated[int | None, typer.Option("--seed", help="Sent to the model as its seed; seeds baselines.")]
-BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Endpoint of an OpenAI-compatible server.")]
-KeyEnv = Annotated[
-    str | None, typer.Option("--api-key-env", help="Name of the variable that holds the API key.")
-]
-NoThink = Annotated[
-    bool, typer.Option("--disable-thinking", help="Send the endpoint's switch to turn off thinking.")
-]
-PriceIn = Annotated[float | None, typer.Option("--price-in", help="USD per million prompt tokens.")]
-PriceOut = Annotated[float | None, typer.Option("--price-out", help="USD per million completion tokens.")]
-Prices = Annotated[
-    Path | None, typer.Option("--prices", help="JSON file of prices (per model or one entry).")
-]
-
-
-def parse_sample_ids(path: Path) -> tuple[str, ...]:
-    """Sample ids from a JSON list, a ``{"sample_ids": [...]}`` object, or lines (``#`` comments)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"--sample-ids: cannot read {path} ({exc.__class__.__name__})") from None
-    stripped = text.strip()
-    if stripped.startswith(("[", "{")):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--sample-ids: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        ids = data.get("sample_ids") if isinstance(data, dict) else data
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise ConfigError(f"--sample-ids: {path} must hold a list of strings or {{'sample_ids': [...]}}")
-        return tuple(ids)
-    return tuple(
-        line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
-    )
-
-
-def make_config(
-    model: str,
-    tasks: str,
-    data: str,
-    mode: str,
-    context_size: int | None,
-    batch_size: int | None,
-    judge: list[str] | None,
-    limit_samples: int | None,
-    sample_ids: Path | None,
-    seed: int | None,
-    disable_thinking: bool,
-    base_url: str | None,
-    api_key_env: str | None,
-) -> RunConfig:
-    names = (
-        ALL_TASKS
-        if tasks.strip().lower() == "all"
-        else tuple(t.strip().lower() for t in tasks.split(",") if t.strip())
-    )
-    unknown = [t for t in names if t not in ALL_TASKS]
-    if unknown or not names:
-        raise ConfigError(
-            f"--tasks: unknown task {unknown[0] if unknown else tasks!r}; use all or {','.join(ALL_TASKS)}"
-        )
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
-    return RunConfig(
-        model=model,
-        tasks=names,
-        data=data,
-        mode=mode,
-        context_size=context_size,
-        batch_size=batch_size,
-        judges=tuple(judge or ()),
-        limit_samples=limit_samples,
-        sample_ids=parse_sample_ids(sample_ids) if sample_ids else None,
-        seed=seed,
-        disable_thinking=disable_thinking,
-        base_url=base_url,
-        api_key_env=api_key_env,
-    )
-
-
-def default_out(config: RunConfig) -> Path:
-    """``runs/<model>_<data>[_<tasks>]``: the same command lands in (and resumes) the same directory."""
-
-    def slug(text: str) -> str:
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
-
-    data = slug(Path(config.data).stem if config.data not in ("demo", "hf") else config.data)
-    tasks = "" if config.tasks == ALL_TASKS else "_" + "-".join(config.tasks)
-    return Path("runs") / f"{slug(config.model)}_{data}{tasks}"
-
-
-def make_prices(model: str, price_in: float | None, price_out: float | None, prices: Path | None) -> Any:
-    from rescue_bench.engine.estimate import Prices, load_prices
-
-    if prices is not None:
-        if price_in is not None or price_out is not None:
-            raise ConfigError("give either --prices or --price-in/--price-out, not both")
-        return load_prices(prices, model)
-    if (price_in is None) != (price_out is None):
-        raise ConfigError("--price-in and --price-out go together")
-    return None if price_in is None or price_out is None else Prices(price_in, price_out)
 
 
 def run(
@@ -176,29 +107,34 @@ def run(
     base_url: BaseUrl = None,
     api_key_env: KeyEnv = None,
     disable_thinking: NoThink = False,
+    judge_base_url: JudgeUrl = None,
+    judge_api_key_env: JudgeKey = None,
+    bertscore: BertScore = None,
+    rpp_gold_field: RppGold = GoldField.auto,
+    rpp_current_turn: RppCurrent = False,
+    ssp_target_emotion: SspEmotion = False,
+    checkpoints_per_sample: Checkpoints = 5,
+    clips: Clips = None,
+    video_form: Form = VideoForm.video,
+    video_frames: Frames = 4,
+    clip_url_base: ClipUrl = None,
+    video_fps: Fps = None,
     budget: Annotated[float | None, typer.Option("--budget", help="Stop before spending more USD.")] = None,
     price_in: PriceIn = None,
     price_out: PriceOut = None,
     prices: Prices = None,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
 ) -> None:
-    """Run RESCUE-Bench against a model; re-running the same command resumes."""
+    """Run RESCUE-Bench against a model; re-running the same command resumes.
+
+    With --judge, the ER/VP predictions are judged after the run, as `rescue-bench score` does.
+    """
     from rescue_bench.engine.run import run_benchmark
 
-    config = make_config(
-        model,
-        tasks,
-        data,
-        mode,
-        context_size,
-        batch_size,
-        judge,
-        limit_samples,
-        sample_ids,
-        seed,
-        disable_thinking,
-        base_url,
-        api_key_env,
+    config = config_from(locals())
+    config, judging = _judging(config, judge_base_url, judge_api_key_env, bertscore)
+    judging = dataclasses.replace(
+        judging, concurrency=concurrency, timeout=timeout, max_retries=max_retries, use_cache=not no_cache
     )
     out = out or default_out(config)
     engine = EngineOptions(
@@ -210,12 +146,53 @@ def run(
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         result = run_benchmark(config, out, options)
+        if result.status == "finished":
+            result = _judge(result, config, judging, quiet)
     except KeyboardInterrupt:
         typer.echo(f"interrupted; re-run the same command to resume {out}", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
     _report(result, config.model)
+
+
+def _judging(
+    config: RunConfig, judge_base_url: str | None, judge_api_key_env: str | None, bertscore: bool | None
+) -> tuple[RunConfig, Any]:
+    """The run config and the judge settings, checked before anything is sent.
+
+    A baseline has no endpoint: with judges, its --base-url / --api-key-env are the judges'.
+    """
+    from rescue_bench.engine.postscore import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
+
+    for name in config.judges:
+        if not has_endpoint(name):
+            raise ConfigError(f"--judge {name}: a judge must be a chat model, such as openai/gpt-4o")
+    endpoints = {
+        judge_endpoint(
+            config.model, j, config.base_url, config.api_key_env, judge_base_url, judge_api_key_env
+        )
+        for j in config.judges
+    }
+    if len(endpoints) > 1:
+        raise ConfigError("--judge models behind different providers need --judge-base-url (one endpoint)")
+    url, env = endpoints.pop() if endpoints else (None, None)
+    settings = JudgeSettings(config.judges, url, env, bertscore)
+    wants_bertscore(settings, config.tasks)  # a missing extra asked for by --bertscore fails now, not later
+    if config.judges and not has_endpoint(config.model):
+        config = dataclasses.replace(config, base_url=None, api_key_env=None)
+    return config, settings
+
+
+def _judge(result: RunResult, config: RunConfig, settings: Any, quiet: bool) -> RunResult:
+    from rescue_bench.engine.postscore import score_after_run
+
+    if settings.judges and not quiet:
+        typer.echo(f"judging ER/VP with {', '.join(settings.judges)}", err=True)
+    scores = asyncio.run(
+        score_after_run(result.out, config.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
+    )
+    return result if scores is None else dataclasses.replace(result, scores=scores)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -300,6 +277,15 @@ def estimate(
     base_url: BaseUrl = None,
     api_key_env: KeyEnv = None,
     disable_thinking: NoThink = False,
+    rpp_gold_field: RppGold = GoldField.auto,
+    rpp_current_turn: RppCurrent = False,
+    ssp_target_emotion: SspEmotion = False,
+    checkpoints_per_sample: Checkpoints = 5,
+    clips: Clips = None,
+    video_form: Form = VideoForm.video,
+    video_frames: Frames = 4,
+    clip_url_base: ClipUrl = None,
+    video_fps: Fps = None,
     budget: Annotated[
         float | None, typer.Option("--budget", help="Compare the estimate with a budget.")
     ] = None,
@@ -308,28 +294,13 @@ def estimate(
     prices: Prices = None,
 ) -> None:
     """Requests, prompt tokens and (with prices) cost per task, before spending anything."""
-    from rich.console import Console
-    from rich.table import Table
-
     from rescue_bench.data.load import load_samples
     from rescue_bench.engine.estimate import estimate_requests, make_counter
     from rescue_bench.engine.manifest import build_plans, select_samples
+    from rescue_bench.engine.video import check_video_config, clip_coverage
 
-    config = make_config(
-        model,
-        tasks,
-        data,
-        mode,
-        context_size,
-        batch_size,
-        judge,
-        limit_samples,
-        sample_ids,
-        seed,
-        disable_thinking,
-        base_url,
-        api_key_env,
-    )
+    config = config_from(locals())
+    check_video_config(config)
     price = make_prices(model, price_in, price_out, prices)
     plans = build_plans(select_samples(load_samples(config.data), config), config)
     counter = make_counter(model)
@@ -337,15 +308,31 @@ def estimate(
         estimate_requests(p.name, len(p.instances), [p.task.render(b, p.cfg) for b in p.batches], counter)
         for p in plans
     ]
-    table = Table(title=f"Estimate for {model} (tokenizer: {counter.name})")
-    for header in (
-        "Task",
-        "Instances",
-        "Requests",
-        "Prompt tokens",
-        "Max output tokens",
-        "Cost (USD, at most)",
-    ):
+    total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
+    _print_estimate(rows, price, total, f"Estimate for {model} (tokenizer: {counter.name})")
+    typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
+    if config.judges:
+        typer.echo("Judge requests (--judge) are not in the estimate.")
+    coverage = clip_coverage(config, plans)
+    if coverage is not None:
+        typer.echo(
+            f"video: {coverage.clips} clips attached over {coverage.requests} requests; "
+            f"{coverage.unusable} instances lack the clip their task needs; clip and frame tokens are not "
+            "counted above"
+        )
+    if budget is not None and total is not None and total > budget:
+        typer.echo(
+            f"the worst case (${total:.2f}) exceeds --budget ${budget:.2f}: the run would stop before the end"
+        )
+
+
+def _print_estimate(rows: list[Any], price: Any, total: float | None, title: str) -> None:
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=title)
+    headers = ("Task", "Instances", "Requests", "Prompt tokens", "Max output tokens", "Cost (USD, at most)")
+    for header in headers:
         table.add_column(header, justify="left" if header == "Task" else "right")
     for r in rows:
         cost = r.cost(price)
@@ -357,7 +344,6 @@ def estimate(
             f"{r.max_output_tokens:,}",
             "-" if cost is None else f"{cost:.4f}",
         )
-    total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     table.add_row(
         "all",
         str(sum(r.instances for r in rows)),
@@ -368,11 +354,6 @@ def estimate(
         style="bold",
     )
     Console(width=None if Console().is_terminal else 160).print(table)
-    typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
-    if budget is not None and total is not None and total > budget:
-        typer.echo(
-            f"the worst case (${total:.2f}) exceeds --budget ${budget:.2f}: the run would stop before the end"
-        )
 
 
 def register(app: typer.Typer) -> None:

@@ -7,23 +7,28 @@ from typing import Annotated
 
 import typer
 
-from rescue_bench.cli.run import (
+from rescue_bench.cli.run import _report
+from rescue_bench.cli.run_flags import (
     BaseUrl,
     BatchSize,
+    Checkpoints,
     Context,
     Data,
+    GoldField,
     Judge,
     KeyEnv,
     Limit,
     Mode,
     Model,
     NoThink,
+    RppCurrent,
+    RppGold,
     SampleIds,
     Seed,
+    SspEmotion,
     Tasks,
-    _report,
+    config_from,
     default_out,
-    make_config,
 )
 
 cache_app = typer.Typer(name="cache", help="The response cache shared by all runs.", no_args_is_help=True)
@@ -76,6 +81,10 @@ def batch_export(
     base_url: BaseUrl = None,
     api_key_env: KeyEnv = None,
     disable_thinking: NoThink = False,
+    rpp_gold_field: RppGold = GoldField.auto,
+    rpp_current_turn: RppCurrent = False,
+    ssp_target_emotion: SspEmotion = False,
+    checkpoints_per_sample: Checkpoints = 5,
     run_dir: Annotated[
         Path | None, typer.Option("--run", help="Run directory that will receive the results.")
     ] = None,
@@ -85,21 +94,7 @@ def batch_export(
     from rescue_bench.engine.batch import export_batch, write_export_note
     from rescue_bench.engine.manifest import select_samples
 
-    config = make_config(
-        model,
-        tasks,
-        data,
-        mode,
-        context_size,
-        batch_size,
-        judge,
-        limit_samples,
-        sample_ids,
-        seed,
-        disable_thinking,
-        base_url,
-        api_key_env,
-    )
+    config = config_from(locals())
     run_dir = run_dir or default_out(config)
     samples = select_samples(load_samples(config.data), config)
     summary = export_batch(config, samples, out, run_dir, {"batch_export": str(out)})

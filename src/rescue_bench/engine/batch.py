@@ -70,7 +70,13 @@ def export_batch(
     *,
     tasks: dict[str, Task] | None = None,
 ) -> ExportSummary:
-    """Write the Batch API file for every request of ``config`` and the run directory that will receive it."""
+    """Write the Batch API file for every request of ``config`` and the run directory that will receive it.
+
+    Raises:
+        ConfigError: video mode (clips are attached by ``run`` only), or the directory holds another run.
+    """
+    if config.video:
+        raise ConfigError("batch export sends text only; for --mode video use `rescue-bench run --clips ...`")
     plans = build_plans(samples, config, tasks)
     provider = export_provider(config)
     params = config.generation_params()
@@ -102,6 +108,8 @@ def config_from_manifest(manifest: dict[str, Json]) -> RunConfig:
             "run.json records no config and selection; was it made by this version of rescue-bench?"
         )
     ids = selection.get("sample_ids")
+    recorded = cfg.get("video")
+    video: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
     return RunConfig(
         model=str(cfg["model"]),
         tasks=tuple(cfg["tasks"]),
@@ -116,6 +124,15 @@ def config_from_manifest(manifest: dict[str, Json]) -> RunConfig:
         temperature=float(cfg.get("temperature", 0.0)),
         response_format=cfg.get("response_format", "json_schema"),
         disable_thinking=bool(cfg.get("disable_thinking")),
+        rpp_gold_field=cfg.get("rpp_gold_field", "auto"),
+        rpp_include_current_turn=bool(cfg.get("rpp_include_current_turn")),
+        ssp_include_target_emotion=bool(cfg.get("ssp_include_target_emotion")),
+        checkpoints_per_sample=int(cfg.get("checkpoints_per_sample", 5)),
+        clips=tuple(video.get("clips") or ()),
+        video_form=video.get("form", "video"),
+        video_frames=int(video.get("frames", 4)),
+        clip_url_base=video.get("clip_url_base"),
+        video_fps=video.get("fps"),
     )
 
 

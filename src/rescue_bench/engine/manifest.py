@@ -14,16 +14,18 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, ResponseFormat
 from rescue_bench.records import Instance, Json
-from rescue_bench.tasks.base import Task, TaskConfig, resolve_mode
+from rescue_bench.tasks.base import GoldField, Task, TaskConfig, resolve_mode
 
 ALL_TASKS: tuple[str, ...] = ("itp", "rpp", "stp", "ssp", "er", "vp")
+VIDEO_BATCH_SIZE = 1
+"""Instances per request in video mode when ``--batch-size`` is not given, as in the reference scripts."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +47,36 @@ class RunConfig:
     disable_thinking: bool = False
     base_url: str | None = None
     api_key_env: str | None = None
+    rpp_gold_field: GoldField = "auto"
+    rpp_include_current_turn: bool = False
+    ssp_include_target_emotion: bool = False
+    checkpoints_per_sample: int = 5
+    clips: tuple[str, ...] = ()
+    """Clip sources of video mode: work directories or review-asset roots."""
+    video_form: Literal["video", "frames"] = "video"
+    video_frames: int = 4
+    clip_url_base: str | None = None
+    video_fps: float | None = None
+
+    @property
+    def video(self) -> bool:
+        """Whether the run attaches row clips (``--mode video`` or one of its aliases)."""
+        return resolve_mode(self.mode) == "video"
+
+    def task_config(self) -> TaskConfig:
+        """The settings every task of the run is built and rendered with."""
+        batch_size = self.batch_size
+        if batch_size is None and self.video:
+            batch_size = VIDEO_BATCH_SIZE
+        return TaskConfig(
+            mode=resolve_mode(self.mode),
+            context_size=self.context_size,
+            batch_size=batch_size,
+            rpp_gold_field=self.rpp_gold_field,
+            rpp_include_current_turn=self.rpp_include_current_turn,
+            ssp_include_target_emotion=self.ssp_include_target_emotion,
+            checkpoints_per_sample=self.checkpoints_per_sample,
+        )
 
     def generation_params(self) -> GenerationParams:
         return GenerationParams(
@@ -70,6 +102,23 @@ class RunConfig:
             "response_format": self.response_format,
             "disable_thinking": self.disable_thinking,
             "judges": list(self.judges),
+            "rpp_gold_field": self.rpp_gold_field,
+            "rpp_include_current_turn": self.rpp_include_current_turn,
+            "ssp_include_target_emotion": self.ssp_include_target_emotion,
+            "checkpoints_per_sample": self.checkpoints_per_sample,
+            "video": self.video_record(),
+        }
+
+    def video_record(self) -> dict[str, Json] | None:
+        """The clip settings of a video-mode run (``None`` otherwise): they change what the model is sent."""
+        if not self.video:
+            return None
+        return {
+            "clips": list(self.clips),
+            "form": self.video_form,
+            "frames": self.video_frames,
+            "clip_url_base": self.clip_url_base,
+            "fps": self.video_fps,
         }
 
 
@@ -112,9 +161,10 @@ def build_plans(
     from rescue_bench.tasks import TASKS, make_batches
 
     tasks = TASKS if tasks is None else tasks
-    cfg = TaskConfig(
-        mode=resolve_mode(config.mode), context_size=config.context_size, batch_size=config.batch_size
-    )
+    if config.checkpoints_per_sample < 1:
+        got = config.checkpoints_per_sample
+        raise ConfigError(f"--checkpoints-per-sample must be at least 1 (got {got})")
+    cfg = config.task_config()
     plans = []
     for name in config.tasks:
         if name not in tasks:
@@ -232,6 +282,13 @@ def count_run(
                 for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens")
             },
         }
+        if plan.cfg.mode == "video":
+            counts[plan.name]["video_unusable"] = sum(
+                bool((p.get("meta") or {}).get("video_unusable")) for p in preds
+            )
+            counts[plan.name]["missing_clips"] = sum(
+                str(x).startswith("video:") for p in preds for x in p.get("problems") or ()
+            )
     return counts
 
 

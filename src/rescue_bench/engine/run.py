@@ -34,12 +34,18 @@ from rescue_bench.engine.manifest import (
     finish_manifest,
     select_samples,
 )
+from rescue_bench.engine.outcomes import is_missing, prediction_record, predictions_of, request_record
 from rescue_bench.engine.progress import Progress
 from rescue_bench.engine.store import RunStore
+from rescue_bench.engine.video import Hook, VideoNote, make_hook, notes
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Predictor, Provider
-from rescue_bench.records import Instance, Json, Prediction
+from rescue_bench.records import Instance, Json, Prediction, Request
 from rescue_bench.tasks.base import Task
+
+__all__ = ["RunOptions", "RunResult", "execute_run", "prediction_record", "request_record", "run_benchmark"]
+JUDGE_KEYS = ("judge_counts", "judge_prompt_hashes", "bertscore")
+"""``run.json`` keys the judge pass writes; a resumed session carries them over."""
 
 Status = Literal["finished", "stopped"]
 
@@ -88,6 +94,7 @@ async def execute_run(
         ProviderError: the endpoint refused in a way no request can avoid (the run is left resumable).
     """
     clock = time.perf_counter()
+    hook = make_hook(config)
     chosen = select_samples(samples if samples is not None else load_samples(config.data), config)
     plans = build_plans(chosen, config, tasks)
     model = model or _make_model(config, options)
@@ -97,7 +104,7 @@ async def execute_run(
     store.check_compatible(manifest)
     store.lock()
     try:
-        return await _run_locked(store, config, options, plans, model, manifest, clock)
+        return await _run_locked(store, config, options, plans, model, manifest, clock, hook)
     finally:
         store.unlock()
 
@@ -110,13 +117,14 @@ async def _run_locked(
     model: Provider | Predictor,
     manifest: dict[str, Json],
     clock: float,
+    hook: Hook | None = None,
 ) -> RunResult:
     previous = store.manifest()
     store.write_manifest(_resumed(manifest, previous))
     store.open()
     started = time.time()
     cache = ResponseCache(options.cache_path) if options.engine.use_cache else None
-    runner = _Runner(plans, store, options, store.latest_predictions())
+    runner = _Runner(plans, store, options, store.latest_predictions(), hook)
     status: Status = "stopped"
     runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
     clock = time.perf_counter()
@@ -168,13 +176,24 @@ def _make_model(config: RunConfig, options: RunOptions) -> Provider | Predictor:
 
 
 def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dict[str, Json]:
+    """A new session's ``run.json``: this session's facts, the run's history, and what judging recorded.
+
+    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": {"hash": "h"}}
+    >>> new = _resumed({"timings": {"created": "t1"}, "judges": ["b"]}, old)
+    >>> new["timings"], new["judges"], new["bertscore"]
+    ({'created': 't0', 'sessions': 3}, ['a', 'b'], {'hash': 'h'})
+    """
     if previous is None:
         return manifest
     timings = dict(manifest.get("timings") or {})
     old = previous.get("timings") if isinstance(previous.get("timings"), dict) else {}
     timings["created"] = (old or {}).get("created", timings.get("created"))
     timings["sessions"] = int((old or {}).get("sessions", 1)) + 1
-    return {**manifest, "timings": timings}
+    # `score` and `run --judge` record judges and their counts; a later session must not erase them.
+    judged = {key: previous[key] for key in JUDGE_KEYS if key in previous}
+    judges = list(previous.get("judges") or [])
+    judges += [j for j in manifest.get("judges") or [] if j not in judges]
+    return {**manifest, **judged, "judges": judges, "timings": timings}
 
 
 def _finish(
@@ -242,8 +261,10 @@ class _Runner:
         store: RunStore,
         options: RunOptions,
         done: dict[str, dict[str, Json]],
+        hook: Hook | None = None,
     ) -> None:
         self.plans = plans
+        self.hook = hook
         self.store = store
         self.options = options
         self.done = done
@@ -296,19 +317,33 @@ class _Runner:
             plan, batch, refresh = queue.get_nowait()
             await self._batch(plan, batch, refresh, engine)
 
+    async def _render(
+        self, plan: TaskPlan, batch: Sequence[Instance], video: dict[str, VideoNote]
+    ) -> Request:
+        """The task's request, with the rows' clips attached in video mode (``video`` gets the notes)."""
+        request = plan.task.render(batch, plan.cfg)
+        if self.hook is None:
+            return request
+        # Reading clips and cutting frames is disk and ffmpeg work: off the event loop.
+        attached = await asyncio.to_thread(self.hook, request, batch)
+        video.update(notes(attached, batch))
+        return attached.request
+
     async def _batch(
         self, plan: TaskPlan, batch: tuple[Instance, ...], refresh: bool, engine: Engine
     ) -> None:
+        video: dict[str, VideoNote] = {}
         try:
-            outcome = await engine.ask(plan.task.render(batch, plan.cfg), refresh=refresh)
+            outcome = await engine.ask(await self._render(plan, batch, video), refresh=refresh)
             outcomes = [(outcome, False)]
-            predictions = _predictions(plan, batch, outcome)
+            predictions = predictions_of(plan, batch, outcome)
             if len(batch) > 1 and outcome.reply.ok:
                 for index, inst in enumerate(batch):
-                    if _is_missing(predictions[index]):
-                        single = await engine.ask(plan.task.render([inst], plan.cfg), refresh=refresh)
+                    if is_missing(predictions[index]):
+                        request = await self._render(plan, [inst], video)
+                        single = await engine.ask(request, refresh=refresh)
                         outcomes.append((single, True))
-                        predictions[index] = _predictions(plan, (inst,), single)[0]
+                        predictions[index] = predictions_of(plan, (inst,), single)[0]
         except BudgetExceeded as exc:
             # Nothing of this batch is recorded, so a resumed run asks it again (the cache keeps what was
             # paid for).
@@ -316,7 +351,14 @@ class _Runner:
             return
         singles = {o.request.instance_ids[0]: o for o, _ in outcomes[1:]}
         lines = [
-            prediction_record(plan.task, inst, pred, singles.get(inst.id, outcome), inst.id in singles)
+            prediction_record(
+                plan.task,
+                inst,
+                pred,
+                singles.get(inst.id, outcome),
+                inst.id in singles,
+                video.get(inst.id),
+            )
             for inst, pred in zip(batch, predictions, strict=True)
         ]
         # Predictions first: a request line then always means "its instances are finished", so a kill between
@@ -358,73 +400,3 @@ class _Runner:
                 self._report(plan.name, lines, [])
         finally:
             self.progress.stop()
-
-
-def _predictions(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) -> list[Prediction]:
-    reply = outcome.reply
-    if not reply.ok:
-        return [Prediction.failed(i.id, f"request_failed: {reply.error}") for i in batch]
-    try:
-        parsed = plan.task.parse(reply.text, batch)
-    except (
-        Exception
-    ) as exc:  # parse() must not raise on model text; if it does, the answer still counts as wrong
-        return [
-            Prediction.failed(i.id, f"parse_failure: parser error {exc.__class__.__name__}") for i in batch
-        ]
-    by_id = {p.instance_id: p for p in parsed}
-    return [
-        by_id.get(i.id) or Prediction.failed(i.id, "missing: no answer for this item in the reply")
-        for i in batch
-    ]
-
-
-def _is_missing(prediction: Prediction) -> bool:
-    return bool(prediction.problems) and prediction.problems[0].startswith("missing")
-
-
-def request_record(outcome: Outcome, *, single: bool) -> dict[str, Json]:
-    """One ``requests.jsonl`` line."""
-    reply, request = outcome.reply, outcome.request
-    return {
-        "request_key": outcome.request_key,
-        "cache_key": outcome.cache_key,
-        "task": request.task,
-        "instance_ids": list(request.instance_ids),
-        "single": single,
-        "attempts": reply.attempts,
-        "latency": round(reply.latency, 4),
-        "usage": {
-            "prompt_tokens": reply.usage.prompt_tokens,
-            "completion_tokens": reply.usage.completion_tokens,
-            "reasoning_tokens": reply.usage.reasoning_tokens,
-        },
-        "error": reply.error,
-        "cached": reply.cached,
-        "masked": outcome.masked,
-        "refused": outcome.refused,
-        "reply": {"text": reply.text, "reasoning": reply.reasoning, "finish_reason": reply.finish_reason},
-        "time": round(time.time(), 3),
-    }
-
-
-def prediction_record(
-    task: Task, inst: Instance, pred: Prediction, outcome: Outcome | None, single: bool
-) -> dict[str, Json]:
-    """One ``predictions.jsonl`` line, scored by the task."""
-    score = task.score(pred, inst)
-    return {
-        "instance_id": inst.id,
-        "task": inst.task,
-        "sample_id": inst.sample_id,
-        "scenario": inst.scenario,
-        "row_index": inst.row_index,
-        "gold": inst.gold,
-        "valid": pred.valid,
-        "prediction": pred.value,
-        "problems": list(pred.problems),
-        "meta": inst.meta,
-        "scores": score.metrics,
-        "request_key": outcome.request_key if outcome else None,
-        "single": single,
-    }
