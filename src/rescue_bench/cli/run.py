@@ -177,11 +177,23 @@ def _judging(
     if len(endpoints) > 1:
         raise ConfigError("--judge models behind different providers need --judge-base-url (one endpoint)")
     url, env = endpoints.pop() if endpoints else (None, None)
+    for name in config.judges:
+        _check_judge(name, url, env)
     settings = JudgeSettings(config.judges, url, env, bertscore)
     wants_bertscore(settings, config.tasks)  # a missing extra asked for by --bertscore fails now, not later
     if config.judges and not has_endpoint(config.model):
         config = dataclasses.replace(config, base_url=None, api_key_env=None)
     return config, settings
+
+
+def _check_judge(name: str, base_url: str | None, api_key_env: str | None) -> None:
+    """Build the judge's provider once, so that a missing key stops the run before it starts."""
+    from rescue_bench.models.registry import get_model
+
+    model = get_model(name, base_url=base_url, api_key_env=api_key_env)
+    close = getattr(model, "aclose", None)
+    if close is not None:
+        asyncio.run(close())
 
 
 def _judge(result: RunResult, config: RunConfig, settings: Any, quiet: bool) -> RunResult:
