@@ -244,7 +244,7 @@ def test_estimate_reports_clip_coverage(tmp_path: Path, data: Path) -> None:
             "video",
             "--clips",
             str(clips),
-        ],  # fmt: skip
+        ],
     )
     assert result.exit_code == 0, result.output
     built = instances(data)
