@@ -62,6 +62,7 @@ def baseline_run(tmp_path: Path) -> Path:
             "--out",
             str(out),
             "--quiet",
+            "--no-bertscore",
         ],
     )
     assert result.exit_code == 0, result.output

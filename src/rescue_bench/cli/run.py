@@ -54,7 +54,7 @@ from rescue_bench.engine.manifest import RunConfig
 from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.errors import ConfigError
 
-__all__ = ["default_out", "make_config", "parse_sample_ids", "register", "summary_table"]
+__all__ = ["default_out", "make_config", "make_prices", "parse_sample_ids", "register", "summary_table"]
 EXIT_STOPPED = 3
 
 JudgeUrl = Annotated[
