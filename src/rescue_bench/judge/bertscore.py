@@ -183,7 +183,9 @@ class BertScorer:
 
     def score_instances(self, items: Sequence[InstancePairs]) -> dict[str, float]:
         """Per-instance F1 of ER/VP pair plans, with every distinct pair scored once in one batch."""
-        distinct = list(dict.fromkeys(pair for item in items for group in item.groups for pair in group))
+        # Sorted, so the batches (and their padding, which moves the last float bits) depend only on the set of
+        # pairs, not on the order predictions were written in: a resumed run scores exactly like a clean one.
+        distinct = sorted({pair for item in items for group in item.groups for pair in group})
         f1 = dict(zip(distinct, self.f1(distinct), strict=True))
         return {item.instance_id: reduce_f1(item, f1) for item in items}
 
