@@ -80,6 +80,34 @@ JSON_VALUES: st.SearchStrategy[Any] = st.recursive(
 """Python values that ``json.dumps`` can write (NaN and Infinity included: they become bare tokens)."""
 
 
+_STEP = st.integers(0, 50)
+PATHS = st.lists(st.one_of(_STEP, _STEP, _STEP, st.text(min_size=1, max_size=25)), max_size=5)
+"""Paths into a JSON document: mostly existing keys and indices (picked modulo size), sometimes a new key."""
+
+
+def mutate(obj: Any, path: list[Any], value: Any, delete: bool) -> Any:
+    """Replace (or delete) the node that ``path`` leads to; path steps pick keys and indices modulo size."""
+    if not path or not isinstance(obj, dict | list) or not obj:
+        return value
+    step, rest = path[0], path[1:]
+    if isinstance(obj, dict):
+        keys = list(obj)
+        key = keys[step % len(keys)] if isinstance(step, int) else step
+        copy = dict(obj)
+        if delete and not rest:
+            copy.pop(key, None)
+        else:
+            copy[key] = mutate(obj.get(key), rest, value, delete)
+        return copy
+    index = step % len(obj) if isinstance(step, int) else 0
+    items = list(obj)
+    if delete and not rest:
+        items.pop(index)
+    else:
+        items[index] = mutate(items[index], rest, value, delete)
+    return items
+
+
 def corpus_files(folder: str, pattern: str = "*") -> list[Path]:
     return sorted((CORPUS / folder).glob(pattern))
 

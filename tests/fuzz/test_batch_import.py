@@ -14,8 +14,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tests.fuzz.conftest import FUZZ, JSON_VALUES, TEXT, corpus_files
-from tests.fuzz.test_data_load import PATHS, mutate
+from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mutate
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic

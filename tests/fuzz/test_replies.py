@@ -17,8 +17,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from tests.fakes.chaos_server import schema_value
-from tests.fuzz.conftest import FUZZ, JSON_VALUES, TEXT, corpus_files
-from tests.fuzz.test_data_load import PATHS, mutate
+from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mutate
 
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.synth import synthetic_samples
