@@ -24,7 +24,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 from tests.fuzz.conftest import CORPUS, INJECTION
 
@@ -67,7 +66,12 @@ def clean_systems() -> dict[tuple[str, str], str]:
     return out
 
 
-def check_messages(messages: Sequence[dict[str, Any]], n_items: int, system: str) -> int:
+NAME_LINE = re.compile(r"^((Current row: )?\[\d+\] |People: |Candidate labels: )")
+
+
+def check_messages(
+    messages: Sequence[dict[str, Any]], n_items: int, system: str, data_line: re.Pattern[str] | None = None
+) -> int:
     """Assert the invariants on one request's messages; return how many user lines show the injection."""
     assert [m["role"] for m in messages] == ["system", "user"]
     assert messages[0]["content"] == system
@@ -76,7 +80,9 @@ def check_messages(messages: Sequence[dict[str, Any]], n_items: int, system: str
     shown = 0
     for line in lines:
         if any(marker in line for marker in MARKERS):
-            assert TRANSCRIPT_LINE.match(line), f"injection outside a transcript line: {line[:120]!r}"
+            assert (data_line or TRANSCRIPT_LINE).match(line), (
+                f"injection outside a data line: {line[:120]!r}"
+            )
             shown += 1
         assert not line.startswith(FORGED_STARTS), f"a forged line: {line[:120]!r}"
     assert [m[1] for m in map(ITEM_LINE.match, lines) if m] == [f"c{i}" for i in range(1, n_items + 1)]
@@ -97,15 +103,14 @@ def test_injected_transcripts_stay_data_in_every_task() -> None:
     assert all(shown.values()), f"the injection was not shown for {[k for k, v in shown.items() if not v]}"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="a newline in a participant name starts a line of its own (see report)"
-)
 def test_injection_in_a_participant_name_stays_in_its_line() -> None:
     systems = clean_systems()
     for plan in plans_for(CORPUS / "data" / "name_injection.jsonl"):
         for batch in plan.batches:
             request = plan.task.render(batch, plan.cfg)
-            check_messages(request.messages, len(batch), systems[(plan.name, batch[0].scenario)])
+            # A name is data too: it may stand on the transcript lines and on the "People:" and "Candidate
+            # labels:" lines of the user message, but a newline in it must not open a line of its own.
+            check_messages(request.messages, len(batch), systems[(plan.name, batch[0].scenario)], NAME_LINE)
 
 
 def test_on_the_wire_the_model_gets_the_injection_only_as_transcript(tmp_path: Path) -> None:

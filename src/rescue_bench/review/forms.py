@@ -221,7 +221,7 @@ def without(state: FormState, list_key: str, position: int) -> FormState:
 
 # -- form -> state -------------------------------------------------------------------------------------------
 
-_ENTRY_KEY = re.compile(r"^(?P<list>[a-z_]+)-(?P<i>\d{1,4})-src$")
+_ENTRY_KEY = re.compile(r"^(?P<list>[a-z_]+)-(?P<i>[0-9]{1,4})-src$")
 
 
 def state_from_form(form: Mapping[str, Sequence[str]]) -> FormState:
@@ -247,7 +247,7 @@ def state_from_form(form: Mapping[str, Sequence[str]]) -> FormState:
             prefix = f"{spec.key}-{i}-"
             values = {f.key: many(prefix + f.key) if f.multi else one(prefix + f.key) for f in spec.fields}
             src = one(prefix + "src")
-            entries.append(Entry(int(src) if src.isdigit() else None, values))
+            entries.append(Entry(int(src) if _is_number(src) else None, values))
         lists[spec.key] = tuple(entries)
     relation = {name: one(f"rel-{name}") for name in RELATION_FIELDS}
     return FormState(scalars, lists, relation)
@@ -284,10 +284,20 @@ def row_from_state(
     return new, errors
 
 
+def _is_number(text: str) -> bool:
+    """A plain whole number that ``int`` reads: ASCII digits only (``str.isdigit`` also accepts ``'¹'``), and
+    short (``int`` refuses more than 4,300 digits).
+
+    >>> _is_number("12"), _is_number("\u00b9"), _is_number("9" * 5000), _is_number("")
+    (True, False, False, False)
+    """
+    return 0 < len(text) <= 9 and text.isascii() and text.isdigit()
+
+
 def _check(spec: FieldSpec, value: Value, options: dict[str, set[str]], where: str) -> list[str]:
     if spec.kind == "intensity":
         ok = value == "" or (
-            isinstance(value, str) and value.isdigit() and parse_intensity(value) is not None
+            isinstance(value, str) and _is_number(value) and parse_intensity(value) is not None
         )
         return [] if ok else [f"{where}: intensity must be a whole number from 0 to 10 (got {value!r})"]
     allowed = options.get(spec.kind)
@@ -322,7 +332,7 @@ def _apply_list(
 
 
 def _typed(spec: FieldSpec, value: Value) -> Any:
-    if spec.kind == "intensity" and isinstance(value, str) and value.isdigit():
+    if spec.kind == "intensity" and isinstance(value, str) and _is_number(value):
         return int(value)
     return value or None
 
@@ -345,7 +355,7 @@ def _apply_relation(
         new[reason_key] = reason or None
     if evidence != old["evidence"]:
         tokens = [t for t in re.split(r"[\s,;]+", evidence) if t]
-        if not all(t.isdigit() for t in tokens):
+        if not all(_is_number(t) for t in tokens):
             errors.append(f"Relation evidence rows: give row numbers separated by commas (got {evidence!r})")
         else:
             new[evidence_key] = [int(t) for t in tokens]

@@ -106,8 +106,9 @@ def render_row(row: Row, mode: Mode) -> str:
     >>> render_row(r, "audiovisual")
     '[3] Ana -> Ben (1.5-4s): Fine. | tone: flat | face: Ana: looks down'
     """
-    targets = ", ".join(row.targets)
-    speaker = row.speaker or "(unknown speaker)"
+    # Names are cleaned like text: a newline in a name must not start a transcript line of its own.
+    targets = ", ".join(n for n in (clean(t) for t in row.targets) if n)
+    speaker = clean(row.speaker) or "(unknown speaker)"
     head = f"[{row.row_index}] {speaker}" + (f" -> {targets}" if targets else "") + _timing(row)
     parts = [f"{head}: {clean(row.dialogue_cleaned) or '(no words)'}"]
     background = "; ".join(

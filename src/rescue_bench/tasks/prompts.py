@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.tasks.base import Mode
-from rescue_bench.tasks.context import RowRecord, transcript
+from rescue_bench.tasks.context import RowRecord, clean, transcript
 from rescue_bench.taxonomy import RELATION_PATTERNS, STRATEGIES, Label, Scenario
 
 REASON_MAX_LENGTH = 200
@@ -181,7 +181,7 @@ def group_noun(scenario: Scenario) -> str:
 
 def people_line(participants: Sequence[str], group: str) -> str:
     """``People: Ana, Ben (and the therapist); "Couple" means the couple as a whole.``"""
-    names = ", ".join(participants) or "(not listed)"
+    names = ", ".join(n for n in (clean(p) for p in participants) if n) or "(not listed)"
     return f'People: {names} (and the Therapist); "{group}" means the {group.lower()} as a whole.'
 
 

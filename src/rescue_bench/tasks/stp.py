@@ -12,6 +12,7 @@ The therapist row itself is never shown: the model sees up to ``N`` earlier rows
 from __future__ import annotations
 
 import functools
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -107,7 +108,8 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     header = [
         f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
         prompts.people_line(first.context["participants"], group_label(first.scenario)),
-        "Candidate labels: " + ", ".join(first.candidates),
+        # JSON string escapes keep a name with a newline or quote on this line, exactly as it is answered.
+        "Candidate labels: " + ", ".join(json.dumps(c, ensure_ascii=False)[1:-1] for c in first.candidates),
     ]
     blocks = [
         prompts.item_block(
