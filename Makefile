@@ -6,10 +6,11 @@ PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check -c constraints
 
 .PHONY: demo test setup-demo setup-test system-deps lint typecheck bench clean
 
+DEMO_RUN ?= runs/demo-gemma-3-270m
+
 demo: setup-demo
-	$(BIN)/rescue-bench data validate demo
-	$(BIN)/rescue-bench data stats demo
-	$(BIN)/rescue-bench tasks summary demo
+	$(BIN)/rescue-bench run --model local/gemma-3-270m --data demo --tasks all --out $(DEMO_RUN)
+	$(BIN)/rescue-bench report $(DEMO_RUN) --out $(DEMO_RUN)/report
 
 test: setup-test
 	$(BIN)/python -m pytest
@@ -18,7 +19,7 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
 setup-demo: $(VENV)/bin/python
-	$(PIP_INSTALL) -e '.[local]'
+	$(PIP_INSTALL) -e '.[local,bertscore]'
 
 setup-test: $(VENV)/bin/python system-deps
 	$(PIP_INSTALL) -e '.[all,dev]'
@@ -28,8 +29,8 @@ system-deps:
 	@bash scripts/system-deps.sh
 
 lint:
-	$(BIN)/ruff check src tests benchmarks
-	$(BIN)/ruff format --check src tests benchmarks
+	$(BIN)/ruff check src tests benchmarks scripts
+	$(BIN)/ruff format --check src tests benchmarks scripts
 
 typecheck:
 	$(BIN)/mypy
