@@ -16,6 +16,7 @@ from tests.fakes.openai_server import (
     FakeOpenAIServer,
     Script,
     hang,
+    ok,
     rate_limited,
     refusal,
     reset,
@@ -202,6 +203,33 @@ def test_items_still_missing_after_the_single_ask_are_failures(tmp_path: Path) -
     lines = assert_each_instance_once(tmp_path / "run", samples)
     assert [r["valid"] for r in lines] == [False] * 3
     assert all(r["problems"][0].startswith("missing") for r in lines)
+    assert result.counts["echo"]["parse_failures"] == 3
+
+
+def test_truncated_batch_reply_is_not_parsed_and_its_items_are_asked_again_singly(tmp_path: Path) -> None:
+    """The batch reply holds complete, right JSON but hit the token limit: none of it may count."""
+
+    def handler(req: ChatRequest) -> Any:
+        items = tiny_task.items(req.text)
+        return ok(tiny_task.oracle(req), finish_reason="length" if len(items) > 1 else "stop")
+
+    samples = make_samples(1, 3)
+    with FakeOpenAIServer(handler) as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 4  # the cut-off batch, then each item alone
+    lines = assert_each_instance_once(tmp_path / "run", samples)
+    assert [(r["valid"], r["single"]) for r in lines] == [(True, True)] * 3
+    assert result.counts["echo"]["single_retries"] == 3
+
+
+def test_truncated_single_reply_is_a_recorded_failure(tmp_path: Path) -> None:
+    samples = make_samples(1, 3)
+    with FakeOpenAIServer(lambda req: ok(tiny_task.oracle(req), finish_reason="length")) as server:
+        result = run(server, tmp_path / "run", samples)
+        assert server.count == 4
+    lines = assert_each_instance_once(tmp_path / "run", samples)
+    assert [r["valid"] for r in lines] == [False] * 3
+    assert all(r["problems"][0] == "parse_failure: truncated reply (finish_reason=length)" for r in lines)
     assert result.counts["echo"]["parse_failures"] == 3
 
 

@@ -14,12 +14,19 @@ from rescue_bench.engine.video import VideoNote
 from rescue_bench.records import Instance, Json, Prediction
 from rescue_bench.tasks.base import Task
 
+TRUNCATED = "parse_failure: truncated reply (finish_reason=length)"
+"""The problem of every instance of a request whose reply hit the token limit."""
+
 
 def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) -> list[Prediction]:
     """One prediction per instance of ``batch``: parsed, or failed with the reason."""
     reply = outcome.reply
     if not reply.ok:
         return [Prediction.failed(i.id, f"request_failed: {reply.error}") for i in batch]
+    if reply.finish_reason == "length":
+        # Parsers find JSON inside text, so a cut-off reply could still yield items that the model never
+        # finished answering: none of it counts.
+        return [Prediction.failed(i.id, TRUNCATED) for i in batch]
     try:
         parsed = plan.task.parse(reply.text, batch)
     except Exception as exc:  # parse() must not raise on model text; if it does, the answer counts as wrong
@@ -35,6 +42,11 @@ def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) 
 
 def is_missing(prediction: Prediction) -> bool:
     return bool(prediction.problems) and prediction.problems[0].startswith("missing")
+
+
+def asks_again(prediction: Prediction) -> bool:
+    """Whether an item of a batch reply is asked again singly: it was missing, or the reply was cut off."""
+    return is_missing(prediction) or prediction.problems[:1] == (TRUNCATED,)
 
 
 def request_record(outcome: Outcome, *, single: bool) -> dict[str, Json]:

@@ -2,9 +2,10 @@
 
 For each task: instances of every selected sample -> batches within a sample (the task's default size or
 ``--batch-size``) -> render -> :class:`~rescue_bench.engine.execute.Engine` (cache, budget, limits, retries)
--> parse. Items missing from a batch reply are asked again singly, once; what is still missing is recorded as
-a failure. Every instance ends as exactly one line of ``predictions.jsonl`` (``valid: false`` when it failed),
-scored by the task, and ``scores.json`` aggregates them (:mod:`rescue_bench.metrics.aggregate`).
+-> parse. Items missing from a batch reply, or of a batch reply cut off at the token limit, are asked again
+singly, once; what is still missing or cut off is recorded as a failure. Every instance ends as exactly one
+line of ``predictions.jsonl`` (``valid: false`` when it failed), scored by the task, and ``scores.json``
+aggregates them (:mod:`rescue_bench.metrics.aggregate`).
 
 All tasks share one worker pool and the engine's global in-flight limit, so a run keeps the endpoint busy. A
 batch is recorded at once (its prediction lines, then its request lines), which is what makes
@@ -34,7 +35,7 @@ from rescue_bench.engine.manifest import (
     finish_manifest,
     select_samples,
 )
-from rescue_bench.engine.outcomes import is_missing, prediction_record, predictions_of, request_record
+from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
 from rescue_bench.engine.progress import Progress
 from rescue_bench.engine.store import RunStore
 from rescue_bench.engine.video import Hook, VideoNote, make_hook, notes
@@ -339,7 +340,7 @@ class _Runner:
             predictions = predictions_of(plan, batch, outcome)
             if len(batch) > 1 and outcome.reply.ok:
                 for index, inst in enumerate(batch):
-                    if is_missing(predictions[index]):
+                    if asks_again(predictions[index]):
                         request = await self._render(plan, [inst], video)
                         single = await engine.ask(request, refresh=refresh)
                         outcomes.append((single, True))
