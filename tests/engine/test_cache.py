@@ -69,6 +69,36 @@ def test_any_change_misses() -> None:
     assert len(set(variants.values())) == len(variants)
 
 
+LOCAL = {
+    "provider": "local",
+    "model": "gemma-3-270m",
+    "base_url": None,
+    "sha256": "a" * 64,
+    "runtime": "llama-cpp-python 0.3.9",
+    "prompt_format": "gemma-v1",
+    "max_string_length": 400,
+}
+
+
+def test_every_identity_field_changes_the_key() -> None:
+    """Same provider, model and path but another model file (or format, cap, runtime): never a stale hit."""
+    base = cache_key(LOCAL, REQUEST, PARAMS)
+    changed = {
+        "sha256": "b" * 64,
+        "runtime": "llama-cpp-python 0.3.10",
+        "prompt_format": "gemma-v2",
+        "max_string_length": 200,
+    }
+    keys = [cache_key({**LOCAL, field: value}, REQUEST, PARAMS) for field, value in changed.items()]
+    assert base not in keys and len(set(keys)) == len(keys)
+
+
+def test_secret_named_fields_never_reach_the_key() -> None:
+    base = cache_key(IDENTITY, REQUEST, PARAMS)
+    for field in ("api_key", "Authorization", "token", "client_secret"):
+        assert cache_key({**IDENTITY, field: "sk-live-123"}, REQUEST, PARAMS) == base
+
+
 def test_instance_ids_do_not_change_the_key() -> None:
     # The prompt is what the model sees; the ids behind the opaque c1.. labels never reach it.
     assert cache_key(IDENTITY, replace(REQUEST, instance_ids=("other",)), PARAMS) == cache_key(

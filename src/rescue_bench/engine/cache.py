@@ -1,8 +1,9 @@
 """The response cache: SQLite in WAL mode, shared by every run of the user.
 
-The key is a sha256 over everything that can change an answer: the provider identity (provider, base URL,
-model), the full messages, every generation parameter, the response format and schema, and the request's token
-limit. A cache that ignores the model serves model B the answers of model A (lm-eval #4063); this one cannot.
+The key is a sha256 over everything that can change an answer: the provider's whole identity (provider, base
+URL, model, and for ``local/`` the model file's sha256, prompt format, string cap and runtime), the full
+messages, every generation parameter, the response format and schema, and the request's token limit. A cache
+that ignores the model serves model B the answers of model A (lm-eval #4063); this one cannot.
 Only successful replies are stored (raw text, reasoning, finish reason, usage), never keys or failures.
 
 WAL mode plus a busy timeout make the file safe for several processes at once; within a process the engine
@@ -27,7 +28,9 @@ from rescue_bench.models.base import GenerationParams
 from rescue_bench.records import Json, Reply, Request, Usage
 
 CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
-KEY_VERSION = 2
+KEY_VERSION = 3
+_SECRET_WORDS = ("key", "token", "secret", "password", "authorization", "credential")
+"""Identity fields whose name holds one of these are left out of the key: by contract there are none."""
 _SELECT = (
     "SELECT text, reasoning, finish_reason, prompt_tokens, completion_tokens, reasoning_tokens, meta "
     "FROM responses WHERE key = ?"
@@ -54,7 +57,10 @@ def default_cache_path() -> Path:
 def cache_key(
     identity: dict[str, Json], request: Request, params: GenerationParams, content_key: str | None = None
 ) -> str:
-    """The cache key of one request: any change of model, endpoint, message, parameter or schema changes it.
+    """The cache key of one request: any change of identity, message, parameter or schema changes it.
+
+    Every field of the provider's ``identity()`` counts (a different model file at the same path must not be
+    served stale replies), except fields named like a secret, which never change an answer.
 
     ``content_key`` is ``request.content_key()`` (messages, schema, token limit) when the caller has it
     already.
@@ -66,11 +72,14 @@ def cache_key(
     True
     >>> cache_key(ident, req, GenerationParams()) == cache_key(ident, req, GenerationParams(temperature=0.5))
     False
+    >>> other_file = {**ident, "sha256": "ab"}
+    >>> cache_key(ident, req, GenerationParams()) == cache_key(other_file, req, GenerationParams())
+    False
     """
     blob = json.dumps(
         {
             "v": KEY_VERSION,
-            "provider": {k: identity.get(k) for k in ("provider", "base_url", "model")},
+            "provider": _public_identity(identity),
             "request": content_key or request.content_key(),
             "params": asdict(params),
         },
@@ -79,6 +88,15 @@ def cache_key(
         separators=(",", ":"),
     )
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _public_identity(identity: dict[str, Json]) -> dict[str, Json]:
+    """``identity`` without fields named like a secret.
+
+    >>> _public_identity({"model": "m", "api_key": "sk-1", "Auth_Token": "t"})
+    {'model': 'm'}
+    """
+    return {k: v for k, v in identity.items() if not any(w in k.lower() for w in _SECRET_WORDS)}
 
 
 @dataclass(frozen=True, slots=True)
