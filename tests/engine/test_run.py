@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,7 @@ from rescue_bench.engine.estimate import Budget, Prices, chars_counter
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.engine.store import read_jsonl
 from rescue_bench.errors import ConfigError, ProviderError
+from rescue_bench.records import Instance, Prediction
 
 
 def run(server: FakeOpenAIServer, out: Path, samples: list[Sample], **kw: Any) -> RunResult:
@@ -305,6 +307,46 @@ def test_rerun_resumes_without_asking_again(server: FakeOpenAIServer, tmp_path: 
     assert_each_instance_once(tmp_path / "run", samples)
     manifest = json.loads((tmp_path / "run" / "run.json").read_text())
     assert manifest["timings"]["sessions"] == 2
+
+
+class PriorPredictor:
+    """Answers every instance with the most frequent gold of the instances it is given (an oracle prior)."""
+
+    name = "baseline/prior"
+
+    def __init__(self) -> None:
+        self.seen: list[list[str]] = []
+
+    def identity(self) -> dict[str, Any]:
+        return {"provider": "baseline", "model": "prior"}
+
+    def predict(self, instances: Sequence[Instance]) -> list[Prediction]:
+        self.seen.append([i.id for i in instances])
+        golds = [i.gold for i in instances]
+        prior = max(("no", "yes"), key=golds.count)
+        return [Prediction(i.id, prior, True) for i in instances]
+
+
+def test_resumed_predictor_sees_every_instance_so_the_prior_does_not_change(tmp_path: Path) -> None:
+    samples = make_samples(1, 5)  # golds: yes no no yes no -> prior "no"
+    out = tmp_path / "run"
+    run_predictor = PriorPredictor()
+    asyncio.run(
+        execute_run(
+            tiny_config(), out, fast_options(), tasks=TINY_TASKS, model=run_predictor, samples=samples
+        )
+    )
+    # A killed first session: only rows 2 and 3 (both "no") were recorded; the rest (yes yes no) lean "yes".
+    kept = [r for r in predictions(out) if r["row_index"] in (2, 3)]
+    (out / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
+    resumed = PriorPredictor()
+    result = asyncio.run(
+        execute_run(tiny_config(), out, fast_options(), tasks=TINY_TASKS, model=resumed, samples=samples)
+    )
+    assert result.status == "finished"
+    assert resumed.seen == [instance_ids(samples)]
+    lines = assert_each_instance_once(out, samples)
+    assert [r["prediction"] for r in lines] == ["no"] * 5
 
 
 def test_cache_answers_a_new_run_of_the_same_config(server: FakeOpenAIServer, tmp_path: Path) -> None:

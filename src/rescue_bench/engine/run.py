@@ -388,7 +388,9 @@ class _Runner:
                 batch = tuple(inst for p, b, _ in work if p is plan for inst in b)
                 if not batch:
                     continue
-                by_id = {p.instance_id: p for p in predictor.predict(list(batch))}
+                # All of the task's instances, not only the unfinished ones: a predictor may look across them
+                # (the majority prior), and a resumed session must predict what one session would have.
+                by_id = {p.instance_id: p for p in predictor.predict(list(plan.instances))}
                 preds = [
                     by_id.get(i.id) or Prediction.failed(i.id, "missing: the predictor gave no answer")
                     for i in batch
