@@ -43,9 +43,8 @@ class Client:
     timeout: float
     concurrency: int = 16
     max_retries: int = 5
-    hash_seed: str = "0"
-    """``PYTHONHASHSEED`` of the client processes. The chaos test pins it: BERTScore depends on it (see
-    ``test_reproducible.py``), and that is not what faults and kills are tested for."""
+    hash_seed: str | None = None
+    """``PYTHONHASHSEED`` of the client processes; ``None``: each process draws its own, as in real use."""
 
     def command(self) -> list[str]:
         return [
@@ -72,12 +71,9 @@ class Client:
 
     def env(self) -> dict[str, str]:
         env = {k: v for k, v in os.environ.items() if not k.startswith(("VLLM_", "OPENAI_"))}
-        env.update(
-            RESCUE_BENCH_CACHE_DIR=str(self.cache_dir),
-            PYTHONUNBUFFERED="1",
-            NO_COLOR="1",
-            PYTHONHASHSEED=self.hash_seed,
-        )
+        env.update(RESCUE_BENCH_CACHE_DIR=str(self.cache_dir), PYTHONUNBUFFERED="1", NO_COLOR="1")
+        if self.hash_seed is not None:
+            env["PYTHONHASHSEED"] = self.hash_seed
         return env
 
     def spawn(self) -> subprocess.Popen[str]:
