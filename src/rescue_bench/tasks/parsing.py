@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
+from rescue_bench.metrics.ranking import rank_metrics
 from rescue_bench.records import Instance, Prediction
 from rescue_bench.taxonomy import canonical_form, normalize_label
 
@@ -283,3 +284,27 @@ def read_ranking(raw: object, allowed: Sequence[str], inst: Instance, top: int =
     if len(entries) > top and len(ranked) >= top:
         notes.append(f"truncated: {len(entries)} labels given, the first {top} were used")
     return Prediction(inst.id, ranked, True, tuple(notes))
+
+
+def parse_ranking(text: str, batch: Sequence[Instance], answer_keys: Sequence[str]) -> list[Prediction]:
+    """Ranked answers (RPP, STP, SSP); ``answer_keys[0]`` is the schema field, the rest accepted spellings."""
+
+    def read(item: dict[str, Any], inst: Instance) -> Prediction:
+        present, raw = field(item, answer_keys)
+        if not present:
+            return Prediction.failed(inst.id, f"parse_failure: no {answer_keys[0]} in the answer")
+        return read_ranking(raw, inst.candidates, inst)
+
+    return parse_batch(text, batch, answer_keys, read)
+
+
+def ranking_metrics(pred: Prediction, inst: Instance) -> dict[str, float]:
+    """Recall@1..3 and MRR of a ranked answer against ``inst.gold``; an invalid answer ranks nothing.
+
+    >>> inst = Instance("s::ssp::2", "ssp", "s", "couple", 2, "track", ("track", "evoke"))
+    >>> ranking_metrics(Prediction("s::ssp::2", ["evoke", "track"], True), inst)["mrr"]
+    0.5
+    """
+    metrics = rank_metrics(str(inst.gold), pred.value if pred.valid else [])
+    metrics.pop("gold_rank", None)
+    return metrics

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
 
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.metrics.ranking import rank_metrics
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import GoldField, Mode, TaskConfig
 from rescue_bench.tasks.context import clean, context_size, row_records, window
-from rescue_bench.tasks.parsing import field, parse_batch, read_ranking
+from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, group_label, relation_labels
 
 NAME = "rpp"
@@ -181,19 +179,11 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     )
 
 
-def _read(item: dict[str, Any], inst: Instance) -> Prediction:
-    present, raw = field(item, ANSWER_KEYS)
-    if not present:
-        return Prediction.failed(inst.id, "parse_failure: no relation_top3 in the answer")
-    return read_ranking(raw, inst.candidates, inst)
-
-
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
-    return parse_batch(text, batch, ANSWER_KEYS, _read)
+    return parse_ranking(text, batch, ANSWER_KEYS)
 
 
 def score(pred: Prediction, inst: Instance) -> Score:
     """``correct`` (top-1 is gold: the paper's accuracy), Recall@1..3 and MRR; an invalid answer is a miss."""
-    metrics = rank_metrics(str(inst.gold), pred.value if pred.valid else [])
-    metrics.pop("gold_rank", None)
+    metrics = ranking_metrics(pred, inst)
     return Score(inst.id, {"correct": metrics["recall_at_1"], **metrics})

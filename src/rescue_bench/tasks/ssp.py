@@ -10,15 +10,13 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.metrics.ranking import rank_metrics
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import Mode, TaskConfig
 from rescue_bench.tasks.context import context_size, row_records, window
-from rescue_bench.tasks.parsing import field, parse_batch, read_ranking
+from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import support_moves, target_emotion
 from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
 
@@ -161,19 +159,11 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     )
 
 
-def _read(item: dict[str, Any], inst: Instance) -> Prediction:
-    present, raw = field(item, ANSWER_KEYS)
-    if not present:
-        return Prediction.failed(inst.id, "parse_failure: no strategy_top3 in the answer")
-    return read_ranking(raw, inst.candidates, inst)
-
-
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
-    return parse_batch(text, batch, ANSWER_KEYS, _read)
+    return parse_ranking(text, batch, ANSWER_KEYS)
 
 
 def score(pred: Prediction, inst: Instance) -> Score:
     """Recall@1..3 and MRR of the ranked strategies; an invalid answer ranks nothing."""
-    metrics = rank_metrics(str(inst.gold), pred.value if pred.valid else [])
-    metrics.pop("gold_rank", None)
+    metrics = ranking_metrics(pred, inst)
     return Score(inst.id, metrics)
