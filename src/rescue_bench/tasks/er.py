@@ -143,7 +143,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     prompts.check_batch(batch, NAME)
     first = batch[0]
     system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
-    header = [f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s)."]
+    header = [prompts.session_line(batch)]
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {
         "emotion": {"type": "string", "maxLength": prompts.REASON_MAX_LENGTH},

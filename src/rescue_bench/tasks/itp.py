@@ -123,9 +123,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         )
         for i, inst in enumerate(batch, start=1)
     ]
-    user = prompts.user_message(
-        [f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s)."], blocks
-    )
+    user = prompts.user_message([prompts.session_line(batch)], blocks)
     fields = {"should_speak": {"type": "string", "enum": list(LABELS)}}
     return prompts.request(NAME, batch, system, user, fields, max_tokens=MAX_TOKENS, prompt_hash=PROMPT_HASH)
 

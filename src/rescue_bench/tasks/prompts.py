@@ -179,6 +179,11 @@ def group_noun(scenario: Scenario) -> str:
     return "partners" if scenario == "couple" else "family members"
 
 
+def session_line(batch: Sequence[Instance]) -> str:
+    """The first line of every user message: scenario and number of items."""
+    return f"{batch[0].scenario.capitalize()} therapy session, {len(batch)} item(s)."
+
+
 def people_line(participants: Sequence[str], group: str) -> str:
     """``People: Ana, Ben (and the therapist); "Couple" means the couple as a whole.``"""
     names = ", ".join(n for n in (clean(p) for p in participants) if n) or "(not listed)"

@@ -163,7 +163,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         first.scenario, first.context["mode"], first.context["size"], first.context["current"] is not None
     )
     header = [
-        f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
+        prompts.session_line(batch),
         prompts.people_line(first.context["participants"], group_label(first.scenario)),
     ]
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]

@@ -145,7 +145,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     system = system_prompt(
         first.scenario, first.context["mode"], first.context["size"], first.context["with_emotion"]
     )
-    header = [f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s)."]
+    header = [prompts.session_line(batch)]
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {"strategy_top3": prompts.ranking_field(first.candidates)}
     return prompts.request(

@@ -104,7 +104,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     first = batch[0]
     system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
     header = [
-        f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
+        prompts.session_line(batch),
         prompts.people_line(first.context["participants"], group_label(first.scenario)),
         # JSON string escapes keep a name with a newline or quote on this line, exactly as it is answered.
         "Candidate labels: " + ", ".join(json.dumps(c, ensure_ascii=False)[1:-1] for c in first.candidates),

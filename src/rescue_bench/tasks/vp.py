@@ -121,7 +121,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     first = batch[0]
     system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
     header = [
-        f"{first.scenario.capitalize()} therapy session, {len(batch)} item(s).",
+        prompts.session_line(batch),
         prompts.people_line(first.context["participants"], group_label(first.scenario)),
     ]
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
