@@ -171,3 +171,15 @@ def test_an_empty_or_junk_answer_is_never_padded_into_labels() -> None:
         pred = rpp.parse(text, [instance()])[0]
         assert not pred.valid and pred.value is None
         assert rpp.score(pred, instance()).metrics["recall_at_3"] == 0.0
+
+
+def test_consecutive_targets_share_the_prompt_up_to_the_earlier_targets_line(
+    demo_samples: list[Sample],
+) -> None:
+    """What a prompt cache (or the local model's KV cache) re-uses: all but the earlier prompt's last line."""
+    first, second = rpp.build(demo_samples[0], CFG)[5:7]
+    earlier, later = (rpp.render([inst], CFG).messages[1]["content"] for inst in (first, second))
+    split = next(i for i, (a, b) in enumerate(zip(earlier, later, strict=False)) if a != b)
+    assert f"[{first.row_index - 1}]" in earlier[:split]
+    assert "\n" not in earlier[split:]
+    assert earlier[split:].startswith(f"Item c1's target row: {first.row_index}, spoken by ")

@@ -148,12 +148,20 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int, with_current: bool)
 
 
 def _block(opaque: str, inst: Instance) -> str:
-    body = [prompts.rows_text(inst.context["rows"])]
+    """One item: its earlier rows first, then the target row's number and speaker.
+
+    The rows come before anything that changes from item to item, so the prompts of consecutive targets in a
+    session share a prefix as long as the shorter transcript. Endpoints with prompt caching, and the local
+    model's KV cache, then evaluate only the new rows (the local model is asked one full-history item per
+    request for this reason: see ``engine.manifest.default_batch_size``).
+    """
+    speaker = inst.context["speaker"] or "an unknown speaker"
+    target = f"Item {opaque}'s target row: {inst.row_index}, spoken by {speaker}"
     current = inst.context["current"]
-    if current is not None:
-        body.append(f"Target row: {current['line']}")
-    title = f"target row {inst.row_index}, spoken by {inst.context['speaker'] or 'an unknown speaker'}"
-    return prompts.item_block(opaque, title, body)
+    last = f"{target}: {current['line']}" if current is not None else f"{target} (not shown)."
+    return "\n".join(
+        [f"Item {opaque}, the rows before its target row:", prompts.rows_text(inst.context["rows"]), last]
+    )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
