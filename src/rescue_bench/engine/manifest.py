@@ -12,16 +12,17 @@ import platform
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, ResponseFormat
+from rescue_bench.models.base import GenerationParams, ResponseFormat, reuses_prompt_prefix
 from rescue_bench.records import Instance, Json
 from rescue_bench.tasks.base import GoldField, Task, TaskConfig, resolve_mode
+from rescue_bench.tasks.context import context_size
 
 ALL_TASKS: tuple[str, ...] = ("itp", "rpp", "stp", "ssp", "er", "vp")
 VIDEO_BATCH_SIZE = 1
@@ -171,10 +172,27 @@ def build_plans(
             raise ConfigError(f"unknown task {name!r}; choose from {', '.join(tasks)} or all")
         task = tasks[name]
         instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
-        size = task.DEFAULT_BATCH_SIZE if cfg.batch_size is None else cfg.batch_size
-        batches = tuple(tuple(b) for b in make_batches(instances, size))
-        plans.append(TaskPlan(name, task, cfg, instances, batches, _prompt_hash(task, batches, cfg)))
+        task_cfg = replace(cfg, batch_size=default_batch_size(task, cfg, config.model))
+        batches = tuple(tuple(b) for b in make_batches(instances, task_cfg.batch_size or 1))
+        plans.append(TaskPlan(name, task, task_cfg, instances, batches, _prompt_hash(task, batches, cfg)))
     return plans
+
+
+def default_batch_size(task: Task, cfg: TaskConfig, model: str) -> int:
+    """Instances per request: ``--batch-size``, else the task's reference size, except one for an in-process
+    model when the items carry the whole earlier transcript (context -1, RPP's default).
+
+    Batching shares one request's instructions among its items, but a batch of full-history items repeats the
+    transcript once per item. An API bills requests, so the reference sizes stand there. An in-process model
+    pays for compute only, and its KV cache re-uses what consecutive one-item prompts share (the instructions
+    and the earlier rows: RPP puts the rows before the target line), so that each request evaluates only the
+    rows that are new. On the demo data with the local model on 2 cores, RPP took 84 s instead of 311 s.
+    """
+    if cfg.batch_size is not None:
+        return cfg.batch_size
+    if reuses_prompt_prefix(model) and context_size(cfg, task.DEFAULT_CONTEXT_SIZE) == -1:
+        return 1
+    return task.DEFAULT_BATCH_SIZE
 
 
 def _prompt_hash(task: Task, batches: Sequence[Sequence[Instance]], cfg: TaskConfig) -> str:
@@ -223,6 +241,7 @@ def build_manifest(
             "sample_ids": None if config.sample_ids is None else list(config.sample_ids),
         },
         "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
+        "batch_sizes": {plan.name: plan.cfg.batch_size for plan in plans},
         "model": dict(identity),
         "generation": asdict(params),
         "judges": list(config.judges),

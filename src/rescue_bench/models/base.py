@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal, Protocol, runtime_checkable
+from typing import Final, Literal, Protocol, runtime_checkable
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Json, Prediction, Reply, Request
@@ -73,6 +73,19 @@ class ModelName:
 
     def __str__(self) -> str:
         return f"{self.provider}/{self.model}"
+
+
+IN_PROCESS_PROVIDERS: Final = ("local",)
+"""Providers that run the model in this process and keep its KV cache between requests."""
+
+
+def reuses_prompt_prefix(model: str) -> bool:
+    """Whether consecutive requests to ``model`` re-use the work on their common prompt prefix for free.
+
+    >>> reuses_prompt_prefix("local/gemma-3-270m"), reuses_prompt_prefix("openai/gpt-4o")
+    (True, False)
+    """
+    return model.partition("/")[0] in IN_PROCESS_PROVIDERS
 
 
 def parse_model_name(text: str) -> ModelName:
