@@ -38,7 +38,7 @@ from rescue_bench.models.presets import get_preset
 
 MARKERS = (INJECTION, "developer mode", "Item c9", "<|im_start|>", "</transcript>", "[99]")
 TRANSCRIPT_LINE = re.compile(r"^(Current row: )?\[\d+\] ")
-ITEM_LINE = re.compile(r"^Item (c\d+) \(")
+ITEM_LINE = re.compile(r"^Item (c\d+)[ ,]")
 FORGED_STARTS = ("SYSTEM", "</", "<|", "{", "```", "Item c9", "[99]", "Current row: [99]")
 CONFIG = RunConfig(model="vllm/injection-test", data="corpus")
 

@@ -158,7 +158,7 @@ def _block(opaque: str, inst: Instance) -> str:
     speaker = inst.context["speaker"] or "an unknown speaker"
     target = f"Item {opaque}'s target row: {inst.row_index}, spoken by {speaker}"
     current = inst.context["current"]
-    last = f"{target}: {current['line']}" if current is not None else f"{target} (not shown)."
+    last = f"{target}:\n{current['line']}" if current is not None else f"{target} (not shown)."
     return "\n".join(
         [f"Item {opaque}, the rows before its target row:", prompts.rows_text(inst.context["rows"]), last]
     )
