@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,26 @@ def test_a_run_directory_is_locked_by_its_process(tmp_path: Path) -> None:
     first.unlock()
     second.lock()
     second.unlock()
+
+
+def test_fsyncs_are_grouped_by_interval(tmp_path: Path) -> None:
+    appender = JsonlAppender(tmp_path / "p.jsonl", sync_interval=30.0)
+    for i in range(60):
+        appender.append([{"instance_id": str(i)}])
+        time.sleep(0.002)  # each append would wake a syncer that fsyncs per append
+    assert appender.syncs <= 1  # the first append's fsync; the rest wait for the interval or close()
+    appender.close()
+    assert len(list(read_jsonl(tmp_path / "p.jsonl"))) == 60
+
+
+def test_appends_are_synced_without_close(tmp_path: Path) -> None:
+    appender = JsonlAppender(tmp_path / "p.jsonl", sync_interval=0.01)
+    appender.append([{"instance_id": "a"}])
+    deadline = time.monotonic() + 5
+    while appender.syncs < 1 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    appender.append([{"instance_id": "b"}])  # after the interval: synced again
+    while appender.syncs < 2 and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert appender.syncs == 2
+    appender.close()

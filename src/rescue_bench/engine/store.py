@@ -2,9 +2,9 @@
 
 * ``run.json``: manifest (config, versions, dataset hash, prompt hashes, model identity without secrets,
   status, counts, timings), replaced atomically whenever it changes.
-* ``requests.jsonl`` and ``predictions.jsonl``: append-only, one record per line, each write flushed and
-  fsync'd. A process killed mid-write leaves at most a torn last line; readers skip it and the next writer
-  cuts it off.
+* ``requests.jsonl`` and ``predictions.jsonl``: append-only, one record per line, each write flushed at once
+  and fsync'd in the background within :data:`SYNC_INTERVAL` seconds. A process killed mid-write leaves at
+  most a torn last line; readers skip it and the next writer cuts it off.
 * ``scores.json``: written atomically at the end.
 
 Resume rule: an instance is finished when ``predictions.jsonl`` has a line for it. When an instance has
@@ -33,6 +33,8 @@ RUN_FILE = "run.json"
 REQUESTS_FILE = "requests.jsonl"
 PREDICTIONS_FILE = "predictions.jsonl"
 SCORES_FILE = "scores.json"
+SYNC_INTERVAL = 0.1
+"""Seconds between two background fsyncs of one JSONL file, at least."""
 
 
 class RunDirError(BenchError):
@@ -108,16 +110,22 @@ class JsonlAppender:
 
     The flush hands the bytes to the kernel before :meth:`append` returns, so a killed process loses nothing
     it appended. The fsync (which guards against a crash of the machine) runs in a background thread as a
-    group commit: it can take milliseconds on a busy disk, and the event loop must not wait for it.
-    :meth:`close` waits for the last fsync.
+    group commit, at most once per ``sync_interval`` seconds: it can take milliseconds on a busy disk and
+    costs CPU in the kernel (a run of 3,229 requests did 5,811 of them, 0.23 ms of CPU per request, when each
+    append woke the thread), and the event loop must not wait for it. A crash of the machine can thus lose
+    the records of the last ``sync_interval`` seconds, which a resumed run asks again (the response cache
+    answers them). :meth:`close` waits for the last fsync.
     """
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, sync_interval: float = SYNC_INTERVAL) -> None:
         cut_torn_tail(path)
         self.path = path
+        self.sync_interval = sync_interval
+        self.syncs = 0
+        """fsyncs done by the background thread so far."""
         self._out: IO[bytes] = path.open("ab")
         self._dirty = threading.Event()
-        self._closing = False
+        self._closing = threading.Event()
         self._syncer = threading.Thread(target=self._sync_loop, name=f"fsync-{path.name}", daemon=True)
         self._syncer.start()
 
@@ -129,19 +137,23 @@ class JsonlAppender:
         )
         self._out.write(blob)
         self._out.flush()
+        # Cheap while the syncer sleeps out its interval: only the first append after a quiet spell wakes it.
         self._dirty.set()
 
     def _sync_loop(self) -> None:
         fd = self._out.fileno()
         while True:
             self._dirty.wait()
-            self._dirty.clear()
-            if self._closing:
+            if self._closing.is_set():
                 return
+            self._dirty.clear()
             os.fsync(fd)
+            self.syncs += 1
+            if self._closing.wait(self.sync_interval):
+                return
 
     def close(self) -> None:
-        self._closing = True
+        self._closing.set()
         self._dirty.set()
         self._syncer.join()
         self._out.flush()
