@@ -13,16 +13,23 @@ jittered, honour ``Retry-After`` and apply only to faults worth retrying. This m
 
 Reasoning output (``reasoning_content`` or ``reasoning``) is kept apart from the answer. No message carries
 the key.
+
+Harness CPU per request matters at 64 requests in flight (the engine benchmark's target is under 2 ms), so
+each request in flight has an SDK client of its own (one connection per pool, which httpcore then never
+scans), and the clients' transport sends each request in one write (:class:`OneWriteTransport`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
+import ssl
 import time
+import urllib.request
+from collections.abc import Iterable
 from typing import Any
 
+import httpcore2
 import httpx2
 import openai
 from openai import AsyncOpenAI
@@ -35,7 +42,8 @@ from rescue_bench.models.presets import Preset, public_url
 from rescue_bench.records import Json, Reply, Request, Usage
 
 FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
-CLIENT_SHARDS = 8
+ONE_WRITE_MAX = 256 * 1024
+"""Bytes of a request held back to go out in one write; a larger body goes out as it comes."""
 _FATAL_STATUS = (401, 403, 404)
 _FORMAT_REJECTION_STATUS = (400, 422, 500)
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
@@ -58,30 +66,46 @@ class OpenAICompatProvider:
         self.model = model
         self.preset = preset
         self.base_url = base_url
-        self._secrets = (api_key,)
-        if http_client is not None:
-            self._clients = [self._sdk(api_key, base_url, timeout, http_client)]
-        else:
-            # Several clients, used in turn: httpcore's pool scans (and probes) every idle connection whenever
-            # a request starts or ends, which costs milliseconds of CPU per request at 64 connections in one
-            # pool. They share one SSL context, whose certificate loading is the expensive part of a client.
-            verify = httpx2.create_ssl_context()
-            self._clients = [
-                self._sdk(api_key, base_url, timeout, openai.DefaultAsyncHttpx2Client(verify=verify))
-                for _ in range(CLIENT_SHARDS)
-            ]
-        self._turn = itertools.cycle(self._clients)
         self.timeout = timeout
+        self._secrets = (api_key,)
+        self._api_key = api_key
+        self._shared = http_client is not None
+        # One SSL context for all clients: its certificate loading is the expensive part of a client.
+        self._verify = httpx2.create_ssl_context() if http_client is None else None
+        self._clients = [self._sdk(api_key, base_url, timeout, http_client or self._http_client())]
+        self._idle = list(self._clients)
+        """Clients with no request in flight; the one that came back last goes out first."""
         self.format_ceiling: ResponseFormat = preset.best_format
         """The richest response format this endpoint took; lowered when it rejects one."""
 
     @staticmethod
-    def _sdk(
-        api_key: str, base_url: str, timeout: float, http_client: httpx2.AsyncClient | None
-    ) -> AsyncOpenAI:
+    def _sdk(api_key: str, base_url: str, timeout: float, http_client: httpx2.AsyncClient) -> AsyncOpenAI:
         return AsyncOpenAI(
             api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
         )
+
+    def _http_client(self) -> httpx2.AsyncClient:
+        assert self._verify is not None
+        if urllib.request.getproxies():
+            # httpx2 honours proxy variables only with its own transport.
+            return openai.DefaultAsyncHttpx2Client(verify=self._verify)
+        transport = OneWriteTransport(self._verify, openai.DEFAULT_CONNECTION_LIMITS)
+        return openai.DefaultAsyncHttpx2Client(transport=transport)
+
+    def _take(self) -> AsyncOpenAI:
+        """A client with no request in flight, made when none is left.
+
+        httpcore's pool scans (and probes with a ``select`` call) every idle connection of the pool whenever a
+        request starts or ends, which costs milliseconds of CPU per request with 64 connections in one pool.
+        With one client per request in flight, each pool holds one connection.
+        """
+        if self._shared:
+            return self._clients[0]
+        if self._idle:
+            return self._idle.pop()
+        client = self._sdk(self._api_key, self.base_url, self.timeout, self._http_client())
+        self._clients.append(client)
+        return client
 
     def identity(self) -> dict[str, Json]:
         return {"provider": self.preset.name, "model": self.model, "base_url": public_url(self.base_url)}
@@ -91,13 +115,21 @@ class OpenAICompatProvider:
             await client.close()
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        client = self._take()
+        try:
+            return await self._complete(client, request, params)
+        finally:
+            if not self._shared:
+                self._idle.append(client)
+
+    async def _complete(self, client: AsyncOpenAI, request: Request, params: GenerationParams) -> Reply:
         fmt = _lower(params.response_format, self.format_ceiling)
         started = time.perf_counter()
         while True:
             try:
                 # The SDK's post() with the body as JSON: create() would walk every prompt and schema through
                 # its type transformer, which costs more CPU than everything else a request needs.
-                raw = await next(self._turn).post(
+                raw = await client.post(
                     "/chat/completions",
                     cast_to=httpx2.Response,
                     body=self.body(request, params, fmt),
@@ -237,3 +269,99 @@ def _hint(status: int, preset: Preset) -> str:
     if status == 404:
         return " (check the model name and --base-url)"
     return ""
+
+
+class OneWriteTransport(httpx2.AsyncHTTPTransport):
+    """httpx2's transport, with connections that send a request's head and body in one write.
+
+    httpcore writes the head and the body of a request separately, and each send to a server on this machine
+    or the LAN can wake it, at a cost to the sender: the sends were 17% of the harness's CPU at 64 requests
+    in flight on loopback. Only the connection pool differs from httpx2's (its public ``network_backend``):
+    httpx2's request mapping and error translation stay.
+    """
+
+    def __init__(self, verify: ssl.SSLContext, limits: httpx2.Limits) -> None:
+        super().__init__(verify=verify, limits=limits)
+        self.backend = OneWriteBackend()
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=verify,
+            max_connections=limits.max_connections,
+            max_keepalive_connections=limits.max_keepalive_connections,
+            keepalive_expiry=limits.keepalive_expiry,
+            network_backend=self.backend,
+        )
+
+
+class OneWriteBackend(httpcore2.AsyncNetworkBackend):
+    """httpcore's AnyIO network backend, whose streams are :class:`OneWriteStream`."""
+
+    def __init__(self) -> None:
+        self._inner = httpcore2.AnyIOBackend()
+        self.sends = 0
+        """Writes that reached a socket, over all connections."""
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore2.AsyncNetworkStream:
+        stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
+        return OneWriteStream(stream, self)
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        return OneWriteStream(await self._inner.connect_unix_socket(path, timeout, socket_options), self)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class OneWriteStream(httpcore2.AsyncNetworkStream):
+    """Holds what httpcore writes until it reads: an HTTP/1.1 client writes a whole request, then reads."""
+
+    def __init__(self, inner: httpcore2.AsyncNetworkStream, backend: OneWriteBackend) -> None:
+        self._inner = inner
+        self._backend = backend
+        self._held: list[bytes] = []
+        self._size = 0
+        self._timeout: float | None = None
+
+    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        if buffer:
+            self._held.append(buffer)
+            self._size += len(buffer)
+            self._timeout = timeout
+            if self._size >= ONE_WRITE_MAX:
+                await self._flush()
+
+    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        # As httpcore does when a write fails: the server may have answered (and closed) early; read that.
+        with contextlib.suppress(httpcore2.WriteError):
+            await self._flush()
+        return await self._inner.read(max_bytes, timeout)
+
+    async def _flush(self) -> None:
+        if self._held:
+            data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
+            self._held, self._size = [], 0
+            self._backend.sends += 1
+            await self._inner.write(data, self._timeout)
+
+    async def aclose(self) -> None:
+        self._held, self._size = [], 0
+        await self._inner.aclose()
+
+    async def start_tls(
+        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore2.AsyncNetworkStream:
+        await self._flush()
+        return OneWriteStream(
+            await self._inner.start_tls(ssl_context, server_hostname, timeout), self._backend
+        )
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
