@@ -54,6 +54,12 @@ ANSWER_CUE: Final = "Answer (JSON):"
 DEFAULT_MAX_STRING_LENGTH: Final = 64
 """Cap on free-text fields (reasons, emotion phrases, viewpoints) in the grammar: generation dominates the
 local model's time, and a 270M base model says nothing useful in longer strings."""
+DECODE_THREADS: Final = 1
+"""Threads for one-token forward passes. Such a pass is too small to share: on 2 cores two threads generated
+no faster than one (13-14 ms a token), and 2.5-5 times slower while another process was busy, because
+llama.cpp's threads wait for each other at every operation. Prompts and forced text, evaluated in batches, use
+all cores, with OpenMP threads that wait passively (``OMP_WAIT_POLICY``) rather than spin on a core that
+another thread needs."""
 DEFAULT_N_CTX: Final = 8192
 """Initial context window; grown (by reloading, well under a second) when a request needs more."""
 
@@ -156,7 +162,8 @@ class LocalProvider:
     Args:
         model: ``gemma-3-270m`` (the embedded model) or the path of a ``.gguf`` file.
         n_ctx: initial context window (default 8192; grown when a prompt needs more).
-        n_threads: CPU threads (default: the cores this process may use).
+        n_threads: CPU threads for prompt evaluation (default: the cores this process may use).
+        decode_threads: CPU threads for generating a token (default 1; see :data:`DECODE_THREADS`).
         seed: sampling seed when the request's parameters give none.
         top_k_grammar: how many of the likeliest tokens are checked against the grammar first.
         max_string_length: cap on free-text fields in the grammar (``None``: the schema's own limits).
@@ -171,10 +178,13 @@ class LocalProvider:
         *,
         n_ctx: int | None = None,
         n_threads: int | None = None,
+        decode_threads: int = DECODE_THREADS,
         seed: int = 0,
         top_k_grammar: int = 1024,
         max_string_length: int | None = DEFAULT_MAX_STRING_LENGTH,
     ) -> None:
+        # Before llama.cpp loads libgomp, which reads it once; a setting of the user's own wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import llama_cpp
         except ImportError:
@@ -187,6 +197,7 @@ class LocalProvider:
             default_model_sha256()  # fails now, not mid-run, when the model package is missing
         self._n_ctx = n_ctx or DEFAULT_N_CTX
         self._n_threads = n_threads or _usable_cores()
+        self._decode_threads = decode_threads
         self._seed, self._top_k_grammar = seed, top_k_grammar
         self._max_string_length = max_string_length
         self._llm: Any = None
@@ -250,7 +261,7 @@ class LocalProvider:
                 self._llm = self._lib.Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
-                    n_threads=self._n_threads,
+                    n_threads=self._decode_threads,
                     n_threads_batch=self._n_threads,
                     seed=self._seed,
                     verbose=False,
