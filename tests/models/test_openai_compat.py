@@ -353,3 +353,32 @@ def test_a_failed_write_still_reads_the_servers_early_answer() -> None:
         return await stream.read(100)
 
     assert asyncio.run(scenario()) == b"HTTP/1.1 413 Too Large\r\n"
+
+
+def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
+    answer = json.dumps(completion()).encode()
+
+    async def serve_once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await reader.readuntil(b"\r\n\r\n")
+        length = int(
+            next(x for x in head.split(b"\r\n") if x.lower().startswith(b"content-length")).split(b":")[1]
+        )
+        await reader.readexactly(length)
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(answer) + answer)
+        await writer.drain()
+        writer.close()  # after the answer, without saying so: the client must notice before reusing it
+
+    async def scenario() -> list[Reply]:
+        server = await asyncio.start_server(serve_once, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        p = OpenAICompatProvider(
+            "m", preset=get_preset("vllm"), base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY
+        )
+        first = await p.complete(REQUEST, GenerationParams())
+        await asyncio.sleep(0.05)
+        second = await p.complete(REQUEST, GenerationParams())
+        await p.aclose()
+        server.close()
+        return [first, second]
+
+    assert [r.text for r in asyncio.run(scenario())] == ['{"answer": "yes"}'] * 2

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import select
+import socket
 import ssl
 import time
 import urllib.request
@@ -329,6 +331,9 @@ class OneWriteStream(httpcore2.AsyncNetworkStream):
         self._held: list[bytes] = []
         self._size = 0
         self._timeout: float | None = None
+        # Looked up once: AnyIO builds all of a socket's attributes on every lookup, and httpcore asks whether
+        # the socket is readable before each request on a kept-alive connection.
+        self._socket: socket.socket | None = inner.get_extra_info("socket")
 
     async def write(self, buffer: bytes, timeout: float | None = None) -> None:
         if buffer:
@@ -364,4 +369,23 @@ class OneWriteStream(httpcore2.AsyncNetworkStream):
         )
 
     def get_extra_info(self, info: str) -> Any:
+        if info == "socket":
+            return self._socket
+        if info == "is_readable":
+            return _readable(self._socket)
         return self._inner.get_extra_info(info)
+
+
+def _readable(sock: socket.socket | None) -> bool:
+    """Whether a read would not block: on an idle kept-alive connection, the server has closed it.
+
+    >>> a, b = socket.socketpair()
+    >>> _readable(a), b.close(), _readable(a), a.close()
+    (False, None, True, None)
+    """
+    fd = -1 if sock is None else sock.fileno()
+    if fd < 0:
+        return True
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
