@@ -180,3 +180,47 @@ def test_several_judges_average_per_instance(judge_run_dir: Path) -> None:
     assert agreement["er"]["alpha_ordinal"] is not None and agreement["er"]["alpha_ordinal"] < 1.0
     # VP totals (6, 2) agree exactly
     assert (agreement["vp"]["exact_agreement"], agreement["vp"]["alpha_ordinal"]) == (1.0, 1.0)
+
+
+class CountingScorer:
+    """Stands in for BertScorer's bookkeeping: F1 1.0 for an exact match, else 0.25 (0 when invalid)."""
+
+    config = type("Config", (), {"model": "counting"})()
+    hash = "counting-v1"
+
+    def __init__(self) -> None:
+        self.scored: list[str] = []
+
+    def score_instances(self, plans: list[Any]) -> dict[str, float]:
+        out = {}
+        for plan in plans:
+            self.scored.append(plan.instance_id)
+            pairs = plan.groups[0] if plan.groups else []
+            out[plan.instance_id] = max((1.0 if c == r else 0.25 for c, r in pairs), default=0.0)
+        return out
+
+
+def _replace_prediction(run: Path, record: dict[str, Any]) -> None:
+    """What ``run --retry-failed`` leaves: the instance's line replaced by its new prediction."""
+    lines = [json.loads(x) for x in (run / "predictions.jsonl").read_text().splitlines()]
+    lines = [record if line["instance_id"] == record["instance_id"] else line for line in lines]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+
+
+def test_a_replaced_prediction_is_judged_again_and_its_old_lines_are_ignored(judge_run_dir: Path) -> None:
+    scorer = CountingScorer()
+    first = _run(judge_run_dir, Judge("openai/judge-1", FakeJudge()), scorer=scorer)
+    assert "cpl/s1::er::9" in scorer.scored  # the invalid prediction gets its 0 line
+    _replace_prediction(judge_run_dir, er_record("cpl/s1", 9, "feels dismissed", "feels dismissed"))
+    again, scorer_again = FakeJudge(), CountingScorer()
+    second = _run(judge_run_dir, Judge("openai/judge-1", again), scorer=scorer_again)
+    assert [r.instance_ids for r in again.requests] == [("cpl/s1::er::9",)]
+    assert scorer_again.scored == ["cpl/s1::er::9"]
+    # The new lines count, the old 0 does not: ER BERTScore mean over 4 instances goes from 3.25/4 to 4.25/4.
+    assert first.scores["er"]["all"]["bertscore_f1"] == pytest.approx(
+        second.scores["er"]["all"]["bertscore_f1"] - 1.0 / 4
+    )
+    assert second.scores["er"]["all"]["llm"] > first.scores["er"]["all"]["llm"]
+    third = FakeJudge()
+    _run(judge_run_dir, Judge("openai/judge-1", third), scorer=CountingScorer())
+    assert third.requests == []  # now current: nothing is asked again

@@ -14,6 +14,8 @@ BERTScore lines live in ``judgments.jsonl`` too, under the judge name ``bertscor
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from statistics import fmean
 from typing import Any
@@ -27,6 +29,48 @@ JUDGED_TASKS = ("er", "vp")
 JUDGE_SCORE_KEYS = {"er": ("s_emo",), "vp": ("pairing", "viewpoint", "total")}
 AGREEMENT_KEY = {"er": "s_emo", "vp": "total"}
 """The judge score compared between judges (and with humans)."""
+
+
+def prediction_fingerprint(record: Record) -> str:
+    """A short hash of what was judged: the prediction and whether it was valid.
+
+    A judgment line carries the fingerprint of the prediction it scored (``prediction_hash``), so that a line
+    about an earlier prediction of the same instance (``run --retry-failed`` replaced it) is neither folded in
+    nor taken as done. Lines written before fingerprints existed have none and count as current.
+
+    >>> a = prediction_fingerprint({"valid": True, "prediction": {"emotion": "sad", "intensity": 3}})
+    >>> a == prediction_fingerprint({"prediction": {"intensity": 3, "emotion": "sad"}, "valid": True})
+    True
+    >>> a == prediction_fingerprint({"valid": False, "prediction": {"emotion": "sad", "intensity": 3}})
+    False
+    """
+    canonical = json.dumps(
+        [bool(record.get("valid")), record.get("prediction")], sort_keys=True, ensure_ascii=False
+    )
+    return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def is_current(line: Record, fingerprint: str) -> bool:
+    """Whether a judgment line scored the prediction with this fingerprint (or predates fingerprints)."""
+    return line.get("prediction_hash") in (None, fingerprint)
+
+
+def current_lines(record: Record, lines: Iterable[Record]) -> list[Record]:
+    """The judgment lines of one record that scored its present prediction, the last one per judge.
+
+    >>> rec = {"valid": True, "prediction": "new"}
+    >>> old = {"judge": "a/x", "prediction_hash": prediction_fingerprint({**rec, "prediction": "old"})}
+    >>> new = {"judge": "a/x", "prediction_hash": prediction_fingerprint(rec), "n": 2}
+    >>> current_lines(rec, [old, new, {"judge": "b/y"}])
+    [{'judge': 'a/x', 'prediction_hash': '...', 'n': 2}, {'judge': 'b/y'}]
+    """
+    fingerprint = prediction_fingerprint(record)
+    last: dict[str, Record] = {}
+    for line in lines:
+        if is_current(line, fingerprint):
+            last.pop(str(line.get("judge")), None)
+            last[str(line.get("judge"))] = line
+    return list(last.values())
 
 
 def judge_names(judgments: Iterable[Record]) -> list[str]:
@@ -108,7 +152,7 @@ def judged_records(predictions: Iterable[Record], judgments: Iterable[Record]) -
     out = []
     for record in predictions:
         if record.get("task") in JUDGED_TASKS:
-            lines = by_instance.get(str(record["instance_id"]), [])
+            lines = current_lines(record, by_instance.get(str(record["instance_id"]), []))
             record = {**record, "scores": merged_scores(record, lines, judged)}
         out.append(dict(record))
     return out

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -29,9 +29,11 @@ from rescue_bench.judge.bertscore import BertScorer, er_pairs, vp_pairs
 from rescue_bench.judge.merge import (
     BERTSCORE_JUDGE,
     JUDGED_TASKS,
+    is_current,
     judge_agreement,
     judge_names,
     judged_records,
+    prediction_fingerprint,
 )
 from rescue_bench.judge.rubric import JudgeItem, JudgeTask, Verdict
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
@@ -62,6 +64,8 @@ class Judgment:
     scores: dict[str, float]
     problems: tuple[str, ...] = ()
     raw: Json = None
+    prediction_hash: str | None = None
+    """:func:`~rescue_bench.judge.merge.prediction_fingerprint` of the prediction this line scored."""
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -72,6 +76,7 @@ class Judgment:
             "scores": self.scores,
             "problems": list(self.problems),
             "raw": self.raw,
+            "prediction_hash": self.prediction_hash,
         }
 
 
@@ -251,13 +256,15 @@ async def judge_records(
     max_per_request: int = 10,
 ) -> JudgeTally:
     """Judge each valid ER/VP prediction not in ``done``; ``sink`` gets each sample's judgments on arrival."""
+    records = list(records)
+    fingerprints = {str(r["instance_id"]): prediction_fingerprint(r) for r in records}
     groups, tally = plan_groups(records, done, max_per_request)
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def run(items: list[JudgeItem]) -> JudgeTally:
         async with gate:
             judgments, counts = await judge_group(items, judge)
-        sink(judgments)
+        sink([replace(j, prediction_hash=fingerprints.get(j.instance_id)) for j in judgments])
         return counts
 
     for counts in await asyncio.gather(*(run(g) for g in groups)):
@@ -301,16 +308,22 @@ def bertscore_judgments(records: Iterable[Record], scorer: BertScorer, done: Set
             {"bertscore_f1": f1[str(r["instance_id"])]},
             () if r.get("valid") else ("prediction_invalid: scored 0",),
             raw,
+            prediction_fingerprint(r),
         )
         for r in pending
     ]
 
 
-def _done(judgments: Iterable[Record], judge: str, *, retry_unscored: bool) -> set[str]:
+def _done(
+    judgments: Iterable[Record], judge: str, fingerprints: Mapping[str, str], *, retry_unscored: bool
+) -> set[str]:
+    """Instances whose present prediction ``judge`` has scored (or tried to, unless ``retry_unscored``)."""
     return {
         str(j["instance_id"])
         for j in judgments
-        if j.get("judge") == judge and (j.get("valid") or not retry_unscored)
+        if j.get("judge") == judge
+        and (j.get("valid") or not retry_unscored)
+        and is_current(j, fingerprints.get(str(j["instance_id"]), ""))
     }
 
 
@@ -336,6 +349,7 @@ async def judge_run(
     records = [r for r in data.predictions if r.get("task") in JUDGED_TASKS]
     if not records:
         raise ConfigError(f"{run_dir} has no ER or VP predictions to judge (tasks: {', '.join(data.tasks)})")
+    fingerprints = {str(r["instance_id"]): prediction_fingerprint(r) for r in records}
     warnings: list[str] = []
     candidate = candidate_name(data.run)
     tallies: dict[str, JudgeTally] = {}
@@ -347,7 +361,7 @@ async def judge_run(
                     f"judge {judge.name} is the candidate model ({candidate}): it grades its own answers"
                 )
                 warn(warnings[-1])
-            done = _done(data.judgments, judge.name, retry_unscored=retry_unscored)
+            done = _done(data.judgments, judge.name, fingerprints, retry_unscored=retry_unscored)
             tallies[judge.name] = await judge_records(
                 records,
                 judge,
@@ -360,7 +374,9 @@ async def judge_run(
             current = {
                 str(j["instance_id"])
                 for j in data.judgments
-                if j.get("judge") == BERTSCORE_JUDGE and (j.get("raw") or {}).get("hash") == scorer.hash
+                if j.get("judge") == BERTSCORE_JUDGE
+                and (j.get("raw") or {}).get("hash") == scorer.hash
+                and is_current(j, fingerprints.get(str(j["instance_id"]), ""))
             }
             bert_lines = bertscore_judgments(records, scorer, current)
             appender.append([j.to_json() for j in bert_lines])
