@@ -1,0 +1,178 @@
+"""The asking part of a run: a pool of workers over every task's batches, recording each batch as it lands.
+
+All tasks share one worker pool and the engine's global in-flight limit, so a run keeps the endpoint busy. A
+batch is recorded at once (its prediction lines, then its request lines), which is what makes resume exact:
+a resumed run finds the finished instances in ``predictions.jsonl`` and asks only the rest, in the same
+batches, so the cache answers whatever had already been paid for.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
+
+from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
+from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
+from rescue_bench.engine.progress import Progress
+from rescue_bench.engine.store import RunStore
+from rescue_bench.engine.video import Hook, VideoNote, notes
+from rescue_bench.errors import ProviderError
+from rescue_bench.models.base import Predictor
+from rescue_bench.records import Instance, Json, Prediction, Request
+
+if TYPE_CHECKING:
+    from rescue_bench.engine.run import RunOptions
+
+
+class Runner:
+    """Schedules the batches of every task and records what comes back."""
+
+    def __init__(
+        self,
+        plans: Sequence[TaskPlan],
+        store: RunStore,
+        options: RunOptions,
+        done: dict[str, dict[str, Json]],
+        hook: Hook | None = None,
+    ) -> None:
+        self.plans = plans
+        self.hook = hook
+        self.store = store
+        self.options = options
+        self.done = done
+        self.stop_reason: str | None = None
+        self.progress = Progress.for_terminal(options.quiet)
+        self.phases: dict[str, float] = {}
+        """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
+
+    def _pending(self, plan: TaskPlan) -> list[tuple[tuple[Instance, ...], bool]]:
+        """Batches still to ask, and whether each re-asks failures (then the cache is not read)."""
+        out: list[tuple[tuple[Instance, ...], bool]] = []
+        for batch in plan.batches:
+            todo = tuple(i for i in batch if self._needs(i))
+            if todo:
+                retry = any(i.id in self.done for i in todo)
+                out.append((todo, retry))
+        return out
+
+    def _needs(self, inst: Instance) -> bool:
+        record = self.done.get(inst.id)
+        return record is None or (self.options.retry_failed and not record.get("valid"))
+
+    def _start_progress(self) -> list[tuple[TaskPlan, tuple[Instance, ...], bool]]:
+        work = [(plan, batch, retry) for plan in self.plans for batch, retry in self._pending(plan)]
+        todo = {plan.name: 0 for plan in self.plans}
+        for plan, batch, _ in work:
+            todo[plan.name] += len(batch)
+        self.progress.start({p.name: (len(p.instances), len(p.instances) - todo[p.name]) for p in self.plans})
+        return work
+
+    async def run_provider(self, engine: Engine) -> None:
+        work = self._start_progress()
+        queue: asyncio.Queue[tuple[TaskPlan, tuple[Instance, ...], bool]] = asyncio.Queue()
+        for item in work:
+            queue.put_nowait(item)
+        n_workers = min(len(work), engine.limiter.concurrency * 2 + 4)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(n_workers):
+                    group.create_task(self._worker(queue, engine))
+        except* ProviderError as errors:
+            raise errors.exceptions[0] from None
+        finally:
+            self.progress.stop()
+
+    async def _worker(
+        self, queue: asyncio.Queue[tuple[TaskPlan, tuple[Instance, ...], bool]], engine: Engine
+    ) -> None:
+        while not queue.empty() and self.stop_reason is None:
+            plan, batch, refresh = queue.get_nowait()
+            await self._batch(plan, batch, refresh, engine)
+
+    async def _render(
+        self, plan: TaskPlan, batch: Sequence[Instance], video: dict[str, VideoNote]
+    ) -> Request:
+        """The task's request, with the rows' clips attached in video mode (``video`` gets the notes)."""
+        request = plan.task.render(batch, plan.cfg)
+        if self.hook is None:
+            return request
+        # Reading clips and cutting frames is disk and ffmpeg work: off the event loop.
+        attached = await asyncio.to_thread(self.hook, request, batch)
+        video.update(notes(attached, batch))
+        return attached.request
+
+    async def _batch(
+        self, plan: TaskPlan, batch: tuple[Instance, ...], refresh: bool, engine: Engine
+    ) -> None:
+        video: dict[str, VideoNote] = {}
+        try:
+            outcome = await engine.ask(await self._render(plan, batch, video), refresh=refresh)
+            outcomes = [(outcome, False)]
+            predictions = predictions_of(plan, batch, outcome)
+            if len(batch) > 1 and outcome.reply.ok:
+                for index, inst in enumerate(batch):
+                    if asks_again(predictions[index]):
+                        request = await self._render(plan, [inst], video)
+                        single = await engine.ask(request, refresh=refresh)
+                        outcomes.append((single, True))
+                        predictions[index] = predictions_of(plan, (inst,), single)[0]
+        except BudgetExceeded as exc:
+            # Nothing of this batch is recorded, so a resumed run asks it again (the cache keeps what was
+            # paid for).
+            self.stop_reason = self.stop_reason or str(exc)
+            return
+        singles = {o.request.instance_ids[0]: o for o, _ in outcomes[1:]}
+        lines = [
+            prediction_record(
+                plan.task,
+                inst,
+                pred,
+                singles.get(inst.id, outcome),
+                inst.id in singles,
+                video.get(inst.id),
+            )
+            for inst, pred in zip(batch, predictions, strict=True)
+        ]
+        # Predictions first: a request line then always means "its instances are finished", so a kill between
+        # the two appends can never make a resumed run send a recorded request again.
+        self.store.append_predictions(lines)
+        for item, is_single in outcomes:
+            self.store.append_request(request_record(item, single=is_single))
+        self._report(plan.name, lines, [o for o, _ in outcomes])
+
+    def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:
+        for line in lines:
+            self.done[str(line["instance_id"])] = dict(line)
+        self.progress.update(
+            task,
+            done=len(lines),
+            cache_hits=sum(o.reply.cached for o in outcomes),
+            retries=sum(max(0, o.reply.attempts - 1) for o in outcomes),
+            failures=sum(not line["valid"] for line in lines),
+            tokens=sum(o.reply.usage.total_tokens for o in outcomes if not o.reply.cached),
+        )
+
+    def run_predictor(self, predictor: Predictor) -> None:
+        work = self._start_progress()
+        try:
+            for plan in self.plans:
+                batch = tuple(inst for p, b, _ in work if p is plan for inst in b)
+                if not batch:
+                    continue
+                # All of the task's instances, not only the unfinished ones: a predictor may look across them
+                # (the majority prior), and a resumed session must predict what one session would have.
+                by_id = {p.instance_id: p for p in predictor.predict(list(plan.instances))}
+                preds = [
+                    by_id.get(i.id) or Prediction.failed(i.id, "missing: the predictor gave no answer")
+                    for i in batch
+                ]
+                lines = [
+                    prediction_record(plan.task, inst, pred, None, False)
+                    for inst, pred in zip(batch, preds, strict=True)
+                ]
+                self.store.append_predictions(lines)
+                self._report(plan.name, lines, [])
+        finally:
+            self.progress.stop()
