@@ -76,7 +76,13 @@ def tiny_config(**changes: Any) -> RunConfig:
 
 
 def fast_options(**changes: Any) -> RunOptions:
-    engine = {"concurrency": 8, "retry_base": 0.01, "retry_cap": 0.05, "max_retries": 3, "jitter_seed": 0}
+    engine: dict[str, Any] = {
+        "concurrency": 8,
+        "retry_base": 0.01,
+        "retry_cap": 0.05,
+        "max_retries": 3,
+        "jitter_seed": 0,
+    }
     engine.update(changes.pop("engine", {}))
     return RunOptions(engine=EngineOptions(**engine), quiet=True, **changes)
 

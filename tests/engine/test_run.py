@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import time
 from collections.abc import Sequence
@@ -30,7 +31,7 @@ from tests.fakes.openai_server import (
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.engine.estimate import Budget, Prices, chars_counter
-from rescue_bench.engine.run import RunResult, execute_run
+from rescue_bench.engine.run import GC_THRESHOLD, Collector, RunResult, execute_run
 from rescue_bench.engine.store import read_jsonl
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.records import Instance, Prediction
@@ -405,3 +406,31 @@ def test_budget_stops_cleanly_and_resumes(server: FakeOpenAIServer, tmp_path: Pa
     assert second.status == "finished"
     assert_each_instance_once(tmp_path / "run", samples)
     assert server.count == 6
+
+
+def test_the_collector_is_tuned_during_a_run_and_restored_after(
+    server: FakeOpenAIServer, tmp_path: Path
+) -> None:
+    before = gc.get_threshold()
+    seen: list[tuple[tuple[int, int, int], int]] = []
+
+    def oracle(request: ChatRequest) -> Any:
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        return tiny_task.oracle(request)
+
+    server.handler = oracle
+    run(server, tmp_path / "out", make_samples())
+    assert seen and all(t[0] == max(before[0], GC_THRESHOLD) and frozen > 0 for t, frozen in seen)
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_the_collector_leaves_a_callers_frozen_objects_frozen() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with Collector() as collector:
+            collector.freeze()
+            assert gc.get_freeze_count() == frozen
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

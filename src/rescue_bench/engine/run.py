@@ -14,6 +14,7 @@ is :class:`~rescue_bench.engine.runner.Runner`.
 from __future__ import annotations
 
 import asyncio
+import gc
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -47,6 +48,8 @@ JUDGE_KEYS = ("judge_counts", "judge_prompt_hashes", "bertscore")
 """``run.json`` keys the judge pass writes; a resumed session carries them over."""
 
 Status = Literal["finished", "stopped"]
+GC_THRESHOLD = 10_000
+"""Allocations between two collections of the youngest generation during a run (Python's default: 700)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +95,19 @@ async def execute_run(
         ConfigError: the directory holds a run of another configuration, or the settings cannot work.
         ProviderError: the endpoint refused in a way no request can avoid (the run is left resumable).
     """
+    with Collector() as collector:
+        return await _execute(config, out, options, collector, tasks, model, samples)
+
+
+async def _execute(
+    config: RunConfig,
+    out: Path,
+    options: RunOptions,
+    collector: Collector,
+    tasks: Mapping[str, Task] | None,
+    model: Provider | Predictor | None,
+    samples: Sequence[Sample] | None,
+) -> RunResult:
     clock = time.perf_counter()
     hook = make_hook(config)
     chosen = select_samples(samples if samples is not None else load_samples(config.data), config)
@@ -101,6 +117,8 @@ async def execute_run(
     manifest = build_manifest(config, options_record(options), chosen, plans, model.identity(), params)
     store = RunStore(out)
     store.check_compatible(manifest)
+    # The samples, instances and plans live until the run ends: collections need not walk them again.
+    collector.freeze()
     store.lock()
     try:
         return await _run_locked(store, config, options, plans, model, manifest, clock, hook)
@@ -147,6 +165,32 @@ async def _run_locked(
             await model.aclose()
         result = _finish(store, plans, manifest, previous, status, runner, started, config)
     return result
+
+
+class Collector:
+    """Fewer and cheaper garbage collections during a run, as it was before afterwards.
+
+    A run allocates millions of short-lived objects over a heap of long-lived ones (the samples, instances
+    and plans). With Python's defaults, collections cost 0.17 ms of CPU per request of the engine benchmark
+    and stalled the event loop for 150 ms at a time (full collections walking the whole heap). A run raises
+    the youngest generation's threshold to :data:`GC_THRESHOLD` allocations and, once set up, freezes what
+    exists (``gc.freeze``), unless the caller froze objects itself.
+    """
+
+    def __enter__(self) -> Collector:
+        self._threshold = gc.get_threshold()
+        self._ours = gc.get_freeze_count() == 0
+        gc.set_threshold(max(self._threshold[0], GC_THRESHOLD), *self._threshold[1:])
+        return self
+
+    def freeze(self) -> None:
+        if self._ours:
+            gc.freeze()
+
+    def __exit__(self, *exc: object) -> None:
+        gc.set_threshold(*self._threshold)
+        if self._ours:
+            gc.unfreeze()
 
 
 def options_record(options: RunOptions) -> dict[str, Json]:
