@@ -83,6 +83,28 @@ def test_duplicate_sample_ids_are_errors(make_sample: MakeSample, jsonl: Jsonl) 
     assert error.line == 2 and error.message.endswith(":1)")
 
 
+def test_a_repeated_key_is_a_warning_naming_file_line_sample_and_key(
+    make_sample: MakeSample, jsonl: Jsonl, tmp_path: Path
+) -> None:
+    path = jsonl(make_sample(), make_sample(sample_id="ann_and_bo/002"))
+    lines = path.read_text(encoding="utf-8").splitlines()
+    # The second sample's first row names its speaker twice; the last value is kept, as json.loads does.
+    lines[1] = lines[1].replace('"primary_speaker": ', '"primary_speaker": "Nobody", "primary_speaker": ', 1)
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    report = read_source(path)
+    assert report.errors == () and len(report.samples) == 2
+    [warning] = report.warnings
+    assert (warning.file, warning.line, warning.sample_id) == (str(path), 2, "ann_and_bo/002")
+    assert "'primary_speaker' appears twice" in warning.message
+    assert report.samples[1].rows[0].speaker != "Nobody"
+    tree = tmp_path / "tree" / "cy_and_di" / "001.json"
+    tree.parent.mkdir(parents=True)
+    tree.write_text(lines[1].replace('"sample_id": ', '"sample_id": "x", "sample_id": ', 1), encoding="utf-8")
+    warnings = read_source(tree.parent.parent).warnings
+    assert {w.message.split("'")[1] for w in warnings} == {"primary_speaker", "sample_id"}
+    assert {w.file for w in warnings} == {str(tree)}
+
+
 def test_sample_id_from_source_file_and_line(make_sample: MakeSample, jsonl: Jsonl) -> None:
     with_source = make_sample(source_file="data/therapy_merged_all/cy_and_di/007_seg.json")
     del with_source["sample_id"]

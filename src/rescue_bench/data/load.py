@@ -146,15 +146,19 @@ def _sample_from_line(line: bytes, number: int, display: str, last_unterminated:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
         return None, [Problem("error", f"invalid UTF-8 at byte {exc.start}", **where)]  # type: ignore[arg-type]
+    duplicates = _DuplicateKeys()
     try:
-        obj = json.loads(text, parse_constant=_reject_constant)
+        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=duplicates)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         hint = " (the last line looks truncated)" if last_unterminated else ""
         return None, [Problem("error", f"not valid JSON: {_json_reason(exc)}{hint}", **where)]  # type: ignore[arg-type]
     if not isinstance(obj, dict):
         return None, [Problem("error", f"expected a JSON object per line, got {_kind(obj)}", **where)]  # type: ignore[arg-type]
     fallback_id = _id_from_source_file(obj.get("source_file")) or f"{Path(display).stem}/line{number}"
-    return build_sample(obj, fallback_id=fallback_id, file=display, line=number)
+    sample, problems = build_sample(obj, fallback_id=fallback_id, file=display, line=number)
+    return sample, duplicates.problems(
+        file=display, line=number, sample_id=_sample_id(obj, fallback_id)
+    ) + problems
 
 
 def _read_directory(root: Path) -> Iterator[_Item]:
@@ -168,8 +172,13 @@ def _read_directory(root: Path) -> Iterator[_Item]:
     for path in files:
         sample_id = path.relative_to(root).with_suffix("").as_posix()
         display = str(path)
+        duplicates = _DuplicateKeys()
         try:
-            obj = json.loads(path.read_text(encoding="utf-8-sig"), parse_constant=_reject_constant)
+            obj = json.loads(
+                path.read_text(encoding="utf-8-sig"),
+                parse_constant=_reject_constant,
+                object_pairs_hook=duplicates,
+            )
         except UnicodeDecodeError as exc:
             yield (
                 None,
@@ -198,7 +207,8 @@ def _read_directory(root: Path) -> Iterator[_Item]:
             )
             continue
         obj = {**obj, "sample_id": obj.get("sample_id") or sample_id}
-        yield build_sample(obj, fallback_id=sample_id, file=display, line=None)
+        sample, problems = build_sample(obj, fallback_id=sample_id, file=display, line=None)
+        yield sample, duplicates.problems(file=display, sample_id=_sample_id(obj, sample_id)) + problems
 
 
 def _finish(source: str, items: Iterable[_Item]) -> LoadReport:
@@ -233,8 +243,7 @@ def _finish(source: str, items: Iterable[_Item]) -> LoadReport:
 
 def build_sample(obj: dict[str, Any], *, fallback_id: str, file: str | None, line: int | None) -> _Item:
     """Validate one raw sample object; return the sample (or ``None``) and the problems found."""
-    raw_id = obj.get("sample_id")
-    sample_id = raw_id if isinstance(raw_id, str) and raw_id else fallback_id
+    sample_id = _sample_id(obj, fallback_id)
     where: dict[str, Any] = {"file": file, "line": line, "sample_id": sample_id}
     rows_raw = obj.get("rows")
     if not isinstance(rows_raw, list):
@@ -395,6 +404,44 @@ def _id_from_source_file(value: Any) -> str | None:
     path = Path(tail)
     # A name like "/" or "x/." has no file name, and with_suffix() refuses it.
     return path.with_suffix("").as_posix() if path.name else None
+
+
+def _sample_id(obj: dict[str, Any], fallback_id: str) -> str:
+    raw_id = obj.get("sample_id")
+    return raw_id if isinstance(raw_id, str) and raw_id else fallback_id
+
+
+class _DuplicateKeys:
+    """A ``json.loads`` object hook that keeps a repeated key's last value, as plain ``json.loads`` does, and
+    remembers the key: a repeated annotation field may hide a conflicting label, so it is reported.
+
+    >>> hook = _DuplicateKeys()
+    >>> json.loads('{"a": 1, "b": {"c": 2, "c": 3}}', object_pairs_hook=hook)
+    {'a': 1, 'b': {'c': 3}}
+    >>> hook.keys
+    ['c']
+    """
+
+    def __init__(self) -> None:
+        self.keys: list[str] = []
+
+    def __call__(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    self.keys.append(key)
+                seen.add(key)
+        return obj
+
+    def problems(self, **where: Any) -> list[Problem]:
+        return [
+            Problem(
+                "warning", f"key {key!r} appears twice in one JSON object; its last value is used", **where
+            )
+            for key in dict.fromkeys(self.keys)
+        ]
 
 
 def _reject_constant(name: str) -> float:
