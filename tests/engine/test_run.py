@@ -32,6 +32,7 @@ from tests.fakes.openai_server import (
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.engine.estimate import Budget, Prices, chars_counter
 from rescue_bench.engine.run import GC_THRESHOLD, Collector, RunResult, execute_run
+from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.store import read_jsonl
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.records import Instance, Prediction
@@ -409,18 +410,26 @@ def test_budget_stops_cleanly_and_resumes(server: FakeOpenAIServer, tmp_path: Pa
 
 
 def test_the_collector_is_tuned_during_a_run_and_restored_after(
-    server: FakeOpenAIServer, tmp_path: Path
+    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     before = gc.get_threshold()
-    seen: list[tuple[tuple[int, int, int], int]] = []
+    seen: list[tuple[int, int, int]] = []
+    frozen_when_ready: list[int] = []
 
     def oracle(request: ChatRequest) -> Any:
-        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        seen.append(gc.get_threshold())
         return tiny_task.oracle(request)
 
+    def ready(self: Runner) -> None:
+        frozen_when_ready.append(gc.get_freeze_count())
+        original(self)
+
+    original = Runner.ready
+    monkeypatch.setattr(Runner, "ready", ready)
     server.handler = oracle
     run(server, tmp_path / "out", make_samples())
-    assert seen and all(t[0] == max(before[0], GC_THRESHOLD) and frozen > 0 for t, frozen in seen)
+    assert seen and all(t[0] == max(before[0], GC_THRESHOLD) for t in seen)
+    assert len(frozen_when_ready) == 1 and frozen_when_ready[0] > 0  # the set-up data is frozen
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 

@@ -159,23 +159,36 @@ def build_plans(
     samples: Sequence[Sample], config: RunConfig, tasks: Mapping[str, Task] | None = None
 ) -> list[TaskPlan]:
     """Instances and batches of every requested task, in the requested order."""
-    from rescue_bench.tasks import TASKS, make_batches
+    known = check_tasks(config, tasks)
+    return [plan_task(name, known[name], samples, config) for name in config.tasks]
+
+
+def check_tasks(config: RunConfig, tasks: Mapping[str, Task] | None = None) -> Mapping[str, Task]:
+    """The tasks a run may use (``tasks``, else all); a :class:`ConfigError` for an unknown one or bad option.
+
+    A run checks them all before it plans (and asks) the first.
+    """
+    from rescue_bench.tasks import TASKS
 
     tasks = TASKS if tasks is None else tasks
     if config.checkpoints_per_sample < 1:
         got = config.checkpoints_per_sample
         raise ConfigError(f"--checkpoints-per-sample must be at least 1 (got {got})")
-    cfg = config.task_config()
-    plans = []
     for name in config.tasks:
         if name not in tasks:
             raise ConfigError(f"unknown task {name!r}; choose from {', '.join(tasks)} or all")
-        task = tasks[name]
-        instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
-        task_cfg = replace(cfg, batch_size=default_batch_size(task, cfg, config.model))
-        batches = tuple(tuple(b) for b in make_batches(instances, task_cfg.batch_size or 1))
-        plans.append(TaskPlan(name, task, task_cfg, instances, batches, _prompt_hash(task, batches, cfg)))
-    return plans
+    return tasks
+
+
+def plan_task(name: str, task: Task, samples: Sequence[Sample], config: RunConfig) -> TaskPlan:
+    """One task's instances of every sample, and its batches."""
+    from rescue_bench.tasks import make_batches
+
+    cfg = config.task_config()
+    instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
+    task_cfg = replace(cfg, batch_size=default_batch_size(task, cfg, config.model))
+    batches = tuple(tuple(b) for b in make_batches(instances, task_cfg.batch_size or 1))
+    return TaskPlan(name, task, task_cfg, instances, batches, _prompt_hash(task, batches, cfg))
 
 
 def default_batch_size(task: Task, cfg: TaskConfig, model: str) -> int:

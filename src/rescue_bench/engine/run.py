@@ -29,15 +29,16 @@ from rescue_bench.engine.manifest import (
     RunConfig,
     TaskPlan,
     build_manifest,
-    build_plans,
+    check_tasks,
     count_run,
     finish_manifest,
+    plan_task,
     select_samples,
 )
 from rescue_bench.engine.outcomes import prediction_record, request_record
-from rescue_bench.engine.runner import Runner
+from rescue_bench.engine.runner import Runner, until_idle
 from rescue_bench.engine.store import RunStore
-from rescue_bench.engine.video import Hook, make_hook
+from rescue_bench.engine.video import make_hook
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Predictor, Provider
 from rescue_bench.records import Json
@@ -111,46 +112,90 @@ async def _execute(
     clock = time.perf_counter()
     hook = make_hook(config)
     chosen = select_samples(samples if samples is not None else load_samples(config.data), config)
-    plans = build_plans(chosen, config, tasks)
+    known = check_tasks(config, tasks)
     model = model or _make_model(config, options)
-    params = config.generation_params()
-    manifest = build_manifest(config, options_record(options), chosen, plans, model.identity(), params)
     store = RunStore(out)
-    store.check_compatible(manifest)
-    # The samples, instances and plans live until the run ends: collections need not walk them again.
-    collector.freeze()
     store.lock()
     try:
-        return await _run_locked(store, config, options, plans, model, manifest, clock, hook)
+        runner = Runner(store, options, store.latest_predictions(), hook)
+        setup = _SetUp(config, options, chosen, known, model, store, runner, collector)
+        if isinstance(model, Provider) and store.is_new() and config.tasks:
+            # Nothing here to resume or to be compatible with: the first task's requests go out while the
+            # other tasks are planned and run.json is written (outcomes are recorded only after that).
+            runner.add(plan_task(config.tasks[0], known[config.tasks[0]], chosen, config))
+        else:
+            setup.complete()
+        runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
+        return await _ask(setup, model, time.time())
     finally:
         store.unlock()
 
 
-async def _run_locked(
-    store: RunStore,
-    config: RunConfig,
-    options: RunOptions,
-    plans: Sequence[TaskPlan],
-    model: Provider | Predictor,
-    manifest: dict[str, Json],
-    clock: float,
-    hook: Hook | None = None,
-) -> RunResult:
-    previous = store.manifest()
-    store.write_manifest(_resumed(manifest, previous))
-    store.open()
-    started = time.time()
+class _SetUp:
+    """The part of the set-up that needs every task's plan: ``run.json`` and the open store.
+
+    ``run.json`` is checked against a run already in the directory first. A new run completes this while its
+    first requests are out.
+    """
+
+    def __init__(
+        self,
+        config: RunConfig,
+        options: RunOptions,
+        samples: Sequence[Sample],
+        tasks: Mapping[str, Task],
+        model: Provider | Predictor,
+        store: RunStore,
+        runner: Runner,
+        collector: Collector,
+    ) -> None:
+        self.config, self.options, self.samples, self.tasks = config, options, samples, tasks
+        self.model, self.store, self.runner, self.collector = model, store, runner, collector
+        self.begun = False
+        self.manifest: dict[str, Json] | None = None
+        self.previous: dict[str, Json] | None = None
+
+    def complete(self) -> None:
+        self.begun = True
+        config, runner = self.config, self.runner
+        for name in config.tasks[len(runner.plans) :]:
+            runner.add(plan_task(name, self.tasks[name], self.samples, config))
+        manifest = build_manifest(
+            config,
+            options_record(self.options),
+            self.samples,
+            runner.plans,
+            self.model.identity(),
+            config.generation_params(),
+        )
+        self.store.check_compatible(manifest)
+        self.previous = self.store.manifest()
+        self.store.write_manifest(_resumed(manifest, self.previous))
+        self.store.open()
+        # The samples, instances and plans live until the run ends: collections need not walk them again.
+        self.collector.freeze()
+        runner.ready()
+        self.manifest = manifest
+
+    async def overlapped(self) -> None:
+        """:meth:`complete`, once the requests already started have gone out."""
+        await until_idle()
+        clock = time.perf_counter()
+        self.complete()
+        self.runner.phases["setup_overlapped_s"] = round(time.perf_counter() - clock, 3)
+
+
+async def _ask(setup: _SetUp, model: Provider | Predictor, started: float) -> RunResult:
+    runner, options, config = setup.runner, setup.options, setup.config
     cache = ResponseCache(options.cache_path) if options.engine.use_cache else None
-    runner = Runner(plans, store, options, store.latest_predictions(), hook)
     status: Status = "stopped"
-    runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
     clock = time.perf_counter()
     try:
         if isinstance(model, Provider):
             engine = Engine(
                 model, config.generation_params(), options.engine, cache=cache, budget=options.budget
             )
-            await runner.run_provider(engine)
+            await runner.run_provider(engine, None if setup.begun else setup.overlapped())
         else:
             runner.run_predictor(model)
         status = "stopped" if runner.stop_reason else "finished"
@@ -163,7 +208,12 @@ async def _run_locked(
             cache.close()
         if isinstance(model, Provider):
             await model.aclose()
-        result = _finish(store, plans, manifest, previous, status, runner, started, config)
+        if not setup.begun:  # stopped before the set-up could run: the run stays resumable all the same
+            setup.complete()
+        if setup.manifest is not None:
+            result = _finish(
+                setup.store, runner.plans, setup.manifest, setup.previous, status, runner, started, config
+            )
     return result
 
 

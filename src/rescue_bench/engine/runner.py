@@ -9,7 +9,7 @@ batches, so the cache answers whatever had already been paid for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
@@ -25,19 +25,24 @@ from rescue_bench.records import Instance, Json, Prediction, Request
 if TYPE_CHECKING:
     from rescue_bench.engine.run import RunOptions
 
+IDLE_LIMIT = 0.25
+"""Seconds a new run's set-up waits at most for its first requests to go out."""
+Work = tuple[TaskPlan, tuple[Instance, ...], bool]
+"""A batch to ask: its plan, its instances, and whether it re-asks failures (then the cache is not read)."""
+
 
 class Runner:
     """Schedules the batches of every task and records what comes back."""
 
     def __init__(
         self,
-        plans: Sequence[TaskPlan],
         store: RunStore,
         options: RunOptions,
         done: dict[str, dict[str, Json]],
         hook: Hook | None = None,
     ) -> None:
-        self.plans = plans
+        self.plans: list[TaskPlan] = []
+        """The plans added so far (see :meth:`add`), in run order."""
         self.hook = hook
         self.store = store
         self.options = options
@@ -46,6 +51,22 @@ class Runner:
         self.progress = Progress.for_terminal(options.quiet)
         self.phases: dict[str, float] = {}
         """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
+        self._work: dict[str, list[tuple[tuple[Instance, ...], bool]]] = {}
+        self._queue: asyncio.Queue[Work | None] = asyncio.Queue()
+        self._ready = asyncio.Event()
+
+    def add(self, plan: TaskPlan) -> None:
+        """Schedule the batches of ``plan`` that are still to ask (workers may already be running)."""
+        self.plans.append(plan)
+        self._work[plan.name] = self._pending(plan)
+        for batch, retry in self._work[plan.name]:
+            self._queue.put_nowait((plan, batch, retry))
+
+    def ready(self) -> None:
+        """Every plan is added and the store is open: outcomes may be recorded from now on."""
+        todo = {name: sum(len(batch) for batch, _ in work) for name, work in self._work.items()}
+        self.progress.start({p.name: (len(p.instances), len(p.instances) - todo[p.name]) for p in self.plans})
+        self._ready.set()
 
     def _pending(self, plan: TaskPlan) -> list[tuple[tuple[Instance, ...], bool]]:
         """Batches still to ask, and whether each re-asks failures (then the cache is not read)."""
@@ -61,35 +82,34 @@ class Runner:
         record = self.done.get(inst.id)
         return record is None or (self.options.retry_failed and not record.get("valid"))
 
-    def _start_progress(self) -> list[tuple[TaskPlan, tuple[Instance, ...], bool]]:
-        work = [(plan, batch, retry) for plan in self.plans for batch, retry in self._pending(plan)]
-        todo = {plan.name: 0 for plan in self.plans}
-        for plan, batch, _ in work:
-            todo[plan.name] += len(batch)
-        self.progress.start({p.name: (len(p.instances), len(p.instances) - todo[p.name]) for p in self.plans})
-        return work
+    async def run_provider(self, engine: Engine, setup: Awaitable[None] | None = None) -> None:
+        """Ask every pending batch.
 
-    async def run_provider(self, engine: Engine) -> None:
-        work = self._start_progress()
-        queue: asyncio.Queue[tuple[TaskPlan, tuple[Instance, ...], bool]] = asyncio.Queue()
-        for item in work:
-            queue.put_nowait(item)
-        n_workers = min(len(work), engine.limiter.concurrency * 2 + 4)
+        ``setup``, when given, runs while the first requests are out: it adds the other plans and calls
+        :meth:`ready`. Without it, every plan must be added and :meth:`ready` called before.
+        """
+        n_workers = engine.limiter.concurrency * 2 + 4
+        if setup is None:
+            n_workers = min(n_workers, self._queue.qsize())
         try:
             async with asyncio.TaskGroup() as group:
                 for _ in range(n_workers):
-                    group.create_task(self._worker(queue, engine))
+                    group.create_task(self._worker(engine))
+                if setup is not None:
+                    await setup
+                for _ in range(n_workers):
+                    self._queue.put_nowait(None)  # no more work
         except* ProviderError as errors:
             raise errors.exceptions[0] from None
         finally:
             self.progress.stop()
 
-    async def _worker(
-        self, queue: asyncio.Queue[tuple[TaskPlan, tuple[Instance, ...], bool]], engine: Engine
-    ) -> None:
-        while not queue.empty() and self.stop_reason is None:
-            plan, batch, refresh = queue.get_nowait()
-            await self._batch(plan, batch, refresh, engine)
+    async def _worker(self, engine: Engine) -> None:
+        while self.stop_reason is None:
+            work = await self._queue.get()
+            if work is None:
+                return
+            await self._batch(*work, engine)
 
     async def _render(
         self, plan: TaskPlan, batch: Sequence[Instance], video: dict[str, VideoNote]
@@ -123,6 +143,7 @@ class Runner:
             # paid for).
             self.stop_reason = self.stop_reason or str(exc)
             return
+        await self._ready.wait()
         singles = {o.request.instance_ids[0]: o for o, _ in outcomes[1:]}
         lines = [
             prediction_record(
@@ -155,10 +176,9 @@ class Runner:
         )
 
     def run_predictor(self, predictor: Predictor) -> None:
-        work = self._start_progress()
         try:
             for plan in self.plans:
-                batch = tuple(inst for p, b, _ in work if p is plan for inst in b)
+                batch = tuple(inst for b, _ in self._work[plan.name] for inst in b)
                 if not batch:
                     continue
                 # All of the task's instances, not only the unfinished ones: a predictor may look across them
@@ -176,3 +196,22 @@ class Runner:
                 self._report(plan.name, lines, [])
         finally:
             self.progress.stop()
+
+
+async def until_idle(limit: float = IDLE_LIMIT, quiet: float = 0.01) -> None:
+    """Return once the event loop has had nothing else to do for ``quiet`` seconds (each of its turns took
+    under a millisecond), or after ``limit`` seconds.
+
+    A new run's set-up waits here, so that its first requests go out before it takes the loop for a while.
+    Threads that hand results back to the loop (the SDK's, AnyIO's) wait for the GIL up to 5 ms while this
+    spins, hence a quiet spell of 10 ms rather than a single quiet turn.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + limit
+    since = now = loop.time()
+    while now - since < quiet and now < deadline:
+        before = now
+        await asyncio.sleep(0)
+        now = loop.time()
+        if now - before >= 0.001:
+            since = now

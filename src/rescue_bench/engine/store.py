@@ -230,6 +230,10 @@ class RunStore:
                 "use another --out, or remove the directory to start over"
             )
 
+    def is_new(self) -> bool:
+        """Whether the directory holds no run yet (no manifest, no records)."""
+        return not any(f.exists() for f in (self.run_file, self.predictions_file, self.requests_file))
+
     def open(self) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
         self._requests = JsonlAppender(self.requests_file)
