@@ -33,7 +33,7 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.engine.estimate import Budget, Prices, chars_counter
 from rescue_bench.engine.run import GC_THRESHOLD, Collector, RunResult, execute_run
 from rescue_bench.engine.runner import Runner
-from rescue_bench.engine.store import read_jsonl
+from rescue_bench.engine.store import RunStore, read_jsonl
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.records import Instance, Prediction
 
@@ -443,3 +443,47 @@ def test_the_collector_leaves_a_callers_frozen_objects_frozen() -> None:
         assert gc.get_freeze_count() == frozen
     finally:
         gc.unfreeze()
+
+
+def test_a_new_run_asks_while_it_sets_up_and_records_only_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    events: list[str] = []
+    write, append = RunStore.write_manifest, RunStore.append_predictions
+
+    def write_manifest(self: RunStore, manifest: Any) -> None:
+        events.append("run.json")
+        write(self, manifest)
+
+    def append_predictions(self: RunStore, records: Any) -> None:
+        assert self.run_file.exists()
+        events.append("record")
+        append(self, records)
+
+    def asking(server: FakeOpenAIServer) -> Any:
+        provider = provider_on(server)
+        complete = provider.complete
+
+        async def traced(request: Any, params: Any) -> Any:
+            events.append("ask")
+            return await complete(request, params)
+
+        monkeypatch.setattr(provider, "complete", traced)
+        return provider
+
+    monkeypatch.setattr(RunStore, "write_manifest", write_manifest)
+    monkeypatch.setattr(RunStore, "append_predictions", append_predictions)
+    samples = make_samples(2, 3)
+    with FakeOpenAIServer(tiny_task.oracle) as server:
+        assert run(server, tmp_path / "new", samples, provider=asking(server)).status == "finished"
+    # A new directory: the first requests went out before run.json was written; outcomes recorded after.
+    assert events[0] == "ask" and events.index("run.json") < events.index("record")
+    events.clear()
+    with FakeOpenAIServer(lambda req: unauthorized()) as server, pytest.raises(ProviderError):
+        run(server, tmp_path / "run", samples, provider=asking(server))
+    assert events[0] == "ask" and "run.json" in events and "record" not in events  # stopped, resumable
+    events.clear()
+    with FakeOpenAIServer(tiny_task.oracle) as server:
+        assert run(server, tmp_path / "run", samples, provider=asking(server)).status == "finished"
+    # A directory with a run in it: run.json is checked and written before anything is asked.
+    assert events[0] == "run.json" and events.index("ask") < events.index("record")
