@@ -27,7 +27,6 @@ from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.manifest import (
     RunConfig,
-    TaskPlan,
     build_manifest,
     check_tasks,
     count_run,
@@ -37,6 +36,7 @@ from rescue_bench.engine.manifest import (
 )
 from rescue_bench.engine.outcomes import prediction_record, request_record
 from rescue_bench.engine.runner import Runner, until_idle
+from rescue_bench.engine.scoring import Aggregated, EarlyScores, aggregate_scores
 from rescue_bench.engine.store import RunStore
 from rescue_bench.engine.video import make_hook
 from rescue_bench.errors import ProviderError
@@ -188,6 +188,7 @@ class _SetUp:
 async def _ask(setup: _SetUp, model: Provider | Predictor, started: float) -> RunResult:
     runner, options, config = setup.runner, setup.options, setup.config
     cache = ResponseCache(options.cache_path) if options.engine.use_cache else None
+    early = EarlyScores(runner, seed=config.seed or 0)
     status: Status = "stopped"
     clock = time.perf_counter()
     try:
@@ -195,6 +196,7 @@ async def _ask(setup: _SetUp, model: Provider | Predictor, started: float) -> Ru
             engine = Engine(
                 model, config.generation_params(), options.engine, cache=cache, budget=options.budget
             )
+            runner.on_task_done = early.schedule
             await runner.run_provider(engine, None if setup.begun else setup.overlapped())
         else:
             runner.run_predictor(model)
@@ -204,6 +206,7 @@ async def _ask(setup: _SetUp, model: Provider | Predictor, started: float) -> Ru
         raise
     finally:
         runner.phases["requests_s"] = round(time.perf_counter() - clock, 3)
+        early.cancel()
         if cache is not None:
             cache.close()
         if isinstance(model, Provider):
@@ -211,9 +214,7 @@ async def _ask(setup: _SetUp, model: Provider | Predictor, started: float) -> Ru
         if not setup.begun:  # stopped before the set-up could run: the run stays resumable all the same
             setup.complete()
         if setup.manifest is not None:
-            result = _finish(
-                setup.store, runner.plans, setup.manifest, setup.previous, status, runner, started, config
-            )
+            result = _finish(setup, status, started, early.results)
     return result
 
 
@@ -289,16 +290,9 @@ def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dic
     return {**manifest, **judged, "judges": judges, "timings": timings}
 
 
-def _finish(
-    store: RunStore,
-    plans: Sequence[TaskPlan],
-    manifest: dict[str, Json],
-    previous: dict[str, Json] | None,
-    status: Status,
-    runner: Runner,
-    started: float,
-    config: RunConfig,
-) -> RunResult:
+def _finish(setup: _SetUp, status: Status, started: float, known: Mapping[str, Aggregated]) -> RunResult:
+    store, plans, runner, config = setup.store, setup.runner.plans, setup.runner, setup.config
+    assert setup.manifest is not None
     clock = time.perf_counter()
     order = [inst.id for plan in plans for inst in plan.instances]
     records = store.compact_predictions(order, runner.done)
@@ -307,7 +301,7 @@ def _finish(
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None
     if status == "finished" and complete:
-        scores = aggregate_scores(plans, records, seed=config.seed or 0)
+        scores = aggregate_scores(plans, records, seed=config.seed or 0, known=known)
         store.write_scores(scores)
     else:
         # An unfinished session may have replaced predictions (--retry-failed): old scores would not fit.
@@ -315,31 +309,7 @@ def _finish(
         status = "stopped"
     runner.phases["finish_s"] = round(time.perf_counter() - clock, 3)
     final = finish_manifest(
-        _resumed(manifest, previous), status, counts, started, runner.stop_reason, runner.phases
+        _resumed(setup.manifest, setup.previous), status, counts, started, runner.stop_reason, runner.phases
     )
     store.write_manifest(final)
     return RunResult(store.root, status, scores, counts, runner.stop_reason)
-
-
-def aggregate_scores(
-    plans: Sequence[TaskPlan],
-    records: Sequence[Mapping[str, Json]],
-    *,
-    seed: int = 0,
-    n_resamples: int = 1000,
-) -> dict[str, Any]:
-    """``scores.json``: the aggregation of every task's records, plus ``_meta``."""
-    from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task
-
-    by_task: dict[str, list[Mapping[str, Json]]] = {plan.name: [] for plan in plans}
-    for record in records:
-        if record.get("task") in by_task:
-            by_task[str(record["task"])].append(record)
-    scores: dict[str, Any] = {}
-    for plan in plans:
-        if by_task[plan.name]:
-            scores[plan.name] = aggregate_task(
-                plan.name, plan.task.KIND, by_task[plan.name], seed=seed, n_resamples=n_resamples
-            )
-    scores["_meta"] = aggregate_run({}, seed=seed, n_resamples=n_resamples)["_meta"]
-    return scores

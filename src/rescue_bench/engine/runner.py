@@ -9,7 +9,7 @@ batches, so the cache answers whatever had already been paid for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
@@ -51,7 +51,10 @@ class Runner:
         self.progress = Progress.for_terminal(options.quiet)
         self.phases: dict[str, float] = {}
         """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
+        self.on_task_done: Callable[[TaskPlan], None] | None = None
+        """Called when the last pending batch of a task has been recorded in this session."""
         self._work: dict[str, list[tuple[tuple[Instance, ...], bool]]] = {}
+        self._left: dict[str, int] = {}
         self._queue: asyncio.Queue[Work | None] = asyncio.Queue()
         self._ready = asyncio.Event()
 
@@ -59,6 +62,7 @@ class Runner:
         """Schedule the batches of ``plan`` that are still to ask (workers may already be running)."""
         self.plans.append(plan)
         self._work[plan.name] = self._pending(plan)
+        self._left[plan.name] = len(self._work[plan.name])
         for batch, retry in self._work[plan.name]:
             self._queue.put_nowait((plan, batch, retry))
 
@@ -162,6 +166,9 @@ class Runner:
         for item, is_single in outcomes:
             self.store.append_request(request_record(item, single=is_single))
         self._report(plan.name, lines, [o for o, _ in outcomes])
+        self._left[plan.name] -= 1
+        if self._left[plan.name] == 0 and self.on_task_done is not None:
+            self.on_task_done(plan)
 
     def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:
         for line in lines:
@@ -198,20 +205,20 @@ class Runner:
             self.progress.stop()
 
 
-async def until_idle(limit: float = IDLE_LIMIT, quiet: float = 0.01) -> None:
-    """Return once the event loop has had nothing else to do for ``quiet`` seconds (each of its turns took
-    under a millisecond), or after ``limit`` seconds.
+async def until_idle(limit: float = IDLE_LIMIT, quiet: float = 0.01, tick: float = 0.002) -> None:
+    """Return once the event loop has had nothing else to do for ``quiet`` seconds, or after ``limit``.
 
-    A new run's set-up waits here, so that its first requests go out before it takes the loop for a while.
-    Threads that hand results back to the loop (the SDK's, AnyIO's) wait for the GIL up to 5 ms while this
-    spins, hence a quiet spell of 10 ms rather than a single quiet turn.
+    Work that can wait (a new run's set-up, aggregating a finished task) waits here for a quiet spell, so that
+    requests ready to go out, and replies that came in, are handled first. The probe is a timer of ``tick``
+    seconds: on a busy loop it fires late. (Spinning on ``sleep(0)`` instead would burn a core, and would keep
+    threads that hand results back to the loop waiting for the GIL.)
     """
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + limit
-    since = now = loop.time()
+    now = since = loop.time()
+    deadline = now + limit
     while now - since < quiet and now < deadline:
         before = now
-        await asyncio.sleep(0)
+        await asyncio.sleep(tick)
         now = loop.time()
-        if now - before >= 0.001:
+        if now - before > tick + 0.001:
             since = now
