@@ -17,7 +17,8 @@ Reported:
 * peak resident memory of this process (target < 500 MB);
 * a fully cached re-run of the same config into a new run directory (target < 10 s);
 * the speedup over a client that works like the reference scripts (one request at a time, then a 0.3 s sleep).
-  Its time is measured on ``--sequential-subset`` requests and extrapolated to the whole run.
+  Its time is measured on ``--sequential-subset`` requests and extrapolated to the whole run;
+* the load average at start and end: the machine's other work shows in the throughput first.
 """
 
 from __future__ import annotations
@@ -101,8 +102,9 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
     lines = [
         f"throughput {f['throughput_rps']} req/s end to end = {share:.1f}% of the ideal {ideal:g} req/s"
         " (target >= 90%)",
-        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s, asking"
-        f" {f['requests_s']} s (at least {waves:g} s in waves of {concurrency}), finishing {f['finish_s']} s",
+        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s (and"
+        f" {f['setup_overlapped_s']} s more while the first requests were out), asking {f['requests_s']} s"
+        f" (at least {waves:g} s in waves of {concurrency}), finishing {f['finish_s']} s",
         f"harness CPU {f['cpu_ms_per_request']} ms per request (target < 2 ms), of which everything but the"
         f" HTTP calls (the fully cached re-run) {f['cached_cpu_ms_per_request']} ms; fake server CPU"
         f" {f['server_cpu_ms_per_request']} ms per request",
@@ -112,6 +114,8 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
         f" {f['sequential_subset_s']} s,"
         f" extrapolated to {f['requests']}: {f['sequential_extrapolated_s']} s; speedup {f['speedup']}x"
         " (extrapolated from the subset, not run in full)",
+        f"load average (1, 5, 15 min) at start {f['load_start']}, at end {f['load_end']} (the benchmark"
+        " itself raises the 1-minute figure by a few tenths; other load slows the throughput most)",
     ]
     return "\n".join(lines)
 
@@ -125,6 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
 
+    load_start = [round(x, 2) for x in os.getloadavg()]
     tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
     os.environ["RESCUE_BENCH_CACHE_DIR"] = str(tmp / "cache")
     from rescue_bench.data.synth import write_synthetic
@@ -164,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         "throughput_vs_ideal": round(requests / wall / ideal, 3),
         "lower_bound_wall_s": waves,
         "setup_s": timings["setup_s"],
+        "setup_overlapped_s": timings.get("setup_overlapped_s", 0.0),
         "requests_s": asking,
         "finish_s": timings["finish_s"],
         "request_phase_rps": round(requests / asking, 1),
@@ -179,6 +185,8 @@ def main(argv: list[str] | None = None) -> int:
         "sequential_subset_s": round(seq_time, 2),
         "sequential_extrapolated_s": round(seq_time / seq_n * requests, 1),
         "speedup": round(seq_time / seq_n * requests / wall, 1),
+        "load_start": load_start,
+        "load_end": [round(x, 2) for x in os.getloadavg()],
     }
     print(json.dumps(figures, indent=2))
     print(report(figures, ideal, waves, args.concurrency))
