@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from rescue_bench.engine.run import RunOptions
 
 IDLE_LIMIT = 0.25
-"""Seconds a new run's set-up waits at most for its first requests to go out."""
+"""Seconds at most that deferrable work (a new run's set-up, an early aggregation) waits for a quiet loop."""
 Work = tuple[TaskPlan, tuple[Instance, ...], bool]
 """A batch to ask: its plan, its instances, and whether it re-asks failures (then the cache is not read)."""
 
