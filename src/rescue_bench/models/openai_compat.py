@@ -74,6 +74,8 @@ class OpenAICompatProvider:
         self._shared = http_client is not None
         # One SSL context for all clients: its certificate loading is the expensive part of a client.
         self._verify = httpx2.create_ssl_context() if http_client is None else None
+        # httpx2 honours proxy variables only with its own transport (looked up once: clients come and go).
+        self._proxied = bool(urllib.request.getproxies())
         self._clients = [self._sdk(api_key, base_url, timeout, http_client or self._http_client())]
         self._idle = list(self._clients)
         """Clients with no request in flight; the one that came back last goes out first."""
@@ -88,8 +90,7 @@ class OpenAICompatProvider:
 
     def _http_client(self) -> httpx2.AsyncClient:
         assert self._verify is not None
-        if urllib.request.getproxies():
-            # httpx2 honours proxy variables only with its own transport.
+        if self._proxied:
             return openai.DefaultAsyncHttpx2Client(verify=self._verify)
         transport = OneWriteTransport(self._verify, openai.DEFAULT_CONNECTION_LIMITS)
         return openai.DefaultAsyncHttpx2Client(transport=transport)
