@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 import multiprocessing
 import os
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
+from typing import Any
 
 from rescue_bench.engine.cache import ResponseCache, cache_dir, cache_key
 from rescue_bench.models.base import GenerationParams
@@ -142,7 +145,7 @@ def _writer(path: str, prefix: str, n: int) -> None:
 def test_concurrent_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.sqlite3")
     ResponseCache(Path(path)).close()
-    ctx = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
+    ctx: Any = multiprocessing.get_context("spawn" if os.name == "nt" else "fork")
     workers = [ctx.Process(target=_writer, args=(path, f"p{k}-", 150)) for k in range(4)]
     for w in workers:
         w.start()
@@ -151,3 +154,25 @@ def test_concurrent_processes(tmp_path: Path) -> None:
     assert [w.exitcode for w in workers] == [0, 0, 0, 0]
     with ResponseCache(Path(path)) as cache:
         assert cache.stats().entries == 600
+
+
+def test_keys_are_those_of_key_version_3(tmp_path: Path) -> None:
+    """The key, serialized in parts, hashes the very bytes it always did: existing caches keep answering."""
+
+    def version_3(identity: dict[str, Any], request: Request, params: GenerationParams) -> str:
+        public = {k: v for k, v in identity.items() if k != "api_key"}
+        blob = json.dumps(
+            {"v": 3, "provider": public, "request": request.content_key(), "params": asdict(params)},
+            sort_keys=True,
+            ensure_ascii=False,
+            separators=(",", ":"),
+        )
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    identities = [IDENTITY, {**IDENTITY, "sha256": "ab", "api_key": "sk-x", "nom": "modèle ü"}]
+    params = [PARAMS, GenerationParams(0.7, 99, 5, "text", True, {"top_p": 0.9, "stop": ["é", "\n"]})]
+    messages = ({"role": "user", "content": "Ça va? \u2014 \U0001f600"},)
+    for identity in identities:
+        for p in params:
+            for request in (REQUEST, replace(REQUEST, messages=messages)):
+                assert cache_key(identity, request, p) == version_3(identity, request, p)

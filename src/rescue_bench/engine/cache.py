@@ -76,18 +76,28 @@ def cache_key(
     >>> cache_key(ident, req, GenerationParams()) == cache_key(other_file, req, GenerationParams())
     False
     """
-    blob = json.dumps(
-        {
-            "v": KEY_VERSION,
-            "provider": _public_identity(identity),
-            "request": content_key or request.content_key(),
-            "params": asdict(params),
-        },
-        sort_keys=True,
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
-    return hashlib.sha256(blob.encode()).hexdigest()
+    return CacheKeys(identity, params).of(content_key or request.content_key())
+
+
+class CacheKeys:
+    """:func:`cache_key` for one provider identity and one set of parameters (those of a run's engine).
+
+    The key hashes ``{"params", "provider", "request", "v"}`` as sorted-key JSON; all but the request is the
+    same for every request of a run, so it is serialized once here.
+    """
+
+    def __init__(self, identity: dict[str, Json], params: GenerationParams) -> None:
+        provider, settings = _json(_public_identity(identity)), _json(asdict(params))
+        self._head = f'{{"params":{settings},"provider":{provider},"request":'
+        self._tail = f',"v":{KEY_VERSION}}}'
+
+    def of(self, content_key: str) -> str:
+        """The key of the request whose ``content_key()`` this is."""
+        return hashlib.sha256((self._head + _json(content_key) + self._tail).encode()).hexdigest()
+
+
+def _json(value: object) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
 
 
 def _public_identity(identity: dict[str, Json]) -> dict[str, Json]:

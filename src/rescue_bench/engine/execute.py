@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from rescue_bench.engine.cache import ResponseCache, cache_key
+from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.limits import Limiter, ModerationRefusal, RetryPolicy, call_with_retries
 from rescue_bench.engine.masking import mask_messages
 from rescue_bench.errors import BenchError
@@ -109,6 +109,7 @@ class Engine:
         self.limiter = Limiter(self.options.concurrency, rpm=self.options.rpm, tpm=self.options.tpm)
         self.policy = RetryPolicy(self.options.max_retries, self.options.retry_base, self.options.retry_cap)
         self.identity = provider.identity()
+        self._keys = CacheKeys(self.identity, params)
         self.stats = EngineStats()
         self._rng = random.Random(self.options.jitter_seed)
 
@@ -121,7 +122,7 @@ class Engine:
             model).
         """
         content = request.content_key()
-        key = cache_key(self.identity, request, self.params, content)
+        key = self._keys.of(content)
         if self.cache is not None and not refresh:
             hit = self.cache.get(key)
             if hit is not None:
