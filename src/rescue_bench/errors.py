@@ -1,14 +1,15 @@
 """The package's error types.
 
-Every failure that a user can cause (bad data, bad flags, a missing extra, an endpoint that refuses) is raised
-as a
-subclass of :class:`BenchError`. The CLI turns these into one-line messages with no traceback.
+Every failure that a user can cause (bad data, bad flags, a missing extra, an endpoint that refuses) is raised as a subclass of :class:`BenchError`. The CLI turns these into one-line messages with no traceback.
 
     BenchError
     ├── DataError          unreadable or invalid benchmark data (carries the problems found)
     ├── ConfigError        flags or settings that cannot work together, changed run configs
     ├── DependencyError    an optional extra is not installed (the message says which)
     └── ProviderError      a model endpoint failed in a way that retrying cannot fix
+
+Two signals pass between a provider and the engine's retry loop, below every layer that uses them:
+:class:`RetryableError` (a fault worth another attempt) and :class:`ModerationRefusal`.
 """
 
 from __future__ import annotations
@@ -49,3 +50,16 @@ class DependencyError(BenchError):
 
 class ProviderError(BenchError):
     """A model endpoint failed for good (authentication, a 4xx other than 429, an unknown model)."""
+
+
+class RetryableError(Exception):
+    """A fault worth trying again (HTTP 429 or 5xx, timeout, connection error, truncated body)."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        """Seconds the server asked us to wait, when it said so."""
+
+
+class ModerationRefusal(Exception):
+    """The endpoint's content moderation refused the prompt (e.g. DashScope ``data_inspection_failed``)."""

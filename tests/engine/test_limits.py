@@ -8,7 +8,8 @@ import time
 
 import pytest
 
-from rescue_bench.engine.limits import Limiter, RetryableError, RetryPolicy, call_with_retries
+from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
+from rescue_bench.errors import RetryableError
 from rescue_bench.errors import ConfigError, ProviderError
 
 

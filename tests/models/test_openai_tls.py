@@ -20,7 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 
-from rescue_bench.engine.limits import RetryableError
+from rescue_bench.errors import RetryableError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset

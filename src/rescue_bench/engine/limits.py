@@ -22,20 +22,7 @@ from dataclasses import dataclass
 
 from aiolimiter import AsyncLimiter
 
-from rescue_bench.errors import ConfigError
-
-
-class RetryableError(Exception):
-    """A fault worth trying again (HTTP 429 or 5xx, timeout, connection error, truncated body)."""
-
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        """Seconds the server asked us to wait, when it said so."""
-
-
-class ModerationRefusal(Exception):
-    """The endpoint's content moderation refused the prompt (e.g. DashScope ``data_inspection_failed``)."""
+from rescue_bench.errors import ConfigError, ModerationRefusal, RetryableError
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,7 +36,8 @@ import httpx2
 import openai
 from openai import AsyncOpenAI
 
-from rescue_bench.engine.limits import ModerationRefusal, RetryableError, parse_retry_after
+from rescue_bench.engine.limits import parse_retry_after
+from rescue_bench.errors import ModerationRefusal, RetryableError
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import GenerationParams, ResponseFormat
 from rescue_bench.models.env import redact
