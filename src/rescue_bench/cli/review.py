@@ -39,7 +39,7 @@ def _require() -> None:
 def _store(db: str | None) -> sessionmaker[Session]:
     from rescue_bench.review.db import DEFAULT_DB_URL, open_store
 
-    return open_store(db or DEFAULT_DB_URL)
+    return open_store(db or DEFAULT_DB_URL, notice=lambda text: typer.echo(f"warning: {text}", err=True))
 
 
 @review_app.command("init")
@@ -60,6 +60,14 @@ def serve(
         bool,
         typer.Option("--secure-cookies", help="Always set the Secure cookie flag (behind an HTTPS proxy)."),
     ] = False,
+    trust_proxy: Annotated[
+        bool,
+        typer.Option(
+            "--trust-proxy",
+            help="A reverse proxy on this host forwards the requests: believe its X-Forwarded-For and "
+            "X-Forwarded-Proto (from 127.0.0.1/::1 only). Without it the peer address is used.",
+        ),
+    ] = False,
 ) -> None:
     """Serve the review app."""
     _require()
@@ -70,6 +78,7 @@ def serve(
 
     from rescue_bench.review.app import create_app
     from rescue_bench.review.db import DEFAULT_DB_URL
+    from rescue_bench.review.serve import server_config
     from rescue_bench.review.settings import ReviewSettings
 
     settings = ReviewSettings(
@@ -83,14 +92,7 @@ def serve(
             "(a reverse proxy) and pass --secure-cookies.",
             err=True,
         )
-    uvicorn.run(
-        create_app(settings),
-        host=host,
-        port=port,
-        proxy_headers=True,
-        forwarded_allow_ips="127.0.0.1",
-        server_header=False,
-    )
+    uvicorn.Server(server_config(create_app(settings), host=host, port=port, trust_proxy=trust_proxy)).run()
 
 
 def _is_loopback(host: str) -> bool:
@@ -160,6 +162,8 @@ def export(
     _require()
     from rescue_bench.review.export import export_jsonl
 
+    if out.is_dir():
+        raise ConfigError(f"--out {out}: is a directory; name the JSONL file to write")
     with _store(db)() as session:
         result = export_jsonl(session, out)
     typer.echo(
@@ -200,6 +204,8 @@ def export_ratings(
     _require()
     from rescue_bench.review.ratings import write_ratings_csv
 
+    if out.is_dir():
+        raise ConfigError(f"--out {out}: is a directory; name the CSV file to write")
     with _store(db)() as session:
         count = write_ratings_csv(session, out, run)
     typer.echo(f"wrote {count} rating(s) to {out}")

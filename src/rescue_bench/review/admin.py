@@ -16,6 +16,7 @@ from rescue_bench.review.web import (
     AdminUser,
     CheckedForm,
     NotFound,
+    Pk,
     one,
     redirect,
     render,
@@ -71,7 +72,7 @@ def add_user(request: Request, form: CheckedForm, user: AdminUser, session: DB) 
 
 
 @router.post("/users/{pk}")
-def change_user(request: Request, pk: int, form: CheckedForm, user: AdminUser, session: DB) -> Response:
+def change_user(request: Request, pk: Pk, form: CheckedForm, user: AdminUser, session: DB) -> Response:
     target = session.get(User, pk)
     if target is None:
         raise NotFound()

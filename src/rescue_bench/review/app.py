@@ -32,10 +32,12 @@ from rescue_bench.review.settings import ReviewSettings
 from rescue_bench.review.web import (
     DB,
     AppState,
+    BadInput,
     CheckedForm,
     CsrfFailed,
     CurrentUser,
     Forbidden,
+    FormTooLarge,
     NotAuthenticated,
     NotFound,
     make_templates,
@@ -115,6 +117,15 @@ def _install_handlers(app: FastAPI) -> None:
     async def _not_found(request: Request, _exc: NotFound) -> Response:
         return _message(request, 404, "Not found", "There is nothing here.")
 
+    @app.exception_handler(FormTooLarge)
+    async def _too_large(request: Request, exc: FormTooLarge) -> Response:
+        kept = {name: values for name, values in exc.form.items() if name not in HIDDEN_FIELDS}
+        return render(request, "too_large.html", status_code=413, problems=exc.problems, kept=kept, user=None)
+
+    @app.exception_handler(BadInput)
+    async def _bad_input(request: Request, exc: BadInput) -> Response:
+        return _message(request, 400, "Bad request", f"{exc} Nothing was changed.")
+
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, _exc: RequestValidationError) -> Response:
         return _message(request, 404, "Not found", "There is nothing here.")
@@ -122,6 +133,10 @@ def _install_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         return _message(request, exc.status_code, "Error", str(exc.detail))
+
+
+HIDDEN_FIELDS = frozenset({"csrf_token", "base_version", "conflict_id", "row_id", "action"})
+"""Fields not worth showing back when a form is refused: the page shows what the user typed."""
 
 
 def _message(request: Request, status: int, title: str, text: str) -> HTMLResponse:
@@ -148,7 +163,10 @@ def _auth_router() -> APIRouter:
             raise CsrfFailed()
         name, password = str(form.get("name", "")).strip(), str(form.get("password", ""))
         target = safe_next(str(form.get("next", "/")))
-        keys = [f"ip:{request.client.host if request.client else '?'}", f"name:{name.lower()}"]
+        address = request.client.host if request.client else "?"
+        # per address, and per account *at* an address: failures from one place never lock the owner out
+        # when they sign in from another
+        keys = [f"ip:{address}", f"name:{name.lower()}@{address}"]
         wait = app_state.limiter.retry_after(keys)
         if wait > 0:
             response = _login_form(

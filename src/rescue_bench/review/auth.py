@@ -6,8 +6,9 @@
   own; the signature stops forgery, ``max_age`` ends it, and bumping the user's ``session_epoch`` (logout,
   password change, deactivation) ends every session of that user at once.
 * Every form carries the session's CSRF token; the login form carries one from a short-lived pre-login cookie.
-* :class:`LoginLimiter` refuses logins for a while after repeated failures from one address or for
-  one name.
+* :class:`LoginLimiter` refuses logins for a while after repeated failures from one address, or for one
+  name from one address: an attacker who guesses at the admin's name from one address locks only that
+  address, never the admin signing in from elsewhere.
 """
 
 from __future__ import annotations
@@ -186,11 +187,11 @@ class LoginLimiter:
 
     >>> now = [0.0]
     >>> limiter = LoginLimiter(max_failures=2, window_sec=60, clock=lambda: now[0])
-    >>> limiter.failed(["ip:1", "name:ann"]); limiter.failed(["ip:1", "name:ann"])
-    >>> limiter.retry_after(["ip:2", "name:ann"]) > 0
-    True
+    >>> limiter.failed(["ip:1", "name:ann@1"]); limiter.failed(["ip:1", "name:ann@1"])
+    >>> limiter.retry_after(["ip:1", "name:ann@1"]) > 0, limiter.retry_after(["ip:2", "name:ann@2"])
+    (True, 0.0)
     >>> now[0] = 61.0
-    >>> limiter.retry_after(["ip:2", "name:ann"])
+    >>> limiter.retry_after(["ip:1", "name:ann@1"])
     0.0
     """
 

@@ -19,6 +19,7 @@ The schema is created and upgraded by Alembic (``migrations/``), never by ``crea
 from __future__ import annotations
 
 import secrets
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
@@ -38,10 +39,11 @@ from sqlalchemy import (
     select,
 )
 from sqlalchemy.engine import Engine
-from sqlalchemy.exc import IntegrityError, OperationalError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 
 from rescue_bench.errors import ConfigError
+from rescue_bench.review.dbfile import secure_sqlite_file
 
 DEFAULT_DB_URL = "sqlite:///review.db"
 
@@ -287,14 +289,37 @@ def session_factory(engine: Engine) -> sessionmaker[Session]:
     return sessionmaker(engine, expire_on_commit=False)
 
 
-def open_store(url: str) -> sessionmaker[Session]:
-    """Connect to ``url``, migrate it, and return a session factory (for the CLI and the app)."""
+def open_store(url: str, notice: Callable[[str], None] | None = None) -> sessionmaker[Session]:
+    """Connect to ``url``, migrate it, and return a session factory (for the CLI and the app).
+
+    A SQLite file is made owner-only first (see :mod:`rescue_bench.review.dbfile`). When other users could
+    read it, its signing secret may have been copied, so a new one replaces it (every session ends) and
+    ``notice`` is told.
+    """
+    check = secure_sqlite_file(url)
     engine = make_engine(url)
     try:
         migrate(engine)
-    except OperationalError as exc:
+    except DBAPIError as exc:  # unreachable server, or a file that is not a SQLite database
+        engine.dispose()
         raise ConfigError(f"cannot open the review database {redact_url(url)}: {exc.orig}") from None
-    return session_factory(engine)
+    sessions = session_factory(engine)
+    if check.exposed:
+        with sessions() as session:
+            _replace_secret(session)
+        if notice is not None:
+            notice(
+                f"made the review database owner-only (mode 0600): {', '.join(check.exposed)}; other users "
+                "could read its signing secret, so it was replaced and everyone must sign in again"
+            )
+    return sessions
+
+
+def _replace_secret(session: Session) -> None:
+    row = session.get(Meta, "secret_key")
+    if row is not None:
+        row.value = secrets.token_urlsafe(48)
+        session.commit()
 
 
 def secret_key(session: Session) -> str:

@@ -17,8 +17,9 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from rescue_bench.data.load import read_source
-from rescue_bench.errors import DataError
+from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.review.db import Segment
+from rescue_bench.review.loader import describe
 from rescue_bench.review.store import segment_summaries
 
 
@@ -64,6 +65,17 @@ def export_jsonl(session: Session, out: Path) -> ExportResult:
             f"nothing to export: no verified segments ({result.unverified} with unreviewed rows, "
             f"{result.discarded} discarded); a segment is verified when every row is marked reviewed"
         )
+    if out.is_dir():
+        raise ConfigError(f"{out}: is a directory; name the JSONL file to write")
+    try:
+        _write_checked(out, records)
+    except OSError as exc:
+        raise ConfigError(f"{out}: cannot write the export: {exc.strerror or exc}") from None
+    return result
+
+
+def _write_checked(out: Path, records: list[dict[str, Any]]) -> None:
+    """Write through a temporary file that must load as release data before it replaces ``out``."""
     out.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".jsonl", dir=out.parent)
     tmp = Path(tmp_name)
@@ -73,11 +85,10 @@ def export_jsonl(session: Session, out: Path) -> ExportResult:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         report = read_source(tmp)
         if report.errors:
-            raise DataError(f"the export does not load: {report.errors[0].render()}", report.errors)
+            raise DataError(f"the export does not load: {describe(report.errors[0])}", report.errors)
         os.replace(tmp, out)
     finally:
         tmp.unlink(missing_ok=True)
-    return result
 
 
 def export_text(session: Session) -> tuple[str, ExportResult]:

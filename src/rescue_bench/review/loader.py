@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rescue_bench.data.load import build_sample, read_source
+from rescue_bench.data.problems import Problem
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import DataError
 from rescue_bench.review.db import RowRecord, RowVersion, Segment
@@ -79,6 +80,12 @@ def group_of(sample_id: str, fallback: str) -> str:
     return parent if parent not in ("", ".") else fallback
 
 
+def describe(problem: Problem) -> str:
+    """A problem for an error message: where, then what (the CLI adds ``error:`` itself)."""
+    where = problem.location()
+    return f"{where}: {problem.message}" if where else problem.message
+
+
 # -- release format ------------------------------------------------------------------------------------------
 
 
@@ -86,7 +93,7 @@ def read_release(source: Path) -> list[SegmentInput]:
     report = read_source(source)
     if report.errors:
         more = f" (and {len(report.errors) - 1} more)" if len(report.errors) > 1 else ""
-        raise DataError(f"{report.errors[0].render()}{more}", report.errors)
+        raise DataError(f"{describe(report.errors[0])}{more}", report.errors)
     fallback = source.stem or source.name
     return [_release_segment(sample, str(source), fallback) for sample in report.samples]
 
@@ -161,7 +168,7 @@ def _workdir_segment(
     sample, problems = build_sample(sample_obj, fallback_id=sample_id, file=str(draft_path), line=None)
     errors = [p for p in problems if p.severity == "error"]
     if sample is None or errors:
-        raise DataError(errors[0].render() if errors else f"{draft_path}: unreadable draft", errors)
+        raise DataError(describe(errors[0]) if errors else f"{draft_path}: unreadable draft", errors)
     rows = tuple(
         _row_input(row.to_release(), media.get(row.row_index), draft.violations) for row in sample.rows
     )

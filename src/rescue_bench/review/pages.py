@@ -19,14 +19,22 @@ from rescue_bench.review.web import (
     DB,
     CheckedForm,
     CurrentUser,
+    EditorForm,
     NotFound,
+    Pk,
+    check_length,
+    form_id,
     one,
+    parse_id,
     redirect,
     render,
     state,
 )
 
 router = APIRouter()
+
+COMMENT_LIMIT = 5000
+DISCARD_NOTE_LIMIT = 2000
 
 NOTICES = {
     "saved": "Saved.",
@@ -61,9 +69,12 @@ def dashboard(request: Request, user: CurrentUser, session: DB) -> Response:
 
 
 @router.get("/segments")
-def picker(request: Request, user: CurrentUser, session: DB, group: str = "", segment: int = 0) -> Response:
-    if segment:
-        return redirect(f"/segments/{int(segment)}")
+def picker(request: Request, user: CurrentUser, session: DB, group: str = "", segment: str = "") -> Response:
+    if segment.strip():
+        chosen_pk = parse_id(segment.strip())
+        if chosen_pk is None:  # as for /segments/abc: there is no such segment
+            raise NotFound()
+        return redirect(f"/segments/{chosen_pk}")
     names = store.groups(session)
     chosen = group if group in names else next(iter(names), "")
     summaries = store.segment_summaries(session, chosen) if chosen else []
@@ -71,7 +82,7 @@ def picker(request: Request, user: CurrentUser, session: DB, group: str = "", se
 
 
 @router.get("/segments/{pk}")
-def segment_page(request: Request, pk: int, user: CurrentUser, session: DB, notice: str = "") -> Response:
+def segment_page(request: Request, pk: Pk, user: CurrentUser, session: DB, notice: str = "") -> Response:
     segment: Segment = _get(session, Segment, pk)
     comments = session.scalars(select(Comment).where(Comment.segment_pk == pk).order_by(Comment.id)).all()
     events = session.scalars(
@@ -91,18 +102,19 @@ def segment_page(request: Request, pk: int, user: CurrentUser, session: DB, noti
 
 
 @router.post("/segments/{pk}/discard")
-def discard(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def discard(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     segment: Segment = _get(session, Segment, pk)
     reason = one(form, "reason")
     if reason not in store.DISCARD_REASONS:
         return redirect(f"/segments/{pk}?notice=noreason")
+    note = check_length(form, "note", "note", DISCARD_NOTE_LIMIT)
     if not segment.discarded:
-        store.discard(session, segment, reason, one(form, "note").strip()[:2000], user)
+        store.discard(session, segment, reason, note, user)
     return redirect(f"/segments/{pk}?notice=discarded")
 
 
 @router.post("/segments/{pk}/restore")
-def restore(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def restore(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     segment: Segment = _get(session, Segment, pk)
     if segment.discarded:
         store.restore(session, segment, user)
@@ -110,11 +122,11 @@ def restore(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Respo
 
 
 @router.post("/segments/{pk}/comments")
-def comment(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def comment(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     segment: Segment = _get(session, Segment, pk)
-    text = one(form, "text").strip()[:5000]
-    row_id = one(form, "row_id")
-    row = session.get(RowRecord, int(row_id)) if row_id.isdigit() else None
+    text = check_length(form, "text", "comment", COMMENT_LIMIT)
+    row_id = form_id(form, "row_id")
+    row = session.get(RowRecord, row_id) if row_id is not None else None
     if row is not None and row.segment_pk != segment.id:
         raise NotFound()
     if text:
@@ -127,7 +139,13 @@ def comment(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Respo
 
 
 def _row_page(
-    request: Request, session: Session, row: RowRecord, user: User, state_: forms.FormState, **extra: Any
+    request: Request,
+    session: Session,
+    row: RowRecord,
+    user: User,
+    state_: forms.FormState,
+    status: int | None = None,
+    **extra: Any,
 ) -> Response:
     segment = row.segment
     siblings = [r.id for r in segment.rows]
@@ -154,7 +172,7 @@ def _row_page(
     return render(
         request,
         "row.html",
-        status_code=400 if context["errors"] else 200,
+        status_code=status or (400 if context["errors"] else 200),
         **_editor_context(segment),
         **context,
     )
@@ -177,23 +195,27 @@ def _clip_exists(root: Path, clip: str) -> bool:
 
 
 @router.get("/rows/{pk}")
-def row_page(request: Request, pk: int, user: CurrentUser, session: DB, notice: str = "") -> Response:
+def row_page(request: Request, pk: Pk, user: CurrentUser, session: DB, notice: str = "") -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
     return _row_page(request, session, row, user, forms.state_from_row(row.data), notice=NOTICES.get(notice))
 
 
 @router.post("/rows/{pk}")
-def row_submit(request: Request, pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def row_submit(request: Request, pk: Pk, posted_form: EditorForm, user: CurrentUser, session: DB) -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
+    form = posted_form.fields
     action = one(form, "action", "save")
-    raw_version = one(form, "base_version")
-    base_version = int(raw_version) if raw_version.isdigit() else 0
-    conflict = _own_conflict(session, one(form, "conflict_id"), row, user)
+    base_version = form_id(form, "base_version") or 0
+    conflict = _own_conflict(session, form_id(form, "conflict_id"), row, user)
     base = conflict.data if conflict else store.data_at(session, row, base_version)
     posted = forms.state_from_form(form)
     keep = {"base_version": base_version, "conflict_id": conflict.id if conflict else None}
     if base is None:  # a forged or unknown version: start again from the current one
         return redirect(f"/rows/{pk}?notice=stale")
+    if posted_form.too_large:  # shown again with the user's text, which is not saved
+        return _row_page(
+            request, session, row, user, posted, errors=posted_form.too_large, status=413, **keep
+        )
     if action.startswith(("add:", "remove:")):
         return _row_page(request, session, row, user, _restructure(posted, action), **keep)
     new, errors = forms.row_from_state(
@@ -216,10 +238,10 @@ def row_submit(request: Request, pk: int, form: CheckedForm, user: CurrentUser, 
     return redirect(f"/rows/{pk}?notice={notice}")
 
 
-def _own_conflict(session: Session, raw_id: str, row: RowRecord, user: User) -> Conflict | None:
-    if not raw_id.isdigit():
+def _own_conflict(session: Session, conflict_id: int | None, row: RowRecord, user: User) -> Conflict | None:
+    if conflict_id is None:
         return None
-    conflict = session.get(Conflict, int(raw_id))
+    conflict = session.get(Conflict, conflict_id)
     if conflict is None or conflict.row_id != row.id or conflict.user_id != user.id:
         raise NotFound()
     return conflict
@@ -232,22 +254,23 @@ def _restructure(posted: forms.FormState, action: str) -> forms.FormState:
         raise NotFound()
     if verb == "add":
         return forms.with_blank(posted, list_key)
-    return forms.without(posted, list_key, int(position)) if position.isdigit() else posted
+    index = parse_id(position)
+    return forms.without(posted, list_key, index) if index is not None else posted
 
 
 @router.post("/rows/{pk}/review")
-def review(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def review(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
-    base = one(form, "base_version")
+    base = form_id(form, "base_version")
     reviewed = one(form, "reviewed") == "1"
-    outcome = store.set_reviewed(session, row, int(base) if base.isdigit() else -1, user, reviewed=reviewed)
+    outcome = store.set_reviewed(session, row, -1 if base is None else base, user, reviewed=reviewed)
     if outcome.status == "conflict":
         return redirect(f"/rows/{pk}?notice=stale")
     return redirect(f"/rows/{pk}?notice={'reviewed' if reviewed else 'unreviewed'}")
 
 
 @router.get("/rows/{pk}/history")
-def history(request: Request, pk: int, user: CurrentUser, session: DB) -> Response:
+def history(request: Request, pk: Pk, user: CurrentUser, session: DB) -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
     versions = session.scalars(
         select(RowVersion).where(RowVersion.row_id == pk).order_by(RowVersion.version.desc())
@@ -263,7 +286,7 @@ def history(request: Request, pk: int, user: CurrentUser, session: DB) -> Respon
 
 
 @router.get("/conflicts/{pk}")
-def conflict_page(request: Request, pk: int, user: CurrentUser, session: DB) -> Response:
+def conflict_page(request: Request, pk: Pk, user: CurrentUser, session: DB) -> Response:
     conflict: Conflict = _get(session, Conflict, pk)
     if conflict.user_id != user.id:
         raise NotFound()
@@ -285,7 +308,7 @@ def conflict_page(request: Request, pk: int, user: CurrentUser, session: DB) -> 
 
 
 @router.post("/conflicts/{pk}/dismiss")
-def dismiss_conflict(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def dismiss_conflict(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     conflict: Conflict = _get(session, Conflict, pk)
     if conflict.user_id != user.id:
         raise NotFound()

@@ -12,6 +12,7 @@ from rescue_bench.review.web import (
     CheckedForm,
     CurrentUser,
     NotFound,
+    Pk,
     one,
     redirect,
     render,
@@ -38,7 +39,7 @@ def next_item(request: Request, user: CurrentUser, session: DB) -> Response:
 
 
 @router.get("/{pk}")
-def item_page(request: Request, pk: int, user: CurrentUser, session: DB) -> Response:
+def item_page(request: Request, pk: Pk, user: CurrentUser, session: DB) -> Response:
     item = session.get(RatingItem, pk)
     if item is None:
         raise NotFound()
@@ -58,7 +59,7 @@ def item_page(request: Request, pk: int, user: CurrentUser, session: DB) -> Resp
 
 
 @router.post("/{pk}")
-def rate(pk: int, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
+def rate(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     item = session.get(RatingItem, pk)
     if item is None:
         raise NotFound()

@@ -28,5 +28,10 @@ class ReviewSettings:
     session_max_age: int = 12 * 3600
     login_max_failures: int = 5
     login_window_sec: float = 300.0
+    max_form_bytes: int = 2 * 1024 * 1024
+    """A posted form larger than this is refused (with the user's text shown again)."""
+    max_field_chars: int = 20_000
+    """The longest text one form field may carry (a dialogue turn is far shorter)."""
+    max_form_fields: int = 2_000
     hasher: PasswordHasher = field(default_factory=PasswordHasher)
     clock: Callable[[], float] = time.monotonic
