@@ -124,3 +124,29 @@ def test_usage_errors(tmp_path: Path) -> None:
 )
 def test_loopback_detection(host: str, loopback: bool) -> None:
     assert _is_loopback(host) is loopback
+
+
+def test_bad_paths_are_one_line_errors(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'review.db'}"
+    assert _run("init", "--db", db).exit_code == 0
+    into_dir = _run("export", "--out", str(tmp_path), "--db", db)
+    assert into_dir.exit_code == 2 and "is a directory" in into_dir.output
+    assert into_dir.exception is None or isinstance(into_dir.exception, SystemExit)
+    (tmp_path / "notes.txt").write_text("not a database, just text\n" * 200)
+    not_db = _run("init", "--db", f"sqlite:///{tmp_path / 'notes.txt'}")
+    assert not_db.exit_code == 2 and isinstance(not_db.exception, SystemExit)
+    assert (
+        not_db.output.startswith("error: cannot open the review database")
+        and "not a database" in not_db.output
+    )
+    assert len(not_db.output.strip().splitlines()) == 1
+    ratings_dir = _run("export-ratings", "--out", str(tmp_path), "--db", db)
+    assert ratings_dir.exit_code == 2 and "is a directory" in ratings_dir.output
+
+
+def test_load_errors_say_error_once(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"sample_id": "s1", "scenario": "couple", "rows": "nope"}\n')
+    result = _run("load", str(bad), "--db", f"sqlite:///{tmp_path / 'review.db'}")
+    assert result.exit_code == 1 and result.output.startswith("error: ")
+    assert "error: error:" not in result.output and str(bad) in result.output
