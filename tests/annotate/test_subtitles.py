@@ -161,3 +161,60 @@ def test_a_file_of_only_bad_cues_reports_them_and_no_extra_error(tmp_path: Path)
     track = read_subtitles(write(tmp_path, "s.srt", "garbage line\n"), PEOPLE)
     assert track.cues == ()
     assert [e.cue for e in track.errors] == [1]
+
+
+# -- a file cut short (issue 13) ------------------------------------------------------------------------------
+
+WHOLE_SRT = (
+    "1\n00:00:01,000 --> 00:00:02,000\nNORA: One.\n\n"
+    "2\n00:00:03,000 --> 00:00:05,000\nELI: I never said that you were\nthe one who left.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cut_at", "line"),
+    [
+        ("the one who le", 8),  # in the middle of the cue's second text line
+        ("I never said th", 7),  # in its first text line
+        ("00:00:03,000 --> 00:00:05,000", 6),  # right after the timing line, before any text
+    ],
+)
+def test_srt_cut_in_the_middle_of_a_cue_is_an_error_naming_file_cue_and_line(
+    tmp_path: Path, cut_at: str, line: int
+) -> None:
+    text = WHOLE_SRT[: WHOLE_SRT.index(cut_at) + len(cut_at)]
+    path = write(tmp_path, "cut.srt", text)
+    track = read_subtitles(path, PEOPLE)
+    assert [c.number for c in track.cues] == [1]  # the cut cue is not ingested
+    (error,) = track.errors
+    assert (error.cue, error.line) == (2, 5)
+    assert error.render().startswith(f"error: {path}:5: cue 2: the file ends in the middle of this cue")
+    assert f"no line end after line {line}" in error.message and "cut short" in error.message
+
+
+def test_vtt_cut_in_the_middle_of_a_cue_is_an_error(tmp_path: Path) -> None:
+    text = "WEBVTT\n\n00:00:01.000 --> 00:00:02.000\nNORA: One.\n\n00:00:03.000 --> 00:00:05.000\nELI: I nev"
+    track = read_subtitles(write(tmp_path, "cut.vtt", text), PEOPLE)
+    assert [c.number for c in track.cues] == [1]
+    assert [(e.cue, e.line) for e in track.errors] == [(2, 6)]
+    assert "ends in the middle of this cue" in track.errors[0].message
+
+
+def test_whole_file_without_a_final_line_break_is_a_warning_and_kept(tmp_path: Path) -> None:
+    track = read_subtitles(write(tmp_path, "whole.srt", WHOLE_SRT.rstrip("\n")), PEOPLE)
+    assert [c.number for c in track.cues] == [1, 2] and track.errors == ()
+    (warning,) = [w for w in track.warnings if "line break" in w.message]
+    assert warning.cue == 2 and "check that it is complete" in warning.message
+    assert read_subtitles(write(tmp_path, "ok.srt", WHOLE_SRT), PEOPLE).issues == ()
+
+
+def test_ingest_stops_on_a_cut_file_unless_bad_cues_are_skipped(tmp_path: Path) -> None:
+    from rescue_bench.annotate.ingest import IngestSettings, usable_cues
+
+    path = write(tmp_path, "cut.srt", WHOLE_SRT[: WHOLE_SRT.index("the one") + 3])
+    track = read_subtitles(path, PEOPLE)
+    with pytest.raises(DataError, match=r"cut\.srt:5: cue 2: the file ends in the middle of this cue"):
+        usable_cues(track, 60.0, IngestSettings("couple", PEOPLE, allow_bad_cues=False))
+    cues, warnings = usable_cues(track, 60.0, IngestSettings("couple", PEOPLE, allow_bad_cues=True))
+    assert [c.number for c in cues] == [1]
+    assert any("cue 2: the file ends in the middle" in w and w.endswith("(skipped)") for w in warnings)

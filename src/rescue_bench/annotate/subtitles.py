@@ -7,7 +7,9 @@ timing; this module adds what they leave out:
   parsed alone, so a malformed cue becomes an error naming its cue number (its position among the file's cues)
   and its line, and the other cues are still read (``webvtt-py`` alone drops a cue with a broken timestamp
   silently);
-* a cue that ends before it starts, or has no duration, is an error; a cue without text is a warning and
+* a cue that ends before it starts, or has no duration, is an error; so is a last cue cut off by the end of
+  the file (no line end after its last line, which does not end a sentence: the file was truncated; a
+  warning when it does end one); a cue without text is a warning and
   gives no row; cues that overlap, or come out of order, are warnings (cues are then sorted by start time);
 * a UTF-8 byte-order mark and Windows line ends are accepted;
 * **speakers**: from a VTT voice tag (``<v Alan>``) or a leading label (``ALAN: ...``, ``- Alan: ...``,
@@ -187,10 +189,14 @@ def read_subtitles(
     aliases = speaker_aliases(participants, therapist_names)
     cues: list[Cue] = []
     issues: list[Issue] = []
-    for number, (line, block) in enumerate(_cue_blocks(text, kind), start=1):
+    blocks = list(_cue_blocks(text, kind))
+    for number, (line, block) in enumerate(blocks, start=1):
+        cut = _cut_short(text, number, line, block, len(blocks), str(path))
         cue, found = _parse_block(block, kind, number, line, aliases, str(path))
         issues.extend(found)
-        if cue is not None:
+        if cut is not None and not any(i.severity == "error" for i in found):
+            issues.append(cut)
+        if cue is not None and (cut is None or cut.severity == "warning"):
             cues.append(cue)
     ordered = sorted(cues, key=lambda c: (c.start, c.number))
     issues.extend(_order_issues(cues, ordered, str(path)))
@@ -241,6 +247,33 @@ def _cue_blocks(text: str, kind: SubtitleFormat) -> Iterator[tuple[int, str]]:
 
 
 _VTT_META = frozenset({"NOTE", "STYLE", "REGION"})
+
+
+def _cut_short(text: str, number: int, line: int, block: str, count: int, file: str) -> Issue | None:
+    """A problem when the file stops inside its last cue (no line end after the cue's last line).
+
+    Writers end every line, the last included, so a file that stops mid-line was probably cut (a copy or
+    download that did not finish) and its last cue would be ingested with half its words. When the last
+    line still ends like a sentence the cue is likely whole (some editors drop the final line break): a
+    warning, and the cue is kept; otherwise an error.
+    """
+    if number != count or text.endswith("\n"):
+        return None
+    last = block.rstrip("\n").split("\n")
+    tail = last[-1].strip()
+    where = f"no line end after line {line + len(last) - 1}, {tail[-40:]!r}"
+    if len(last) > 1 and clean_text(tail).endswith(_SENTENCE_ENDS):
+        return Issue("warning", f"the file ends without a line break ({where}): check that it is complete",
+                     file, line, number)  # fmt: skip
+    return Issue(
+        "error",
+        f"the file ends in the middle of this cue ({where}): it was probably cut short. Restore the whole "
+        "file; if it is complete, end it with a line break",
+        file, line, number,
+    )  # fmt: skip
+
+
+_SENTENCE_ENDS = (".", "!", "?", "…", '"', "'", "”", "’", ")", "]", "♪")
 
 
 def _parse_block(
