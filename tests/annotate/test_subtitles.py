@@ -163,7 +163,7 @@ def test_a_file_of_only_bad_cues_reports_them_and_no_extra_error(tmp_path: Path)
     assert [e.cue for e in track.errors] == [1]
 
 
-# -- a file cut short (issue 13) ------------------------------------------------------------------------------
+# -- a file cut short (issue 13) -----------------------------------------------------------------------
 
 WHOLE_SRT = (
     "1\n00:00:01,000 --> 00:00:02,000\nNORA: One.\n\n"

@@ -16,11 +16,23 @@ reader never sees half a file.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
+from pydantic import AfterValidator, BeforeValidator, ConfigDict, TypeAdapter
+
+from rescue_bench.annotate.jsonfile import (
+    OptionalInt,
+    OptionalNumber,
+    OptionalText,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    Text,
+    validate,
+)
+from rescue_bench.annotate.jsonfile import read_json as read_json  # re-exported: annotate.video reads with it
 from rescue_bench.engine.store import atomic_write_json
 from rescue_bench.errors import DataError
 from rescue_bench.records import Json
@@ -36,20 +48,34 @@ FORMAT = 1
 DraftStatus = Literal["clean", "violations", "unusable"]
 
 
+_READ = ConfigDict(extra="ignore")
+
+
+def _names(value: tuple[str, ...]) -> tuple[str, ...]:
+    if not all(v.strip() for v in value):
+        raise ValueError("must be a list of names")
+    return tuple(v.strip() for v in value)
+
+
+Names = Annotated[tuple[StrictStr, ...], AfterValidator(_names)]
+
+
 @dataclass(frozen=True, slots=True)
 class ManifestRow:
     """One row as the subtitles give it: timing, speaker (when marked), words and the row's clip."""
 
-    index: int
-    start_time: float
-    end_time: float
-    speaker: str | None
-    text: str
-    clip_path: str | None = None
+    __pydantic_config__ = _READ
+
+    index: StrictInt
+    start_time: StrictFloat
+    end_time: StrictFloat
+    speaker: OptionalText
+    text: Text
+    clip_path: OptionalText = None
     """Relative to the work directory."""
-    duration_sec: float | None = None
+    duration_sec: OptionalNumber = None
     """The clip's duration as ffprobe measured it."""
-    cue: int | None = None
+    cue: OptionalInt = None
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -63,12 +89,14 @@ class ManifestRow:
 class SegmentManifest:
     """One segment: a self-contained stretch of the conversation, the unit of a release sample."""
 
-    segment_id: str
-    sample_id: str
+    __pydantic_config__ = _READ
+
+    segment_id: StrictStr
+    sample_id: StrictStr
     scenario: Scenario
-    participants: tuple[str, ...]
-    start_time: float
-    end_time: float
+    participants: Names
+    start_time: StrictFloat
+    end_time: StrictFloat
     rows: tuple[ManifestRow, ...]
 
     @property
@@ -90,13 +118,17 @@ class SegmentManifest:
 class WorkdirInfo:
     """``workdir.json``."""
 
+    __pydantic_config__ = _READ
+
     scenario: Scenario
-    participants: tuple[str, ...]
-    video: str
-    subtitles: str
-    created: str
-    video_duration_sec: float | None = None
-    settings: dict[str, Json] = field(default_factory=dict)
+    participants: Names
+    video: Text = ""
+    subtitles: Text = ""
+    created: Text = ""
+    video_duration_sec: OptionalNumber = None
+    settings: Annotated[dict[str, Json], BeforeValidator(lambda v: v if isinstance(v, dict) else {})] = field(
+        default_factory=dict
+    )
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -106,15 +138,22 @@ class WorkdirInfo:
         }  # fmt: skip
 
 
+def _status(value: Any) -> Any:
+    return value if value in ("clean", "unusable") else "violations"
+
+
 @dataclass(frozen=True, slots=True)
 class Draft:
     """``draft.json``: release-format rows and what is still wrong with them, per row index."""
 
-    model: str
-    rows: tuple[dict[str, Json], ...]
-    violations: dict[str, list[str]]
-    status: DraftStatus
-    segment_violations: tuple[str, ...] = ()
+    __pydantic_config__ = _READ
+
+    model: Text = ""
+    rows: tuple[dict[str, Json], ...] = ()
+    violations: dict[str, list[Annotated[str, BeforeValidator(str)]]] = field(default_factory=dict)
+    status: Annotated[DraftStatus, BeforeValidator(_status)] = "violations"
+    """Anything but ``clean`` or ``unusable`` (an older draft without it, say) reads as ``violations``."""
+    segment_violations: tuple[Annotated[str, BeforeValidator(str)], ...] = ()
 
     def to_json(self) -> dict[str, Json]:
         return {
@@ -125,16 +164,9 @@ class Draft:
 
 # -- reading -------------------------------------------------------------------------------------------------
 
-
-def read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise DataError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"{path}: not valid JSON ({exc})") from None
+_INFO = TypeAdapter(WorkdirInfo)
+_MANIFEST = TypeAdapter(SegmentManifest)
+_DRAFT = TypeAdapter(Draft)
 
 
 def read_info(root: Path) -> WorkdirInfo:
@@ -144,20 +176,7 @@ def read_info(root: Path) -> WorkdirInfo:
         raise DataError(
             f"{root}: not an annotation work directory (no {WORKDIR_FILE}; run `annotate ingest`)"
         )
-    obj = read_json(path)
-    if not isinstance(obj, dict) or obj.get("scenario") not in ("couple", "family"):
-        raise DataError(f"{path}: expected an object with scenario 'couple' or 'family'")
-    duration = obj.get("video_duration_sec")
-    settings = obj.get("settings")
-    return WorkdirInfo(
-        scenario=obj["scenario"],
-        participants=tuple(_names(obj.get("participants"), path, "participants")),
-        video=str(obj.get("video") or ""),
-        subtitles=str(obj.get("subtitles") or ""),
-        created=str(obj.get("created") or ""),
-        video_duration_sec=float(duration) if isinstance(duration, int | float) else None,
-        settings=settings if isinstance(settings, dict) else {},
-    )
+    return validate(_INFO, read_json(path), path)
 
 
 def manifest_paths(root: Path) -> list[Path]:
@@ -165,67 +184,24 @@ def manifest_paths(root: Path) -> list[Path]:
 
 
 def read_manifest(path: Path) -> SegmentManifest:
-    """One segment manifest, checked field by field."""
+    """One segment manifest, checked field by field; the ids default to the segment's directory name."""
     obj = read_json(path)
-    if not isinstance(obj, dict) or not isinstance(obj.get("rows"), list):
+    if not isinstance(obj, dict):
         raise DataError(f"{path}: expected an object with a 'rows' list")
-    if obj.get("scenario") not in ("couple", "family"):
-        raise DataError(f"{path}: scenario must be 'couple' or 'family' (got {obj.get('scenario')!r})")
-    rows = tuple(_manifest_row(entry, path, position) for position, entry in enumerate(obj["rows"]))
-    for position, row in enumerate(rows, start=1):
+    segment_id = obj.pop("segment_id", None) or path.parent.name
+    sample_id = obj.pop("sample_id", None) or segment_id
+    manifest = validate(_MANIFEST, {"segment_id": segment_id, "sample_id": sample_id, **obj}, path)
+    for position, row in enumerate(manifest.rows, start=1):
         if row.index != position:
             raise DataError(f"{path}: rows[{position - 1}].index is {row.index}, expected {position}")
-    segment_id = obj.get("segment_id") or path.parent.name
-    return SegmentManifest(
-        segment_id=str(segment_id),
-        sample_id=str(obj.get("sample_id") or segment_id),
-        scenario=obj["scenario"],
-        participants=tuple(_names(obj.get("participants"), path, "participants")),
-        start_time=_float(obj.get("start_time"), path, "start_time"),
-        end_time=_float(obj.get("end_time"), path, "end_time"),
-        rows=rows,
-    )
-
-
-def _manifest_row(entry: Any, path: Path, position: int) -> ManifestRow:
-    where = f"rows[{position}]"
-    if not isinstance(entry, dict):
-        raise DataError(f"{path}: {where} is not an object")
-    index = entry.get("index")
-    if not isinstance(index, int) or isinstance(index, bool):
-        raise DataError(f"{path}: {where}.index must be an integer")
-    speaker, clip, cue = entry.get("speaker"), entry.get("clip_path"), entry.get("cue")
-    return ManifestRow(
-        index=index,
-        start_time=_float(entry.get("start_time"), path, f"{where}.start_time"),
-        end_time=_float(entry.get("end_time"), path, f"{where}.end_time"),
-        speaker=speaker if isinstance(speaker, str) and speaker.strip() else None,
-        text=str(entry.get("text") or ""),
-        clip_path=clip if isinstance(clip, str) and clip else None,
-        duration_sec=float(entry["duration_sec"]) if _is_number(entry.get("duration_sec")) else None,
-        cue=cue if isinstance(cue, int) and not isinstance(cue, bool) else None,
-    )
+    return manifest
 
 
 def read_draft(path: Path) -> Draft | None:
     """A segment's draft, or ``None`` when it has none yet."""
     if not path.is_file():
         return None
-    obj = read_json(path)
-    if not isinstance(obj, dict) or not isinstance(obj.get("rows"), list):
-        raise DataError(f"{path}: expected an object with a 'rows' list")
-    found = obj.get("violations")
-    violations: dict[str, Any] = found if isinstance(found, dict) else {}
-    status: DraftStatus = "violations"
-    if obj.get("status") in ("clean", "unusable"):
-        status = obj["status"]
-    return Draft(
-        model=str(obj.get("model") or ""),
-        rows=tuple(r for r in obj["rows"] if isinstance(r, dict)),
-        violations={str(k): [str(v) for v in vs] for k, vs in violations.items() if isinstance(vs, list)},
-        status=status,
-        segment_violations=tuple(str(v) for v in obj.get("segment_violations") or ()),
-    )
+    return validate(_DRAFT, read_json(path), path)
 
 
 def segment_dir(root: Path, segment_id: str) -> Path:
@@ -283,22 +259,3 @@ def export_release(root: Path) -> Export:
             }
         )
     return Export(tuple(samples), tuple(undrafted), flagged)
-
-
-# -- helpers -------------------------------------------------------------------------------------------------
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)
-
-
-def _float(value: Any, path: Path, name: str) -> float:
-    if not _is_number(value):
-        raise DataError(f"{path}: {name} must be a number of seconds (got {value!r})")
-    return float(value)
-
-
-def _names(value: Any, path: Path, name: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise DataError(f"{path}: {name} must be a list of names")
-    return [v.strip() for v in value]
