@@ -8,7 +8,6 @@ the store is kept as it is (with its edits) and reported as skipped, never overw
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -18,10 +17,10 @@ from sqlalchemy.orm import Session
 
 from rescue_bench.data.load import build_sample, read_source
 from rescue_bench.data.problems import Problem
-from rescue_bench.data.schema import Sample
+from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import DataError
 from rescue_bench.review.db import RowRecord, RowVersion, Segment
-from rescue_bench.review.media import MediaNotFound, check_relative
+from rescue_bench.review.workfiles import DraftFile, MediaRow, SegmentFile, WorkInfo, read_record
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,17 +127,18 @@ def _duration(start: float | None, end: float | None) -> float | None:
 # -- work directory ------------------------------------------------------------------------------------------
 
 
+ROWS_OBJECT = "an object with a 'rows' list"
+
+
 def read_workdir(root: Path) -> tuple[list[SegmentInput], list[str]]:
-    info = _read_json(root / "workdir.json") if (root / "workdir.json").is_file() else {}
-    if not isinstance(info, dict):
-        raise DataError(f"{root / 'workdir.json'}: expected a JSON object")
+    info_path = root / "workdir.json"
+    info = read_record(info_path, WorkInfo, "a JSON object") if info_path.is_file() else WorkInfo()
     manifests = sorted((root / "segments").glob("*/manifest.json"))
     if not manifests:
         raise DataError(
             f"{root}: no segments/<segment_id>/manifest.json found (run `rescue-bench annotate ingest`)"
         )
-    video = info.get("video")
-    fallback = Path(video).stem if isinstance(video, str) and video else root.resolve().name
+    fallback = Path(info.video).stem if info.video else root.resolve().name
     segments: list[SegmentInput] = []
     warnings: list[str] = []
     for manifest_path in manifests:
@@ -149,13 +149,11 @@ def read_workdir(root: Path) -> tuple[list[SegmentInput], list[str]]:
 
 
 def _workdir_segment(
-    root: Path, manifest_path: Path, info: dict[str, Any], fallback_group: str
+    root: Path, manifest_path: Path, info: WorkInfo, fallback_group: str
 ) -> tuple[SegmentInput, list[str]]:
-    manifest = _read_json(manifest_path)
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("rows"), list):
-        raise DataError(f"{manifest_path}: expected an object with a 'rows' list")
+    manifest = read_record(manifest_path, SegmentFile, ROWS_OBJECT)
     segment_id, sample_id, scenario, participants = _identity(manifest, info, manifest_path)
-    media = {entry["index"]: entry for entry in _manifest_rows(manifest_path, manifest["rows"])}
+    media = {entry.index: entry for entry in manifest.rows}
     draft_path = manifest_path.parent / "draft.json"
     draft = _draft_rows(draft_path, manifest_path, media)
     warnings = list(draft.warnings)
@@ -169,17 +167,15 @@ def _workdir_segment(
     errors = [p for p in problems if p.severity == "error"]
     if sample is None or errors:
         raise DataError(describe(errors[0]) if errors else f"{draft_path}: unreadable draft", errors)
-    rows = tuple(
-        _row_input(row.to_release(), media.get(row.row_index), draft.violations) for row in sample.rows
-    )
+    rows = tuple(_row_input(row, media.get(row.row_index), draft.violations) for row in sample.rows)
     warnings += [
-        f"{manifest_path}: row {i}: clip {m['clip_path']} is missing"
+        f"{manifest_path}: row {i}: clip {m.clip_path} is missing"
         for i, m in sorted(media.items())
-        if m.get("clip_path") and not (root / m["clip_path"]).is_file()
+        if m.clip_path and not (root / m.clip_path).is_file()
     ]
     warnings += [
         f"{manifest_path}: row {i} has no draft row"
-        for i in sorted(set(media) - {r.data["row_index"] for r in rows})
+        for i in sorted(set(media) - {r.row_index for r in sample.rows})
     ]
     segment = SegmentInput(
         segment_id=segment_id,
@@ -191,44 +187,23 @@ def _workdir_segment(
         rows=rows,
         model=draft.model,
         draft_notes=draft.notes,
-        start_time=_number(manifest.get("start_time")),
-        end_time=_number(manifest.get("end_time")),
+        start_time=manifest.start_time,
+        end_time=manifest.end_time,
     )
     return segment, warnings
 
 
-def _identity(manifest: dict[str, Any], info: dict[str, Any], path: Path) -> tuple[str, str, str, list[str]]:
+def _identity(manifest: SegmentFile, info: WorkInfo, path: Path) -> tuple[str, str, str, list[str]]:
     """Segment id, sample id, scenario and participants of a manifest (workdir.json fills gaps)."""
-    segment_id = _text(manifest, "segment_id", path) or path.parent.name
-    sample_id = _text(manifest, "sample_id", path) or segment_id
-    scenario = manifest.get("scenario") or info.get("scenario")
+    segment_id = manifest.segment_id or path.parent.name
+    sample_id = manifest.sample_id or segment_id
+    scenario = manifest.scenario or info.scenario
     if scenario not in ("couple", "family"):
         raise DataError(f"{path}: scenario must be 'couple' or 'family' (got {scenario!r})")
-    participants = manifest.get("participants") or info.get("participants") or []
+    participants = manifest.participants or info.participants or []
     if not isinstance(participants, list) or not all(isinstance(p, str) for p in participants):
         raise DataError(f"{path}: participants must be a list of names")
     return segment_id, sample_id, scenario, participants
-
-
-def _manifest_rows(manifest_path: Path, rows: list[Any]) -> list[dict[str, Any]]:
-    out: list[dict[str, Any]] = []
-    for position, entry in enumerate(rows):
-        where = f"{manifest_path}: rows[{position}]"
-        if not isinstance(entry, dict) or not isinstance(entry.get("index"), int) or entry["index"] < 1:
-            raise DataError(f"{where}: expected an object with a 1-based integer 'index'")
-        clip = entry.get("clip_path")
-        if clip is not None and not _is_media_path(clip):
-            raise DataError(f"{where}.clip_path: {clip!r} is not a media file path inside the work directory")
-        out.append(entry)
-    return out
-
-
-def _is_media_path(value: Any) -> bool:
-    try:
-        check_relative(value)
-    except (MediaNotFound, AttributeError, TypeError):
-        return False
-    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -240,69 +215,36 @@ class _Draft:
     warnings: list[str] = field(default_factory=list)
 
 
-def _draft_rows(draft_path: Path, manifest_path: Path, media: dict[int, dict[str, Any]]) -> _Draft:
+def _draft_rows(draft_path: Path, manifest_path: Path, media: dict[int, MediaRow]) -> _Draft:
     if not draft_path.is_file():
         rows = [
             {
                 "row_index": i,
-                "start_time": m.get("start_time"),
-                "end_time": m.get("end_time"),
-                "primary_speaker": m.get("speaker"),
-                "dialogue_cleaned": m.get("text"),
+                "start_time": m.start_time,
+                "end_time": m.end_time,
+                "primary_speaker": m.speaker,
+                "dialogue_cleaned": m.text,
             }
             for i, m in sorted(media.items())
         ]
         return _Draft(
             rows, warnings=[f"{manifest_path.parent}: no draft.json; rows start from the manifest only"]
         )
-    draft = _read_json(draft_path)
-    if not isinstance(draft, dict) or not isinstance(draft.get("rows"), list):
-        raise DataError(f"{draft_path}: expected an object with a 'rows' list")
-    violations = draft.get("violations") if isinstance(draft.get("violations"), dict) else {}
-    model = draft.get("model") if isinstance(draft.get("model"), str) else None
-    overall = draft.get("segment_violations")
-    notes = {
-        "status": draft.get("status") if isinstance(draft.get("status"), str) else None,
-        "segment_violations": [str(v) for v in overall] if isinstance(overall, list) else [],
-    }
-    return _Draft(draft["rows"], model, violations or {}, notes)
+    draft = read_record(draft_path, DraftFile, ROWS_OBJECT)
+    notes = {"status": draft.status, "segment_violations": draft.segment_violations}
+    return _Draft(draft.rows, draft.model, draft.violations, notes)
 
 
-def _row_input(data: dict[str, Any], media: dict[str, Any] | None, violations: dict[str, Any]) -> RowInput:
-    media = media or {}
-    found = violations.get(str(data["row_index"])) or []
-    duration = _number(media.get("duration_sec"))
+def _row_input(row: Row, media: MediaRow | None, violations: dict[str, Any]) -> RowInput:
+    found = violations.get(str(row.row_index)) or []
+    duration = media.duration_sec if media else None
     return RowInput(
-        data=data,
-        subtitle_text=media.get("text")
-        if isinstance(media.get("text"), str)
-        else data.get("dialogue_cleaned"),
-        clip_path=media.get("clip_path"),
-        duration_sec=duration
-        if duration is not None
-        else _duration(data.get("start_time"), data.get("end_time")),
+        data=row.to_release(),
+        subtitle_text=media.text if media and media.text is not None else row.dialogue_cleaned,
+        clip_path=media.clip_path if media else None,
+        duration_sec=duration if duration is not None else _duration(row.start_time, row.end_time),
         violations=tuple(found) if isinstance(found, list) else (found,),
     )
-
-
-def _read_json(path: Path) -> Any:
-    try:
-        return json.loads(path.read_text(encoding="utf-8-sig"))
-    except OSError as exc:
-        raise DataError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise DataError(f"{path}: not valid JSON: {exc}") from None
-
-
-def _text(obj: dict[str, Any], key: str, path: Path) -> str | None:
-    value = obj.get(key)
-    if value is not None and (not isinstance(value, str) or not value.strip()):
-        raise DataError(f"{path}: {key} must be a non-empty string")
-    return value
-
-
-def _number(value: Any) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 # -- store ---------------------------------------------------------------------------------------------------
