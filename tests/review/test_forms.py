@@ -10,6 +10,7 @@ from review_workdir import COUPLE, couple_rows
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.review.forms import (
+    RELATION_FIELDS,
     changed_fields,
     row_from_state,
     state_from_form,
@@ -29,8 +30,8 @@ def _as_form(state: Any) -> dict[str, list[str]]:
             form[f"{list_key}-{i}-src"] = ["" if entry.src is None else str(entry.src)]
             for key, value in entry.values.items():
                 form[f"{list_key}-{i}-{key}"] = list(value) if isinstance(value, tuple) else [value]
-    for key, value in state.relation.items():
-        form[f"rel-{key}"] = [value]
+    for key in RELATION_FIELDS:
+        form[f"rel-{key}"] = [getattr(state.relation, key)]
     return form
 
 

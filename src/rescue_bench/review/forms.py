@@ -99,6 +99,7 @@ LISTS = (
 )
 LIST_KEYS = tuple(spec.key for spec in LISTS)
 RELATION_FIELDS = ("label", "reason", "evidence")
+"""The fields of :class:`Relation`, in order; the editor names them ``rel-<field>``."""
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,21 @@ class Entry:
     values: dict[str, Value]
 
 
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """The relation-pattern fields of the editor (``rel-label``, ``rel-reason``, ``rel-evidence``)."""
+
+    label: str = ""
+    reason: str = ""
+    evidence: str = ""
+    """Row numbers as typed, e.g. ``"3, 4, 6"``."""
+
+
 @dataclass(frozen=True)
 class FormState:
     scalars: dict[str, Value]
     lists: dict[str, tuple[Entry, ...]]
-    relation: dict[str, str] = field(default_factory=dict)
+    relation: Relation = field(default_factory=Relation)
 
 
 def relation_keys(row: Mapping[str, Any]) -> tuple[str, str, str]:
@@ -192,11 +203,11 @@ def state_from_row(row: Mapping[str, Any]) -> FormState:
         for spec in LISTS
     }
     label, reason, evidence = relation_keys(row)
-    relation = {
-        "label": shown(row.get(label)),
-        "reason": shown(row.get(reason)),
-        "evidence": ", ".join(shown(v) for v in _as_list(row.get(evidence))),
-    }
+    relation = Relation(
+        label=shown(row.get(label)),
+        reason=shown(row.get(reason)),
+        evidence=", ".join(shown(v) for v in _as_list(row.get(evidence))),
+    )
     return FormState(scalars, lists, relation)
 
 
@@ -249,7 +260,7 @@ def state_from_form(form: Mapping[str, Sequence[str]]) -> FormState:
             src = one(prefix + "src")
             entries.append(Entry(int(src) if _is_number(src) else None, values))
         lists[spec.key] = tuple(entries)
-    relation = {name: one(f"rel-{name}") for name in RELATION_FIELDS}
+    relation = Relation(*(one(f"rel-{name}") for name in RELATION_FIELDS))
     return FormState(scalars, lists, relation)
 
 
@@ -338,7 +349,7 @@ def _typed(spec: FieldSpec, value: Value) -> Any:
 
 
 def _apply_relation(
-    relation: Mapping[str, str],
+    relation: Relation,
     base: Mapping[str, Any],
     new: dict[str, Any],
     allowed: set[str],
@@ -346,14 +357,14 @@ def _apply_relation(
 ) -> None:
     label_key, reason_key, evidence_key = relation_keys(base)
     old = state_from_row(base).relation
-    label, reason, evidence = (relation.get(name, "") for name in RELATION_FIELDS)
-    if label != old["label"]:
+    label, reason, evidence = relation.label, relation.reason, relation.evidence
+    if label != old.label:
         if label and label not in allowed:
             errors.append(f"Relation pattern: {label!r} is not a label of this scenario")
         new[label_key] = label or None
-    if reason != old["reason"]:
+    if reason != old.reason:
         new[reason_key] = reason or None
-    if evidence != old["evidence"]:
+    if evidence != old.evidence:
         tokens = [t for t in re.split(r"[\s,;]+", evidence) if t]
         if not all(_is_number(t) for t in tokens):
             errors.append(f"Relation evidence rows: give row numbers separated by commas (got {evidence!r})")

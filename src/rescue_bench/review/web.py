@@ -15,6 +15,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from sqlalchemy.orm import Session, sessionmaker
 
+from rescue_bench.review import views
 from rescue_bench.review.auth import SESSION_COOKIE, LoginLimiter, SessionCodec, SessionData, tokens_match
 from rescue_bench.review.db import User
 from rescue_bench.review.settings import ReviewSettings
@@ -262,6 +263,9 @@ def make_templates() -> Environment:
     env.filters["seconds"] = fmt_seconds
     env.filters["pretty"] = pretty
     env.filters["urlpath"] = lambda value: quote(str(value), safe="/")
+    env.filters["row_head"] = views.row_head
+    env.filters["draft_notes"] = views.draft_notes
+    env.filters["event_detail"] = views.event_detail
     return env
 
 
