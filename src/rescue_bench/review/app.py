@@ -8,12 +8,14 @@ so even text that somehow escaped escaping could not run.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Annotated
 from urllib.parse import quote
 
-from fastapi import APIRouter, FastAPI, Request
+from fastapi import APIRouter, FastAPI, Form, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -147,6 +149,16 @@ def _quote(value: str) -> str:
     return quote(value, safe="/")
 
 
+class LoginForm(BaseModel):
+    """The login form's fields (anything else posted is ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    name: str = ""
+    password: str = ""
+    next: str = "/"
+    csrf_token: str = ""
+
+
 def _auth_router() -> APIRouter:
     router = APIRouter()
 
@@ -155,14 +167,13 @@ def _auth_router() -> APIRouter:
         return _login_form(request, safe_next(next), error=None, status=200)
 
     @router.post("/login")
-    async def login_submit(request: Request) -> Response:
-        form = await request.form()
+    async def login_submit(request: Request, form: Annotated[LoginForm, Form()]) -> Response:
         app_state = state(request)
         expected = app_state.codec.read_login_token(request.cookies.get(LOGIN_COOKIE))
-        if not tokens_match(expected, form.get("csrf_token")):
+        if not tokens_match(expected, form.csrf_token):
             raise CsrfFailed()
-        name, password = str(form.get("name", "")).strip(), str(form.get("password", ""))
-        target = safe_next(str(form.get("next", "/")))
+        name, password = form.name.strip(), form.password
+        target = safe_next(form.next)
         address = request.client.host if request.client else "?"
         # per address, and per account *at* an address: failures from one place never lock the owner out
         # when they sign in from another

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from argon2 import PasswordHasher
 from argon2.exceptions import InvalidHashError, VerificationError
 from itsdangerous import BadSignature, URLSafeTimedSerializer
+from pydantic import BaseModel, ConfigDict, ValidationError
 from sqlalchemy.orm import Session
 
 from rescue_bench.errors import ConfigError
@@ -109,6 +110,15 @@ class SessionData:
     csrf: str
 
 
+class _Payload(BaseModel):
+    """What the session cookie carries (signed, so never forged; only an old format can fail here)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True, strict=True)
+    uid: int
+    epoch: int
+    csrf: str
+
+
 class SessionCodec:
     """Signs and reads the session cookie and the pre-login cookie."""
 
@@ -129,12 +139,11 @@ class SessionCodec:
             raw = self._session.loads(cookie, max_age=self.max_age)
         except BadSignature:  # also covers SignatureExpired
             return None
-        if not isinstance(raw, dict):
+        try:
+            payload = _Payload.model_validate(raw)
+        except ValidationError:  # signed by us, so only an older format could get here
             return None
-        uid, epoch, csrf = raw.get("uid"), raw.get("epoch"), raw.get("csrf")
-        if not (isinstance(uid, int) and isinstance(epoch, int) and isinstance(csrf, str)):
-            return None
-        return SessionData(uid, epoch, csrf)
+        return SessionData(payload.uid, payload.epoch, payload.csrf)
 
     def new_login_token(self) -> tuple[str, str]:
         """A fresh CSRF token for the login form and the signed cookie that vouches for it."""
