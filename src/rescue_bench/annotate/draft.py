@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from rescue_bench.annotate import media, prompt
+from rescue_bench.annotate.rowfields import Answer, RowFields
 from rescue_bench.annotate.rules import RuleContext, Violation, check_rows, skeleton
 from rescue_bench.annotate.workdir import Draft, DraftStatus, ManifestRow, SegmentManifest
 from rescue_bench.data.schema import Row
@@ -162,9 +163,10 @@ def read_answer(text: str, indices: Sequence[int]) -> Attempt:
     notes: dict[int, str] = {}
     problems: list[Violation] = []
     for position, raw in enumerate(raw_rows):
-        index = _index(raw.get("row_index")) if isinstance(raw, dict) else None
+        given = RowFields.model_validate(raw).row_index if isinstance(raw, dict) else raw
+        index = _index(given) if isinstance(raw, dict) else None
         if index is None or index not in indices:
-            shown = raw.get("row_index") if isinstance(raw, dict) else raw
+            shown = given
             problems.append(
                 Violation(None, f"rows[{position}]", f"row_index {shown!r} is not a row asked for")
             )
@@ -182,8 +184,11 @@ def read_answer(text: str, indices: Sequence[int]) -> Attempt:
 
 def _rows_value(text: str) -> list[Any] | None:
     for value in json_values(text):
-        if isinstance(value, dict) and isinstance(value.get("rows"), list):
-            return list(value["rows"])
+        if isinstance(value, dict):
+            try:
+                return Answer.model_validate(value).rows
+            except ValidationError:  # an object without a rows list: maybe a later value has one
+                continue
         if isinstance(value, list) and value and all(isinstance(v, dict) and "row_index" in v for v in value):
             return value
     return None

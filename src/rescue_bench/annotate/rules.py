@@ -30,6 +30,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rescue_bench.annotate.rowfields import HOLDER_KEYS, MoveFields, RowFields
 from rescue_bench.annotate.workdir import ManifestRow
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.schema import Row
@@ -203,16 +204,17 @@ def _row_rules(index: int, raw: Any, ctx: RuleContext) -> Iterator[Violation]:
     if not isinstance(raw, dict):
         yield Violation(index, "", f"the row is a {type(raw).__name__}, not an object")
         return
+    fields = RowFields.model_validate(raw)
     checks = (_keys, _timing, _speaker_and_words, _targets, _utterance, _items, _strategy)
     for check in checks:
-        for path, message in check(raw, index, ctx):
+        for path, message in check(raw, fields, index, ctx):
             yield Violation(index, path, message)
 
 
 Found = Iterator[tuple[str, str]]
 
 
-def _keys(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
+def _keys(raw: dict[str, Any], _row: RowFields, index: int, ctx: RuleContext) -> Found:
     for key in ROW_KEYS:
         if key not in raw:
             yield key, 'missing; give [] or "" when there is nothing to report'
@@ -236,9 +238,9 @@ def _nulls_and_placeholders(value: Any, path: str) -> Found:
             yield from _nulls_and_placeholders(item, f"{path}[{i}]")
 
 
-def _timing(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
+def _timing(_raw: dict[str, Any], row: RowFields, index: int, ctx: RuleContext) -> Found:
     cue = ctx.rows.get(index)
-    start, end = raw.get("start_time"), raw.get("end_time")
+    start, end = row.start_time, row.end_time
     if not isinstance(start, int | float) or not isinstance(end, int | float) or cue is None:
         return
     if end <= start:
@@ -255,28 +257,28 @@ def _timing(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
         yield "end_time", f"{end} s is past the end of the video ({ctx.video_duration} s)"
 
 
-def _speaker_and_words(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
+def _speaker_and_words(_raw: dict[str, Any], row: RowFields, index: int, ctx: RuleContext) -> Found:
     cue = ctx.rows.get(index)
-    speaker = raw.get("primary_speaker")
+    speaker = row.primary_speaker
     if isinstance(speaker, str):
         if speaker not in ctx.entities:
             yield "primary_speaker", _outside(speaker, ctx.entities)
         elif cue is not None and cue.speaker and speaker != cue.speaker:
             yield "primary_speaker", f"{speaker!r}, but the subtitles name {cue.speaker!r}"
-    text = raw.get("dialogue_cleaned")
+    text = row.dialogue_cleaned
     if isinstance(text, str) and cue is not None and words(text) != words(cue.text):
         yield "dialogue_cleaned", f"must keep the subtitle's words, without paraphrase: {cue.text!r}"
 
 
-def _targets(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
-    targets = raw.get("target")
+def _targets(_raw: dict[str, Any], row: RowFields, index: int, ctx: RuleContext) -> Found:
+    targets = row.target
     if isinstance(targets, list):
         if not targets:
             yield (
                 "target",
                 "names nobody; give whom the row addresses (the group label only when truly collective)",
             )
-        yield from _names(targets, "target", ctx, exclude=raw.get("primary_speaker"))
+        yield from _names(targets, "target", ctx, exclude=row.primary_speaker)
 
 
 def _names(names: list[Any], path: str, ctx: RuleContext, exclude: Any = None) -> Found:
@@ -292,8 +294,8 @@ def _names(names: list[Any], path: str, ctx: RuleContext, exclude: Any = None) -
         yield path, f"{ctx.group!r} already means everyone; when it is a target it must be the only one"
 
 
-def _utterance(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
-    kind, speaker = raw.get("utterance_type"), raw.get("primary_speaker")
+def _utterance(_raw: dict[str, Any], row: RowFields, index: int, ctx: RuleContext) -> Found:
+    kind, speaker = row.utterance_type, row.primary_speaker
     if not isinstance(kind, str):
         return
     if speaker == THERAPIST and kind.strip():
@@ -314,7 +316,7 @@ _ITEM_FIELDS: dict[str, tuple[tuple[str, str], ...]] = {
 }
 
 
-def _items(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
+def _items(raw: dict[str, Any], _row: RowFields, index: int, ctx: RuleContext) -> Found:
     for name, spec in _ITEM_FIELDS.items():
         value = raw.get(name)
         if value is not None and not isinstance(value, list):
@@ -325,7 +327,7 @@ def _items(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
             if not isinstance(item, dict):
                 yield path, "must be an object with " + ", ".join(key for key, _ in spec)
                 continue
-            holder = item.get("initiator", item.get("source", item.get("speaker")))
+            holder = next((item[key] for key in HOLDER_KEYS if key in item), None)
             for key, kind in spec:
                 yield from _item_value(item.get(key), f"{path}.{key}", kind, ctx, holder)
 
@@ -349,16 +351,16 @@ def _item_value(value: Any, path: str, kind: str, ctx: RuleContext, holder: Any)
         yield path, "a viewpoint or address about oneself is not allowed"
 
 
-def _strategy(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
-    moves = raw.get("support_strategy")
+def _strategy(_raw: dict[str, Any], row: RowFields, index: int, ctx: RuleContext) -> Found:
+    moves = row.support_strategy
     if not isinstance(moves, list) or not moves:
         return
-    if raw.get("primary_speaker") != THERAPIST:
+    if row.primary_speaker != THERAPIST:
         yield "support_strategy", "only therapist rows carry a support strategy"
         return
     if len(moves) > 1:
         yield "support_strategy", f"{len(moves)} entries; keep only the main function of the move"
-    text = raw.get("dialogue_cleaned")
+    text = row.dialogue_cleaned
     if isinstance(text, str) and tuple(words(text)) in _BACKCHANNEL_WORDS:
         yield "support_strategy", f"{text!r} is a backchannel; leave support_strategy empty"
     for i, move in enumerate(moves):
@@ -366,15 +368,16 @@ def _strategy(raw: dict[str, Any], index: int, ctx: RuleContext) -> Found:
         if not isinstance(move, dict):
             yield path, "must be an object with provider, target, strategy_type, strategy_content"
             continue
-        if move.get("provider") != THERAPIST:
+        fields = MoveFields.model_validate(move)
+        if fields.provider != THERAPIST:
             yield f"{path}.provider", f"must be {THERAPIST!r}"
-        targets = move.get("target")
+        targets = fields.target
         if not isinstance(targets, list) or not targets:
             yield f"{path}.target", "needs whom the move addresses"
         else:
             yield from _names(targets, f"{path}.target", ctx, exclude=THERAPIST)
-        yield from _strategy_label(move.get("strategy_type"), f"{path}.strategy_type", ctx.scenario)
-        content = move.get("strategy_content")
+        yield from _strategy_label(fields.strategy_type, f"{path}.strategy_type", ctx.scenario)
+        content = fields.strategy_content
         if not isinstance(content, str) or not content.strip():
             yield f"{path}.strategy_content", "say what the move does"
 
