@@ -41,7 +41,7 @@ def _mode(path: Path) -> int:
 
 
 def test_new_database_and_its_companions_are_owner_only(tmp_path: Path) -> None:
-    os.umask(0o022)  # the usual umask, which would make a plain new file 0644
+    old_umask = os.umask(0o022)  # the usual umask, which would make a plain new file 0644
     path = tmp_path / "review.db"
     app = create_app(settings_for(f"sqlite:///{path}", None))
     try:
@@ -51,6 +51,7 @@ def test_new_database_and_its_companions_are_owner_only(tmp_path: Path) -> None:
         assert path in files and len(files) >= 2  # WAL mode: the -wal and -shm files exist while open
         assert {p.name: _mode(p) for p in files} == {p.name: 0o600 for p in files}
     finally:
+        os.umask(old_umask)
         app.state.review.sessions.kw["bind"].dispose()
 
 
