@@ -24,7 +24,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def key_of(provider: object) -> str:
     assert isinstance(provider, OpenAICompatProvider)
-    return str(provider._clients[0].api_key)
+    return str(provider.client.api_key)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
