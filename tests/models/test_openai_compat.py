@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx2
+import openai
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
@@ -90,6 +91,8 @@ def test_body_of_a_json_schema_request() -> None:
         "json_schema": {"name": "itp_answer", "schema": SCHEMA, "strict": False},
     }
     assert body["messages"] == [{"role": "user", "content": "Reply in JSON."}]
+    # What create() sent is what a Batch API line carries.
+    assert body == provider(capture([])).body(REQUEST, GenerationParams(seed=7), "json_schema")
     assert reply.text == '{"answer": "yes"}' and reply.ok and reply.finish_reason == "stop"
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.reasoning_tokens) == (
         11,
@@ -295,3 +298,38 @@ def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
         return [first, second]
 
     assert [r.text for r in asyncio.run(scenario())] == ['{"answer": "yes"}'] * 2
+
+
+def test_requests_in_flight_spread_over_the_pool_shards_and_free_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rescue_bench.models.http_pool import ShardedTransport
+
+    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    seen: list[list[int]] = []
+
+    async def scenario(p: OpenAICompatProvider, transport: ShardedTransport) -> list[Reply]:
+        async def one(n: int) -> Reply:
+            reply = await p.complete(numbered(n), GenerationParams())
+            seen.append(list(transport.in_flight))
+            return reply
+
+        try:
+            return list(await asyncio.gather(*(one(n) for n in range(20))))
+        finally:
+            await p.aclose()
+
+    with FakeOpenAIServer(lambda r: '{"answer": "ok"}', latency=0.3) as server:
+        transport = ShardedTransport(2, 8)
+        p = OpenAICompatProvider(
+            "m",
+            preset=get_preset("vllm"),
+            base_url=server.base_url,
+            api_key=KEY,
+            http_client=openai.DefaultAsyncHttpxClient(transport=transport),
+        )
+        replies = asyncio.run(scenario(p, transport))
+        assert server.max_in_flight == 20  # no shard held a request back
+    assert all(r.ok for r in replies)
+    assert max(max(s) for s in seen) >= 9 and transport.in_flight == [0, 0]  # both shards used, all freed

@@ -39,15 +39,16 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         verify = httpx2.create_ssl_context()  # once: loading the certificates is the costly part
         limits = httpx2.Limits(max_connections=None, max_keepalive_connections=per_shard)
         self._shards = [httpx2.AsyncHTTPTransport(verify=verify, limits=limits) for _ in range(shards)]
-        self._in_flight = [0] * shards
+        self.in_flight = [0] * shards
+        """Requests in flight on each shard."""
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
-        index = self._in_flight.index(min(self._in_flight))
-        self._in_flight[index] += 1
+        index = self.in_flight.index(min(self.in_flight))
+        self.in_flight[index] += 1
         try:
             response = await self._shards[index].handle_async_request(request)
         except BaseException:
-            self._in_flight[index] -= 1
+            self.in_flight[index] -= 1
             raise
         assert isinstance(response.stream, httpx2.AsyncByteStream)
         return httpx2.Response(
@@ -58,7 +59,7 @@ class ShardedTransport(httpx2.AsyncBaseTransport):
         )
 
     def _release(self, index: int) -> None:
-        self._in_flight[index] -= 1
+        self.in_flight[index] -= 1
 
     async def aclose(self) -> None:
         for shard in self._shards:
