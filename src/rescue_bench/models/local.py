@@ -42,7 +42,7 @@ from rescue_bench.errors import ConfigError, DependencyError, ProviderError
 from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
-from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.records import Instance, Json, Reply, Request, Usage
 
 log = logging.getLogger(__name__)
 
@@ -170,6 +170,8 @@ class LocalProvider:
 
     max_concurrency = 1
     """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
+    # TODO(integrator): `capabilities = Capabilities(has_endpoint=False, batch_export=False,
+    # reuses_prompt_prefix=True)` once models/base.py of branch engine defines Capabilities.
 
     def __init__(
         self,
@@ -219,6 +221,9 @@ class LocalProvider:
             "prompt_format": PROMPT_FORMAT,
             "max_string_length": self._max_string_length,
         }
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        """Nothing to prepare: the model loads on the first request (Provider protocol of branch engine)."""
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         try:

@@ -24,6 +24,7 @@ import asyncio
 import dataclasses
 import json
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx2
@@ -36,14 +37,20 @@ from rescue_bench.models.env import redact
 from rescue_bench.models.http_pool import make_http_client
 from rescue_bench.models.openai_errors import KeyOrigin, rejects_format, status_failure
 from rescue_bench.models.openai_reply import parse_reply
-from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, Preset, public_url
-from rescue_bench.records import Json, Reply, Request
+from rescue_bench.models.presets import (
+    FORMAT_LADDER,
+    LOCAL_PLACEHOLDER_KEY,
+    Preset,
+    lower_format,
+    public_url,
+    response_format_field,
+)
+from rescue_bench.records import Instance, Json, Reply, Request
 
 if TYPE_CHECKING:
     from openai.types.chat import ChatCompletionMessageParam
     from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
 
-FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 """Replies larger than this are refused unread: no benchmark answer comes near it, a runaway gateway can."""
 
@@ -60,7 +67,8 @@ class OpenAICompatProvider:
     (tests use a mock transport).
     """
 
-    # TODO(integrator): capabilities = Capabilities() once base.py (branch engine) defines Capabilities.
+    # TODO(integrator): `capabilities = Capabilities()` (all defaults: cacheable, an endpoint, batch export)
+    # once models/base.py of branch engine defines Capabilities.
 
     def __init__(
         self,
@@ -96,7 +104,7 @@ class OpenAICompatProvider:
     def identity(self) -> dict[str, Json]:
         return {"provider": self.preset.name, "model": self.model, "base_url": public_url(self.base_url)}
 
-    def prepare(self, instances: object) -> None:
+    def prepare(self, instances: Sequence[Instance]) -> None:
         """Nothing to prepare: each request stands alone (the Provider protocol of branch engine)."""
 
     async def aclose(self) -> None:
@@ -124,7 +132,7 @@ class OpenAICompatProvider:
             except openai.APIStatusError as exc:
                 if fmt != "text" and rejects_format(exc):
                     fmt = FORMAT_LADDER[FORMAT_LADDER.index(fmt) + 1]
-                    self.format_ceiling = _lower(self.format_ceiling, fmt)
+                    self.format_ceiling = lower_format(self.format_ceiling, fmt)
                     continue
                 where = f"{self.name} at {public_url(self.base_url)}"
                 latency = time.perf_counter() - started
@@ -177,7 +185,7 @@ class OpenAICompatProvider:
         }
         if params.seed is not None:
             body["seed"] = params.seed
-        response_format = _response_format(fmt, request, self.preset)
+        response_format = response_format_field(fmt, request, self.preset)
         if response_format is not None:
             body["response_format"] = response_format
         if params.disable_thinking and self.preset.thinking_off:
@@ -186,31 +194,7 @@ class OpenAICompatProvider:
         return body
 
     def effective_format(self, params: GenerationParams) -> ResponseFormat:
-        return _lower(params.response_format, self.format_ceiling)
+        return lower_format(params.response_format, self.format_ceiling)
 
     def _clean(self, text: str) -> str:
         return redact(text, self._secrets)[:500]
-
-
-def _lower(a: ResponseFormat, b: ResponseFormat) -> ResponseFormat:
-    """The poorer of two formats.
-
-    >>> _lower("json_schema", "json_object"), _lower("text", "json_schema")
-    ('json_object', 'text')
-    """
-    return FORMAT_LADDER[max(FORMAT_LADDER.index(a), FORMAT_LADDER.index(b))]
-
-
-def _response_format(fmt: ResponseFormat, request: Request, preset: Preset) -> dict[str, Json] | None:
-    if fmt == "text":
-        return None
-    if fmt == "json_object":
-        out: dict[str, Json] = {"type": "json_object"}
-        if preset.json_object_schema and request.response_schema:
-            out["schema"] = request.response_schema
-        return out
-    name = f"{request.task or 'answer'}_answer"
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": name, "schema": request.response_schema, "strict": False},
-    }

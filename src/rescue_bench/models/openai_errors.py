@@ -42,9 +42,8 @@ class KeyOrigin:
     def hint(self) -> str:
         """The 401 hint.
 
-        >>> print(KeyOrigin("MY_KEY").hint(), KeyOrigin(None).hint(), sep="\n")
-         (check the key in MY_KEY)
-         (check the API key)
+        >>> KeyOrigin("MY_KEY").hint()
+        ' (check the key in MY_KEY)'
         >>> KeyOrigin(None, ("A", "B")).hint()
         ' (no key was sent: set A or B, or name a variable with --api-key-env)'
         """
