@@ -11,7 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
-from tests.fakes.openai_server import FakeOpenAIServer, drip, echo_key, huge, unauthorized
+from tests.fakes.openai_server import FakeOpenAIServer, drip, echo_key, huge, truncated_stream, unauthorized
 
 from rescue_bench.errors import ProviderError, RetryableError
 from rescue_bench.models.base import GenerationParams
@@ -109,3 +109,11 @@ def test_the_401_hint_names_the_variable_the_key_came_from(monkeypatch: pytest.M
         assert isinstance(provider, OpenAICompatProvider)
         with pytest.raises(ProviderError, match=r"check the key in OPENAI_API_KEY\)"):
             ask(provider)
+
+
+def test_a_body_cut_short_on_the_wire_is_retryable() -> None:
+    with (
+        FakeOpenAIServer(lambda r: truncated_stream('{"answer": "yes"}')) as server,
+        pytest.raises(RetryableError, match="connection error"),
+    ):
+        ask(on(server))

@@ -115,11 +115,13 @@ class OpenAICompatProvider:
         try:
             async with asyncio.timeout(self.timeout):
                 return await self._complete(request, params, started)
-        except (TimeoutError, openai.APITimeoutError):
+        except (TimeoutError, openai.APITimeoutError, httpx2.TimeoutException):
             raise RetryableError(f"timed out after {self.timeout:g} s") from None
         except openai.APIConnectionError as exc:
             raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
-        except ValueError as exc:  # a truncated or garbled body
+        except httpx2.TransportError as exc:  # while the body streams in, past the SDK's own mapping
+            raise RetryableError(f"connection error: {self._clean(str(exc))}") from None
+        except (ValueError, httpx2.DecodingError) as exc:  # a truncated or garbled body
             raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
         except ReplyTooLarge as exc:
             return Reply.failure(f"{self.name}: {exc}", latency=time.perf_counter() - started)
