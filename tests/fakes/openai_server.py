@@ -12,7 +12,9 @@ Scripting: give a *handler*, a callable that receives each :class:`ChatRequest` 
   :func:`rate_limited` (429 with ``Retry-After``), :func:`server_error` (500), :func:`hang` (slower than the
   client's timeout), :func:`truncated_json` (a 200 whose JSON body is cut short), :func:`truncated_stream`
   (the connection closes mid-body), :func:`reset` (TCP reset), :func:`unsupported_format` (400 about
-  ``response_format``), :func:`refusal` (DashScope's ``data_inspection_failed``).
+  ``response_format``), :func:`refusal` (DashScope's ``data_inspection_failed``); hostile servers:
+  :func:`drip` (a 200 body one byte every half second), :func:`huge` (megabytes of content, chunked or not),
+  :func:`echo_key` (the request's bearer token comes back in the answer and the reasoning).
 
 ``ChatRequest.nth`` counts identical requests (same messages), so "fail the first two attempts, then answer"
 is ``lambda r: rate_limited(0) if r.nth <= 2 else "..."``. Every request is logged in
@@ -64,6 +66,10 @@ class Script:
     fault: Fault | None = None
     usage: tuple[int, int] | None = None
     """(prompt_tokens, completion_tokens); default: characters / 4."""
+    drip: float | None = None
+    """Seconds between single bytes of a 200 body (a server that never quite finishes)."""
+    chunked: bool = False
+    """Send a 200 body with ``Transfer-Encoding: chunked`` instead of a ``Content-Length``."""
 
 
 def ok(
@@ -98,6 +104,22 @@ def truncated_json(content: str = "{}") -> Script:
 
 def truncated_stream(content: str = "{}") -> Script:
     return Script(content=content, fault="truncated_stream")
+
+
+def drip(seconds_per_byte: float = 0.5, *, chunked: bool = False) -> Script:
+    """A 200 whose body comes one byte every ``seconds_per_byte``: each read is quick, the whole is not."""
+    return Script(content='{"answer": "' + "x" * 200 + '"}', drip=seconds_per_byte, chunked=chunked)
+
+
+def huge(megabytes: float, *, chunked: bool = False) -> Script:
+    """A 200 whose content is ``megabytes`` of text."""
+    return Script(content='{"answer": "' + "x" * int(megabytes * 2**20) + '"}', chunked=chunked)
+
+
+def echo_key(request: ChatRequest) -> Script:
+    """A misbehaving gateway: the bearer token of the request comes back in the answer and the reasoning."""
+    token = request.headers.get("authorization", "").removeprefix("Bearer ")
+    return Script(content=json.dumps({"answer": f"your key is {token}"}), reasoning=f"Key {token} seen.")
 
 
 def reset() -> Script:
@@ -347,7 +369,10 @@ class FakeOpenAIServer:
             writer.write(_head(200, len(payload), script.headers) + payload[: len(payload) // 2])
             await writer.drain()
             return False
-        await _send_bytes(writer, 200, payload, script.headers)
+        if script.drip is not None or script.chunked:
+            await _send_slowly(writer, payload, script)
+        else:
+            await _send_bytes(writer, 200, payload, script.headers)
         with self._lock:
             self.completed += 1
         return True
@@ -364,8 +389,9 @@ def _parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:
     return method, path, headers
 
 
-def _head(status: int, length: int, headers: Mapping[str, str]) -> bytes:
-    lines = [f"HTTP/1.1 {status} X", "Content-Type: application/json", f"Content-Length: {length}"]
+def _head(status: int, length: int | None, headers: Mapping[str, str]) -> bytes:
+    framing = "Transfer-Encoding: chunked" if length is None else f"Content-Length: {length}"
+    lines = [f"HTTP/1.1 {status} X", "Content-Type: application/json", framing]
     lines += [f"{k}: {v}" for k, v in headers.items()]
     return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
@@ -375,6 +401,21 @@ async def _send_bytes(
 ) -> None:
     writer.write(_head(status, len(payload), headers) + payload)
     await writer.drain()
+
+
+async def _send_slowly(writer: asyncio.StreamWriter, payload: bytes, script: Script) -> None:
+    """A 200 body chunked and/or one byte at a time (``script.drip`` seconds apart)."""
+    writer.write(_head(200, None if script.chunked else len(payload), script.headers))
+    step = 1 if script.drip is not None else 65536
+    for start in range(0, len(payload), step):
+        piece = payload[start : start + step]
+        writer.write(b"%x\r\n%s\r\n" % (len(piece), piece) if script.chunked else piece)
+        await writer.drain()
+        if script.drip is not None:
+            await asyncio.sleep(script.drip)
+    if script.chunked:
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
 
 
 async def _send(

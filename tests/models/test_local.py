@@ -277,3 +277,26 @@ def test_a_run_on_one_demo_conversation_parses_every_reply(tmp_path: Path) -> No
         assert record["error"] is None and record["reply"]["finish_reason"] == "stop"
         json.loads(record["reply"]["text"])
     assert json.loads((out / "scores.json").read_text())["itp"]["all"]["n"] > 0
+
+
+def test_an_untested_llama_cpp_version_takes_the_plain_public_path(
+    gguf_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rescue_bench.models import llama_adapter
+
+    monkeypatch.setattr(llama_adapter, "installed_version", lambda: (9, 0, 0))
+    llama_adapter.fast_path.cache_clear()
+    try:
+        assert not llama_adapter.fast_path()
+        plain = LocalProvider(str(gguf_path))
+        try:
+            reply = ask(plain, request(ITEMS))
+            assert plain._decoder is None and plain.stats.requests == 0  # the fast decoder never ran
+        finally:
+            asyncio.run(plain.aclose())
+    finally:
+        llama_adapter.fast_path.cache_clear()
+    assert reply.ok and reply.finish_reason == "stop", reply
+    value = json.loads(reply.text)
+    check(value, SCHEMA)
+    assert reply.usage.prompt_tokens > 100 and reply.usage.completion_tokens > 0

@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rescue_bench.models import llama_adapter
 from rescue_bench.models.local_decoding import CharProbe, GrammarConstraint, grammar_for, tighten
 from rescue_bench.records import Json
 
@@ -48,7 +49,7 @@ def constraint_for(model: Any, schema: dict[str, Json]) -> GrammarConstraint:
     gbnf = grammar_for(schema, "json_schema")
     assert gbnf is not None
     probe = CharProbe.for_model(model)
-    return GrammarConstraint(llama_cpp, model._model.vocab, gbnf, probe=probe, eos=model.token_eos())
+    return GrammarConstraint(llama_cpp, llama_adapter.vocab(model), gbnf, probe=probe, eos=model.token_eos())
 
 
 def feed(model: Any, constraint: GrammarConstraint, text: str) -> None:
@@ -121,7 +122,9 @@ def test_best_is_the_highest_allowed_token(vocab_model: Any) -> None:
     assert gbnf is not None
     probe = CharProbe.for_model(vocab_model)
     eos = vocab_model.token_eos()
-    constraint = GrammarConstraint(llama_cpp, vocab_model._model.vocab, gbnf, probe=probe, eos=eos, top_k=4)
+    constraint = GrammarConstraint(
+        llama_cpp, llama_adapter.vocab(vocab_model), gbnf, probe=probe, eos=eos, top_k=4
+    )
     try:
         feed(vocab_model, constraint, '"')
         [no] = vocab_model.tokenize(b"no", add_bos=False, special=False)

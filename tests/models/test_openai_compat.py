@@ -5,25 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import ssl
 from collections.abc import Callable
 from typing import Any
 
-import httpcore2
 import httpx2
+import openai
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from rescue_bench.errors import ModerationRefusal, RetryableError
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
 from rescue_bench.models.base import GenerationParams
-from rescue_bench.models.openai_compat import (
-    ONE_WRITE_MAX,
-    OneWriteBackend,
-    OneWriteStream,
-    OneWriteTransport,
-    OpenAICompatProvider,
-)
+from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
 from rescue_bench.records import Reply, Request
 
@@ -99,6 +91,8 @@ def test_body_of_a_json_schema_request() -> None:
         "json_schema": {"name": "itp_answer", "schema": SCHEMA, "strict": False},
     }
     assert body["messages"] == [{"role": "user", "content": "Reply in JSON."}]
+    # What create() sent is what a Batch API line carries.
+    assert body == provider(capture([])).body(REQUEST, GenerationParams(seed=7), "json_schema")
     assert reply.text == '{"answer": "yes"}' and reply.ok and reply.finish_reason == "stop"
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.reasoning_tokens) == (
         11,
@@ -197,7 +191,7 @@ def test_transport_faults_are_retryable() -> None:
             200, content=b'{"id": "x", "choices": [{"mess', headers={"content-type": "application/json"}
         )
 
-    with pytest.raises(RetryableError, match="timeout"):
+    with pytest.raises(RetryableError, match="timed out after 5 s"):
         call(provider(timeout))
     with pytest.raises(RetryableError, match="connection error"):
         call(provider(refused))
@@ -212,7 +206,8 @@ def test_fatal_statuses_raise_without_the_key() -> None:
     assert (
         "HTTP 401" in str(caught.value)
         and KEY not in str(caught.value)
-        and "OPENAI_API_KEY" in str(caught.value)
+        and "(check the API key)" in str(caught.value)
+        and "OPENAI_API_KEY" not in str(caught.value)  # the key did not come from there
     )
     with pytest.raises(ProviderError, match=r"HTTP 404.*check the model name"):
         call(provider(respond(404, {"error": {"message": "model not found"}})))
@@ -262,30 +257,7 @@ def numbered(n: int) -> Request:
     )
 
 
-def test_one_client_per_request_in_flight_and_one_send_per_request(monkeypatch: pytest.MonkeyPatch) -> None:
-    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
-        monkeypatch.delenv(var, raising=False)
-
-    async def scenario(p: OpenAICompatProvider) -> tuple[list[Reply], list[Reply]]:
-        sequential = [await p.complete(numbered(n), GenerationParams()) for n in range(3)]
-        concurrent = await asyncio.gather(*(p.complete(numbered(n), GenerationParams()) for n in range(3, 9)))
-        await p.aclose()
-        return sequential, list(concurrent)
-
-    with FakeOpenAIServer(lambda r: '{"answer": "' + r.messages[0]["content"].split()[1] + '"}') as server:
-        p = loopback_provider(server)
-        sequential, concurrent = asyncio.run(scenario(p))
-        bodies = [r.body["messages"][0]["content"] for r in server.requests]
-    assert [r.text for r in sequential + concurrent] == [f'{{"answer": "{n}"}}' for n in range(9)]
-    assert sorted(bodies) == sorted(m.messages[0]["content"] for m in map(numbered, range(9)))
-    # The three sequential requests took one client; six at once needed six.
-    assert len(p._clients) == 6
-    transports = [c._client._transport for c in p._clients]
-    assert all(isinstance(t, OneWriteTransport) for t in transports)
-    assert sum(t.backend.sends for t in transports if isinstance(t, OneWriteTransport)) == 9
-
-
-def test_proxy_variables_keep_httpx2s_own_transport(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_proxy_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     with socket.socket() as closed:  # a loopback port nobody listens on: the proxy is down
         closed.bind(("127.0.0.1", 0))
         dead = closed.getsockname()[1]
@@ -297,62 +269,6 @@ def test_proxy_variables_keep_httpx2s_own_transport(monkeypatch: pytest.MonkeyPa
         with pytest.raises(RetryableError, match="connection error"):
             asyncio.run(p.complete(numbered(0), GenerationParams()))
         assert server.count == 0
-
-
-class Recorder(httpcore2.AsyncNetworkStream):
-    """A network stream that records writes and answers reads from a script."""
-
-    def __init__(self, fail_writes: bool = False) -> None:
-        self.writes: list[bytes] = []
-        self.fail_writes = fail_writes
-        self.closed = False
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if self.fail_writes:
-            raise httpcore2.WriteError("broken pipe")
-        self.writes.append(buffer)
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        return b"HTTP/1.1 413 Too Large\r\n"
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore2.AsyncNetworkStream:
-        return Recorder()
-
-
-def test_one_write_stream_holds_writes_until_the_read() -> None:
-    async def scenario() -> None:
-        inner = Recorder()
-        stream = OneWriteStream(inner, OneWriteBackend())
-        await stream.write(b"HEAD\r\n\r\n")
-        await stream.write(b"")
-        await stream.write(b"body")
-        assert inner.writes == []
-        assert await stream.read(100) == b"HTTP/1.1 413 Too Large\r\n"
-        assert inner.writes == [b"HEAD\r\n\r\nbody"]
-        big = b"x" * ONE_WRITE_MAX  # a large body goes out as it comes
-        await stream.write(b"HEAD\r\n\r\n")
-        await stream.write(big)
-        assert inner.writes[1:] == [b"HEAD\r\n\r\n" + big]
-        tls = await stream.start_tls(ssl.create_default_context())
-        assert isinstance(tls, OneWriteStream)
-        await stream.aclose()
-        assert inner.closed
-
-    asyncio.run(scenario())
-
-
-def test_a_failed_write_still_reads_the_servers_early_answer() -> None:
-    async def scenario() -> bytes:
-        stream = OneWriteStream(Recorder(fail_writes=True), OneWriteBackend())
-        await stream.write(b"POST / HTTP/1.1\r\n\r\n")
-        return await stream.read(100)
-
-    assert asyncio.run(scenario()) == b"HTTP/1.1 413 Too Large\r\n"
 
 
 def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
@@ -382,3 +298,38 @@ def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
         return [first, second]
 
     assert [r.text for r in asyncio.run(scenario())] == ['{"answer": "yes"}'] * 2
+
+
+def test_requests_in_flight_spread_over_the_pool_shards_and_free_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rescue_bench.models.http_pool import ShardedTransport
+
+    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(var, raising=False)
+    seen: list[list[int]] = []
+
+    async def scenario(p: OpenAICompatProvider, transport: ShardedTransport) -> list[Reply]:
+        async def one(n: int) -> Reply:
+            reply = await p.complete(numbered(n), GenerationParams())
+            seen.append(list(transport.in_flight))
+            return reply
+
+        try:
+            return list(await asyncio.gather(*(one(n) for n in range(20))))
+        finally:
+            await p.aclose()
+
+    with FakeOpenAIServer(lambda r: '{"answer": "ok"}', latency=0.3) as server:
+        transport = ShardedTransport(2, 8)
+        p = OpenAICompatProvider(
+            "m",
+            preset=get_preset("vllm"),
+            base_url=server.base_url,
+            api_key=KEY,
+            http_client=openai.DefaultAsyncHttpxClient(transport=transport),
+        )
+        replies = asyncio.run(scenario(p, transport))
+        assert server.max_in_flight == 20  # no shard held a request back
+    assert all(r.ok for r in replies)
+    assert max(max(s) for s in seen) >= 9 and transport.in_flight == [0, 0]  # both shards used, all freed

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -24,7 +26,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def key_of(provider: object) -> str:
     assert isinstance(provider, OpenAICompatProvider)
-    return str(provider._clients[0].api_key)
+    return str(provider.client.api_key)
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))
@@ -99,3 +101,91 @@ def test_local_prefix_routes_to_the_local_provider() -> None:
         pytest.skip("rescue_bench.models.local is not in this tree yet")
     provider = get_model("local/gemma-3-270m")
     assert isinstance(provider, local.LocalProvider)
+
+
+PLUGIN = '''
+from rescue_bench.models.registry import ProviderOptions
+from rescue_bench.records import Reply
+
+
+class EchoProvider:
+    """Answers every request with its last message, upper-cased."""
+
+    def __init__(self, model, options):
+        self.name = f"echo/{model}"
+        self.timeout = options.timeout
+
+    def identity(self):
+        return {"provider": "echo", "model": self.name}
+
+    async def complete(self, request, params):
+        return Reply(text=request.messages[-1]["content"].upper())
+
+    async def aclose(self):
+        pass
+
+
+def make(model, options: ProviderOptions):
+    return EchoProvider(model, options)
+'''
+
+
+def install_plugin(root: Path, entry_points: str, module: str = PLUGIN) -> None:
+    """An installed outside package: a module and its dist-info (with entry points) on ``sys.path``."""
+    sys.modules.pop("echo_plugin", None)  # a fresh import of this test's module
+    importlib.invalidate_caches()
+    (root / "echo_plugin.py").write_text(module)
+    info = root / "echo_plugin-0.1.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: echo-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[rescue_bench.providers]\n{entry_points}\n")
+
+
+def test_a_provider_from_an_installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from rescue_bench.models.base import GenerationParams, Provider
+    from rescue_bench.records import Request
+
+    install_plugin(tmp_path, "echo = echo_plugin:make")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    provider = get_model("echo/loud", timeout=7.0)
+    assert isinstance(provider, Provider) and provider.name == "echo/loud"
+    assert provider.timeout == 7.0  # type: ignore[attr-defined]
+    request = Request("itp", ({"role": "user", "content": "hello"},), {}, ("i",))
+    assert asyncio.run(provider.complete(request, GenerationParams())).text == "HELLO"
+    with pytest.raises(ConfigError, match=r"known providers: openai, .*replay, echo$"):
+        get_model("nope/x")
+
+
+def test_a_broken_plugin_is_a_clear_error_naming_its_entry_point(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    install_plugin(
+        tmp_path, "echo = echo_plugin:make\nbroken = no_such_module:make\nodd = echo_plugin:PLUGIN_TEXT"
+    )
+    (tmp_path / "echo_plugin.py").write_text(PLUGIN + "\nPLUGIN_TEXT = 'not a factory'\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(
+        ConfigError,
+        match=r"provider plugin 'broken' \(entry point broken = no_such_module:make in"
+        r" group rescue_bench.providers\) cannot be loaded: ModuleNotFoundError",
+    ):
+        get_model("broken/x")
+    with pytest.raises(ConfigError, match=r"provider plugin 'odd' .* is not callable"):
+        get_model("odd/x")
+
+
+def test_a_plugin_cannot_take_a_built_in_prefix(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    install_plugin(tmp_path, "baseline = echo_plugin:make")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    from rescue_bench.models.baselines import RandomBaseline
+
+    assert isinstance(get_model("baseline/random"), RandomBaseline)
+
+
+def test_unknown_options_for_an_openai_compatible_provider() -> None:
+    with pytest.raises(ConfigError, match="vllm/ takes no option n_ctx"):
+        get_model("vllm/x", n_ctx=4)
+    provider = get_model("vllm/x", concurrency=8, max_reply_bytes=1000)
+    assert isinstance(provider, OpenAICompatProvider) and provider.max_reply_bytes == 1000

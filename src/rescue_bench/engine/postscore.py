@@ -17,7 +17,7 @@ from typing import Any
 
 from rescue_bench.errors import DependencyError
 from rescue_bench.models.base import parse_model_name
-from rescue_bench.models.registry import SPECIAL_PROVIDERS
+from rescue_bench.models.presets import PRESETS
 
 JUDGED = ("er", "vp")
 BERTSCORE_HINT = (
@@ -52,7 +52,7 @@ def has_endpoint(model: str) -> bool:
     >>> has_endpoint("openai/gpt-4o"), has_endpoint("baseline/random")
     (True, False)
     """
-    return parse_model_name(model).provider not in SPECIAL_PROVIDERS
+    return parse_model_name(model).provider in PRESETS
 
 
 def judge_endpoint(

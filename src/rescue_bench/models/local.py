@@ -24,15 +24,13 @@ fast enough for the demo run on two cores:
 from __future__ import annotations
 
 import asyncio
-import ctypes
 import hashlib
 import json
 import logging
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -41,9 +39,10 @@ import numpy as np
 import platformdirs
 
 from rescue_bench.errors import ConfigError, DependencyError, ProviderError
+from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
-from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.records import Instance, Json, Reply, Request, Usage
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +170,8 @@ class LocalProvider:
 
     max_concurrency = 1
     """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
+    # TODO(integrator): `capabilities = Capabilities(has_endpoint=False, batch_export=False,
+    # reuses_prompt_prefix=True)` once models/base.py of branch engine defines Capabilities.
 
     def __init__(
         self,
@@ -221,6 +222,9 @@ class LocalProvider:
             "max_string_length": self._max_string_length,
         }
 
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        """Nothing to prepare: the model loads on the first request (Provider protocol of branch engine)."""
+
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         try:
             prompt = render_prompt(request.messages)
@@ -248,16 +252,16 @@ class LocalProvider:
             self._llm.close()
             self._llm = None
 
-    def _load(self, n_ctx: int) -> Decoder:
-        """The loaded model, with a context of at least ``n_ctx`` tokens (runs in the worker thread)."""
-        if self._decoder is not None and self._llm.n_ctx() >= n_ctx:
-            return self._decoder
+    def _load(self, n_ctx: int) -> None:
+        """Load the model with a context of at least ``n_ctx`` tokens (runs in the worker thread)."""
+        if self._llm is not None and self._llm.n_ctx() >= n_ctx:
+            return
         self._unload()
         path = self._path or default_model_path()
         try:
             # swa_full keeps the whole sliding-window cache, which prefix re-use needs; flash attention
             # saved 17% of the CPU time of a 3,800-token prompt.
-            with _quiet_swa_notice(self._lib):
+            with llama_adapter.quiet_swa_notice(self._lib):
                 self._llm = self._lib.Llama(
                     model_path=str(path),
                     n_ctx=n_ctx,
@@ -270,8 +274,8 @@ class LocalProvider:
                 )
         except (ValueError, RuntimeError) as exc:
             raise ProviderError(f"{self.name}: cannot load {path}: {exc}") from None
-        self._decoder = Decoder(self._lib, self._llm)
-        return self._decoder
+        if llama_adapter.fast_path():
+            self._decoder = Decoder(self._lib, self._llm)
 
     def _generate(self, prompt: str, gbnf: str | None, max_tokens: int, params: GenerationParams) -> Reply:
         started = time.perf_counter()
@@ -286,20 +290,22 @@ class LocalProvider:
             )
         if needed > self._n_ctx:
             self._n_ctx = min(limit, max(needed, 2 * self._n_ctx))
-        decoder = self._load(self._n_ctx)
+        self._load(self._n_ctx)
+        seed = self._seed if params.seed is None else params.seed
+        if self._decoder is None:
+            return self._generate_plain(tokens, gbnf, max_tokens, params.temperature, seed, started)
         constraint = None
         if gbnf:
             constraint = GrammarConstraint(
                 self._lib,
-                self._llm._model.vocab,
+                llama_adapter.vocab(self._llm),
                 gbnf,
-                probe=decoder.probe,
+                probe=self._decoder.probe,
                 eos=self._llm.token_eos(),
                 top_k=self._top_k_grammar,
             )
-        seed = self._seed if params.seed is None else params.seed
         try:
-            gen = decoder.generate(
+            gen = self._decoder.generate(
                 tokens,
                 max_tokens=max_tokens,
                 constraint=constraint,
@@ -314,28 +320,36 @@ class LocalProvider:
         usage = Usage(gen.prompt_tokens, gen.completion_tokens)
         return Reply(text=gen.text, usage=usage, latency=latency, finish_reason=gen.finish_reason)
 
+    def _generate_plain(
+        self,
+        tokens: list[int],
+        gbnf: str | None,
+        max_tokens: int,
+        temperature: float,
+        seed: int,
+        started: float,
+    ) -> Reply:
+        """llama-cpp-python's public ``create_completion``: the path for versions the adapter was not tested
+        with (same prompt and grammar, no prefix re-use or forced-text jumps, so slower)."""
+        from llama_cpp.llama_grammar import LlamaGrammar  # the optional extra, as in grammar_for
+
+        grammar = None if gbnf is None else LlamaGrammar.from_string(gbnf, verbose=False)
+        out = self._llm.create_completion(
+            tokens, max_tokens=max_tokens, temperature=temperature, seed=seed, grammar=grammar
+        )
+        choice, usage = out["choices"][0], out["usage"]
+        latency = time.perf_counter() - started
+        return Reply(
+            text=choice["text"],
+            usage=Usage(int(usage["prompt_tokens"]), int(usage["completion_tokens"])),
+            latency=latency,
+            finish_reason=choice["finish_reason"],
+        )
+
     def _context_limit(self, default: int) -> int:
         """The context length the model was trained for (from the GGUF metadata)."""
         meta = self._llm.metadata
         return int(meta.get(f"{meta.get('general.architecture')}.context_length", default))
-
-
-@contextmanager
-def _quiet_swa_notice(lib: Any) -> Iterator[None]:
-    """Drop llama.cpp's "using full-size SWA cache" notice, which it logs at error level on every load of a
-    Gemma 3 model with ``swa_full``; every other message goes to llama-cpp-python's own handler."""
-    from llama_cpp import _logger
-
-    @lib.llama_log_callback  # type: ignore[untyped-decorator]
-    def callback(level: int, text: bytes, user_data: Any) -> None:
-        if b"full-size SWA cache" not in text:
-            _logger.llama_log_callback(level, text, user_data)
-
-    lib.llama_log_set(callback, ctypes.c_void_p(0))
-    try:
-        yield
-    finally:
-        lib.llama_log_set(_logger.llama_log_callback, ctypes.c_void_p(0))
 
 
 def default_model_sha256() -> str:

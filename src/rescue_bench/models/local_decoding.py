@@ -32,6 +32,7 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import ResponseFormat
 from rescue_bench.records import Json
 
@@ -136,10 +137,9 @@ class CharProbe:
             tokens = llm.tokenize(chr(code).encode(), add_bos=False, special=False)
             if len(tokens) == 1:
                 chars[int(tokens[0])] = chr(code)
-        leads = [
-            i for i in range(int(llm.n_vocab())) if _BYTE_TOKEN.fullmatch(llm._model.token_get_text(i) or "")
-        ]
-        lead_ids = [i for i in leads if int(llm._model.token_get_text(i)[3:5], 16) >= 0xC2]
+        text = llama_adapter.token_text
+        leads = [i for i in range(int(llm.n_vocab())) if _BYTE_TOKEN.fullmatch(text(llm, i) or "")]
+        lead_ids = [i for i in leads if int(text(llm, i)[3:5], 16) >= 0xC2]
         ids = np.array(sorted({*chars, *lead_ids, int(llm.token_eos())}), dtype=np.intc)
         return cls(ids, chars)
 
@@ -256,14 +256,14 @@ class Generation:
 class Decoder:
     """Decoding on one ``llama_cpp.Llama``: prefix re-use, forced-text jumps, greedy or sampled choices.
 
-    It drives llama-cpp-python's context and batch objects directly (``_ctx``, ``_batch``), because
-    ``create_completion`` re-evaluates every token one by one and runs llama.cpp's full-vocabulary grammar
-    check at each step.
+    It drives llama-cpp-python's context and batch objects directly, through
+    :mod:`rescue_bench.models.llama_adapter`, because ``create_completion`` re-evaluates every token one by
+    one and runs llama.cpp's full-vocabulary grammar check at each step.
     """
 
     def __init__(self, lib: Any, llm: Any) -> None:
         self._lib, self._llm = lib, llm
-        self._vocab = llm._model.vocab
+        self._vocab = llama_adapter.vocab(llm)
         self._n_vocab = int(llm.n_vocab())
         self.probe = CharProbe.for_model(llm)
         self._cached: list[int] = []
@@ -345,17 +345,12 @@ class Decoder:
                 break
             common += 1
         if common < len(self._cached):
-            self._llm._ctx.kv_cache_seq_rm(-1, common, -1)
+            llama_adapter.forget_from(self._llm, common)
             del self._cached[common:]
         return common
 
     def _eval(self, tokens: list[int]) -> npt.NDArray[np.single]:
         """Run ``tokens`` through the model after the cached ones; the logits after the last one."""
-        batch, size = self._llm._batch, int(self._llm.n_batch)
-        for start in range(0, len(tokens), size):
-            chunk = tokens[start : start + size]
-            batch.set_batch(batch=chunk, n_past=len(self._cached), logits_all=False)
-            self._llm._ctx.decode(batch)
-            self._cached.extend(chunk)
-        pointer = self._llm._ctx.get_logits_ith(-1)
-        return np.ctypeslib.as_array(pointer, shape=(self._n_vocab,)).copy()
+        llama_adapter.evaluate(self._llm, tokens, len(self._cached))
+        self._cached.extend(tokens)
+        return llama_adapter.last_logits(self._llm, self._n_vocab)

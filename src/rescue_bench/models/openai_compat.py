@@ -1,59 +1,74 @@
-"""Any OpenAI-compatible chat endpoint, through the official ``openai`` SDK's async client.
+"""Any OpenAI-compatible chat endpoint, through the ``openai`` SDK's typed ``chat.completions.create``.
 
-The SDK's own retries are off (``max_retries=0``): the engine owns retries, so that they are counted,
-jittered, honour ``Retry-After`` and apply only to faults worth retrying. This module only translates:
+One ``AsyncOpenAI`` client per provider (one endpoint), with a connection pool that keeps as many connections
+alive as the run keeps requests in flight. The SDK's own retries are off (``max_retries=0``): the engine owns
+retries, so that they are counted, jittered, honour ``Retry-After`` and apply only to faults worth retrying.
+This module only translates (HTTP statuses: :mod:`rescue_bench.models.openai_errors`):
 
 * 429, 408, 5xx, timeouts, connection errors and unreadable bodies -> :class:`RetryableError`;
 * ``data_inspection_failed`` (or an empty ``content_filter`` answer) -> :class:`ModerationRefusal`;
-* 401, 403 and 404 (bad key, no access, unknown model) -> :class:`ProviderError`, which stops the run: no
-  request can succeed, so asking the other thousands would only repeat the error;
-* any other 4xx -> a failed :class:`Reply` with the server's message (no retry);
+* 401, 403 and 404 (bad key, no access, unknown model) -> :class:`ProviderError`, which stops the run;
+* any other 4xx, and a reply over ``max_reply_bytes`` -> a failed :class:`Reply` with the reason (no retry);
 * a 400/422/500 that complains about ``response_format`` -> step down json_schema -> json_object -> text and
   remember it for this endpoint.
 
-Reasoning output (``reasoning_content`` or ``reasoning``) is kept apart from the answer. No message carries
-the key.
-
-Harness CPU per request matters at 64 requests in flight (the engine benchmark's target is under 2 ms), so
-each request in flight has an SDK client of its own (one connection per pool, which httpcore then never
-scans), and the clients' transport sends each request in one write (:class:`OneWriteTransport`).
+``timeout`` bounds a whole request, wall clock, whatever the server does (a reply that drips a byte at a
+time included). Reasoning output (``reasoning_content`` or ``reasoning``) is kept apart from the answer. The
+key is removed from every reply and message (a gateway may echo it). Proxy variables and ``SSL_CERT_FILE``
+are honoured, as by any httpx2 client.
 """
 
 from __future__ import annotations
 
-import contextlib
+import asyncio
+import dataclasses
 import json
-import select
-import socket
-import ssl
 import time
-import urllib.request
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any, cast
 
-import httpcore2
 import httpx2
 import openai
-from openai import AsyncOpenAI
+from openai import AsyncOpenAI, omit
 
-from rescue_bench.engine.limits import parse_retry_after
-from rescue_bench.errors import ModerationRefusal, RetryableError
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import RetryableError
 from rescue_bench.models.base import GenerationParams, ResponseFormat
 from rescue_bench.models.env import redact
-from rescue_bench.models.presets import Preset, public_url
-from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.models.http_pool import make_http_client
+from rescue_bench.models.openai_errors import KeyOrigin, rejects_format, status_failure
+from rescue_bench.models.openai_reply import parse_reply
+from rescue_bench.models.presets import (
+    FORMAT_LADDER,
+    LOCAL_PLACEHOLDER_KEY,
+    Preset,
+    lower_format,
+    public_url,
+    response_format_field,
+)
+from rescue_bench.records import Instance, Json, Reply, Request
 
-FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
-ONE_WRITE_MAX = 256 * 1024
-"""Bytes of a request held back to go out in one write; a larger body goes out as it comes."""
-_FATAL_STATUS = (401, 403, 404)
-_FORMAT_REJECTION_STATUS = (400, 422, 500)
-_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
+if TYPE_CHECKING:
+    from openai.types.chat import ChatCompletionMessageParam
+    from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
+
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+"""Replies larger than this are refused unread: no benchmark answer comes near it, a runaway gateway can."""
+
+
+class ReplyTooLarge(Exception):
+    """A reply body over the provider's ``max_reply_bytes``."""
 
 
 class OpenAICompatProvider:
-    """One model on one OpenAI-compatible endpoint."""
+    """One model on one OpenAI-compatible endpoint.
+
+    ``key_origin`` names where the key came from (for the 401 hint); ``concurrency`` is how many requests the
+    run keeps in flight (the pool keeps that many connections alive); ``http_client`` replaces the SDK's
+    (tests use a mock transport).
+    """
+
+    # TODO(integrator): `capabilities = Capabilities()` (all defaults: cacheable, an endpoint, batch export)
+    # once models/base.py of branch engine defines Capabilities.
 
     def __init__(
         self,
@@ -64,95 +79,103 @@ class OpenAICompatProvider:
         api_key: str,
         timeout: float = 120.0,
         http_client: httpx2.AsyncClient | None = None,
+        key_origin: KeyOrigin | None = None,
+        concurrency: int = 64,
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.name = f"{preset.name}/{model}"
         self.model = model
         self.preset = preset
         self.base_url = base_url
         self.timeout = timeout
-        self._secrets = (api_key,)
-        self._api_key = api_key
-        self._shared = http_client is not None
-        # One SSL context for all clients: its certificate loading is the expensive part of a client.
-        self._verify = httpx2.create_ssl_context() if http_client is None else None
-        # httpx2 honours proxy variables only with its own transport (looked up once: clients come and go).
-        self._proxied = bool(urllib.request.getproxies())
-        self._clients = [self._sdk(api_key, base_url, timeout, http_client or self._http_client())]
-        self._idle = list(self._clients)
-        """Clients with no request in flight; the one that came back last goes out first."""
+        self.max_reply_bytes = max_reply_bytes
+        self._secrets = () if api_key == LOCAL_PLACEHOLDER_KEY else (api_key,)
+        self._origin = key_origin or KeyOrigin(None)
+        self.client = AsyncOpenAI(
+            api_key=api_key,
+            base_url=base_url,
+            max_retries=0,
+            timeout=timeout,
+            http_client=http_client or make_http_client(concurrency),
+        )
         self.format_ceiling: ResponseFormat = preset.best_format
         """The richest response format this endpoint took; lowered when it rejects one."""
-
-    @staticmethod
-    def _sdk(api_key: str, base_url: str, timeout: float, http_client: httpx2.AsyncClient) -> AsyncOpenAI:
-        return AsyncOpenAI(
-            api_key=api_key, base_url=base_url, max_retries=0, timeout=timeout, http_client=http_client
-        )
-
-    def _http_client(self) -> httpx2.AsyncClient:
-        assert self._verify is not None
-        if self._proxied:
-            return openai.DefaultAsyncHttpx2Client(verify=self._verify)
-        transport = OneWriteTransport(self._verify, openai.DEFAULT_CONNECTION_LIMITS)
-        return openai.DefaultAsyncHttpx2Client(transport=transport)
-
-    def _take(self) -> AsyncOpenAI:
-        """A client with no request in flight, made when none is left.
-
-        httpcore's pool scans (and probes with a ``select`` call) every idle connection of the pool whenever a
-        request starts or ends, which costs milliseconds of CPU per request with 64 connections in one pool.
-        With one client per request in flight, each pool holds one connection.
-        """
-        if self._shared:
-            return self._clients[0]
-        if self._idle:
-            return self._idle.pop()
-        client = self._sdk(self._api_key, self.base_url, self.timeout, self._http_client())
-        self._clients.append(client)
-        return client
 
     def identity(self) -> dict[str, Json]:
         return {"provider": self.preset.name, "model": self.model, "base_url": public_url(self.base_url)}
 
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        """Nothing to prepare: each request stands alone (the Provider protocol of branch engine)."""
+
     async def aclose(self) -> None:
-        for client in self._clients:
-            await client.close()
+        await self.client.close()
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
-        client = self._take()
-        try:
-            return await self._complete(client, request, params)
-        finally:
-            if not self._shared:
-                self._idle.append(client)
-
-    async def _complete(self, client: AsyncOpenAI, request: Request, params: GenerationParams) -> Reply:
-        fmt = _lower(params.response_format, self.format_ceiling)
         started = time.perf_counter()
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await self._complete(request, params, started)
+        except (TimeoutError, openai.APITimeoutError, httpx2.TimeoutException):
+            raise RetryableError(f"timed out after {self.timeout:g} s") from None
+        except openai.APIConnectionError as exc:
+            raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
+        except httpx2.TransportError as exc:  # while the body streams in, past the SDK's own mapping
+            raise RetryableError(f"connection error: {self._clean(str(exc))}") from None
+        except (ValueError, httpx2.DecodingError) as exc:  # a truncated or garbled body
+            raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
+        except ReplyTooLarge as exc:
+            return Reply.failure(f"{self.name}: {exc}", latency=time.perf_counter() - started)
+
+    async def _complete(self, request: Request, params: GenerationParams, started: float) -> Reply:
+        fmt = self.effective_format(params)
         while True:
             try:
-                # The SDK's post() with the body as JSON: create() would walk every prompt and schema through
-                # its type transformer, which costs more CPU than everything else a request needs.
-                raw = await client.post(
-                    "/chat/completions",
-                    cast_to=httpx2.Response,
-                    body=self.body(request, params, fmt),
-                    options={"security": {"bearer_auth": True}},
-                )
-                data = json.loads(raw.content)
+                data = await self._post(request, params, fmt)
             except openai.APIStatusError as exc:
-                if fmt != "text" and _rejects_format(exc):
+                if fmt != "text" and rejects_format(exc):
                     fmt = FORMAT_LADDER[FORMAT_LADDER.index(fmt) + 1]
-                    self.format_ceiling = _lower(self.format_ceiling, fmt)
+                    self.format_ceiling = lower_format(self.format_ceiling, fmt)
                     continue
-                return self._status_failure(exc, time.perf_counter() - started)
-            except openai.APITimeoutError:
-                raise RetryableError(f"timeout after {self.timeout:g} s") from None
-            except openai.APIConnectionError as exc:
-                raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
-            except ValueError as exc:  # a truncated or garbled body
-                raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
-            return self._reply(data, time.perf_counter() - started)
+                where = f"{self.name} at {public_url(self.base_url)}"
+                latency = time.perf_counter() - started
+                return status_failure(
+                    exc, where=where, origin=self._origin, clean=self._clean, latency=latency
+                )
+            reply = parse_reply(data, time.perf_counter() - started)
+            if not self._secrets:
+                return reply
+            reasoning = None if reply.reasoning is None else redact(reply.reasoning, self._secrets)
+            return dataclasses.replace(reply, text=redact(reply.text, self._secrets), reasoning=reasoning)
+
+    async def _post(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> Any:
+        """One chat completion, its body read up to ``max_reply_bytes`` and decoded as JSON."""
+        body = self.body(request, params, fmt)
+        limit = body.pop(self.preset.token_field)
+        standard = ("model", "messages", "temperature", "seed", "response_format")
+        model, messages, temperature, seed, response_format = (body.pop(k, None) for k in standard)
+        async with self.client.chat.completions.with_streaming_response.create(
+            model=model,
+            messages=cast("list[ChatCompletionMessageParam]", messages),
+            temperature=temperature,
+            seed=omit if seed is None else seed,
+            max_tokens=limit if self.preset.token_field == "max_tokens" else omit,
+            max_completion_tokens=limit if self.preset.token_field == "max_completion_tokens" else omit,
+            response_format=omit if response_format is None else cast("SDKResponseFormat", response_format),
+            extra_body=body or None,  # the preset's thinking switch and the run's extra fields
+        ) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > self.max_reply_bytes:
+                raise ReplyTooLarge(self._too_large(f"{int(declared):,} bytes"))
+            chunks, size = [], 0
+            async for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > self.max_reply_bytes:
+                    raise ReplyTooLarge(self._too_large("more"))
+                chunks.append(chunk)
+        return json.loads(b"".join(chunks))
+
+    def _too_large(self, size: str) -> str:
+        return f"reply of {size} exceeds max_reply_bytes={self.max_reply_bytes:,}; not read further"
 
     def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]:
         """The JSON body of the chat completion request (also the ``body`` of a Batch API line)."""
@@ -164,7 +187,7 @@ class OpenAICompatProvider:
         }
         if params.seed is not None:
             body["seed"] = params.seed
-        response_format = _response_format(fmt, request, self.preset)
+        response_format = response_format_field(fmt, request, self.preset)
         if response_format is not None:
             body["response_format"] = response_format
         if params.disable_thinking and self.preset.thinking_off:
@@ -173,221 +196,7 @@ class OpenAICompatProvider:
         return body
 
     def effective_format(self, params: GenerationParams) -> ResponseFormat:
-        return _lower(params.response_format, self.format_ceiling)
-
-    def _status_failure(self, exc: openai.APIStatusError, latency: float) -> Reply:
-        status = exc.status_code
-        text = _error_text(exc)
-        if "data_inspection_failed" in text:
-            raise ModerationRefusal(f"HTTP {status} data_inspection_failed") from None
-        if status in (408, 429) or status >= 500:
-            retry_after = parse_retry_after(dict(exc.response.headers))
-            raise RetryableError(
-                f"HTTP {status}: {self._clean(exc.message)}", retry_after=retry_after
-            ) from None
-        message = f"{self.name} at {public_url(self.base_url)}: HTTP {status}: {self._clean(exc.message)}"
-        if status in _FATAL_STATUS:
-            raise ProviderError(message + _hint(status, self.preset)) from None
-        return Reply.failure(message, latency=latency)
-
-    def _reply(self, data: Any, latency: float) -> Reply:
-        try:
-            choice = data["choices"][0]
-            message = choice["message"]
-        except (KeyError, IndexError, TypeError):
-            raise RetryableError("response without choices") from None
-        text = message.get("content") or ""
-        finish = choice.get("finish_reason")
-        if finish == "content_filter" and not text:
-            raise ModerationRefusal("finish_reason content_filter")
-        reasoning = message.get("reasoning_content") or message.get("reasoning")
-        return Reply(
-            text=text if isinstance(text, str) else json.dumps(text),
-            reasoning=reasoning if isinstance(reasoning, str) else None,
-            usage=_usage(data.get("usage")),
-            latency=latency,
-            finish_reason=finish,
-        )
+        return lower_format(params.response_format, self.format_ceiling)
 
     def _clean(self, text: str) -> str:
         return redact(text, self._secrets)[:500]
-
-
-def _lower(a: ResponseFormat, b: ResponseFormat) -> ResponseFormat:
-    """The poorer of two formats.
-
-    >>> _lower("json_schema", "json_object"), _lower("text", "json_schema")
-    ('json_object', 'text')
-    """
-    return FORMAT_LADDER[max(FORMAT_LADDER.index(a), FORMAT_LADDER.index(b))]
-
-
-def _response_format(fmt: ResponseFormat, request: Request, preset: Preset) -> dict[str, Json] | None:
-    if fmt == "text":
-        return None
-    if fmt == "json_object":
-        out: dict[str, Json] = {"type": "json_object"}
-        if preset.json_object_schema and request.response_schema:
-            out["schema"] = request.response_schema
-        return out
-    name = f"{request.task or 'answer'}_answer"
-    return {
-        "type": "json_schema",
-        "json_schema": {"name": name, "schema": request.response_schema, "strict": False},
-    }
-
-
-def _error_text(exc: openai.APIStatusError) -> str:
-    parts = [exc.message, json.dumps(exc.body, default=str) if exc.body is not None else ""]
-    with contextlib.suppress(httpx2.ResponseNotRead, UnicodeDecodeError):
-        parts.append(exc.response.text[:2000])
-    return " ".join(parts)
-
-
-def _rejects_format(exc: openai.APIStatusError) -> bool:
-    if exc.status_code not in _FORMAT_REJECTION_STATUS:
-        return False
-    text = _error_text(exc).lower()
-    return "data_inspection_failed" not in text and any(word in text for word in _FORMAT_WORDS)
-
-
-def _usage(usage: Any) -> Usage:
-    """Token counts of a response's ``usage`` object.
-
-    >>> _usage({"prompt_tokens": 9, "completion_tokens": 4,
-    ...         "completion_tokens_details": {"reasoning_tokens": 2}})
-    Usage(prompt_tokens=9, completion_tokens=4, reasoning_tokens=2)
-    """
-    if not isinstance(usage, dict):
-        return Usage()
-    details = usage.get("completion_tokens_details") or {}
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else 0
-    return Usage(
-        int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), int(reasoning or 0)
-    )
-
-
-def _hint(status: int, preset: Preset) -> str:
-    if status == 401:
-        return f" (check the key: {' or '.join(preset.key_envs)}, or --api-key-env)"
-    if status == 404:
-        return " (check the model name and --base-url)"
-    return ""
-
-
-class OneWriteTransport(httpx2.AsyncHTTPTransport):
-    """httpx2's transport, with connections that send a request's head and body in one write.
-
-    httpcore writes the head and the body of a request separately, and each send to a server on this machine
-    or the LAN can wake it, at a cost to the sender: the sends were 17% of the harness's CPU at 64 requests
-    in flight on loopback. Only the connection pool differs from httpx2's (its public ``network_backend``):
-    httpx2's request mapping and error translation stay.
-    """
-
-    def __init__(self, verify: ssl.SSLContext, limits: httpx2.Limits) -> None:
-        super().__init__(verify=verify, limits=limits)
-        self.backend = OneWriteBackend()
-        self._pool = httpcore2.AsyncConnectionPool(
-            ssl_context=verify,
-            max_connections=limits.max_connections,
-            max_keepalive_connections=limits.max_keepalive_connections,
-            keepalive_expiry=limits.keepalive_expiry,
-            network_backend=self.backend,
-        )
-
-
-class OneWriteBackend(httpcore2.AsyncNetworkBackend):
-    """httpcore's AnyIO network backend, whose streams are :class:`OneWriteStream`."""
-
-    def __init__(self) -> None:
-        self._inner = httpcore2.AnyIOBackend()
-        self.sends = 0
-        """Writes that reached a socket, over all connections."""
-
-    async def connect_tcp(
-        self,
-        host: str,
-        port: int,
-        timeout: float | None = None,
-        local_address: str | None = None,
-        socket_options: Iterable[Any] | None = None,
-    ) -> httpcore2.AsyncNetworkStream:
-        stream = await self._inner.connect_tcp(host, port, timeout, local_address, socket_options)
-        return OneWriteStream(stream, self)
-
-    async def connect_unix_socket(
-        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
-    ) -> httpcore2.AsyncNetworkStream:
-        return OneWriteStream(await self._inner.connect_unix_socket(path, timeout, socket_options), self)
-
-    async def sleep(self, seconds: float) -> None:
-        await self._inner.sleep(seconds)
-
-
-class OneWriteStream(httpcore2.AsyncNetworkStream):
-    """Holds what httpcore writes until it reads: an HTTP/1.1 client writes a whole request, then reads."""
-
-    def __init__(self, inner: httpcore2.AsyncNetworkStream, backend: OneWriteBackend) -> None:
-        self._inner = inner
-        self._backend = backend
-        self._held: list[bytes] = []
-        self._size = 0
-        self._timeout: float | None = None
-        # Looked up once: AnyIO builds all of a socket's attributes on every lookup, and httpcore asks whether
-        # the socket is readable before each request on a kept-alive connection.
-        self._socket: socket.socket | None = inner.get_extra_info("socket")
-
-    async def write(self, buffer: bytes, timeout: float | None = None) -> None:
-        if buffer:
-            self._held.append(buffer)
-            self._size += len(buffer)
-            self._timeout = timeout
-            if self._size >= ONE_WRITE_MAX:
-                await self._flush()
-
-    async def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
-        # As httpcore does when a write fails: the server may have answered (and closed) early; read that.
-        with contextlib.suppress(httpcore2.WriteError):
-            await self._flush()
-        return await self._inner.read(max_bytes, timeout)
-
-    async def _flush(self) -> None:
-        if self._held:
-            data = self._held[0] if len(self._held) == 1 else b"".join(self._held)
-            self._held, self._size = [], 0
-            self._backend.sends += 1
-            await self._inner.write(data, self._timeout)
-
-    async def aclose(self) -> None:
-        self._held, self._size = [], 0
-        await self._inner.aclose()
-
-    async def start_tls(
-        self, ssl_context: ssl.SSLContext, server_hostname: str | None = None, timeout: float | None = None
-    ) -> httpcore2.AsyncNetworkStream:
-        await self._flush()
-        return OneWriteStream(
-            await self._inner.start_tls(ssl_context, server_hostname, timeout), self._backend
-        )
-
-    def get_extra_info(self, info: str) -> Any:
-        if info == "socket":
-            return self._socket
-        if info == "is_readable":
-            return _readable(self._socket)
-        return self._inner.get_extra_info(info)
-
-
-def _readable(sock: socket.socket | None) -> bool:
-    """Whether a read would not block: on an idle kept-alive connection, the server has closed it.
-
-    >>> a, b = socket.socketpair()
-    >>> _readable(a), b.close(), _readable(a), a.close()
-    (False, None, True, None)
-    """
-    fd = -1 if sock is None else sock.fileno()
-    if fd < 0:
-        return True
-    poller = select.poll()
-    poller.register(fd, select.POLLIN)
-    return bool(poller.poll(0))

@@ -29,9 +29,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import ResponseFormat
-from rescue_bench.records import Json
+from rescue_bench.records import Json, Request
 
 TokenField = Literal["max_tokens", "max_completion_tokens"]
+FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
+"""Response formats from richest to plainest: an endpoint that rejects one is offered the next."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -185,3 +187,27 @@ def public_url(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{host}:{parts.port}" if parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def lower_format(a: ResponseFormat, b: ResponseFormat) -> ResponseFormat:
+    """The poorer of two formats.
+
+    >>> lower_format("json_schema", "json_object"), lower_format("text", "json_schema")
+    ('json_object', 'text')
+    """
+    return FORMAT_LADDER[max(FORMAT_LADDER.index(a), FORMAT_LADDER.index(b))]
+
+
+def response_format_field(fmt: ResponseFormat, request: Request, preset: Preset) -> dict[str, Json] | None:
+    if fmt == "text":
+        return None
+    if fmt == "json_object":
+        out: dict[str, Json] = {"type": "json_object"}
+        if preset.json_object_schema and request.response_schema:
+            out["schema"] = request.response_schema
+        return out
+    name = f"{request.task or 'answer'}_answer"
+    return {
+        "type": "json_schema",
+        "json_schema": {"name": name, "schema": request.response_schema, "strict": False},
+    }

@@ -1,0 +1,122 @@
+"""HTTP errors of an OpenAI-compatible endpoint, mapped to what the engine does next.
+
+* 429, 408 and 5xx -> :class:`RetryableError`, with the server's ``Retry-After`` (:func:`parse_retry_after`);
+* ``data_inspection_failed`` anywhere in the error -> :class:`ModerationRefusal`;
+* 401, 403 and 404 (bad key, no access, unknown model) -> :class:`ProviderError`, which stops the run: no
+  request can succeed, so asking the other thousands would only repeat the error;
+* any other 4xx -> a failed :class:`Reply` with the server's message (no retry).
+
+:func:`rejects_format` recognises a 400/422/500 that complains about ``response_format``, so the provider can
+step down to a plainer format. Messages pass through a ``clean`` function that removes the key.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import email.utils
+import json
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import httpx2
+import openai
+
+from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
+from rescue_bench.records import Reply
+
+FATAL_STATUS = (401, 403, 404)
+_FORMAT_REJECTION_STATUS = (400, 422, 500)
+_FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOrigin:
+    """Where the key came from, for the 401 hint: the variable it was read from, or the variables to set."""
+
+    variable: str | None
+    """The environment / ``.env`` variable that held the key; ``None`` if none did."""
+    candidates: tuple[str, ...] = ()
+    """Variables that would have been read (the preset's, or ``--api-key-env``) when none was set."""
+
+    def hint(self) -> str:
+        """The 401 hint.
+
+        >>> KeyOrigin("MY_KEY").hint()
+        ' (check the key in MY_KEY)'
+        >>> KeyOrigin(None, ("A", "B")).hint()
+        ' (no key was sent: set A or B, or name a variable with --api-key-env)'
+        """
+        if self.variable:
+            return f" (check the key in {self.variable})"
+        if self.candidates:
+            names = " or ".join(self.candidates)
+            return f" (no key was sent: set {names}, or name a variable with --api-key-env)"
+        return " (check the API key)"
+
+
+def status_failure(
+    exc: openai.APIStatusError, *, where: str, origin: KeyOrigin, clean: Callable[[str], str], latency: float
+) -> Reply:
+    """The failed reply for an HTTP error status, or the exception the status calls for."""
+    status = exc.status_code
+    if "data_inspection_failed" in error_text(exc):
+        raise ModerationRefusal(f"HTTP {status} data_inspection_failed") from None
+    if status in (408, 429) or status >= 500:
+        retry_after = parse_retry_after(exc.response.headers)
+        raise RetryableError(f"HTTP {status}: {clean(exc.message)}", retry_after=retry_after) from None
+    message = f"{where}: HTTP {status}: {clean(exc.message)}"
+    if status == 401:
+        raise ProviderError(message + origin.hint()) from None
+    if status == 404:
+        raise ProviderError(message + " (check the model name and --base-url)") from None
+    if status in FATAL_STATUS:
+        raise ProviderError(message) from None
+    return Reply.failure(message, latency=latency)
+
+
+def error_text(exc: openai.APIStatusError) -> str:
+    """Everything the server said about an error: message, parsed body and raw text."""
+    parts = [exc.message, json.dumps(exc.body, default=str) if exc.body is not None else ""]
+    # A body that was not read or does not decode adds nothing: the message and body above say it all.
+    with contextlib.suppress(httpx2.ResponseNotRead, UnicodeDecodeError):
+        parts.append(exc.response.text[:2000])
+    return " ".join(parts)
+
+
+def rejects_format(exc: openai.APIStatusError) -> bool:
+    """Whether an error complains about the ``response_format`` sent (not about moderation)."""
+    if exc.status_code not in _FORMAT_REJECTION_STATUS:
+        return False
+    text = error_text(exc).lower()
+    return "data_inspection_failed" not in text and any(word in text for word in _FORMAT_WORDS)
+
+
+def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
+    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date); ``None`` if absent.
+
+    >>> parse_retry_after({"retry-after": "3"}), parse_retry_after({"retry-after-ms": "250"})
+    (3.0, 0.25)
+    >>> parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
+    10.0
+    >>> parse_retry_after({"retry-after": "soon"}) is None
+    True
+    """
+    lowered = {k.lower(): v for k, v in headers.items()}
+    if "retry-after-ms" in lowered:
+        try:
+            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
+        except ValueError:
+            pass  # not a number: fall back to Retry-After
+    value = lowered.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass  # not seconds: perhaps an HTTP date
+    try:
+        when = email.utils.parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when - (time.time() if now is None else now))
