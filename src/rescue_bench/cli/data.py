@@ -33,6 +33,12 @@ def validate(
     fmt: Annotated[
         ValidateFormat, typer.Option("--format", help="text: one line per problem; json: {errors, warnings}.")
     ] = ValidateFormat.text,
+    max_row_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-row-chars", min=1, help="Warn about rows holding more text than this (all fields together)."
+        ),
+    ] = 200_000,
 ) -> None:
     """Check a source and list every problem with its file, line, sample, row and field.
 
@@ -40,7 +46,7 @@ def validate(
     """
     from rescue_bench.data.validate import validate_source
 
-    report = validate_source(source)
+    report = validate_source(source, max_row_chars=max_row_chars)
     if fmt is ValidateFormat.json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:

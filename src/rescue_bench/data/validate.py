@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rescue_bench.data.checks import check_sample
+from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS, check_sample
 from rescue_bench.data.load import read_source
 from rescue_bench.data.problems import Problem
 
@@ -53,14 +53,14 @@ class ValidationReport:
         return "\n".join([*(p.render() for p in (*self.errors, *self.warnings)), self.summary()])
 
 
-def validate_source(source: str | Path) -> ValidationReport:
-    """Read ``source`` and collect every problem in it.
+def validate_source(source: str | Path, *, max_row_chars: int = DEFAULT_MAX_ROW_CHARS) -> ValidationReport:
+    """Read ``source`` and collect every problem in it; a row with more text than ``max_row_chars`` is one.
 
     Raises:
-        SourceNotFound: the path does not exist.
+        SourceNotFound: the path does not exist, or is a symlink loop, a FIFO or a device.
         DataError: the source cannot be reached at all (for example the Hugging Face hub while offline).
     """
-    report = read_source(source)
+    report = read_source(source, max_row_chars=max_row_chars)
     return ValidationReport(
         source=str(source),
         samples=len(report.samples),
