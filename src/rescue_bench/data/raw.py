@@ -19,6 +19,8 @@ from typing import Any
 from rescue_bench.data.schema import Row
 
 _NUMBER_FIELDS = ("start_time", "end_time")
+_PLAIN_NUMBER = frozenset({int, float, type(None)})
+_INT_ONLY = {int}
 _INT_LIST_FIELDS = ("relation_cycle_evidence_rows", "relation_pattern_evidence_rows")
 
 
@@ -77,7 +79,7 @@ def _names(value: Any, wrong: list[tuple[str, str]]) -> tuple[str, ...] | None:
     return None
 
 
-def coercion_problems(raw: Mapping[str, Any], row: Row) -> Iterator[tuple[str, str]]:
+def coercion_problems(raw: Mapping[str, Any], row: Row) -> list[tuple[str, str]]:
     """(field, message) for each value of ``raw`` that pydantic read into ``row`` only after converting it.
 
     >>> raw = {"row_index": "3", "start_time": True}
@@ -86,7 +88,22 @@ def coercion_problems(raw: Mapping[str, Any], row: Row) -> Iterator[tuple[str, s
     row_index is a string ("3"), not an integer; read as 3
     start_time is a boolean (true), not a number; read as 1.0
     """
-    # exact type checks, not isinstance: bool is an int subclass, and it is one of the conversions sought
+    # This runs on every row: one pass of exact type checks (not isinstance: bool is an int subclass, and it
+    # is one of the conversions sought) settles the common case before any message is built.
+    get = raw.get
+    cycle, pattern = get("relation_cycle_evidence_rows"), get("relation_pattern_evidence_rows")
+    if (
+        type(get("row_index", 0)) is int
+        and type(get("start_time")) in _PLAIN_NUMBER
+        and type(get("end_time")) in _PLAIN_NUMBER
+        and (not cycle or type(cycle) is not list or set(map(type, cycle)) == _INT_ONLY)
+        and (not pattern or type(pattern) is not list or set(map(type, pattern)) == _INT_ONLY)
+    ):
+        return []
+    return list(_coercions(raw, row))
+
+
+def _coercions(raw: Mapping[str, Any], row: Row) -> Iterator[tuple[str, str]]:
     if type(raw.get("row_index", 0)) is not int:
         given = describe(raw["row_index"])
         yield "row_index", f"row_index is {given}, not an integer; read as {row.row_index}"
