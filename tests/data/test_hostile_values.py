@@ -183,3 +183,17 @@ def test_data_modules_import_one_way_at_module_level() -> None:
     cycles = [m for m in graph if reaches(m, m, set())]
     assert cycles == []
     assert "rescue_bench.data.validate" not in graph["rescue_bench.data.load"]
+
+
+def test_run_shows_the_oversized_row_warning_before_asking(
+    make_sample: MakeSample, jsonl: Jsonl, tmp_path: Path
+) -> None:
+    sample = make_sample()
+    sample["rows"][3]["dialogue_cleaned"] = "word " * 50_000
+    path = jsonl(sample)
+    out = tmp_path / "run"
+    args = ["run", "--model", "baseline/random", "--data", str(path), "--tasks", "itp", "--out", str(out)]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 0, result.output
+    [warning] = read_source(path).warnings
+    assert warning.render() in result.stderr.splitlines()
