@@ -229,40 +229,38 @@ def reach_problems(
         size_hint: the sample's size in bytes as read, when known: a sample no larger than ``max_row_chars``
             cannot hold a row over it, so its rows are not measured.
     """
-    problems: list[Problem] = []
-    silent = [row.row_index for row in sample.rows if not row.speaker]
-    if silent:
-        shown = ", ".join(map(str, silent[:10])) + (", ..." if len(silent) > 10 else "")
-        problems.append(
-            Problem(
-                "warning",
-                f"{len(silent)} of {len(sample.rows)} rows have no primary_speaker (rows {shown}): no task "
-                "instance that needs the speaker is built from them",
-                file=file,
-                line=line,
-                sample_id=sample.sample_id,
-            )
-        )
-    if size_hint is not None and size_hint <= max_row_chars:
-        return problems
-    for position, row in enumerate(sample.rows):
+    context = _Context(sample, file, line, frozenset())
+    problems = _speakerless(context)
+    if size_hint is None or size_hint > max_row_chars:
+        problems.extend(_oversized(context, max_row_chars))
+    return problems
+
+
+def _speakerless(context: _Context) -> list[Problem]:
+    rows = context.sample.rows
+    silent = [row.row_index for row in rows if not row.speaker]
+    if not silent:
+        return []
+    shown = ", ".join(map(str, silent[:10])) + (", ..." if len(silent) > 10 else "")
+    message = (
+        f"{len(silent)} of {len(rows)} rows have no primary_speaker (rows {shown}): no task instance that "
+        "needs the speaker is built from them"
+    )
+    sample_id = context.sample.sample_id
+    return [Problem("warning", message, file=context.file, line=context.line, sample_id=sample_id)]
+
+
+def _oversized(context: _Context, max_row_chars: int) -> Iterator[Problem]:
+    for position, row in enumerate(context.sample.rows):
         sizes = dict(_text_sizes(row, ""))
         total = sum(sizes.values())
         if total > max_row_chars:
             largest = max(sizes, key=sizes.__getitem__)
-            problems.append(
-                Problem(
-                    "warning",
-                    f"row holds {total:,} characters of text (limit {max_row_chars:,}; {largest} alone "
-                    f"{sizes[largest]:,}): it is sent to the model whole",
-                    row_index=row.row_index,
-                    path=f"rows[{position}].{largest}",
-                    file=file,
-                    line=line,
-                    sample_id=sample.sample_id,
-                )
+            message = (
+                f"row holds {total:,} characters of text (limit {max_row_chars:,}; {largest} alone "
+                f"{sizes[largest]:,}): it is sent to the model whole"
             )
-    return problems
+            yield context.warn(message, row, f"rows[{position}].{largest}")
 
 
 def _text_sizes(model: BaseModel, prefix: str) -> Iterator[tuple[str, int]]:
