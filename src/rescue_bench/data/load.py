@@ -4,7 +4,7 @@ Sources (see :func:`read_source`):
 
 * a release JSONL file, one sample per line (like the official ``data/benchmark_191.jsonl``);
 * a directory tree of per-sample ``*.json`` files ``{"rows": [...]}``; ``sample_id`` is the path relative to
-  the root without suffix, and ``manifest.json`` files are skipped;
+  the root without suffix, ``manifest.json`` files are skipped, and links to directories are followed once;
 * ``hf`` or ``hf:<repo_id>``: the Hugging Face dataset (default ``tomhu/relation_therapy``) from the user
   cache;
 * ``demo``: the project's own fictional demo data, shipped with the package.
@@ -12,6 +12,11 @@ Sources (see :func:`read_source`):
 Problems are never silent: a sample that cannot be read is reported as an error :class:`Problem` with its
 file, line, sample, row and field, and left out of the usable samples. :func:`load_samples` raises
 :class:`DataError` when there are errors, so nothing downstream runs on a silently shortened dataset.
+Nothing in a source is passed over either: a subdirectory that cannot be listed, a file that cannot be read,
+a broken link, a symlink loop or a FIFO among the files is an error naming its path
+(:mod:`rescue_bench.data.files`); a source that is a FIFO or a device is refused without being opened for
+a blocking read. Values pydantic would convert (``"3"`` as a ``row_index``) and rows a model would be sent
+whole beyond ``max_row_chars`` are warnings, which ``strict`` loading refuses.
 """
 
 from __future__ import annotations
