@@ -70,7 +70,8 @@ def read_regular(path: Path) -> bytes:
     The file is opened non-blocking and checked on the open descriptor, so a FIFO put in a file's place is
     refused at once instead of waiting for a writer, and there is no gap between the check and the read.
     """
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    # O_NONBLOCK and O_CLOEXEC are POSIX; elsewhere there are no FIFOs to open by name.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(fd, "rb") as handle:
         mode = os.fstat(fd).st_mode
         if not stat.S_ISREG(mode):
