@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
@@ -33,6 +34,14 @@ def validate(
     fmt: Annotated[
         ValidateFormat, typer.Option("--format", help="text: one line per problem; json: {errors, warnings}.")
     ] = ValidateFormat.text,
+    max_row_chars: Annotated[
+        int,
+        typer.Option(
+            "--max-row-chars",
+            min=1,
+            help="Warn about rows holding more text than this (all fields together).",
+        ),
+    ] = 200_000,
 ) -> None:
     """Check a source and list every problem with its file, line, sample, row and field.
 
@@ -40,7 +49,7 @@ def validate(
     """
     from rescue_bench.data.validate import validate_source
 
-    report = validate_source(source)
+    report = validate_source(source, max_row_chars=max_row_chars)
     if fmt is ValidateFormat.json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
@@ -103,6 +112,21 @@ def synth(
     typer.echo(summary.describe())
 
 
+class _EchoWarnings(logging.Handler):
+    """Shows the data loader's warnings (rows a model will get whole, rows without a speaker) on stderr.
+
+    ``load_samples`` logs them for every command that loads data (``run``, ``tasks``, ``data stats``...);
+    without this they would rely on logging's last-resort handler, which any other library's logging setup
+    silences.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        typer.echo(record.getMessage(), err=True)
+
+
 def register(app: typer.Typer) -> None:
-    """Add the ``data`` command group to the root app."""
+    """Add the ``data`` command group to the root app, and show the loader's warnings on stderr."""
     app.add_typer(data_app)
+    logger = logging.getLogger("rescue_bench.data")
+    if not any(isinstance(h, _EchoWarnings) for h in logger.handlers):
+        logger.addHandler(_EchoWarnings(logging.WARNING))

@@ -4,7 +4,7 @@ Sources (see :func:`read_source`):
 
 * a release JSONL file, one sample per line (like the official ``data/benchmark_191.jsonl``);
 * a directory tree of per-sample ``*.json`` files ``{"rows": [...]}``; ``sample_id`` is the path relative to
-  the root without suffix, and ``manifest.json`` files are skipped;
+  the root without suffix, ``manifest.json`` files are skipped, and links to directories are followed once;
 * ``hf`` or ``hf:<repo_id>``: the Hugging Face dataset (default ``tomhu/relation_therapy``) from the user
   cache;
 * ``demo``: the project's own fictional demo data, shipped with the package.
@@ -12,13 +12,18 @@ Sources (see :func:`read_source`):
 Problems are never silent: a sample that cannot be read is reported as an error :class:`Problem` with its
 file, line, sample, row and field, and left out of the usable samples. :func:`load_samples` raises
 :class:`DataError` when there are errors, so nothing downstream runs on a silently shortened dataset.
+Nothing in a source is passed over either: a subdirectory that cannot be listed, a file that cannot be read,
+a broken link, a symlink loop or a FIFO among the files is an error naming its path
+(:mod:`rescue_bench.data.files`); a source that is a FIFO or a device is refused without being opened for
+a blocking read. Values pydantic would convert (``"3"`` as a ``row_index``) and rows a model would be sent
+whole beyond ``max_row_chars`` are warnings, which ``strict`` loading refuses.
 """
 
 from __future__ import annotations
 
 import gc
 import json
-import math
+import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -26,15 +31,39 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
+from rescue_bench.data.build import build_raw, build_sample, infer_participants, infer_scenario, kind
+from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS, check_sample, reach_problems
+from rescue_bench.data.files import (
+    SourceNotFound,
+    Unreadable,
+    UnreadableSource,
+    describe_error,
+    read_regular,
+    sample_files,
+    source_kind,
+)
 from rescue_bench.data.problems import Problem
-from rescue_bench.data.schema import Row, Sample
+from rescue_bench.data.raw import RawSample
+from rescue_bench.data.schema import Sample
 from rescue_bench.errors import DataError
-from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, Scenario
+
+__all__ = [
+    "DEFAULT_HF_REPO",
+    "DEFAULT_MAX_ROW_CHARS",
+    "LoadReport",
+    "SourceNotFound",
+    "UnreadableSource",
+    "build_sample",
+    "infer_participants",
+    "infer_scenario",
+    "load_samples",
+    "read_source",
+]
 
 DEFAULT_HF_REPO = "tomhu/relation_therapy"
 _DEMO_FILE = "demo.jsonl"
+_NOTICES_SHOWN = 10
+_log = logging.getLogger("rescue_bench.data")
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +73,8 @@ class LoadReport:
     source: str
     samples: tuple[Sample, ...]
     problems: tuple[Problem, ...] = field(default=())
+    notices: tuple[Problem, ...] = field(default=())
+    """Warnings about what a model is sent (rows without a speaker, oversized rows); also in ``problems``."""
 
     @property
     def errors(self) -> tuple[Problem, ...]:
@@ -54,16 +85,16 @@ class LoadReport:
         return tuple(p for p in self.problems if p.severity == "warning")
 
 
-class SourceNotFound(DataError):
-    """The source path does not exist (a usage error: exit code 2 in the CLI)."""
-
-
-def load_samples(source: str | Path, *, strict: bool = False) -> list[Sample]:
+def load_samples(
+    source: str | Path, *, strict: bool = False, max_row_chars: int = DEFAULT_MAX_ROW_CHARS
+) -> list[Sample]:
     """Read ``source`` and return its samples; raise :class:`DataError` if any sample has errors.
 
-    With ``strict``, warnings count as errors too.
+    With ``strict``, warnings count as errors too. Otherwise the warnings about what a model will be sent
+    (:attr:`LoadReport.notices`) are logged to the ``rescue_bench.data`` logger (shown on stderr when logging
+    is not configured), since the caller is about to use the samples.
     """
-    report = read_source(source)
+    report = read_source(source, max_row_chars=max_row_chars)
     fatal = report.problems if strict else report.errors
     if fatal:
         first = f"{fatal[0].location()}: {fatal[0].message}" if fatal[0].location() else fatal[0].message
@@ -73,27 +104,40 @@ def load_samples(source: str | Path, *, strict: bool = False) -> list[Sample]:
             else ""
         )
         raise DataError(f"{first}{more}", fatal)
+    for notice in report.notices[:_NOTICES_SHOWN]:
+        _log.warning("%s", notice.render())
+    if len(report.notices) > _NOTICES_SHOWN:
+        _log.warning(
+            "warning: %d more like these; run `rescue-bench data validate %s` to list them",
+            len(report.notices) - _NOTICES_SHOWN,
+            source,
+        )
     return list(report.samples)
 
 
-def read_source(source: str | Path) -> LoadReport:
-    """Read any supported source; content problems are reported, not raised."""
+def read_source(source: str | Path, *, max_row_chars: int = DEFAULT_MAX_ROW_CHARS) -> LoadReport:
+    """Read any supported source; content problems are reported, not raised.
+
+    Raises:
+        SourceNotFound: the path does not exist.
+        UnreadableSource: the path is a symlink loop, a FIFO, a device, or cannot be examined.
+        DataError: the Hugging Face dataset cannot be fetched.
+    """
     text = str(source)
+    finish = _Finisher(text, max_row_chars)
     if text == "demo":
         demo = resources.files("rescue_bench.data.demo").joinpath(_DEMO_FILE)
         with resources.as_file(demo) as path, _no_gc():
-            return _finish("demo", _read_jsonl(path, display="demo"))
+            return finish(_read_jsonl(path, display="demo"))
     if text == "hf" or text.startswith("hf:"):
-        return read_source(_hf_sample_source(_hf_snapshot(text.partition(":")[2] or DEFAULT_HF_REPO)))
+        snapshot = _hf_snapshot(text.partition(":")[2] or DEFAULT_HF_REPO)
+        return read_source(_hf_sample_source(snapshot), max_row_chars=max_row_chars)
     path = Path(text).expanduser()
-    if not path.exists():
-        raise SourceNotFound(
-            f"{text}: no such file or directory (give a JSONL file, a directory, 'demo' or 'hf')"
-        )
+    kind_of_source = source_kind(path, text)
     with _no_gc():
-        if path.is_dir():
-            return _finish(text, _read_directory(path))
-        return _finish(text, _read_jsonl(path, display=text))
+        if kind_of_source == "directory":
+            return finish(_read_directory(path))
+        return finish(_read_jsonl(path, display=text))
 
 
 @contextmanager
@@ -114,23 +158,30 @@ def _no_gc() -> Iterator[None]:
 
 # -- per-format readers --------------------------------------------------------------------------------------
 
-_Item = tuple[Sample | None, list[Problem]]
+
+@dataclass(frozen=True, slots=True)
+class _Item:
+    """One sample as read (or ``None``), its problems, and its size in bytes (small ones are not measured)."""
+
+    sample: Sample | None
+    problems: list[Problem]
+    size: int | None = None
 
 
 def _read_jsonl(path: Path, *, display: str) -> Iterator[_Item]:
     try:
-        raw = path.read_bytes()
+        raw = read_regular(path)
     except OSError as exc:
-        yield None, [Problem("error", f"cannot read file: {exc.strerror or exc}", file=display)]
+        yield _Item(None, [Problem("error", describe_error(exc, path), file=display)])
         return
     if raw.startswith(b"\xef\xbb\xbf"):
         raw = raw[3:]
-        yield (
-            None,
-            [Problem("warning", "file starts with a UTF-8 byte-order mark (ignored)", file=display, line=1)],
-        )
+        bom = Problem("warning", "file starts with a UTF-8 byte-order mark (ignored)", file=display, line=1)
+        yield _Item(None, [bom])
     if not raw.strip():
-        yield None, [Problem("error", "file is empty: expected one JSON sample per line", file=display)]
+        yield _Item(
+            None, [Problem("error", "file is empty: expected one JSON sample per line", file=display)]
+        )
         return
     lines = raw.split(b"\n")
     for number, line in enumerate(lines, start=1):
@@ -141,256 +192,102 @@ def _read_jsonl(path: Path, *, display: str) -> Iterator[_Item]:
 
 
 def _sample_from_line(line: bytes, number: int, display: str, last_unterminated: bool) -> _Item:
-    where = {"file": display, "line": number}
+    where: dict[str, Any] = {"file": display, "line": number}
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return None, [Problem("error", f"invalid UTF-8 at byte {exc.start}", **where)]  # type: ignore[arg-type]
+        return _Item(None, [Problem("error", f"invalid UTF-8 at byte {exc.start}", **where)])
     duplicates = _DuplicateKeys()
     try:
         obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=duplicates)
     except (json.JSONDecodeError, ValueError, RecursionError) as exc:
         hint = " (the last line looks truncated)" if last_unterminated else ""
-        return None, [Problem("error", f"not valid JSON: {_json_reason(exc)}{hint}", **where)]  # type: ignore[arg-type]
+        return _Item(None, [Problem("error", f"not valid JSON: {_json_reason(exc)}{hint}", **where)])
     if not isinstance(obj, dict):
-        return None, [Problem("error", f"expected a JSON object per line, got {_kind(obj)}", **where)]  # type: ignore[arg-type]
-    fallback_id = _id_from_source_file(obj.get("source_file")) or f"{Path(display).stem}/line{number}"
-    sample, problems = build_sample(obj, fallback_id=fallback_id, file=display, line=number)
-    return sample, duplicates.problems(
-        file=display, line=number, sample_id=_sample_id(obj, fallback_id)
-    ) + problems
+        return _Item(None, [Problem("error", f"expected a JSON object per line, got {kind(obj)}", **where)])
+    raw = RawSample.of(obj)
+    fallback_id = _id_from_source_file(raw.source_file) or f"{Path(display).stem}/line{number}"
+    sample, problems = build_raw(raw, fallback_id=fallback_id, file=display, line=number)
+    sample_id = raw.sample_id or fallback_id
+    return _Item(sample, duplicates.problems(**where, sample_id=sample_id) + problems, len(line))
 
 
 def _read_directory(root: Path) -> Iterator[_Item]:
-    files = sorted(p for p in root.rglob("*.json") if p.is_file() and p.name != "manifest.json")
-    if not files:
-        yield (
-            None,
-            [Problem("error", "directory holds no sample files (*.json with a 'rows' list)", file=str(root))],
-        )
-        return
-    for path in files:
-        sample_id = path.relative_to(root).with_suffix("").as_posix()
-        display = str(path)
-        duplicates = _DuplicateKeys()
-        try:
-            obj = json.loads(
-                path.read_text(encoding="utf-8-sig"),
-                parse_constant=_reject_constant,
-                object_pairs_hook=duplicates,
+    found = False
+    for entry in sample_files(root):
+        found = True
+        if isinstance(entry, Unreadable):
+            yield _Item(None, [Problem("error", entry.reason, file=str(entry.path))])
+        else:
+            yield _sample_from_file(entry, entry.relative_to(root).with_suffix("").as_posix())
+    if not found:
+        message = "directory holds no sample files (*.json with a 'rows' list)"
+        yield _Item(None, [Problem("error", message, file=str(root))])
+
+
+def _sample_from_file(path: Path, sample_id: str) -> _Item:
+    where: dict[str, Any] = {"file": str(path), "sample_id": sample_id}
+    try:
+        data = read_regular(path)
+    except OSError as exc:
+        return _Item(None, [Problem("error", describe_error(exc, path), **where)])
+    duplicates = _DuplicateKeys()
+    try:
+        text = data.decode("utf-8-sig")
+        obj = json.loads(text, parse_constant=_reject_constant, object_pairs_hook=duplicates)
+    except UnicodeDecodeError as exc:
+        return _Item(None, [Problem("error", f"invalid UTF-8 at byte {exc.start}", **where)])
+    except (ValueError, RecursionError) as exc:
+        return _Item(None, [Problem("error", f"not valid JSON: {_json_reason(exc)}", **where)])
+    if isinstance(obj, list):
+        obj = {"rows": obj}
+    if not isinstance(obj, dict):
+        return _Item(None, [Problem("error", f"expected a JSON object, got {kind(obj)}", **where)])
+    raw = RawSample.of(obj)
+    sample, problems = build_raw(raw, fallback_id=sample_id, file=str(path), line=None)
+    where["sample_id"] = raw.sample_id or sample_id
+    return _Item(sample, duplicates.problems(**where) + problems, len(data))
+
+
+@dataclass(frozen=True, slots=True)
+class _Finisher:
+    """Gathers the read samples: refuses duplicate ids and adds every sample's checks."""
+
+    source: str
+    max_row_chars: int
+
+    def __call__(self, items: Iterable[_Item]) -> LoadReport:
+        samples: list[Sample] = []
+        problems: list[Problem] = []
+        notices: list[Problem] = []
+        seen: dict[str, str] = {}
+        for item in items:
+            problems.extend(item.problems)
+            sample = item.sample
+            if sample is None:
+                continue
+            origin = sample.origin or self.source
+            file, _, line = (
+                origin.rpartition(":") if origin.rpartition(":")[2].isdigit() else (origin, "", "")
             )
-        except UnicodeDecodeError as exc:
-            yield (
-                None,
-                [Problem("error", f"invalid UTF-8 at byte {exc.start}", file=display, sample_id=sample_id)],
-            )
-            continue
-        except (OSError, ValueError, RecursionError) as exc:
-            yield (
-                None,
-                [Problem("error", f"not valid JSON: {_json_reason(exc)}", file=display, sample_id=sample_id)],
-            )
-            continue
-        if isinstance(obj, list):
-            obj = {"rows": obj}
-        if not isinstance(obj, dict):
-            yield (
-                None,
-                [
-                    Problem(
-                        "error",
-                        f"expected a JSON object, got {_kind(obj)}",
-                        file=display,
-                        sample_id=sample_id,
-                    )
-                ],
-            )
-            continue
-        obj = {**obj, "sample_id": obj.get("sample_id") or sample_id}
-        sample, problems = build_sample(obj, fallback_id=sample_id, file=display, line=None)
-        yield sample, duplicates.problems(file=display, sample_id=_sample_id(obj, sample_id)) + problems
-
-
-def _finish(source: str, items: Iterable[_Item]) -> LoadReport:
-    from rescue_bench.data.validate import check_sample
-
-    samples: list[Sample] = []
-    problems: list[Problem] = []
-    seen: dict[str, str] = {}
-    for sample, found in items:
-        problems.extend(found)
-        if sample is None:
-            continue
-        origin = sample.origin or source
-        file, _, line = origin.rpartition(":") if origin.rpartition(":")[2].isdigit() else (origin, "", "")
-        line_number = int(line) if line else None
-        if sample.sample_id in seen:
-            message = f"duplicate sample_id (first seen at {seen[sample.sample_id]})"
-            problems.append(
-                Problem("error", message, file=file, line=line_number, sample_id=sample.sample_id)
-            )
-            continue
-        seen[sample.sample_id] = origin
-        problems.extend(check_sample(sample, file=file, line=line_number))
-        samples.append(sample)
-    if not samples and not any(p.severity == "error" for p in problems):
-        problems.append(Problem("error", "no samples found", file=source))
-    return LoadReport(source, tuple(samples), tuple(problems))
-
-
-# -- one sample ----------------------------------------------------------------------------------------------
-
-
-def build_sample(obj: dict[str, Any], *, fallback_id: str, file: str | None, line: int | None) -> _Item:
-    """Validate one raw sample object; return the sample (or ``None``) and the problems found."""
-    sample_id = _sample_id(obj, fallback_id)
-    where: dict[str, Any] = {"file": file, "line": line, "sample_id": sample_id}
-    rows_raw = obj.get("rows")
-    if not isinstance(rows_raw, list):
-        what = "missing" if rows_raw is None else f"a {_kind(rows_raw)}, not a list"
-        return None, [Problem("error", f"'rows' is {what}", path="rows", **where)]
-    if not rows_raw:
-        return None, [Problem("error", "'rows' is empty", path="rows", **where)]
-    rows, problems = _build_rows(rows_raw, where)
-    if any(p.severity == "error" for p in problems):
-        return None, problems
-    scenario, scenario_problems = _scenario(obj.get("scenario"), sample_id, rows, where)
-    problems += scenario_problems
-    participants = _participants(obj.get("participants"), rows)
-    source_file = obj.get("source_file") if isinstance(obj.get("source_file"), str) else None
-    origin = f"{file}:{line}" if line else (file or sample_id)
-    sample = Sample(
-        sample_id=sample_id,
-        scenario=scenario,
-        participants=participants,
-        rows=tuple(rows),
-        source_file=source_file,
-        origin=origin,
-    )
-    return sample, problems
-
-
-def _build_rows(rows_raw: list[Any], where: dict[str, Any]) -> tuple[list[Row], list[Problem]]:
-    rows: list[Row] = []
-    problems: list[Problem] = []
-    for position, raw in enumerate(rows_raw, start=1):
-        path = f"rows[{position - 1}]"
-        if not isinstance(raw, dict):
-            problems.append(
-                Problem(
-                    "error", f"row is a {_kind(raw)}, not an object", path=path, row_index=position, **where
-                )
-            )
-            continue
-        index = raw.get("row_index", position)
-        try:
-            rows.append(Row.model_validate(raw if "row_index" in raw else {**raw, "row_index": position}))
-        except ValidationError as exc:
-            row_index = index if isinstance(index, int) and not isinstance(index, bool) else position
-            problems.extend(_validation_problems(exc, path, row_index, where))
-    if problems:
-        return rows, problems
-    problems += _row_index_problems(rows, where)
-    for row in rows:
-        for name in ("start_time", "end_time"):
-            value = getattr(row, name)
-            if value is not None and value < 0:
+            line_number = int(line) if line else None
+            if sample.sample_id in seen:
+                message = f"duplicate sample_id (first seen at {seen[sample.sample_id]})"
                 problems.append(
-                    Problem(
-                        "error",
-                        f"{name} is negative ({value})",
-                        row_index=row.row_index,
-                        path=f"rows[{rows.index(row)}].{name}",
-                        **where,
-                    )
+                    Problem("error", message, file=file, line=line_number, sample_id=sample.sample_id)
                 )
-    return rows, problems
-
-
-def _validation_problems(
-    exc: ValidationError, path: str, row_index: int, where: dict[str, Any]
-) -> list[Problem]:
-    out = []
-    for err in exc.errors():
-        loc = "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in err["loc"])
-        got = _kind(err.get("input"))
-        out.append(
-            Problem(
-                "error",
-                f"{err['msg'].lower()} (got {got})",
-                path=f"{path}{loc}",
-                row_index=row_index,
-                **where,
+                continue
+            seen[sample.sample_id] = origin
+            problems.extend(check_sample(sample, file=file, line=line_number))
+            found = reach_problems(
+                sample, file=file, line=line_number, max_row_chars=self.max_row_chars, size_hint=item.size
             )
-        )
-    return out
-
-
-def _row_index_problems(rows: list[Row], where: dict[str, Any]) -> list[Problem]:
-    problems: list[Problem] = []
-    for position, row in enumerate(rows, start=1):
-        if row.row_index != position:
-            seen_before = any(r.row_index == row.row_index for r in rows[: position - 1])
-            kind = "duplicate" if seen_before else "out of sequence"
-            problems.append(
-                Problem(
-                    "error",
-                    f"row_index {row.row_index} is {kind} (expected {position})",
-                    row_index=row.row_index,
-                    path=f"rows[{position - 1}].row_index",
-                    **where,
-                )
-            )
-            break
-    return problems
-
-
-def _scenario(
-    value: Any, sample_id: str, rows: list[Row], where: dict[str, Any]
-) -> tuple[Scenario, list[Problem]]:
-    if value in ("couple", "family"):
-        return value, []
-    inferred = infer_scenario(sample_id, rows)
-    if value in (None, ""):
-        return inferred, []
-    return inferred, [
-        Problem("warning", f"unknown scenario {value!r}; inferred {inferred!r}", path="scenario", **where)
-    ]
-
-
-def infer_scenario(sample_id: str, rows: Iterable[Row]) -> Scenario:
-    """``family`` for ids under ``family_therapy/`` or when anyone speaks to or as ``Family``; else couple.
-
-    >>> infer_scenario("family_therapy/004/merged", []), infer_scenario("ann_and_bo/001", [])
-    ('family', 'couple')
-    """
-    lowered = sample_id.lower()
-    if lowered.startswith("family_therapy/") or "/family_therapy/" in lowered:
-        return "family"
-    for row in rows:
-        names = [row.speaker, *row.targets, *(t for s in row.support_strategy for t in s.target)]
-        if "Family" in (n.strip() for n in names if isinstance(n, str)):
-            return "family"
-    return "couple"
-
-
-def infer_participants(rows: Iterable[Row]) -> tuple[str, ...]:
-    """On-screen people in order of first appearance (speaker, then row targets, then strategy targets)."""
-    seen: dict[str, None] = {}
-    for row in rows:
-        for name in (row.speaker, *row.targets, *(t for s in row.support_strategy for t in s.target)):
-            clean = name.strip() if isinstance(name, str) else ""
-            if clean and clean not in NON_CLIENT_SPEAKERS:
-                seen.setdefault(clean, None)
-    return tuple(seen)
-
-
-def _participants(value: Any, rows: list[Row]) -> tuple[str, ...]:
-    if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
-        given = tuple(v.strip() for v in value if v.strip() and v.strip() not in NON_CLIENT_SPEAKERS)
-        if given:
-            return given
-    return infer_participants(rows)
+            problems.extend(found)
+            notices.extend(found)
+            samples.append(sample)
+        if not samples and not any(p.severity == "error" for p in problems):
+            problems.append(Problem("error", "no samples found", file=self.source))
+        return LoadReport(self.source, tuple(samples), tuple(problems), tuple(notices))
 
 
 # -- helpers -------------------------------------------------------------------------------------------------
@@ -404,11 +301,6 @@ def _id_from_source_file(value: Any) -> str | None:
     path = Path(tail)
     # A name like "/" or "x/." has no file name, and with_suffix() refuses it.
     return path.with_suffix("").as_posix() if path.name else None
-
-
-def _sample_id(obj: dict[str, Any], fallback_id: str) -> str:
-    raw_id = obj.get("sample_id")
-    return raw_id if isinstance(raw_id, str) and raw_id else fallback_id
 
 
 class _DuplicateKeys:
@@ -454,19 +346,6 @@ def _json_reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return str(exc)
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int | float):
-        return (
-            "number" if not (isinstance(value, float) and not math.isfinite(value)) else "non-finite number"
-        )
-    names: dict[type, str] = {str: "string", list: "list", dict: "object"}
-    return names.get(type(value), type(value).__name__)
 
 
 def _hf_sample_source(snapshot: Path) -> Path:
