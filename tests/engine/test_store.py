@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.engine.store import (
+from rescue_bench.rundir import (
     JsonlAppender,
     RunDirError,
     RunStore,

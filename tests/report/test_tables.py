@@ -9,7 +9,7 @@ import pytest
 
 from rescue_bench.report import tables
 from rescue_bench.report.paper import TABLE5, published_rows
-from rescue_bench.report.rundir import RunData
+from rescue_bench.rundir import RunData
 
 SCORES = {
     "itp": {
@@ -88,8 +88,8 @@ def test_duplicate_models_get_directory_names() -> None:
 def test_cost_from_prices_when_not_recorded(tmp_path: Path) -> None:
     from functools import partial
 
-    from rescue_bench.engine.estimate import load_prices
     from rescue_bench.errors import ConfigError
+    from rescue_bench.pricing import load_prices
 
     prices = tmp_path / "prices.json"
     prices.write_text('{"openai/x": {"input": 2.5, "output": 10}, "openai/j": {"input": 1, "output": 2}}')

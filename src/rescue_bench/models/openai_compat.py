@@ -36,13 +36,12 @@ import httpx2
 import openai
 from openai import AsyncOpenAI
 
-from rescue_bench.engine.limits import parse_retry_after
-from rescue_bench.errors import ModerationRefusal, RetryableError
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
 from rescue_bench.models.base import GenerationParams, ResponseFormat
 from rescue_bench.models.env import redact
 from rescue_bench.models.presets import Preset, public_url
 from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.retry_after import parse_retry_after
 
 FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 ONE_WRITE_MAX = 256 * 1024

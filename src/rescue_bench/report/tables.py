@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rescue_bench.engine.estimate import Prices
+from rescue_bench.pricing import Prices
 from rescue_bench.report import analysis
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.report.rundir import RunData
+from rescue_bench.rundir import RunData
 
 PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = (
     ("itp", "precision", "ITP Prec.", 100.0, 2),

@@ -21,9 +21,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from rescue_bench.engine.store import atomic_write_json
 from rescue_bench.errors import DataError
 from rescue_bench.records import Json
+from rescue_bench.rundir import atomic_write_json
 from rescue_bench.taxonomy import Scenario
 
 WORKDIR_FILE = "workdir.json"
