@@ -45,6 +45,7 @@ def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path:
         asked = server.count
         scores = json.loads((out / "scores.json").read_text())
         manifest = json.loads((out / "run.json").read_text())
+        judging = json.loads((out / "judging.json").read_text())
         again = run_cli(*args, "--base-url", server.base_url)
         assert server.count == asked  # the resumed run asks the judge nothing again
     assert first.exit_code == 0, first.output
@@ -56,7 +57,6 @@ def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path:
         assert f"{entry['llm']:.2f}" in first.output and f"{entry['bertscore_f1']:.4f}" in first.output
     assert scores["_meta"]["judges"] == ["vllm/fakejudge"] and scores["_meta"]["bertscore"]["hash"]
     assert not {"judge_counts", "judge_prompt_hashes", "bertscore"} & set(manifest)  # the engine's file
-    judging = json.loads((out / "judging.json").read_text())
     judged = judging["counts"]["vllm/fakejudge"]["valid"]
     assert judged == scores["er"]["all"]["n"] + scores["vp"]["all"]["n"]
     assert set(judging["prompt_hashes"]) == {"er", "vp"} and judging["bertscore"]["hash"]

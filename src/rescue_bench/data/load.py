@@ -28,9 +28,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rescue_bench.data.problems import Problem
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import DataError
+from rescue_bench.problems import Problem
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, Scenario
 
 DEFAULT_HF_REPO = "tomhu/relation_therapy"
