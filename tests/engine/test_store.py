@@ -50,10 +50,15 @@ def test_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
 def test_compaction_keeps_the_latest_line_per_instance(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
     store.open()
-    store.append_predictions([{"instance_id": "b", "valid": False}, {"instance_id": "a", "valid": True}])
-    store.append_predictions([{"instance_id": "b", "valid": True}])
+    line = {"task": "itp"}
+    store.append_predictions(
+        [{**line, "instance_id": "b", "valid": False}, {**line, "instance_id": "a", "valid": True}]
+    )
+    store.append_predictions([{**line, "instance_id": "b", "valid": True}])
     records = store.compact_predictions(["a", "b"])
-    store.append_predictions([{"instance_id": "c", "valid": True}])  # still appendable after compaction
+    store.append_predictions(
+        [{**line, "instance_id": "c", "valid": True}]
+    )  # still appendable after compaction
     store.close()
     assert [(r["instance_id"], r["valid"]) for r in records] == [("a", True), ("b", True)]
     lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge import rubric
-from rescue_bench.judge.bertscore import BertScorer, er_pairs, vp_pairs
+from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
 from rescue_bench.judge.merge import (
     BERTSCORE_JUDGE,
     JUDGED_TASKS,
@@ -265,34 +265,6 @@ class JudgeRunResult:
     bertscore_hash: str | None
     warnings: tuple[str, ...]
     scores: dict[str, Json]
-
-
-def bertscore_judgments(
-    records: Iterable[PredictionLine], scorer: BertScorer, done: Set[str]
-) -> list[JudgmentLine]:
-    """BERTScore lines (judge ``bertscore``) for ER/VP records not in ``done``; invalid predictions get 0."""
-    pending = [r for r in records if r.task in JUDGED_TASKS and r.instance_id not in done]
-    plans = [
-        (er_pairs if r.task == "er" else vp_pairs)(r.instance_id, r.gold, r.prediction, r.valid)
-        for r in pending
-    ]
-    if not plans:
-        return []
-    f1 = scorer.score_instances(plans)
-    raw = {"model": scorer.config.model, "hash": scorer.hash}
-    return [
-        JudgmentLine(
-            instance_id=r.instance_id,
-            task=r.task,
-            judge=BERTSCORE_JUDGE,
-            valid=True,
-            scores={"bertscore_f1": f1[r.instance_id]},
-            problems=() if r.valid else ("prediction_invalid: scored 0",),
-            raw=raw,
-            prediction_hash=fingerprint(r),
-        )
-        for r in pending
-    ]
 
 
 def _done(

@@ -27,9 +27,10 @@ from rescue_bench.rundir.files import (
     JsonlAppender,
     atomic_write_json,
     atomic_write_jsonl,
+    numbered_jsonl,
     read_json_object,
-    read_jsonl,
 )
+from rescue_bench.rundir.lines import PredictionLine, RequestLine
 from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
 
 try:
@@ -144,11 +145,20 @@ class RunStore:
             atomic_write_json(judging_file, judging.to_json())
 
     def latest_predictions(self) -> dict[str, dict[str, Json]]:
-        """The latest line per instance id."""
-        return {str(r.get("instance_id")): r for r in read_jsonl(self.predictions_file)}
+        """The latest line per instance id; every line is checked as a :class:`PredictionLine` first."""
+        path = self.predictions_file
+        return {
+            PredictionLine.from_json(record, f"{path}:{number}").instance_id: record
+            for number, record in numbered_jsonl(path)
+        }
 
     def request_records(self) -> list[dict[str, Json]]:
-        return list(read_jsonl(self.requests_file))
+        """Every line of ``requests.jsonl``, each checked as a :class:`RequestLine` first."""
+        path = self.requests_file
+        records = list(numbered_jsonl(path))
+        for number, record in records:
+            RequestLine.from_json(record, f"{path}:{number}")
+        return [record for _, record in records]
 
     def compact_predictions(
         self, order: Sequence[str], latest: Mapping[str, dict[str, Json]] | None = None
@@ -162,7 +172,7 @@ class RunStore:
         ranked = {iid: i for i, iid in enumerate(order)}
         records = sorted(
             latest.values(),
-            key=lambda r: (ranked.get(str(r.get("instance_id")), len(ranked)), str(r.get("instance_id"))),
+            key=lambda r: (ranked.get(str(r["instance_id"]), len(ranked)), str(r["instance_id"])),
         )
         reopen = self._predictions is not None
         if self._predictions is not None:
