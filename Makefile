@@ -31,6 +31,7 @@ system-deps:
 lint:
 	$(BIN)/ruff check src tests benchmarks scripts
 	$(BIN)/ruff format --check src tests benchmarks scripts
+	PYTHONPATH=src $(BIN)/lint-imports --no-cache
 
 typecheck:
 	$(BIN)/mypy

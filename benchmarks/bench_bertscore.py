@@ -46,7 +46,7 @@ def synthetic_run(tmp: Path) -> Path:
 def run_pairs(run_dir: Path) -> tuple[list[Any], list[tuple[str, str]]]:
     """The ER/VP pair plans of the run and their distinct pairs, in run order."""
     from rescue_bench.judge.bertscore import er_pairs, vp_pairs
-    from rescue_bench.report.rundir import load_run
+    from rescue_bench.rundir import load_run
 
     records = [r for r in load_run(run_dir).predictions if r["task"] in ("er", "vp")]
     plans = [

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from rescue_bench.data.problems import Problem
+    from rescue_bench.problems import Problem
 
 
 class BenchError(Exception):

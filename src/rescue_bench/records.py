@@ -10,12 +10,60 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal
 
 Json = Any
 """A JSON-serialisable value (dict, list, str, int, float, bool or None)."""
 
 TaskKind = Literal["binary", "multiclass", "ranking", "generation"]
+
+
+class ProblemKind(StrEnum):
+    """What a problem string of a prediction or judgment is about: the text before its first ``:``.
+
+    Problems are written as ``"<kind>: <detail>"`` (docs/design.md); the kind decides how the problem counts
+    (a parse failure, an invalid label, a mere note).
+    """
+
+    REQUEST_FAILED = "request_failed"
+    PARSE_FAILURE = "parse_failure"
+    MISSING = "missing"
+    INVALID_LABEL = "invalid_label"
+    NORMALIZED = "normalized"
+    TRUNCATED = "truncated"
+    VIDEO = "video"
+    OUT_OF_RANGE = "out_of_range"
+    REASKED = "reasked"
+    AFTER_REASK = "after re-ask"
+    PREDICTION_INVALID = "prediction_invalid"
+    OTHER = "other"
+    """Any problem whose text names no known kind."""
+
+    @classmethod
+    def of(cls, problem: str) -> ProblemKind:
+        """The kind of one problem string.
+
+        >>> ProblemKind.of("parse_failure: empty reply"), ProblemKind.of("video: no clip for row 3")
+        (<ProblemKind.PARSE_FAILURE: 'parse_failure'>, <ProblemKind.VIDEO: 'video'>)
+        >>> ProblemKind.of("something else")
+        <ProblemKind.OTHER: 'other'>
+        """
+        head = problem.split(":", 1)[0].strip()
+        try:
+            return cls(head)
+        except ValueError:
+            return cls.OTHER
+
+    @property
+    def unreadable(self) -> bool:
+        """Whether the answer could not be read at all (counted as a parse failure)."""
+        return self in (ProblemKind.PARSE_FAILURE, ProblemKind.MISSING, ProblemKind.REQUEST_FAILED)
+
+
+def problem_kinds(problems: tuple[str, ...] | list[str]) -> tuple[ProblemKind, ...]:
+    """The kind of each problem, in order."""
+    return tuple(ProblemKind.of(p) for p in problems)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,12 +187,16 @@ class Prediction:
         return cls(instance_id, None, False, (reason,))
 
     @property
+    def kinds(self) -> tuple[ProblemKind, ...]:
+        return problem_kinds(self.problems)
+
+    @property
     def parse_failure(self) -> bool:
-        return any(p.startswith(("parse_failure", "missing", "request_failed")) for p in self.problems)
+        return any(kind.unreadable for kind in self.kinds)
 
     @property
     def invalid_label(self) -> bool:
-        return any(p.startswith("invalid_label") for p in self.problems)
+        return ProblemKind.INVALID_LABEL in self.kinds
 
     def to_json(self) -> dict[str, Json]:
         return {

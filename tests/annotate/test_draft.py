@@ -24,7 +24,6 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, ser
 from rescue_bench.annotate import prompt
 from rescue_bench.annotate.draft import DraftSettings, assemble, chunk_indices, read_answer
 from rescue_bench.annotate.run import Counts, draft_workdir, estimate_workdir
-from rescue_bench.annotate.workdir import read_draft
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.validate import check_sample
 from rescue_bench.engine.estimate import chars_counter
@@ -32,6 +31,7 @@ from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
+from rescue_bench.workdir import read_draft
 
 Handler = Callable[[ChatRequest], "Script | str | dict[str, Any]"]
 FAST = EngineOptions(concurrency=4, max_retries=1, retry_base=0.01, retry_cap=0.02, jitter_seed=0)

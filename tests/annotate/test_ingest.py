@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.annotate import media
+from rescue_bench import media
 from rescue_bench.annotate.ingest import (
     IngestSettings,
     check_settings,
@@ -15,8 +15,8 @@ from rescue_bench.annotate.ingest import (
     split_segments,
 )
 from rescue_bench.annotate.subtitles import Cue, Turn, read_subtitles
-from rescue_bench.annotate.workdir import WorkdirInfo, read_info, read_manifest, write_info
 from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.workdir import WorkdirInfo, read_info, read_manifest, write_info
 
 PEOPLE = ("Nora", "Eli")
 

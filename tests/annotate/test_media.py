@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.annotate import media
+from rescue_bench import media
 from rescue_bench.errors import DataError, DependencyError
 
 

@@ -9,7 +9,7 @@ import pytest
 from tests.annotate.workdirs import LINES, context, good_row, without_note
 
 from rescue_bench.annotate.rules import RuleContext, check_rows, words
-from rescue_bench.annotate.workdir import ManifestRow
+from rescue_bench.workdir import ManifestRow
 
 
 def rows(**changed: dict[str, Any]) -> dict[int, Any]:

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from rescue_bench.annotate.video import (
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.engine.clips import (
     Clip,
     ClipIndex,
     LocalMedia,
@@ -19,18 +20,17 @@ from rescue_bench.annotate.video import (
     load_clip_index,
     make_video_hook,
 )
-from rescue_bench.annotate.workdir import (
+from rescue_bench.errors import ConfigError
+from rescue_bench.records import Instance, Request
+from rescue_bench.tasks import get_task
+from rescue_bench.tasks.base import TaskConfig
+from rescue_bench.workdir import (
     ManifestRow,
     SegmentManifest,
     WorkdirInfo,
     write_info,
     write_manifest,
 )
-from rescue_bench.data.schema import Row, Sample
-from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Request
-from rescue_bench.tasks import get_task
-from rescue_bench.tasks.base import TaskConfig
 
 SAMPLE_ID = "ep/seg01"
 TURNS = (  # (speaker, target, words, strategy); invented

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from tests.annotate.workdirs import make_workdir
 
-from rescue_bench.annotate.workdir import (
+from rescue_bench.workdir import (
     Draft,
     SegmentManifest,
     manifest_paths,

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue_bench.annotate.rules import RuleContext
-from rescue_bench.annotate.workdir import (
+from rescue_bench.workdir import (
     ManifestRow,
     SegmentManifest,
     WorkdirInfo,

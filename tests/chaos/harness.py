@@ -17,9 +17,9 @@ from typing import Any
 from tests.fakes.chaos_server import ChaosServer, Entry
 
 from rescue_bench.engine.cache import cache_key
-from rescue_bench.engine.store import read_jsonl
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.records import Request
+from rescue_bench.rundir import read_jsonl
 
 MODEL = "vllm/chaos-model"
 

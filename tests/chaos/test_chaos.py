@@ -197,7 +197,7 @@ def test_chaos_run_ends_like_a_fault_free_run(tmp_path: Path) -> None:
 
 
 def read_jsonl_list(path: Path) -> list[dict[str, object]]:
-    from rescue_bench.engine.store import read_jsonl
+    from rescue_bench.rundir import read_jsonl
 
     return list(read_jsonl(path))
 

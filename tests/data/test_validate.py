@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from rescue_bench.data.load import SourceNotFound, read_source
-from rescue_bench.data.problems import Problem
 from rescue_bench.data.validate import ValidationReport, validate_source
+from rescue_bench.problems import Problem
 
 MakeSample = Callable[..., dict[str, Any]]
 MakeRow = Callable[..., dict[str, Any]]

@@ -20,7 +20,7 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
 from rescue_bench.engine.batch import export_batch, import_batch, read_results
 from rescue_bench.engine.run import execute_run
-from rescue_bench.engine.store import read_jsonl
+from rescue_bench.rundir import read_jsonl
 
 
 def answer_line(line: dict[str, Any], index: int) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.cli.run import parse_sample_ids
-from rescue_bench.engine.store import read_jsonl
 from rescue_bench.errors import ConfigError
+from rescue_bench.rundir import read_jsonl
 
 REQUIRED = ("instance_id", "task", "sample_id", "row_index", "valid", "prediction", "problems")
 runner = CliRunner()

@@ -6,18 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.engine.estimate import (
-    Budget,
-    Prices,
-    chars_counter,
-    estimate_requests,
-    load_prices,
-    make_counter,
-    spent_so_far,
-)
+from rescue_bench.engine.estimate import Budget, chars_counter, estimate_requests, make_counter
 from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.errors import ConfigError
+from rescue_bench.pricing import Prices, load_prices, spent_so_far
 from rescue_bench.records import Request, Usage
+from rescue_bench.rundir import RequestLine
 
 REQUEST = Request(
     task="er",
@@ -78,7 +72,7 @@ def test_budget_reserves_the_worst_case_and_settles_actual_use() -> None:
 
 def test_spent_so_far_ignores_cached_replies() -> None:
     records = [
-        {"cached": False, "usage": {"prompt_tokens": 1000, "completion_tokens": 100}},
-        {"cached": True, "usage": {"prompt_tokens": 5000, "completion_tokens": 500}},
+        RequestLine.from_json({"cached": False, "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}),
+        RequestLine.from_json({"cached": True, "usage": {"prompt_tokens": 5000, "completion_tokens": 500}}),
     ]
     assert spent_so_far(records, Prices(1.0, 10.0)) == pytest.approx((1000 + 1000) / 1e6)

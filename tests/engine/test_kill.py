@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
-from rescue_bench.engine.store import read_jsonl
 from rescue_bench.records import Request
+from rescue_bench.rundir import read_jsonl
 
 
 def command(base_url: str, out: Path) -> list[str]:

@@ -30,12 +30,13 @@ from tests.fakes.openai_server import (
 )
 
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.engine.estimate import Budget, Prices, chars_counter
+from rescue_bench.engine.estimate import Budget, chars_counter
 from rescue_bench.engine.run import GC_THRESHOLD, Collector, RunResult, execute_run
 from rescue_bench.engine.runner import Runner
-from rescue_bench.engine.store import RunStore, read_jsonl
 from rescue_bench.errors import ConfigError, ProviderError
+from rescue_bench.pricing import Prices
 from rescue_bench.records import Instance, Prediction
+from rescue_bench.rundir import RunStore, read_jsonl
 
 
 def run(server: FakeOpenAIServer, out: Path, samples: list[Sample], **kw: Any) -> RunResult:

@@ -12,7 +12,7 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answ
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.engine import postscore
+from rescue_bench.judge import after_run
 
 runner = CliRunner()
 
@@ -45,6 +45,7 @@ def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path:
         asked = server.count
         scores = json.loads((out / "scores.json").read_text())
         manifest = json.loads((out / "run.json").read_text())
+        judging = json.loads((out / "judging.json").read_text())
         again = run_cli(*args, "--base-url", server.base_url)
         assert server.count == asked  # the resumed run asks the judge nothing again
     assert first.exit_code == 0, first.output
@@ -55,23 +56,27 @@ def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path:
         # The printed summary is the judged scores.json.
         assert f"{entry['llm']:.2f}" in first.output and f"{entry['bertscore_f1']:.4f}" in first.output
     assert scores["_meta"]["judges"] == ["vllm/fakejudge"] and scores["_meta"]["bertscore"]["hash"]
-    judged = manifest["judge_counts"]["vllm/fakejudge"]["valid"]
+    assert not {"judge_counts", "judge_prompt_hashes", "bertscore"} & set(manifest)  # the engine's file
+    judged = judging["counts"]["vllm/fakejudge"]["valid"]
     assert judged == scores["er"]["all"]["n"] + scores["vp"]["all"]["n"]
-    assert set(manifest["judge_prompt_hashes"]) == {"er", "vp"} and manifest["bertscore"]["hash"]
-    # The second session rewrote run.json and scores.json: the judge's keys and scores are still there.
+    assert set(judging["prompt_hashes"]) == {"er", "vp"} and judging["bertscore"]["hash"]
+    # The second session rewrote run.json and scores.json: the judging record and scores are still there.
     assert again.exit_code == 0, again.output
     resumed = json.loads((out / "run.json").read_text())
-    assert resumed["timings"]["sessions"] == 2
-    for key in ("judges", "judge_prompt_hashes", "bertscore"):
-        assert resumed[key] == manifest[key]
-    assert resumed["judge_counts"]["vllm/fakejudge"]["resumed"] == judged
+    assert resumed["timings"]["sessions"] == 2 and resumed["judges"] == manifest["judges"]
+    rejudged = json.loads((out / "judging.json").read_text())
+    assert (
+        rejudged["prompt_hashes"] == judging["prompt_hashes"]
+        and rejudged["bertscore"] == judging["bertscore"]
+    )
+    assert rejudged["counts"]["vllm/fakejudge"]["resumed"] == judged
     assert json.loads((out / "scores.json").read_text()) == scores
 
 
 def test_missing_bertscore_is_said_once_and_asked_for_bertscore_fails_early(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(postscore, "bertscore_available", lambda: False)
+    monkeypatch.setattr(after_run, "bertscore_available", lambda: False)
     out = tmp_path / "run"
     result = run_cli("--model", "baseline/random", "--tasks", "er,vp", "--out", str(out))
     assert result.exit_code == 0, result.output

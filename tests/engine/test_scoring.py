@@ -18,9 +18,9 @@ from rescue_bench.engine.manifest import RunConfig, build_plans, select_samples
 from rescue_bench.engine.outcomes import prediction_record
 from rescue_bench.engine.run import RunOptions, execute_run
 from rescue_bench.engine.scoring import Aggregated, aggregate_scores
-from rescue_bench.engine.store import read_jsonl
 from rescue_bench.metrics import aggregate
 from rescue_bench.records import Prediction
+from rescue_bench.rundir import read_jsonl
 
 
 def test_a_task_finished_early_is_aggregated_once_and_as_the_finish_would(

@@ -1,4 +1,4 @@
-"""Run-directory files: torn lines, compaction, config comparison."""
+"""Run-directory files: torn lines, compaction, config comparison, typed records, the old judging layout."""
 
 from __future__ import annotations
 
@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.engine.store import (
+from rescue_bench.records import Prediction, ProblemKind
+from rescue_bench.rundir import (
     JsonlAppender,
+    PredictionLine,
     RunDirError,
     RunStore,
     cut_torn_tail,
     describe_changes,
+    load_judging,
+    load_run,
     read_jsonl,
 )
 
@@ -46,10 +50,15 @@ def test_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:
 def test_compaction_keeps_the_latest_line_per_instance(tmp_path: Path) -> None:
     store = RunStore(tmp_path / "run")
     store.open()
-    store.append_predictions([{"instance_id": "b", "valid": False}, {"instance_id": "a", "valid": True}])
-    store.append_predictions([{"instance_id": "b", "valid": True}])
+    line = {"task": "itp"}
+    store.append_predictions(
+        [{**line, "instance_id": "b", "valid": False}, {**line, "instance_id": "a", "valid": True}]
+    )
+    store.append_predictions([{**line, "instance_id": "b", "valid": True}])
     records = store.compact_predictions(["a", "b"])
-    store.append_predictions([{"instance_id": "c", "valid": True}])  # still appendable after compaction
+    store.append_predictions(
+        [{**line, "instance_id": "c", "valid": True}]
+    )  # still appendable after compaction
     store.close()
     assert [(r["instance_id"], r["valid"]) for r in records] == [("a", True), ("b", True)]
     lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
@@ -115,3 +124,98 @@ def test_appends_are_synced_without_close(tmp_path: Path) -> None:
         time.sleep(0.005)
     assert appender.syncs == 2
     appender.close()
+
+
+# --- typed records ------------------------------------------------------------------------------------------
+
+PREDICTION = {
+    "instance_id": "s1::er::4",
+    "task": "er",
+    "sample_id": "s1",
+    "scenario": "couple",
+    "row_index": 4,
+    "gold": {"emotion": "hurt", "intensity": 6},
+    "valid": True,
+    "prediction": {"emotion": "sad", "intensity": 5},
+    "problems": ["normalized: 'Sad' -> 'sad'"],
+    "meta": {"speaker": "Alan"},
+    "scores": {"s_int": 4.0, "correct": 1},
+    "request_key": "k1",
+    "single": False,
+}
+
+
+def test_a_prediction_line_reads_back_as_written() -> None:
+    line = PredictionLine.from_json(PREDICTION)
+    assert line.to_json() == PREDICTION and list(line.to_json()) == list(PREDICTION)
+    assert line.speaker == "Alan" and line.kinds == (ProblemKind.NORMALIZED,)
+    assert isinstance(line.to_json()["scores"]["correct"], int)  # no int -> float drift on rewrite
+
+
+def test_load_run_names_file_line_and_field_of_a_misspelt_key(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    bad = {**PREDICTION, "instance_id": "s1::er::5", "prediciton": None}
+    (run / "predictions.jsonl").write_text(json.dumps(PREDICTION) + "\n" + json.dumps(bad) + "\n")
+    with pytest.raises(RunDirError, match=r"predictions\.jsonl:2: field 'prediciton'"):
+        load_run(run)
+    (run / "predictions.jsonl").write_text(json.dumps({**PREDICTION, "valid": "maybe"}) + "\n")
+    with pytest.raises(RunDirError, match=r"predictions\.jsonl:1: field 'valid'"):
+        load_run(run)
+
+
+def test_latest_line_per_instance_wins_when_loading(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    retried = {**PREDICTION, "valid": False, "prediction": None}
+    lines = [retried, {**PREDICTION, "instance_id": "other"}, PREDICTION]
+    (run / "predictions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    data = load_run(run)
+    assert [(p.instance_id, p.valid) for p in data.prediction_lines] == [("s1::er::4", True), ("other", True)]
+
+
+OLD_JUDGED = {
+    "format": 1,
+    "status": "finished",
+    "config": {"model": "openai/x"},
+    "judges": ["openai/j"],
+    "judge_counts": {"openai/j": {"sent": 3, "valid": 2, "unscored": 1, "usage": {"prompt_tokens": 9}}},
+    "judge_prompt_hashes": {"er": "h1", "vp": "h2"},
+    "bertscore": {"model": "m", "hash": "m==1"},
+}
+
+
+def test_judging_of_an_old_run_json_is_read_from_its_keys(tmp_path: Path) -> None:
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "run.json").write_text(json.dumps(OLD_JUDGED))
+    judging = load_judging(run)
+    assert judging.judges == ("openai/j",) and judging.counts["openai/j"].unscored == 1
+    assert judging.counts["openai/j"].usage.prompt_tokens == 9
+    assert judging.prompt_hashes == {"er": "h1", "vp": "h2"} and judging.bertscore is not None
+    # judging.json, once written, wins over the old keys
+    (run / "judging.json").write_text(json.dumps({"format": 1, "judges": ["b/k"]}))
+    assert load_judging(run).judges == ("b/k",)
+
+
+def test_the_engine_rewriting_an_old_run_json_keeps_its_judging(tmp_path: Path) -> None:
+    store = RunStore(tmp_path / "run")
+    store.root.mkdir()
+    store.run_file.write_text(json.dumps(OLD_JUDGED))
+    before = load_judging(store.root)
+    store.write_manifest({"format": 1, "status": "running", "config": {"model": "openai/x"}})
+    assert "judge_counts" not in json.loads(store.run_file.read_text())
+    assert json.loads((store.root / "judging.json").read_text())["counts"]["openai/j"]["valid"] == 2
+    assert load_judging(store.root) == before
+
+
+def test_problem_kinds_count_as_the_documented_prefixes() -> None:
+    unreadable = ("parse_failure: empty reply", "missing: no answer for c2", "request_failed: HTTP 500")
+    for problem in unreadable:
+        assert Prediction("i", None, False, (problem,)).parse_failure, problem
+    label = Prediction("i", None, False, ("invalid_label: 'x' is not a label",))
+    assert label.invalid_label and not label.parse_failure
+    note = Prediction("i", "track", True, ("normalized: 'Track' -> 'track'", "video: no clip for row 3"))
+    assert not note.parse_failure and not note.invalid_label
+    assert note.kinds == (ProblemKind.NORMALIZED, ProblemKind.VIDEO)
+    assert ProblemKind.of("judge_total_ignored: 6 != 2") is ProblemKind.OTHER

@@ -17,20 +17,20 @@ import pytest
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answer
 from typer.testing import CliRunner
 
-from rescue_bench.annotate.video import shown_rows
-from rescue_bench.annotate.workdir import (
+from rescue_bench.cli.main import app
+from rescue_bench.data.load import load_samples
+from rescue_bench.data.schema import Row, Sample
+from rescue_bench.engine.clips import shown_rows
+from rescue_bench.engine.manifest import RunConfig, build_plans
+from rescue_bench.records import Instance
+from rescue_bench.rundir import read_jsonl
+from rescue_bench.workdir import (
     ManifestRow,
     SegmentManifest,
     WorkdirInfo,
     write_info,
     write_manifest,
 )
-from rescue_bench.cli.main import app
-from rescue_bench.data.load import load_samples
-from rescue_bench.data.schema import Row, Sample
-from rescue_bench.engine.manifest import RunConfig, build_plans
-from rescue_bench.engine.store import read_jsonl
-from rescue_bench.records import Instance
 
 SAMPLE_ID = "ep/seg01"
 TURNS = (  # (speaker, target, words, strategy)

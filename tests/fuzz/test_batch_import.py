@@ -20,9 +20,9 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
 from rescue_bench.engine.batch import custom_id, export_batch, import_batch, read_results
 from rescue_bench.engine.manifest import RunConfig, build_plans
-from rescue_bench.engine.store import read_jsonl
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Reply
+from rescue_bench.rundir import read_jsonl
 
 OK_LINE: dict[str, Any] = {
     "custom_id": "itp-0",

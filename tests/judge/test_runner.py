@@ -29,6 +29,7 @@ def _run(run: Path, *judges: Judge, **kw: Any) -> Any:
 
 def test_valid_verdicts_are_recorded_and_aggregated(judge_run_dir: Path) -> None:
     fake = FakeJudge()
+    run_before = (judge_run_dir / "run.json").read_bytes()
     result = _run(judge_run_dir, Judge("openai/judge-1", fake))
     tally = result.tallies["openai/judge-1"]
     # one request per sample and task: cpl/s1 er, fam/s2 er, cpl/s1 vp (fam/s2 vp is an invalid prediction)
@@ -50,10 +51,11 @@ def test_valid_verdicts_are_recorded_and_aggregated(judge_run_dir: Path) -> None
     # totals 6, 2 and the floor 0 -> mean 8/3 on 0-6 -> 1 + 4 * (8/3) / 6 on 1-5
     assert vp["llm"] == pytest.approx(1 + 4 * (8 / 3) / 6)
     assert json.loads((judge_run_dir / "scores.json").read_text())["er"]["all"]["llm"] == er["llm"]
-    manifest = json.loads((judge_run_dir / "run.json").read_text())
-    assert manifest["judges"] == ["openai/judge-1"]
-    assert manifest["judge_counts"]["openai/judge-1"]["unscored"] == 0
-    assert manifest["status"] == "finished"  # the engine's keys are kept
+    judging = json.loads((judge_run_dir / "judging.json").read_text())
+    assert judging["judges"] == ["openai/judge-1"]
+    assert judging["counts"]["openai/judge-1"]["unscored"] == 0
+    assert set(judging["prompt_hashes"]) == {"er", "vp"} and judging["bertscore"] is None
+    assert (judge_run_dir / "run.json").read_bytes() == run_before  # the engine's file: never written here
 
 
 def test_requests_are_blind(judge_run_dir: Path) -> None:

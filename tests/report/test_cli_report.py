@@ -78,7 +78,16 @@ def test_user_errors_are_one_line(tmp_path: Path, demo_run: Path) -> None:
     assert bad_scope.exit_code == 2 and "--scopes" in bad_scope.output
     broken = tmp_path / "broken"
     broken.mkdir()
-    (broken / "predictions.jsonl").write_text('{"instance_id": "a"}\nnot json\n{"instance_id": "b"}\n')
+    line = '{"instance_id": "%s", "task": "itp"}\n'
+    (broken / "predictions.jsonl").write_text(line % "a" + "not json\n" + line % "b")
     damaged = RUNNER.invoke(app, ["report", str(broken)])
     assert damaged.exit_code == 1 and "predictions.jsonl:2" in damaged.output
-    assert "Traceback" not in damaged.output + not_run.output
+    misspelt = tmp_path / "misspelt"
+    misspelt.mkdir()
+    (misspelt / "predictions.jsonl").write_text(
+        line % "a" + '{"instance_id": "b", "task": "itp", "vaild": true}\n'
+    )
+    typo = RUNNER.invoke(app, ["report", str(misspelt)])
+    assert typo.exit_code == 1 and typo.output.count("\n") == 1
+    assert "predictions.jsonl:2: field 'vaild'" in typo.output
+    assert "Traceback" not in damaged.output + not_run.output + typo.output

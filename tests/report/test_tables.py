@@ -9,7 +9,7 @@ import pytest
 
 from rescue_bench.report import tables
 from rescue_bench.report.paper import TABLE5, published_rows
-from rescue_bench.report.rundir import RunData
+from rescue_bench.rundir import RunData
 
 SCORES = {
     "itp": {
@@ -45,7 +45,7 @@ def _run(name: str = "openai/x", path: str = "r1") -> RunData:
         "counts": {"itp": {"requests": 3, "tokens": {"prompt_tokens": 100, "completion_tokens": 7}}},
         "judge_counts": {"openai/j": {"requests": 2, "usage": {"prompt_tokens": 50, "completion_tokens": 5}}},
     }
-    return RunData(Path(path), run, [], scores=SCORES)
+    return RunData.of(Path(path), run, [], scores=SCORES)
 
 
 def test_published_rows_match_the_paper_averages() -> None:
@@ -88,8 +88,8 @@ def test_duplicate_models_get_directory_names() -> None:
 def test_cost_from_prices_when_not_recorded(tmp_path: Path) -> None:
     from functools import partial
 
-    from rescue_bench.engine.estimate import load_prices
     from rescue_bench.errors import ConfigError
+    from rescue_bench.pricing import load_prices
 
     prices = tmp_path / "prices.json"
     prices.write_text('{"openai/x": {"input": 2.5, "output": 10}, "openai/j": {"input": 1, "output": 2}}')
@@ -105,7 +105,7 @@ def test_cost_from_prices_when_not_recorded(tmp_path: Path) -> None:
 def test_judges_table_with_and_without_agreement() -> None:
     agreement = {"er": {"n_items": 12, "alpha_ordinal": 0.61234, "exact_agreement": 0.5, "mae": 0.75}}
     scores = {**SCORES, "_meta": {"judges": ["a/x", "b/y"], "judge_agreement": agreement}}
-    run = RunData(Path("r"), {"model": {"name": "m/1"}}, [], scores=scores)
+    run = RunData.of(Path("r"), {"model": {"name": "m/1"}}, [], scores=scores)
     (row,) = tables.judges([run]).rows
     assert row[:4] == ("m/1", "ER", "a/x, b/y", 12)
     assert (row[4].text(), row[5].text(), row[6].text()) == ("0.612", "50.0", "0.750")

@@ -21,14 +21,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rescue_bench.annotate import media, prompt
+from rescue_bench import media
+from rescue_bench.annotate import prompt
 from rescue_bench.annotate.rowfields import Answer, RowFields
 from rescue_bench.annotate.rules import RuleContext, Violation, check_rows, skeleton
-from rescue_bench.annotate.workdir import Draft, DraftStatus, ManifestRow, SegmentManifest
 from rescue_bench.data.schema import Row
 from rescue_bench.errors import DataError
 from rescue_bench.records import Json, Request
 from rescue_bench.tasks.parsing import json_values
+from rescue_bench.workdir import Draft, DraftStatus, ManifestRow, SegmentManifest
 
 TASK = "annotate"
 

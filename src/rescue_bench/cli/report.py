@@ -54,9 +54,9 @@ def compare(
     """Paired differences of two runs on their shared instances (bootstrap CIs, McNemar's test)."""
     from rescue_bench.errors import ConfigError
     from rescue_bench.report.comparison import compare_run_data, comparison_table
-    from rescue_bench.report.rundir import load_run
     from rescue_bench.report.tables import display_names
     from rescue_bench.report.writers import markdown_table
+    from rescue_bench.rundir import load_run
 
     chosen = tuple(s.strip().lower() for s in scopes.split(",") if s.strip())
     if not chosen or any(s not in ("all", "couple", "family") for s in chosen):

@@ -163,7 +163,7 @@ def _judging(
 
     A baseline has no endpoint: with judges, its --base-url / --api-key-env are the judges'.
     """
-    from rescue_bench.engine.postscore import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
+    from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
 
     for name in config.judges:
         if not has_endpoint(name):
@@ -197,7 +197,7 @@ def _check_judge(name: str, base_url: str | None, api_key_env: str | None) -> No
 
 
 def _judge(result: RunResult, config: RunConfig, settings: Any, quiet: bool) -> RunResult:
-    from rescue_bench.engine.postscore import score_after_run
+    from rescue_bench.judge.after_run import score_after_run
 
     if settings.judges and not quiet:
         typer.echo(f"judging ER/VP with {', '.join(settings.judges)}", err=True)
@@ -216,10 +216,11 @@ def _budget(budget: float | None, prices: Any, model: str, out: Path) -> Any:
         return None
     if prices is None:
         raise ConfigError("--budget needs prices: --price-in and --price-out, or --prices FILE")
-    from rescue_bench.engine.estimate import Budget, make_counter, spent_so_far
-    from rescue_bench.engine.store import RunStore
+    from rescue_bench.engine.estimate import Budget, make_counter
+    from rescue_bench.pricing import spent_so_far
+    from rescue_bench.rundir import read_requests
 
-    spent = spent_so_far(RunStore(out).request_records(), prices)
+    spent = spent_so_far(read_requests(out), prices)
     return Budget(budget, prices, make_counter(model), spent=spent)
 
 

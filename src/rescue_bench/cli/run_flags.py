@@ -197,7 +197,7 @@ def default_out(config: RunConfig) -> Path:
 
 
 def make_prices(model: str, price_in: float | None, price_out: float | None, prices: Path | None) -> Any:
-    from rescue_bench.engine.estimate import Prices, load_prices
+    from rescue_bench.pricing import Prices, load_prices
 
     if prices is not None:
         if price_in is not None or price_out is not None:

@@ -12,9 +12,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from rescue_bench.data.problems import Problem
 from rescue_bench.data.raw import RawSample, coercion_problems, row_position
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.problems import Problem
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, Scenario
 
 Built = tuple[Sample | None, list[Problem]]

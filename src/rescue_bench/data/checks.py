@@ -25,8 +25,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from rescue_bench.data.problems import Problem
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.problems import Problem
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, UTTERANCE_TYPES, relation_labels, strategy_labels
 
 # UTF-8 read as Latin-1/cp1252: C1 controls (e.g. 'â' + two of them for a dash), 'Ã'/'Â' + a Latin-1 sign,

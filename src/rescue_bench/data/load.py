@@ -42,10 +42,10 @@ from rescue_bench.data.files import (
     sample_files,
     source_kind,
 )
-from rescue_bench.data.problems import Problem
 from rescue_bench.data.raw import RawSample
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import DataError
+from rescue_bench.problems import Problem
 
 __all__ = [
     "DEFAULT_HF_REPO",

@@ -12,7 +12,7 @@ from typing import Any
 
 from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS, check_sample
 from rescue_bench.data.load import read_source
-from rescue_bench.data.problems import Problem
+from rescue_bench.problems import Problem
 
 __all__ = ["ValidationReport", "check_sample", "validate_source"]
 

@@ -24,12 +24,12 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import RunConfig, TaskPlan, build_manifest, build_plans
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
-from rescue_bench.engine.store import RunStore, atomic_write_json
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.models.base import GenerationParams, parse_model_name
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset, normalize_base_url
 from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.rundir import RunStore, atomic_write_json
 from rescue_bench.tasks.base import Task
 
 BATCH_URL = "/v1/chat/completions"

@@ -9,63 +9,19 @@ at each request's ``max_tokens``: an upper bound.
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Json, Request, Usage
+from rescue_bench.pricing import Prices
+from rescue_bench.records import Request, Usage
 
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
 _MESSAGE_OVERHEAD = 4
 """Tokens of chat framing per message (role markers), as in OpenAI's counting recipe."""
-
-
-@dataclass(frozen=True, slots=True)
-class Prices:
-    """US dollars per million tokens."""
-
-    input: float
-    output: float
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
-        """
-        >>> Prices(2.5, 10.0).cost(1_000_000, 100_000)
-        3.5
-        """
-        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
-
-
-def load_prices(path: Path, model: str) -> Prices:
-    """Prices of ``model`` from a JSON file: ``{"input": x, "output": y}`` or ``{"<provider/model>": {...}}``.
-
-    A per-model file may key by the full name or by the part after the provider.
-    """
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"--prices: {path} not found") from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"--prices: {path} is not readable JSON ({exc.__class__.__name__})") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"--prices: {path} must hold a JSON object")
-    entry: Any = data
-    if "input" not in data:
-        entry = data.get(model) or data.get(model.partition("/")[2])
-        if entry is None:
-            raise ConfigError(
-                f"--prices: {path} has no entry for {model!r} (keys: {', '.join(map(str, data))})"
-            )
-    try:
-        return Prices(float(entry["input"]), float(entry["output"]))
-    except (KeyError, TypeError, ValueError):
-        raise ConfigError(
-            f"--prices: the entry for {model!r} in {path} needs numbers 'input' and 'output'"
-        ) from None
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,15 +136,3 @@ class Budget:
     def settle(self, reserved: float, usage: Usage) -> None:
         self.reserved -= reserved
         self.spent += self.prices.cost(usage.prompt_tokens, usage.completion_tokens)
-
-
-def spent_so_far(requests: Sequence[Mapping[str, Json]], prices: Prices) -> float:
-    """The cost of the tokens a run directory's requests already used (cached replies cost nothing)."""
-    total = 0.0
-    for record in requests:
-        if not record.get("cached"):
-            usage = record.get("usage") or {}
-            total += prices.cost(
-                int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0)
-            )
-    return total

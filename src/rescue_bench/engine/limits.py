@@ -13,16 +13,15 @@
 from __future__ import annotations
 
 import asyncio
-import email.utils
 import random
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from aiolimiter import AsyncLimiter
 
-from rescue_bench.errors import ConfigError, ModerationRefusal, RetryableError
+from rescue_bench.errors import ConfigError, RetryableError
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,33 +131,3 @@ async def call_with_retries(
             if attempts > policy.max_retries:
                 return Attempted(None, f"{exc} (gave up after {attempts} attempts)", attempts, latency)
             await sleep(policy.delay(attempts, exc.retry_after, rng))
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date); ``None`` if absent.
-
-    >>> parse_retry_after({"retry-after": "3"}), parse_retry_after({"retry-after-ms": "250"})
-    (3.0, 0.25)
-    >>> parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
-    10.0
-    >>> parse_retry_after({"retry-after": "soon"}) is None
-    True
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lowered:
-        try:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
-        except ValueError:
-            pass
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when - (time.time() if now is None else now))

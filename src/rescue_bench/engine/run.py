@@ -37,16 +37,14 @@ from rescue_bench.engine.manifest import (
 from rescue_bench.engine.outcomes import prediction_record, request_record
 from rescue_bench.engine.runner import Runner, until_idle
 from rescue_bench.engine.scoring import Aggregated, EarlyScores, aggregate_scores
-from rescue_bench.engine.store import RunStore
 from rescue_bench.engine.video import make_hook
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Predictor, Provider
 from rescue_bench.records import Json
+from rescue_bench.rundir import RunStore
 from rescue_bench.tasks.base import Task
 
 __all__ = ["RunOptions", "RunResult", "execute_run", "prediction_record", "request_record", "run_benchmark"]
-JUDGE_KEYS = ("judge_counts", "judge_prompt_hashes", "bertscore")
-"""``run.json`` keys the judge pass writes; a resumed session carries them over."""
 
 Status = Literal["finished", "stopped"]
 GC_THRESHOLD = 10_000
@@ -270,12 +268,12 @@ def _make_model(config: RunConfig, options: RunOptions) -> Provider | Predictor:
 
 
 def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dict[str, Json]:
-    """A new session's ``run.json``: this session's facts, the run's history, and what judging recorded.
+    """A new session's ``run.json``: this session's facts and the run's history (judging is in judging.json).
 
     >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": {"hash": "h"}}
     >>> new = _resumed({"timings": {"created": "t1"}, "judges": ["b"]}, old)
-    >>> new["timings"], new["judges"], new["bertscore"]
-    ({'created': 't0', 'sessions': 3}, ['a', 'b'], {'hash': 'h'})
+    >>> new["timings"], new["judges"], "bertscore" in new
+    ({'created': 't0', 'sessions': 3}, ['a', 'b'], False)
     """
     if previous is None:
         return manifest
@@ -283,11 +281,9 @@ def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dic
     old = previous.get("timings") if isinstance(previous.get("timings"), dict) else {}
     timings["created"] = (old or {}).get("created", timings.get("created"))
     timings["sessions"] = int((old or {}).get("sessions", 1)) + 1
-    # `score` and `run --judge` record judges and their counts; a later session must not erase them.
-    judged = {key: previous[key] for key in JUDGE_KEYS if key in previous}
     judges = list(previous.get("judges") or [])
     judges += [j for j in manifest.get("judges") or [] if j not in judges]
-    return {**manifest, **judged, "judges": judges, "timings": timings}
+    return {**manifest, "judges": judges, "timings": timings}
 
 
 def _finish(setup: _SetUp, status: Status, started: float, known: Mapping[str, Aggregated]) -> RunResult:

@@ -16,11 +16,11 @@ from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
 from rescue_bench.engine.progress import Progress
-from rescue_bench.engine.store import RunStore
 from rescue_bench.engine.video import Hook, VideoNote, notes
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Predictor
 from rescue_bench.records import Instance, Json, Prediction, Request
+from rescue_bench.rundir import RunStore
 
 if TYPE_CHECKING:
     from rescue_bench.engine.run import RunOptions

@@ -1,6 +1,6 @@
 """Video mode of a run: the clip hook, built once per run, and what an estimate can say about the clips.
 
-The attachment itself lives in :mod:`rescue_bench.annotate.video`; this module turns a run's config into
+The attachment itself lives in :mod:`rescue_bench.engine.clips`; this module turns a run's config into
 its settings, refuses configurations that cannot work, and turns each attachment into per-instance notes
 (problems and the ``video_unusable`` flag) for ``predictions.jsonl``. Instances are never dropped for a
 missing clip: they are sent with whatever clips exist, scored, and counted.
@@ -11,16 +11,21 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from rescue_bench.engine.clips import (
+    Clip,
+    VideoRequest,
+    VideoSettings,
+    attach_clips,
+    check_video_tasks,
+    load_clip_index,
+    make_video_hook,
+)
+from rescue_bench.engine.manifest import RunConfig, TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Request
 
-if TYPE_CHECKING:
-    from rescue_bench.annotate.video import Clip, VideoRequest, VideoSettings
-    from rescue_bench.engine.manifest import RunConfig, TaskPlan
-
-Hook = Callable[[Request, Sequence[Instance]], "VideoRequest"]
+Hook = Callable[[Request, Sequence[Instance]], VideoRequest]
 """What the run applies to each rendered request in video mode."""
 
 
@@ -42,8 +47,6 @@ def check_video_config(config: RunConfig) -> None:
         if config.clips:
             raise ConfigError("--clips applies to --mode video only")
         return
-    from rescue_bench.annotate.video import check_video_tasks
-
     check_video_tasks(config.tasks)
     if not config.clips:
         raise ConfigError("--mode video needs --clips WORKDIR (an annotate work directory or review assets)")
@@ -54,8 +57,6 @@ def check_video_config(config: RunConfig) -> None:
 
 
 def video_settings(config: RunConfig) -> VideoSettings:
-    from rescue_bench.annotate.video import VideoSettings
-
     return VideoSettings(
         form=config.video_form,
         frames=config.video_frames,
@@ -69,8 +70,6 @@ def make_hook(config: RunConfig) -> Hook | None:
     check_video_config(config)
     if not config.video:
         return None
-    from rescue_bench.annotate.video import make_video_hook
-
     return make_video_hook([Path(c) for c in config.clips], video_settings(config))
 
 
@@ -104,8 +103,6 @@ def clip_coverage(config: RunConfig, plans: Sequence[TaskPlan]) -> ClipCoverage 
     check_video_config(config)
     if not config.video:
         return None
-    from rescue_bench.annotate.video import attach_clips, load_clip_index
-
     index = load_clip_index([Path(c) for c in config.clips])
     settings, source = video_settings(config), _Placeholder()
     requests = clips = unusable = 0

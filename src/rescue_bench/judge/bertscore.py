@@ -21,13 +21,15 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rescue_bench.errors import ConfigError, DependencyError
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, prediction_fingerprint
 from rescue_bench.records import Json
+from rescue_bench.rundir import JudgmentLine, PredictionLine
 from rescue_bench.taxonomy import canonical_form
 
 if TYPE_CHECKING:
@@ -229,3 +231,31 @@ def _resolve_model(config: BertScoreConfig) -> tuple[str, str, int]:
         if isinstance(layers, int):
             return config.model, os.path.basename(os.path.normpath(config.model)), layers
     raise ConfigError(f"BERTScore model {config.model!r}: give the layer to use (--bertscore-layers N)")
+
+
+def bertscore_judgments(
+    records: Iterable[PredictionLine], scorer: BertScorer, done: Set[str]
+) -> list[JudgmentLine]:
+    """BERTScore lines (judge ``bertscore``) for ER/VP records not in ``done``; invalid predictions get 0."""
+    pending = [r for r in records if r.task in JUDGED_TASKS and r.instance_id not in done]
+    plans = [
+        (er_pairs if r.task == "er" else vp_pairs)(r.instance_id, r.gold, r.prediction, r.valid)
+        for r in pending
+    ]
+    if not plans:
+        return []
+    f1 = scorer.score_instances(plans)
+    raw = {"model": scorer.config.model, "hash": scorer.hash}
+    return [
+        JudgmentLine(
+            instance_id=r.instance_id,
+            task=r.task,
+            judge=BERTSCORE_JUDGE,
+            valid=True,
+            scores={"bertscore_f1": f1[r.instance_id]},
+            problems=() if r.valid else ("prediction_invalid: scored 0",),
+            raw=raw,
+            prediction_hash=prediction_fingerprint({"valid": r.valid, "prediction": r.prediction}),
+        )
+        for r in pending
+    ]

@@ -8,24 +8,25 @@ Mechanics:
   or defaulted;
 * invalid predictions are not sent: they score at the floor (ER ``s_emo`` 1, VP 0) and are counted;
 * every outcome is appended to ``judgments.jsonl`` as soon as its sample is done, so an interrupted run
-  resumes where it stopped (an instance with a line for that judge is not asked again).
+  resumes where it stopped (an instance with a line for that judge is not asked again);
+* what the pass did (counts, rubric hashes, BERTScore setting) goes to ``judging.json``, never to
+  ``run.json``, which the engine alone writes.
 
-The judge is an injected async callable, :data:`Complete`; the CLI passes an engine (cache, limits, retries),
-tests pass a fake. Nothing here knows the candidate model's name except :func:`same_model`, which only warns.
+The judge is an injected async callable, :data:`Complete`; :mod:`rescue_bench.judge.after_run` passes an
+engine (cache, limits, retries), tests pass a fake. Nothing here knows the candidate model's name except
+:func:`same_model`, which only warns.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from rescue_bench.engine.store import RUN_FILE, SCORES_FILE, JsonlAppender, atomic_write_json
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge import rubric
-from rescue_bench.judge.bertscore import BertScorer, er_pairs, vp_pairs
+from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
 from rescue_bench.judge.merge import (
     BERTSCORE_JUDGE,
     JUDGED_TASKS,
@@ -38,10 +39,23 @@ from rescue_bench.judge.merge import (
 from rescue_bench.judge.rubric import JudgeItem, JudgeTask, Verdict
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.records import Json, Reply, Request, Usage
-from rescue_bench.report.rundir import JUDGMENTS_FILE, candidate_name, load_run
+from rescue_bench.rundir import (
+    JUDGING_FILE,
+    JUDGMENTS_FILE,
+    SCORES_FILE,
+    BertScoreSetting,
+    JsonlAppender,
+    JudgeCounts,
+    Judging,
+    JudgmentLine,
+    PredictionLine,
+    TokenUsage,
+    atomic_write_json,
+    load_judging,
+    load_run,
+)
 
 Complete = Callable[[Request], Awaitable[Reply]]
-Record = Mapping[str, Any]
 RAW_LIMIT = 2000
 
 
@@ -51,33 +65,6 @@ class Judge:
 
     name: str
     complete: Complete
-
-
-@dataclass(frozen=True, slots=True)
-class Judgment:
-    """One line of ``judgments.jsonl``."""
-
-    instance_id: str
-    task: str
-    judge: str
-    valid: bool
-    scores: dict[str, float]
-    problems: tuple[str, ...] = ()
-    raw: Json = None
-    prediction_hash: str | None = None
-    """:func:`~rescue_bench.judge.merge.prediction_fingerprint` of the prediction this line scored."""
-
-    def to_json(self) -> dict[str, Json]:
-        return {
-            "instance_id": self.instance_id,
-            "task": self.task,
-            "judge": self.judge,
-            "valid": self.valid,
-            "scores": self.scores,
-            "problems": list(self.problems),
-            "raw": self.raw,
-            "prediction_hash": self.prediction_hash,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,26 +99,24 @@ class JudgeTally:
             self.usage + other.usage,
         )
 
-    def to_json(self) -> dict[str, Json]:
-        counts: dict[str, Json] = {
-            name: getattr(self, name)
-            for name in (
-                "sent",
-                "requests",
-                "reasked",
-                "valid",
-                "unscored",
-                "skipped_invalid",
-                "resumed",
-                "failed_requests",
-            )
-        }
-        counts["usage"] = {
-            "prompt_tokens": self.usage.prompt_tokens,
-            "completion_tokens": self.usage.completion_tokens,
-            "reasoning_tokens": self.usage.reasoning_tokens,
-        }
-        return counts
+    def counts(self) -> JudgeCounts:
+        """The tally as recorded in ``judging.json``."""
+        usage = self.usage
+        return JudgeCounts(
+            sent=self.sent,
+            requests=self.requests,
+            reasked=self.reasked,
+            valid=self.valid,
+            unscored=self.unscored,
+            skipped_invalid=self.skipped_invalid,
+            resumed=self.resumed,
+            failed_requests=self.failed_requests,
+            usage=TokenUsage(
+                prompt_tokens=usage.prompt_tokens,
+                completion_tokens=usage.completion_tokens,
+                reasoning_tokens=usage.reasoning_tokens,
+            ),
+        )
 
 
 def same_model(judge: str, candidate: str | None) -> bool:
@@ -148,27 +133,19 @@ def same_model(judge: str, candidate: str | None) -> bool:
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
 
 
-def judge_item(record: Record) -> JudgeItem:
+def judge_item(record: PredictionLine) -> JudgeItem:
     """The judge's view of a prediction record: gold, prediction value and speaker, nothing else."""
-    meta = record.get("meta") or {}
-    speaker = meta.get("speaker") if isinstance(meta, Mapping) else None
-    task: JudgeTask = "er" if record["task"] == "er" else "vp"
-    return JudgeItem(
-        str(record["instance_id"]),
-        task,
-        record.get("gold"),
-        record.get("prediction"),
-        speaker if isinstance(speaker, str) else None,
-    )
+    task: JudgeTask = "er" if record.task == "er" else "vp"
+    return JudgeItem(record.instance_id, task, record.gold, record.prediction, record.speaker)
 
 
 def plan_groups(
-    records: Iterable[Record], done: Set[str], max_per_request: int = 10
+    records: Iterable[PredictionLine], done: Set[str], max_per_request: int = 10
 ) -> tuple[list[list[JudgeItem]], JudgeTally]:
     """Requests to send (one per sample and task, chunked), and the counts of what is not sent.
 
-    >>> recs = [{"instance_id": f"s::er::{i}", "task": "er", "sample_id": "s", "valid": i != 3,
-    ...          "gold": {"emotion": "x"}, "prediction": {"emotion": "y"}} for i in range(1, 5)]
+    >>> recs = [PredictionLine(instance_id=f"s::er::{i}", task="er", sample_id="s", valid=i != 3,
+    ...         gold={"emotion": "x"}, prediction={"emotion": "y"}) for i in range(1, 5)]
     >>> groups, tally = plan_groups(recs, done={"s::er::4"})
     >>> [[it.instance_id for it in g] for g in groups], tally.skipped_invalid, tally.resumed
     ([['s::er::1', 's::er::2']], 1, 1)
@@ -176,16 +153,14 @@ def plan_groups(
     by_key: dict[tuple[str, str], list[JudgeItem]] = {}
     skipped = resumed = 0
     for record in records:
-        if record.get("task") not in rubric.JUDGE_TASKS:
+        if record.task not in rubric.JUDGE_TASKS:
             continue
-        if not record.get("valid"):
+        if not record.valid:
             skipped += 1
-        elif str(record["instance_id"]) in done:
+        elif record.instance_id in done:
             resumed += 1
         else:
-            by_key.setdefault((str(record.get("sample_id")), str(record["task"])), []).append(
-                judge_item(record)
-            )
+            by_key.setdefault((record.sample_id, record.task), []).append(judge_item(record))
     groups = [
         items[i : i + max_per_request]
         for items in by_key.values()
@@ -203,20 +178,21 @@ def _verdicts(items: Sequence[JudgeItem], request: Request, reply: Reply) -> dic
 
 def _judgment(
     item: JudgeItem, judge: str, first: Verdict, second: Verdict | None, texts: list[str]
-) -> Judgment:
+) -> JudgmentLine:
     final = second or first
     hash_ = rubric.prompt_hash(item.task)
+    line = {"instance_id": item.instance_id, "task": item.task, "judge": judge}
     if final.valid:
         assert final.scores is not None
         problems = ((f"reasked: {first.problem}",) if second else ()) + final.notes
         raw = {"verdict": final.raw, "attempts": 2 if second else 1, "prompt_hash": hash_}
-        return Judgment(item.instance_id, item.task, judge, True, final.scores, problems, raw)
+        return JudgmentLine(**line, valid=True, scores=final.scores, problems=problems, raw=raw)
     problems = (str(first.problem), f"after re-ask: {final.problem}") if second else (str(first.problem),)
     raw = {"replies": [t[:RAW_LIMIT] for t in texts], "attempts": len(texts), "prompt_hash": hash_}
-    return Judgment(item.instance_id, item.task, judge, False, {}, problems, raw)
+    return JudgmentLine(**line, valid=False, scores={}, problems=problems, raw=raw)
 
 
-async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[Judgment], JudgeTally]:
+async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[JudgmentLine], JudgeTally]:
     """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid."""
     first_request = rubric.render(items)
     reply = await judge.complete(first_request)
@@ -246,25 +222,30 @@ async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[Ju
     return judgments, tally
 
 
+def fingerprint(record: PredictionLine) -> str:
+    """:func:`~rescue_bench.judge.merge.prediction_fingerprint` of a typed prediction line."""
+    return prediction_fingerprint({"valid": record.valid, "prediction": record.prediction})
+
+
 async def judge_records(
-    records: Iterable[Record],
+    records: Iterable[PredictionLine],
     judge: Judge,
     *,
     done: Set[str] = frozenset(),
-    sink: Callable[[list[Judgment]], None] = lambda _: None,
+    sink: Callable[[list[JudgmentLine]], None] = lambda _: None,
     concurrency: int = 8,
     max_per_request: int = 10,
 ) -> JudgeTally:
     """Judge each valid ER/VP prediction not in ``done``; ``sink`` gets each sample's judgments on arrival."""
     records = list(records)
-    fingerprints = {str(r["instance_id"]): prediction_fingerprint(r) for r in records}
+    fingerprints = {r.instance_id: fingerprint(r) for r in records}
     groups, tally = plan_groups(records, done, max_per_request)
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def run(items: list[JudgeItem]) -> JudgeTally:
         async with gate:
             judgments, counts = await judge_group(items, judge)
-        sink([replace(j, prediction_hash=fingerprints.get(j.instance_id)) for j in judgments])
+        sink([j.model_copy(update={"prediction_hash": fingerprints.get(j.instance_id)}) for j in judgments])
         return counts
 
     for counts in await asyncio.gather(*(run(g) for g in groups)):
@@ -283,47 +264,28 @@ class JudgeRunResult:
     bertscored: int
     bertscore_hash: str | None
     warnings: tuple[str, ...]
-    scores: dict[str, Any]
-
-
-def bertscore_judgments(records: Iterable[Record], scorer: BertScorer, done: Set[str]) -> list[Judgment]:
-    """BERTScore lines (judge ``bertscore``) for ER/VP records not in ``done``; invalid predictions get 0."""
-    pending = [r for r in records if r.get("task") in JUDGED_TASKS and str(r["instance_id"]) not in done]
-    plans = [
-        (er_pairs if r["task"] == "er" else vp_pairs)(
-            str(r["instance_id"]), r.get("gold"), r.get("prediction"), bool(r.get("valid"))
-        )
-        for r in pending
-    ]
-    if not plans:
-        return []
-    f1 = scorer.score_instances(plans)
-    raw = {"model": scorer.config.model, "hash": scorer.hash}
-    return [
-        Judgment(
-            str(r["instance_id"]),
-            str(r["task"]),
-            BERTSCORE_JUDGE,
-            True,
-            {"bertscore_f1": f1[str(r["instance_id"])]},
-            () if r.get("valid") else ("prediction_invalid: scored 0",),
-            raw,
-            prediction_fingerprint(r),
-        )
-        for r in pending
-    ]
+    scores: dict[str, Json]
 
 
 def _done(
-    judgments: Iterable[Record], judge: str, fingerprints: Mapping[str, str], *, retry_unscored: bool
+    judgments: Iterable[JudgmentLine],
+    judge: str,
+    fingerprints: Mapping[str, str],
+    *,
+    retry_unscored: bool,
+    bertscore_hash: str | None = None,
 ) -> set[str]:
-    """Instances whose present prediction ``judge`` has scored (or tried to, unless ``retry_unscored``)."""
+    """Instances whose present prediction ``judge`` has scored (or tried to, unless ``retry_unscored``).
+
+    For BERTScore (``bertscore_hash`` given) a line counts only when it was made with that scorer.
+    """
     return {
-        str(j["instance_id"])
+        j.instance_id
         for j in judgments
-        if j.get("judge") == judge
-        and (j.get("valid") or not retry_unscored)
-        and is_current(j, fingerprints.get(str(j["instance_id"]), ""))
+        if j.judge == judge
+        and (j.valid or not retry_unscored)
+        and (bertscore_hash is None or j.raw_field("hash") == bertscore_hash)
+        and is_current(j.to_json(), fingerprints.get(j.instance_id, ""))
     }
 
 
@@ -346,12 +308,12 @@ async def judge_run(
         ConfigError: the run has no ER or VP predictions.
     """
     data = load_run(run_dir)
-    records = [r for r in data.predictions if r.get("task") in JUDGED_TASKS]
+    records = [r for r in data.prediction_lines if r.task in JUDGED_TASKS]
     if not records:
         raise ConfigError(f"{run_dir} has no ER or VP predictions to judge (tasks: {', '.join(data.tasks)})")
-    fingerprints = {str(r["instance_id"]): prediction_fingerprint(r) for r in records}
+    fingerprints = {r.instance_id: fingerprint(r) for r in records}
     warnings: list[str] = []
-    candidate = candidate_name(data.run)
+    candidate = data.manifest.candidate
     tallies: dict[str, JudgeTally] = {}
     appender = JsonlAppender(Path(run_dir) / JUDGMENTS_FILE)
     try:
@@ -361,7 +323,7 @@ async def judge_run(
                     f"judge {judge.name} is the candidate model ({candidate}): it grades its own answers"
                 )
                 warn(warnings[-1])
-            done = _done(data.judgments, judge.name, fingerprints, retry_unscored=retry_unscored)
+            done = _done(data.judgment_lines, judge.name, fingerprints, retry_unscored=retry_unscored)
             tallies[judge.name] = await judge_records(
                 records,
                 judge,
@@ -369,60 +331,61 @@ async def judge_run(
                 sink=lambda js: appender.append([j.to_json() for j in js]),
                 concurrency=concurrency,
             )
-        bert_lines: list[Judgment] = []
+        bert_lines: list[JudgmentLine] = []
         if scorer is not None:
-            current = {
-                str(j["instance_id"])
-                for j in data.judgments
-                if j.get("judge") == BERTSCORE_JUDGE
-                and (j.get("raw") or {}).get("hash") == scorer.hash
-                and is_current(j, fingerprints.get(str(j["instance_id"]), ""))
-            }
+            current = _done(
+                data.judgment_lines,
+                BERTSCORE_JUDGE,
+                fingerprints,
+                retry_unscored=False,
+                bertscore_hash=scorer.hash,
+            )
             bert_lines = bertscore_judgments(records, scorer, current)
             appender.append([j.to_json() for j in bert_lines])
     finally:
         appender.close()
     scores = rescore_run(run_dir)
-    _record_in_manifest(run_dir, judges, tallies, scorer)
+    record_judging(run_dir, judges, tallies, scorer)
     return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, tuple(warnings), scores)
 
 
-def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Any]:
+def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Json]:
     """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``.
 
     The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0.
     """
     data = load_run(run_dir)
-    records = judged_records(data.predictions, data.judgments)
+    judgments = data.judgments
+    records = judged_records(data.predictions, judgments)
     if seed is None:
-        config = data.run.get("config") or {}
-        seed = config["seed"] if isinstance(config.get("seed"), int) else 0
-    scores = aggregate_run(split_by_task(records), n_resamples=n_resamples, seed=int(seed))
-    names = judge_names(data.judgments)
+        seed = data.manifest.seed or 0
+    scores = aggregate_run(split_by_task(records), n_resamples=n_resamples, seed=seed)
+    names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names
-    bert = [j for j in data.judgments if j.get("judge") == BERTSCORE_JUDGE]
-    meta["bertscore"] = (bert[-1].get("raw") or None) if bert else None
+    bert = [j for j in data.judgment_lines if j.judge == BERTSCORE_JUDGE]
+    meta["bertscore"] = (bert[-1].raw or None) if bert else None
     if len(names) > 1:
-        meta["judge_agreement"] = judge_agreement(data.judgments)
+        meta["judge_agreement"] = judge_agreement(judgments)
     atomic_write_json(Path(run_dir) / SCORES_FILE, scores)
     return scores
 
 
-def _record_in_manifest(
+def record_judging(
     run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeTally], scorer: BertScorer | None
-) -> None:
-    path = Path(run_dir) / RUN_FILE
-    manifest = load_run(run_dir).run
-    listed = list(manifest.get("judges") or [])
-    for judge in judges:
-        if judge.name not in listed:
-            listed.append(judge.name)
-    manifest["judges"] = listed
-    manifest["judge_prompt_hashes"] = {task: rubric.prompt_hash(task) for task in rubric.JUDGE_TASKS}
-    counts = dict(manifest.get("judge_counts") or {})
-    counts.update({name: tally.to_json() for name, tally in tallies.items()})
-    manifest["judge_counts"] = counts
+) -> Judging:
+    """Write ``judging.json``: this pass's counts over the earlier ones, the rubric hashes, BERTScore."""
+    old = load_judging(Path(run_dir))
+    listed = tuple(dict.fromkeys([*old.judges, *(judge.name for judge in judges)]))
+    counts = {**old.counts, **{name: tally.counts() for name, tally in tallies.items()}}
+    bertscore = old.bertscore
     if scorer is not None:
-        manifest["bertscore"] = {"model": scorer.config.model, "hash": scorer.hash}
-    atomic_write_json(path, manifest)
+        bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)
+    judging = Judging(
+        judges=listed,
+        counts=counts,
+        prompt_hashes={task: rubric.prompt_hash(task) for task in rubric.JUDGE_TASKS},
+        bertscore=bertscore,
+    )
+    atomic_write_json(Path(run_dir) / JUDGING_FILE, judging.to_json())
+    return judging

@@ -13,10 +13,8 @@ step down to a plainer format. Messages pass through a ``clean`` function that r
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import json
-import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx2
@@ -24,6 +22,7 @@ import openai
 
 from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
 from rescue_bench.records import Reply
+from rescue_bench.retry_after import parse_retry_after
 
 FATAL_STATUS = (401, 403, 404)
 _FORMAT_REJECTION_STATUS = (400, 422, 500)
@@ -90,33 +89,3 @@ def rejects_format(exc: openai.APIStatusError) -> bool:
         return False
     text = error_text(exc).lower()
     return "data_inspection_failed" not in text and any(word in text for word in _FORMAT_WORDS)
-
-
-def parse_retry_after(headers: Mapping[str, str], *, now: float | None = None) -> float | None:
-    """Seconds to wait, from ``retry-after-ms`` or ``Retry-After`` (seconds or HTTP date); ``None`` if absent.
-
-    >>> parse_retry_after({"retry-after": "3"}), parse_retry_after({"retry-after-ms": "250"})
-    (3.0, 0.25)
-    >>> parse_retry_after({"retry-after": "Wed, 21 Oct 2015 07:28:10 GMT"}, now=1445412480.0)
-    10.0
-    >>> parse_retry_after({"retry-after": "soon"}) is None
-    True
-    """
-    lowered = {k.lower(): v for k, v in headers.items()}
-    if "retry-after-ms" in lowered:
-        try:
-            return max(0.0, float(lowered["retry-after-ms"]) / 1000.0)
-        except ValueError:
-            pass  # not a number: fall back to Retry-After
-    value = lowered.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass  # not seconds: perhaps an HTTP date
-    try:
-        when = email.utils.parsedate_to_datetime(value).timestamp()
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when - (time.time() if now is None else now))

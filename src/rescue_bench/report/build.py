@@ -13,13 +13,13 @@ from pathlib import Path
 
 from rescue_bench import __version__
 from rescue_bench.data.stats import Transitions
-from rescue_bench.engine.estimate import load_prices
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
-from rescue_bench.report import analysis, figures, tables
+from rescue_bench.pricing import load_prices
+from rescue_bench.report import analysis, figures, html, tables, writers
 from rescue_bench.report.figures import Figure
-from rescue_bench.report.rundir import RunData, load_run
 from rescue_bench.report.tables import Table
+from rescue_bench.rundir import RunData, Scores, load_run
 from rescue_bench.taxonomy import SCENARIOS
 
 
@@ -37,18 +37,17 @@ class Report:
 
 def with_scores(run: RunData) -> RunData:
     """The run, with ``scores`` aggregated in memory (judgments folded in) when ``scores.json`` is missing."""
-    if run.scores is not None:
+    if run.score_record is not None:
         return run
     records = judged_records(run.predictions, run.judgments)
-    return replace(run, scores=aggregate_run(split_by_task(records)))
+    return replace(run, score_record=Scores.of(aggregate_run(split_by_task(records))))
 
 
 def _by_dataset(runs: Sequence[RunData]) -> list[RunData]:
     """One run per distinct dataset (gold-only figures are the same for runs on the same data)."""
     seen: dict[object, RunData] = {}
     for run in runs:
-        dataset = run.run.get("dataset") or {}
-        seen.setdefault(dataset.get("hash") or run.path, run)
+        seen.setdefault(run.manifest.dataset.get("hash") or run.path, run)
     return list(seen.values())
 
 
@@ -59,8 +58,9 @@ def _slug(text: str) -> str:
 def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     """Confusion matrices per run; position curves for all runs; gold-only figures per dataset."""
     out: list[Figure] = []
+    predictions = {id(run): run.predictions for run in runs}  # the JSON view, built once per run
     for name, run in zip(names, runs, strict=True):
-        for confusion in analysis.confusions(run.predictions):
+        for confusion in analysis.confusions(predictions[id(run)]):
             key = _slug(f"{name}_{confusion.title}")
             out.append(
                 Figure(
@@ -70,7 +70,9 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
                     "Rows: gold; columns: predicted top-1 (<invalid> = unusable answer).",
                 )
             )
-    series = {name: analysis.position_bins(run.predictions) for name, run in zip(names, runs, strict=True)}
+    series = {
+        name: analysis.position_bins(predictions[id(run)]) for name, run in zip(names, runs, strict=True)
+    }
     series = {name: bins for name, bins in series.items() if any(b["n"] for b in bins)}
     if series:
         out.append(
@@ -84,7 +86,7 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     for index, run in enumerate(_by_dataset(runs)):
         suffix = f" (dataset {index + 1})" if len(_by_dataset(runs)) > 1 else ""
         for scenario in SCENARIOS:
-            bins = analysis.position_bins(run.predictions, scenario)
+            bins = analysis.position_bins(predictions[id(run)], scenario)
             if any(b["n"] for b in bins):
                 out.append(
                     Figure(
@@ -93,7 +95,7 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
                         figures.gold_by_bin_png(bins, f"Gold relation-pattern share per bin ({scenario})"),
                     )
                 )
-            trans: Transitions = analysis.gold_transitions(run.predictions, scenario)
+            trans: Transitions = analysis.gold_transitions(predictions[id(run)], scenario)
             if trans.total:
                 out.append(
                     Figure(
@@ -110,7 +112,7 @@ def build_report(
     run_dirs: Sequence[str | Path], *, with_paper: bool = False, prices: Path | None = None
 ) -> Report:
     """Read the runs and build every table and figure; ``prices`` is a JSON price file for the cost column
-    (see :func:`rescue_bench.engine.estimate.load_prices`).
+    (see :func:`rescue_bench.pricing.load_prices`).
 
     Raises:
         DataError: a directory is not a readable run.
@@ -134,8 +136,6 @@ def build_report(
 
 def write_report(report: Report, out: Path) -> list[Path]:
     """Write all formats into ``out``; returns the paths written."""
-    from rescue_bench.report import html, writers
-
     out.mkdir(parents=True, exist_ok=True)
     paths = writers.write_figures(report, out / "figures")
     paths += [

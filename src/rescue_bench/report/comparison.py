@@ -9,8 +9,8 @@ from typing import Any
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import HEADLINE, PAPER_METRICS, split_by_task
 from rescue_bench.metrics.compare import compare_runs
-from rescue_bench.report.rundir import RunData
 from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value
+from rescue_bench.rundir import RunData
 
 PERCENT_TASKS = ("itp", "rpp", "stp", "ssp")
 TASK_ORDER = ("itp", "rpp", "stp", "ssp", "er", "vp")

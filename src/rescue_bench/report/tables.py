@@ -12,10 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rescue_bench.engine.estimate import Prices
+from rescue_bench.pricing import Prices
 from rescue_bench.report import analysis
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.report.rundir import RunData
+from rescue_bench.rundir import RunData
 
 PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = (
     ("itp", "precision", "ITP Prec.", 100.0, 2),
@@ -80,8 +80,8 @@ def display_names(runs: Sequence[RunData]) -> list[str]:
     """Each run's model name, with the directory name added where two runs share a model.
 
     >>> from pathlib import Path
-    >>> runs = [RunData(Path(p), {"model": {"name": "openai/x"}}, []) for p in ("a", "b")]
-    >>> display_names(runs + [RunData(Path("c"), {}, [])])
+    >>> runs = [RunData.of(Path(p), {"model": {"name": "openai/x"}}, []) for p in ("a", "b")]
+    >>> display_names(runs + [RunData.of(Path("c"), {}, [])])
     ['openai/x (a)', 'openai/x (b)', 'c']
     """
     names = [run.name for run in runs]
@@ -284,8 +284,8 @@ def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
         for task, entry in counts.items():
             if isinstance(entry, Mapping):
                 rows.append(_usage_row(name, task.upper(), entry, run.name, prices))
-        for judge, entry in (run.run.get("judge_counts") or {}).items():
-            rows.append(_usage_row(name, f"judge {judge}", entry, judge, prices))
+        for judge, entry in run.judging.counts.items():
+            rows.append(_usage_row(name, f"judge {judge}", entry.model_dump(), judge, prices))
     return Table(
         "usage",
         "Requests, tokens and cost",

@@ -1,4 +1,8 @@
-"""Located data problems: what is wrong, and exactly where."""
+"""Located data problems: what is wrong, and exactly where.
+
+A leaf (below :mod:`rescue_bench.errors`, whose ``DataError`` carries them), used by the data loaders and
+validators.
+"""
 
 from __future__ import annotations
 

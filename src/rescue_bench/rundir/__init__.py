@@ -1,0 +1,93 @@
+"""The run directory: file names, reading, writing and typed records (layout in docs/design.md).
+
+A leaf of the package: it imports only ``records`` and ``errors``, so every layer that touches a run
+directory (engine, judge, report, review) reads and writes it through here.
+
+* ``run.json``: the engine's manifest (:class:`Manifest`), replaced atomically whenever it changes; written by
+  :class:`RunStore` only.
+* ``requests.jsonl``, ``predictions.jsonl``, ``judgments.jsonl``: append-only (:class:`JsonlAppender`), read
+  as :class:`RequestLine`, :class:`PredictionLine`, :class:`JudgmentLine`.
+* ``scores.json`` (:class:`Scores`) and ``judging.json`` (:class:`Judging`, the judge pass's own record).
+"""
+
+from rescue_bench.rundir.files import (
+    BATCH_EXPORT_FILE,
+    FORMAT,
+    JUDGING_FILE,
+    JUDGMENTS_FILE,
+    LOCK_FILE,
+    PREDICTIONS_FILE,
+    REQUESTS_FILE,
+    RUN_FILE,
+    SCORES_FILE,
+    SYNC_INTERVAL,
+    JsonlAppender,
+    RunDirError,
+    atomic_write_json,
+    atomic_write_jsonl,
+    cut_torn_tail,
+    numbered_jsonl,
+    read_json_object,
+    read_jsonl,
+)
+from rescue_bench.rundir.lines import JudgmentLine, PredictionLine, RequestLine, TokenUsage
+from rescue_bench.rundir.manifest import (
+    BertScoreSetting,
+    JudgeCounts,
+    Judging,
+    Manifest,
+    Scores,
+    ScoresMeta,
+    judging_of,
+)
+from rescue_bench.rundir.read import (
+    RunData,
+    latest,
+    load_judging,
+    load_run,
+    read_judgments,
+    read_predictions,
+    read_requests,
+)
+from rescue_bench.rundir.store import RunStore, describe_changes
+
+__all__ = [
+    "BATCH_EXPORT_FILE",
+    "FORMAT",
+    "JUDGING_FILE",
+    "JUDGMENTS_FILE",
+    "LOCK_FILE",
+    "PREDICTIONS_FILE",
+    "REQUESTS_FILE",
+    "RUN_FILE",
+    "SCORES_FILE",
+    "SYNC_INTERVAL",
+    "BertScoreSetting",
+    "JsonlAppender",
+    "JudgeCounts",
+    "Judging",
+    "JudgmentLine",
+    "Manifest",
+    "PredictionLine",
+    "RequestLine",
+    "RunData",
+    "RunDirError",
+    "RunStore",
+    "Scores",
+    "ScoresMeta",
+    "TokenUsage",
+    "atomic_write_json",
+    "atomic_write_jsonl",
+    "cut_torn_tail",
+    "describe_changes",
+    "judging_of",
+    "latest",
+    "load_judging",
+    "load_run",
+    "numbered_jsonl",
+    "read_json_object",
+    "read_jsonl",
+    "read_judgments",
+    "read_predictions",
+    "read_requests",
+]

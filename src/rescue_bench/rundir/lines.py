@@ -1,0 +1,136 @@
+"""Typed records of the run directory's files (docs/design.md, "Run directory").
+
+Each is a frozen pydantic model that forbids unknown keys: a misspelt field in a file is an error naming the
+file, the line and the field, and a misspelt attribute in code fails mypy. ``to_json`` gives the same keys,
+in the same order, as the documented format; ``from_json`` reads one object (a line, or a JSON file).
+Fields that older run directories may lack have defaults.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Self, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from rescue_bench.records import Json, ProblemKind, problem_kinds
+from rescue_bench.rundir.files import RunDirError
+
+Number = float | int | None
+"""A metric value as stored: ``null`` when not measured (an unscored judge verdict)."""
+
+
+class Line(BaseModel):
+    """Base of the run-directory records."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    @classmethod
+    def from_json(cls, obj: Mapping[str, Json], where: str = "") -> Self:
+        """Read one record; ``where`` (``file:line``) prefixes the one-line error."""
+        try:
+            return cls.model_validate(obj)
+        except ValidationError as exc:
+            raise RunDirError(_first_error(exc, where or cls.__name__)) from None
+
+    def to_json(self) -> dict[str, Json]:
+        return self.model_dump(mode="json")
+
+
+def _first_error(exc: ValidationError, where: str) -> str:
+    errors = exc.errors()
+    first = errors[0]
+    field = ".".join(str(part) for part in first["loc"]) or "(record)"
+    more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+    return f"{where}: field {field!r}: {first['msg']}{more}"
+
+
+class PredictionLine(Line):
+    """One line of ``predictions.jsonl``: an instance, its parsed answer, and the task's scores."""
+
+    instance_id: str
+    task: str
+    sample_id: str = ""
+    scenario: str = ""
+    row_index: int = 0
+    gold: Json = None
+    valid: bool = False
+    prediction: Json = None
+    problems: tuple[str, ...] = ()
+    meta: dict[str, Json] | None = None
+    scores: dict[str, Number] = Field(default_factory=dict)
+    request_key: str | None = None
+    single: bool = False
+
+    @property
+    def kinds(self) -> tuple[ProblemKind, ...]:
+        return problem_kinds(self.problems)
+
+    @property
+    def speaker(self) -> str | None:
+        value = (self.meta or {}).get("speaker")
+        return value if isinstance(value, str) else None
+
+
+class TokenUsage(BaseModel):
+    """Token counts of a request line."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    reasoning_tokens: int = 0
+
+
+class ReplyText(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    text: str = ""
+    reasoning: str | None = None
+    finish_reason: str | None = None
+
+
+class RequestLine(Line):
+    """One line of ``requests.jsonl``: one request's outcome."""
+
+    request_key: str = ""
+    cache_key: str | None = None
+    task: str = ""
+    instance_ids: tuple[str, ...] = ()
+    single: bool = False
+    attempts: int = 1
+    latency: float = 0.0
+    usage: TokenUsage = TokenUsage()
+    error: str | None = None
+    cached: bool = False
+    masked: bool = False
+    refused: bool = False
+    reply: ReplyText = ReplyText()
+    time: float | None = None
+
+
+class JudgmentLine(Line):
+    """One line of ``judgments.jsonl``: one judge's verdict on one instance (or its BERTScore)."""
+
+    instance_id: str
+    task: str
+    judge: str
+    valid: bool
+    scores: dict[str, Number] = Field(default_factory=dict)
+    problems: tuple[str, ...] = ()
+    raw: Json = None
+    prediction_hash: str | None = None
+    """Hash of the prediction this line scored; lines without it predate the field and count as current."""
+
+    def raw_field(self, key: str) -> Json:
+        """A key of ``raw`` (an object for verdicts and BERTScore lines), else ``None``."""
+        return self.raw.get(key) if isinstance(self.raw, dict) else None
+
+
+L = TypeVar("L", bound=Line)
+
+
+def typed_lines(records: Iterable[tuple[int, dict[str, Json]]], kind: type[L], path: Path) -> list[L]:
+    """Typed records of numbered JSONL lines, each error naming ``path:line``."""
+    return [kind.from_json(record, f"{path}:{number}") for number, record in records]

@@ -1,0 +1,162 @@
+"""Typed ``run.json`` (the engine's manifest), ``judging.json`` (the judge pass) and ``scores.json``.
+
+``run.json`` has one writer, the engine. Its ``config`` section is kept as an opaque JSON object here: what
+it holds is the run spec's business (``rescue_bench.spec``), and it is compared key by key on resume.
+
+``judging.json`` is written by the judge pass only (``rescue_bench.judge.after_run``). Run directories from
+before it held the same facts in ``run.json`` (``judge_counts``, ``judge_prompt_hashes``, ``bertscore``);
+:func:`judging_of` reads either layout.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from rescue_bench.records import Json
+from rescue_bench.rundir.lines import Line, TokenUsage
+
+JUDGING_FORMAT = 1
+
+
+class JudgeCounts(BaseModel):
+    """One judge's latest pass over a run (:class:`rescue_bench.judge.runner.JudgeTally` on disk)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    sent: int = 0
+    requests: int = 0
+    reasked: int = 0
+    valid: int = 0
+    unscored: int = 0
+    skipped_invalid: int = 0
+    resumed: int = 0
+    failed_requests: int = 0
+    usage: TokenUsage = TokenUsage()
+
+
+class BertScoreSetting(BaseModel):
+    """The BERTScore backbone and the bert_score hash string of a pass."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str
+    hash: str
+
+
+class Manifest(Line):
+    """``run.json``."""
+
+    format: int = 1
+    status: str = "running"
+    config: dict[str, Json] = Field(default_factory=dict)
+    options: dict[str, Json] = Field(default_factory=dict)
+    package_version: str | None = None
+    python: str | None = None
+    git_commit: str | None = None
+    dataset: dict[str, Json] = Field(default_factory=dict)
+    selection: dict[str, Json] = Field(default_factory=dict)
+    prompt_hashes: dict[str, str] = Field(default_factory=dict)
+    batch_sizes: dict[str, int] = Field(default_factory=dict)
+    model: Json = None
+    """The provider's identity (no secrets); a plain name in some older directories."""
+    generation: dict[str, Json] = Field(default_factory=dict)
+    judges: list[str] = Field(default_factory=list)
+    counts: dict[str, dict[str, Json]] = Field(default_factory=dict)
+    timings: dict[str, Json] = Field(default_factory=dict)
+    stop_reason: str | None = None
+    # The old layout: written by the judge pass before judging.json existed; read, never written.
+    judge_counts: dict[str, JudgeCounts] | None = None
+    judge_prompt_hashes: dict[str, str] | None = None
+    bertscore: BertScoreSetting | None = None
+
+    def to_json(self) -> dict[str, Json]:
+        """The keys the file had (or the writer set), so a manifest reads back as it was written."""
+        return self.model_dump(mode="json", exclude_unset=True)
+
+    @property
+    def candidate(self) -> str | None:
+        """``provider/model`` of the run's candidate model.
+
+        >>> Manifest(model={"provider": "openai", "model": "gpt-4o", "base_url": "x"}).candidate
+        'openai/gpt-4o'
+        >>> Manifest(model={"name": "baseline/random"}).candidate, Manifest().candidate
+        ('baseline/random', None)
+        """
+        model = self.model
+        if isinstance(model, str):
+            return model
+        if not isinstance(model, dict):
+            value = self.config.get("model")
+            return value if isinstance(value, str) else None
+        if isinstance(model.get("name"), str):
+            return str(model["name"])
+        if model.get("provider") and model.get("model"):
+            return f"{model['provider']}/{model['model']}"
+        return None
+
+    @property
+    def seed(self) -> int | None:
+        value = self.config.get("seed")
+        return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+class Judging(Line):
+    """``judging.json``: what the judge passes over a run did (the latest pass per judge)."""
+
+    format: int = JUDGING_FORMAT
+    judges: tuple[str, ...] = ()
+    """LLM judges that have judged the run, in first-judged order."""
+    counts: dict[str, JudgeCounts] = Field(default_factory=dict)
+    prompt_hashes: dict[str, str] = Field(default_factory=dict)
+    """Hash of the judge rubric's prompt per judged task."""
+    bertscore: BertScoreSetting | None = None
+
+
+def judging_of(judging: Judging | None, manifest: Manifest) -> Judging:
+    """The run's judging record: ``judging.json``, else the keys an older judge pass left in ``run.json``.
+
+    >>> old = Manifest(judges=["a/j"], judge_counts={"a/j": JudgeCounts(valid=3)}, judge_prompt_hashes={})
+    >>> judging_of(None, old).counts["a/j"].valid, judging_of(None, Manifest()).judges
+    (3, ())
+    """
+    if judging is not None:
+        return judging
+    if manifest.judge_counts is None and manifest.bertscore is None:
+        return Judging()
+    return Judging(
+        judges=tuple(manifest.judges),
+        counts=manifest.judge_counts or {},
+        prompt_hashes=manifest.judge_prompt_hashes or {},
+        bertscore=manifest.bertscore,
+    )
+
+
+class ScoresMeta(BaseModel):
+    """``scores.json``'s ``_meta``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    ci: dict[str, Json] = Field(default_factory=dict)
+    pooling: Json = None
+    judges: list[str] = Field(default_factory=list)
+    bertscore: BertScoreSetting | None = None
+    judge_agreement: dict[str, Json] | None = None
+
+
+class Scores(Line):
+    """``scores.json``: per task and scope (``couple``, ``family``, ``all``) the metrics, n and CIs."""
+
+    tasks: dict[str, dict[str, dict[str, Json]]] = Field(default_factory=dict)
+    meta: ScoresMeta = Field(default=ScoresMeta(), alias="_meta")
+
+    @classmethod
+    def of(cls, obj: dict[str, Json], where: str = "scores.json") -> Scores:
+        """Read the file's object, whose task entries sit beside ``_meta``."""
+        tasks = {k: v for k, v in obj.items() if k != "_meta"}
+        return cls.from_json({"tasks": tasks, "_meta": obj.get("_meta") or {}}, where)
+
+    def to_json(self) -> dict[str, Json]:
+        return {**self.tasks, "_meta": self.meta.model_dump(mode="json", exclude_unset=True)}
+
+    def entry(self, task: str, scope: str = "all") -> dict[str, Json]:
+        return self.tasks.get(task, {}).get(scope, {})

@@ -1,0 +1,220 @@
+"""The engine's handle on one run directory: lock, append, compact, replace ``run.json`` and ``scores.json``.
+
+Resume rule: an instance is finished when ``predictions.jsonl`` has a line for it. When an instance has
+several lines (``--retry-failed`` re-asks invalid ones and appends), **the latest line wins**. At the end of
+every run the file is rewritten (atomically) with exactly one line per instance, the latest, in instance
+order.
+
+A run directory belongs to one configuration: :meth:`RunStore.check_compatible` refuses a changed one and
+names what changed. This is the only writer of ``run.json`` (the judge pass writes ``judging.json``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.records import Json
+from rescue_bench.rundir.files import (
+    JUDGING_FILE,
+    LOCK_FILE,
+    PREDICTIONS_FILE,
+    REQUESTS_FILE,
+    RUN_FILE,
+    SCORES_FILE,
+    JsonlAppender,
+    atomic_write_json,
+    atomic_write_jsonl,
+    numbered_jsonl,
+    read_json_object,
+)
+from rescue_bench.rundir.lines import PredictionLine, RequestLine
+from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
+
+try:
+    import fcntl
+except ImportError:  # no flock on this platform (Windows): runs are unguarded
+    fcntl = None  # type: ignore[assignment]
+
+
+class RunStore:
+    """One run directory."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+        self._requests: JsonlAppender | None = None
+        self._predictions: JsonlAppender | None = None
+        self._lock: IO[str] | None = None
+
+    def lock(self) -> None:
+        """Take the directory for this process; a second process on the same run gets a :class:`ConfigError`.
+
+        The lock is an ``flock`` on ``.lock``: the kernel releases it when the process dies, even by SIGKILL.
+        """
+        self.root.mkdir(parents=True, exist_ok=True)
+        handle = (self.root / LOCK_FILE).open("a")
+        if fcntl is not None:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                handle.close()
+                raise ConfigError(f"{self.root} is in use by another rescue-bench process") from None
+        self._lock = handle
+
+    @property
+    def run_file(self) -> Path:
+        return self.root / RUN_FILE
+
+    @property
+    def requests_file(self) -> Path:
+        return self.root / REQUESTS_FILE
+
+    @property
+    def predictions_file(self) -> Path:
+        return self.root / PREDICTIONS_FILE
+
+    @property
+    def scores_file(self) -> Path:
+        return self.root / SCORES_FILE
+
+    def manifest(self) -> dict[str, Json] | None:
+        return read_json_object(self.run_file)
+
+    def check_compatible(self, manifest: Mapping[str, Json]) -> None:
+        """Raise :class:`ConfigError` when the directory holds a run of another configuration."""
+        old = self.manifest()
+        if old is None:
+            if self.predictions_file.exists():
+                raise ConfigError(f"{self.root} holds predictions but no {RUN_FILE}; choose another --out")
+            return
+        changes = describe_changes(old, manifest)
+        if changes:
+            listed = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+            raise ConfigError(
+                f"{self.root} holds a run with another configuration ({listed}); "
+                "use another --out, or remove the directory to start over"
+            )
+
+    def is_new(self) -> bool:
+        """Whether the directory holds no run yet (no manifest, no records)."""
+        return not any(f.exists() for f in (self.run_file, self.predictions_file, self.requests_file))
+
+    def open(self) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._requests = JsonlAppender(self.requests_file)
+        self._predictions = JsonlAppender(self.predictions_file)
+
+    def close(self) -> None:
+        for appender in (self._requests, self._predictions):
+            if appender is not None:
+                appender.close()
+        self._requests = self._predictions = None
+
+    def unlock(self) -> None:
+        if self._lock is not None:
+            self._lock.close()
+            self._lock = None
+
+    def append_request(self, record: Mapping[str, Json]) -> None:
+        assert self._requests is not None, "RunStore.open() first"
+        self._requests.append([record])
+
+    def append_predictions(self, records: Sequence[Mapping[str, Json]]) -> None:
+        assert self._predictions is not None, "RunStore.open() first"
+        self._predictions.append(records)
+
+    def write_manifest(self, manifest: Mapping[str, Json]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._move_old_judging()
+        atomic_write_json(self.run_file, dict(manifest))
+
+    def _move_old_judging(self) -> None:
+        """Keep what an older judge pass left in ``run.json`` by writing it to ``judging.json`` first.
+
+        Run directories from before ``judging.json`` held the judge counts in ``run.json``; the engine now
+        writes ``run.json`` without them, so they move before the first rewrite.
+        """
+        judging_file = self.root / JUDGING_FILE
+        old = self.manifest()
+        if old is None or judging_file.exists():
+            return
+        judging = judging_of(None, Manifest.from_json(old, str(self.run_file)))
+        if judging != Judging():
+            atomic_write_json(judging_file, judging.to_json())
+
+    def latest_predictions(self) -> dict[str, dict[str, Json]]:
+        """The latest line per instance id; every line is checked as a :class:`PredictionLine` first."""
+        path = self.predictions_file
+        return {
+            PredictionLine.from_json(record, f"{path}:{number}").instance_id: record
+            for number, record in numbered_jsonl(path)
+        }
+
+    def request_records(self) -> list[dict[str, Json]]:
+        """Every line of ``requests.jsonl``, each checked as a :class:`RequestLine` first."""
+        path = self.requests_file
+        records = list(numbered_jsonl(path))
+        for number, record in records:
+            RequestLine.from_json(record, f"{path}:{number}")
+        return [record for _, record in records]
+
+    def compact_predictions(
+        self, order: Sequence[str], latest: Mapping[str, dict[str, Json]] | None = None
+    ) -> list[dict[str, Json]]:
+        """Rewrite ``predictions.jsonl`` with one line per instance (the latest), ids in ``order`` first.
+
+        ``latest`` is the caller's up-to-date view of the file (latest line per id), which saves reading it
+        again.
+        """
+        latest = self.latest_predictions() if latest is None else latest
+        ranked = {iid: i for i, iid in enumerate(order)}
+        records = sorted(
+            latest.values(),
+            key=lambda r: (ranked.get(str(r["instance_id"]), len(ranked)), str(r["instance_id"])),
+        )
+        reopen = self._predictions is not None
+        if self._predictions is not None:
+            self._predictions.close()
+        atomic_write_jsonl(self.predictions_file, records)
+        self._predictions = JsonlAppender(self.predictions_file) if reopen else None
+        return records
+
+    def write_scores(self, scores: Mapping[str, Json]) -> None:
+        atomic_write_json(self.scores_file, dict(scores))
+
+
+def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[str]:
+    """What differs between two manifests: config, model, dataset content, prompt templates.
+
+    >>> old = {"config": {"model": "openai/a"}, "dataset": {"hash": "x"}, "prompt_hashes": {"itp": "1"}}
+    >>> new = {"config": {"model": "openai/b"}, "dataset": {"hash": "y"}, "prompt_hashes": {"itp": "2"}}
+    >>> describe_changes(old, new)
+    ["model: 'openai/a' -> 'openai/b'", 'dataset content (hash x -> y)', 'prompt template of itp']
+    """
+    changes: list[str] = []
+    old_cfg, new_cfg = _section(old, "config"), _section(new, "config")
+    for key in sorted(
+        set(old_cfg) | set(new_cfg), key=lambda k: list(new_cfg).index(k) if k in new_cfg else 999
+    ):
+        if old_cfg.get(key) != new_cfg.get(key):
+            changes.append(f"{key}: {old_cfg.get(key)!r} -> {new_cfg.get(key)!r}")
+    old_model, new_model = _section(old, "model"), _section(new, "model")
+    # The endpoint may move (a local server on another port) and serve the same model: recorded, not compared.
+    for key in sorted((set(old_model) | set(new_model)) - {"base_url"}):
+        if old_model.get(key) != new_model.get(key):
+            changes.append(f"model {key}: {old_model.get(key)!r} -> {new_model.get(key)!r}")
+    old_hash, new_hash = _section(old, "dataset").get("hash"), _section(new, "dataset").get("hash")
+    if old_hash != new_hash:
+        changes.append(f"dataset content (hash {str(old_hash)[:12]} -> {str(new_hash)[:12]})")
+    old_prompts, new_prompts = _section(old, "prompt_hashes"), _section(new, "prompt_hashes")
+    for task in sorted(set(old_prompts) & set(new_prompts)):
+        if old_prompts[task] != new_prompts[task]:
+            changes.append(f"prompt template of {task}")
+    return changes
+
+
+def _section(manifest: Mapping[str, Json], name: str) -> dict[str, Json]:
+    value = manifest.get(name)
+    return dict(value) if isinstance(value, dict) else {}
