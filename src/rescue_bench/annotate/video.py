@@ -28,8 +28,9 @@ from rescue_bench.annotate import media
 from rescue_bench.annotate.workdir import manifest_paths, read_json, read_manifest
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Instance, Json, Request
+from rescue_bench.tasks import video_tasks
 
-VIDEO_TASKS: tuple[str, ...] = ("er", "vp", "ssp")
+VIDEO_TASKS: tuple[str, ...] = video_tasks()
 ClipForm = Literal["video", "frames"]
 Role = Literal["context", "current"]
 

@@ -28,6 +28,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.taxonomy import Scenario
 
 Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video"]
 MODES: tuple[Mode, ...] = ("dialogue", "audio", "visual", "audiovisual", "video")
@@ -116,6 +117,13 @@ class TaskInfo:
     """Metrics are fractions shown as percentages."""
     video: bool = False
     """Video mode attaches per-turn clips to this task's requests."""
+    gold_labels: Callable[[Scenario], tuple[str, ...]] | None = None
+    """The closed gold label set of a scenario, for the report's confusion matrices and label shares."""
+    target_kinds: bool = False
+    """Gold answers are people, so the report groups them by kind (the group, or one person)."""
+    pattern_analyses: bool = False
+    """The report's per-label accuracy, accuracy by relative position and gold transitions (paper Fig. 3-5,
+    App. E.2) are about this task's labels."""
     options: type[BaseModel] | None = None
     """The task's own settings (a frozen pydantic model), or ``None``."""
 

@@ -198,4 +198,6 @@ INFO = TaskInfo(
     random_answer=random_ranking,
     majority_answers=majority_ranking,
     percent=True,
+    gold_labels=relation_labels,
+    pattern_analyses=True,
 )

@@ -176,4 +176,5 @@ INFO = TaskInfo(
     majority_answers=majority_ranking,
     percent=True,
     video=True,
+    gold_labels=strategy_labels,
 )

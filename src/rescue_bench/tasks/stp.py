@@ -145,4 +145,5 @@ INFO = TaskInfo(
     random_answer=random_ranking,
     majority_answers=majority_ranking,
     percent=True,
+    target_kinds=True,
 )
