@@ -304,3 +304,13 @@ def test_real_samples_persistence_baseline(real_subset: Path) -> None:
             assert lo <= summary[name] <= hi
     bins = out["all"]["by_position"]
     assert bins["n_without_position"] == 0 and sum(b["n"] for b in bins["bins"]) == len(records)
+
+
+def test_a_bare_kind_stands_for_its_spec_for_an_outside_task() -> None:
+    """Transitional: callers that pass a task's kind, not its spec, keep working for non-generation tasks."""
+    records = [{**r, "task": "xtp"} for r in itp_records()]
+    assert aggregate_task("xtp", "binary", records, n_resamples=20) == aggregate_task(
+        "itp", "binary", itp_records(), n_resamples=20
+    )
+    with pytest.raises(ConfigError, match="unknown task 'xtp'"):
+        aggregate_task("xtp", "generation", records, n_resamples=20)

@@ -32,7 +32,7 @@ from rescue_bench.metrics.classification import (
 )
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
-from rescue_bench.metrics.spec import LEGACY_SPECS, MetricSpec
+from rescue_bench.metrics.spec import KIND_SPECS, LEGACY_SPECS, MetricSpec
 from rescue_bench.records import Prediction, TaskKind
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
@@ -356,10 +356,13 @@ def split_by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
 def resolve_spec(
     task: str, spec: MetricSpec | TaskKind | None, specs: Mapping[str, MetricSpec] = LEGACY_SPECS
 ) -> MetricSpec:
-    """``spec`` itself, or (a bare kind or ``None``: transitional) the spec of ``task`` in ``specs``."""
+    """``spec`` itself, or (a bare kind or ``None``: transitional) the spec of ``task`` in ``specs``, else the
+    spec a bare non-generation kind stands for (:data:`~rescue_bench.metrics.spec.KIND_SPECS`)."""
     if isinstance(spec, MetricSpec):
         return spec
     found = specs.get(task)
+    if found is None and spec is not None and spec in KIND_SPECS:
+        return KIND_SPECS[spec]
     if found is None:
         raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(specs)}")
     if spec is not None and spec != found.kind:

@@ -65,6 +65,13 @@ VIEWPOINT_SCORES = MetricSpec(
 )
 """Viewpoint lists: judge pairing 0-2 and viewpoint 0-4, their total mapped onto 1-5 (``llm``), BERTScore."""
 
+KIND_SPECS: dict[TaskKind, MetricSpec] = {
+    "binary": BINARY_YES_NO,
+    "multiclass": MULTICLASS_TOP3,
+    "ranking": RANKING_TOP3,
+}
+"""TRANSITIONAL: the spec a bare kind stands for, for a task outside :data:`LEGACY_SPECS` (a generation task
+always needs its own spec)."""
 LEGACY_SPECS: dict[str, MetricSpec] = {
     "itp": BINARY_YES_NO,
     "rpp": MULTICLASS_TOP3,
