@@ -1,6 +1,7 @@
 """The package's error types.
 
-Every failure that a user can cause (bad data, bad flags, a missing extra, an endpoint that refuses) is raised as a subclass of :class:`BenchError`. The CLI turns these into one-line messages with no traceback.
+Every failure that a user can cause (bad data, bad flags, a missing extra, an endpoint that refuses) is raised
+as a subclass of :class:`BenchError`. The CLI turns these into one-line messages with no traceback.
 
     BenchError
     ├── DataError          unreadable or invalid benchmark data (carries the problems found)

@@ -215,7 +215,7 @@ def test_reference_layout_and_source_errors(tmp_path: Path) -> None:
 
 def test_video_mode_covers_er_vp_and_ssp_only(tmp_path: Path) -> None:
     check_video_tasks(["er", "vp", "ssp"])
-    with pytest.raises(ConfigError, match="--mode video covers er, vp, ssp; itp, rpp cannot take it"):
+    with pytest.raises(ConfigError, match="--mode video covers ssp, er, vp; itp, rpp cannot take it"):
         check_video_tasks(["er", "itp", "rpp"])
     with pytest.raises(ConfigError, match="--video-frames must be at least 1"):
         make_video_hook([workdir(tmp_path / "w")], VideoSettings(form="frames", frames=0))

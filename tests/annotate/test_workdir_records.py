@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from tests.annotate.workdirs import make_workdir
 
+from rescue_bench.errors import DataError
 from rescue_bench.workdir import (
     Draft,
     SegmentManifest,
@@ -17,7 +18,6 @@ from rescue_bench.workdir import (
     read_manifest,
     write_draft,
 )
-from rescue_bench.errors import DataError
 
 
 def _manifest(root: Path) -> tuple[Path, dict[str, object]]:

@@ -11,15 +11,16 @@ import pytest
 from rescue_bench.data.load import load_samples
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.metrics.aggregate import (
-    HEADLINE,
     aggregate_run,
     aggregate_task,
     metric_plan,
     split_by_task,
 )
 from rescue_bench.metrics.classification import binary_metrics, multiclass_metrics
-from rescue_bench.metrics.generation import generation_summary
+from rescue_bench.metrics.generation import EMOTION, generation_summary
 from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
+from rescue_bench.metrics.spec import BINARY_YES_NO
+from rescue_bench.tasks import headline, metric_specs
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
 Rec = dict[str, Any]
@@ -82,7 +83,7 @@ def test_itp_scopes_metrics_counts_and_cis() -> None:
     assert (couple["tp"], couple["fp"], couple["tn"], couple["fn"], couple["invalid"]) == (2, 1, 2, 0, 1)
     every = out["all"]
     expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
-    for name in HEADLINE["itp"]:
+    for name in headline("itp"):
         assert every[name] == pytest.approx(expected[name])
         lo, hi = every["ci"][name]
         assert lo <= every[name] <= hi
@@ -192,7 +193,7 @@ def test_ranking_tasks_use_scores_but_invalid_is_zero() -> None:
     assert out["recall_at_1"] == pytest.approx(1 / 3) and out["recall_at_2"] == pytest.approx(2 / 3)
     assert out["mrr"] == pytest.approx(1.5 / 3)
     assert {"gold": "Couple", "pred": "<invalid>", "count": 1} in out["confusion"]
-    assert set(out["ci"]) == set(HEADLINE["stp"])
+    assert set(out["ci"]) == set(headline("stp"))
 
 
 def test_er_and_vp_aggregate_with_judge_counts() -> None:
@@ -202,8 +203,8 @@ def test_er_and_vp_aggregate_with_judge_counts() -> None:
         rec("er", "f1", "family", 2, {}, None, valid=False, problems=("request_failed: timeout",)),
     ]
     out = aggregate_task("er", "generation", er, n_resamples=100)
-    expected = generation_summary("er", [r["scores"] for r in er], [r["valid"] for r in er])
-    for name in HEADLINE["er"]:
+    expected = generation_summary(EMOTION, [r["scores"] for r in er], [r["valid"] for r in er])
+    for name in headline("er"):
         assert out["all"][name] == pytest.approx(expected[name])
     assert out["all"]["n_unscored"] == 1 and out["all"]["parse_failures"] == 1
     assert out["family"]["llm"] == 1.0  # an invalid prediction scores the floor
@@ -242,19 +243,21 @@ def test_aggregate_run_is_deterministic_and_has_meta() -> None:
     records = itp_records() + rpp_records()
     by_task = split_by_task(records)
     assert list(by_task) == ["itp", "rpp"]
-    first = aggregate_run(by_task, n_resamples=100, seed=3)
-    assert first == aggregate_run(by_task, n_resamples=100, seed=3)
+    first = aggregate_run(by_task, metric_specs(), n_resamples=100, seed=3)
+    assert first == aggregate_run(by_task, n_resamples=100, seed=3)  # the transitional built-in specs
     assert first["_meta"]["ci"]["n_resamples"] == 100 and first["_meta"]["ci"]["cluster"] == "sample_id"
     assert set(first) == {"itp", "rpp", "_meta"}
     with pytest.raises(ConfigError, match="unknown task"):
         aggregate_run({"xyz": []})
+    with pytest.raises(ConfigError, match="unknown task"):
+        aggregate_run({"xyz": []}, metric_specs())
 
 
 def test_metric_plan_point_values_match_pure_functions() -> None:
     records = itp_records()
-    values = metric_plan("itp", "binary").values(records)
+    values = metric_plan(BINARY_YES_NO).values(records)
     expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
-    assert values == pytest.approx({name: expected[name] for name in HEADLINE["itp"]})
+    assert values == pytest.approx({name: expected[name] for name in headline("itp")})
 
 
 def test_real_samples_persistence_baseline(real_subset: Path) -> None:
@@ -296,8 +299,18 @@ def test_real_samples_persistence_baseline(real_subset: Path) -> None:
         assert summary["n"] == len(members) and summary["valid"] == sum(r["valid"] for r in members)
         assert summary["accuracy"] == pytest.approx(expected["accuracy"])
         assert summary["macro_f1"] == pytest.approx(expected["macro_f1"])
-        for name in HEADLINE["rpp"]:
+        for name in headline("rpp"):
             lo, hi = summary["ci"][name]
             assert lo <= summary[name] <= hi
     bins = out["all"]["by_position"]
     assert bins["n_without_position"] == 0 and sum(b["n"] for b in bins["bins"]) == len(records)
+
+
+def test_a_bare_kind_stands_for_its_spec_for_an_outside_task() -> None:
+    """Transitional: callers that pass a task's kind, not its spec, keep working for non-generation tasks."""
+    records = [{**r, "task": "xtp"} for r in itp_records()]
+    assert aggregate_task("xtp", "binary", records, n_resamples=20) == aggregate_task(
+        "itp", "binary", itp_records(), n_resamples=20
+    )
+    with pytest.raises(ConfigError, match="unknown task 'xtp'"):
+        aggregate_task("xtp", "generation", records, n_resamples=20)

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 
 from rescue_bench.metrics.generation import (
+    EMOTION,
+    VIEWPOINT,
     er_features,
     er_from_sums,
     generation_summary,
@@ -26,7 +28,7 @@ def test_er_summary_hand_computed() -> None:
         {"s_int": 4.0, "s_emo": None, "bertscore_f1": 0.8},  # judge failed: out of judge means, counted
         {"s_int": 5.0, "s_emo": 5.0, "bertscore_f1": 0.99},  # invalid: floors whatever the record says
     ]
-    out = generation_summary("er", scores, [True, True, True, False])
+    out = generation_summary(EMOTION, scores, [True, True, True, False])
     assert out["n"] == 4 and out["n_judged"] == 3 and out["n_unscored"] == 1 and out["n_bertscore"] == 4
     assert out["llm"] == pytest.approx((4.5 + 2.5 + 1.0) / 3)
     assert out["s_emo"] == pytest.approx((4 + 2 + 1) / 3)
@@ -35,18 +37,18 @@ def test_er_summary_hand_computed() -> None:
 
 
 def test_er_never_judged_gives_none_not_a_floor() -> None:
-    out = generation_summary("er", [{"s_int": 5.0}, {"s_int": 1.0}], [True, False])
+    out = generation_summary(EMOTION, [{"s_int": 5.0}, {"s_int": 1.0}], [True, False])
     assert out["llm"] is None and out["s_emo"] is None and out["bertscore_f1"] is None
     assert out["s_int"] == 3.0 and out["n_unscored"] == 0
 
 
 def test_er_all_invalid_scores_the_floor() -> None:
-    out = generation_summary("er", [{}, {}], [False, False])
+    out = generation_summary(EMOTION, [{}, {}], [False, False])
     assert out["llm"] == 1.0 and out["s_int"] == 1.0 and out["bertscore_f1"] == 0.0
 
 
 def test_er_missing_intensity_score_is_the_floor_and_nan_is_unscored() -> None:
-    out = generation_summary("er", [{"s_emo": 3.0}, {"s_int": 5.0, "s_emo": math.nan}])
+    out = generation_summary(EMOTION, [{"s_emo": 3.0}, {"s_int": 5.0, "s_emo": math.nan}])
     assert out["s_int"] == pytest.approx((1.0 + 5.0) / 2)
     assert out["n_judged"] == 1 and out["n_unscored"] == 1
     assert out["llm"] == pytest.approx(2.0)
@@ -59,7 +61,7 @@ def test_vp_summary_hand_computed_and_linear_map() -> None:
         {"pairing": None, "viewpoint": None, "bertscore_f1": 0.85},
         {"pairing": 2.0, "viewpoint": 2.0},  # invalid prediction: zeros
     ]
-    out = generation_summary("vp", scores, [True, True, True, False])
+    out = generation_summary(VIEWPOINT, scores, [True, True, True, False])
     assert out["n_judged"] == 3 and out["n_unscored"] == 1
     assert out["pairing"] == pytest.approx(3 / 3)
     assert out["viewpoint"] == pytest.approx(5 / 3)
@@ -69,13 +71,11 @@ def test_vp_summary_hand_computed_and_linear_map() -> None:
     assert out["bertscore_f1"] == pytest.approx((0.9 + 0.8 + 0.85 + 0.0) / 4)
 
 
-def test_vp_empty_and_unknown_task() -> None:
-    out = generation_summary("vp", [])
+def test_vp_empty_and_mismatched_validity() -> None:
+    out = generation_summary(VIEWPOINT, [])
     assert out["n"] == 0 and out["llm"] == 0.0 and out["total_0_6"] == 0.0
-    with pytest.raises(KeyError):
-        generation_summary("xx", [{}])
     with pytest.raises(ValueError, match="validity"):
-        generation_summary("er", [{}], [True, False])
+        generation_summary(EMOTION, [{}], [True, False])
 
 
 def test_from_sums_are_vectorised() -> None:

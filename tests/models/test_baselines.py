@@ -10,8 +10,9 @@ import pytest
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Predictor
-from rescue_bench.models.baselines import EMOTION_PHRASES, make_baseline
+from rescue_bench.models.baselines import make_baseline
 from rescue_bench.records import Instance, Json, Prediction
+from rescue_bench.tasks.er import EMOTION_PHRASES
 
 PEOPLE = ("Nadia", "Tom", "Therapist")
 LABELS = (
@@ -162,8 +163,10 @@ def test_identities_and_protocol() -> None:
 def test_unknown_names_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="baseline/random or baseline/majority"):
         make_baseline("median", 0)
-    with pytest.raises(ConfigError, match="no rule for task 'xyz'"):
+    with pytest.raises(ConfigError, match="unknown task 'xyz'"):
         make_baseline("random", 0).predict([inst("xyz", 1, "a")])
+    with pytest.raises(ConfigError, match="unknown task 'xyz'"):
+        make_baseline("majority", 0).predict([inst("xyz", 1, "a")])
 
 
 @pytest.mark.parametrize("name", ["random", "majority"])

@@ -22,6 +22,7 @@ from rescue_bench.judge.runner import JudgeRunResult
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
 from rescue_bench.rundir import SCORES_FILE, load_run
+from rescue_bench.tasks import judged_tasks
 
 RunDir = Annotated[
     Path, typer.Argument(help="A run directory (holds predictions.jsonl).", show_default=False)
@@ -41,7 +42,7 @@ def _print_result(result: JudgeRunResult) -> None:
         )
     if result.bertscore_hash:
         typer.echo(f"BERTScore: {result.bertscored} instances scored ({result.bertscore_hash})")
-    for task in ("er", "vp"):
+    for task in judged_tasks():
         entry = (result.scores.get(task) or {}).get("all")
         if entry:
             llm = "not judged" if entry.get("llm") is None else f"{entry['llm']:.3f}"

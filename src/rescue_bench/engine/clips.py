@@ -31,9 +31,10 @@ from typing import Literal, Protocol
 from rescue_bench import media
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Instance, Json, Request
+from rescue_bench.tasks import video_tasks
 from rescue_bench.workdir import manifest_paths, read_json, read_manifest
 
-VIDEO_TASKS: tuple[str, ...] = ("er", "vp", "ssp")
+VIDEO_TASKS: tuple[str, ...] = video_tasks()
 ClipForm = Literal["video", "frames"]
 Role = Literal["context", "current"]
 

@@ -21,9 +21,10 @@ from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_names
 from rescue_bench.metrics.generation import vp_to_five
+from rescue_bench.tasks import judged_tasks
 
 COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
-TASKS = ("er", "vp")
+TASKS = judged_tasks()
 MAX_DIFF = 4
 
 

@@ -22,10 +22,11 @@ from typing import Any
 
 from rescue_bench.judge.agreement import inter_judge_agreement
 from rescue_bench.metrics.generation import er_score, intensity_score, vp_to_five
+from rescue_bench.tasks import judged_tasks
 
 Record = Mapping[str, Any]
 BERTSCORE_JUDGE = "bertscore"
-JUDGED_TASKS = ("er", "vp")
+JUDGED_TASKS = judged_tasks()
 JUDGE_SCORE_KEYS = {"er": ("s_emo",), "vp": ("pairing", "viewpoint", "total")}
 AGREEMENT_KEY = {"er": "s_emo", "vp": "total"}
 """The judge score compared between judges (and with humans)."""

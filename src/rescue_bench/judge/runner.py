@@ -54,6 +54,7 @@ from rescue_bench.rundir import (
     load_judging,
     load_run,
 )
+from rescue_bench.tasks import metric_specs
 
 Complete = Callable[[Request], Awaitable[Reply]]
 RAW_LIMIT = 2000
@@ -359,7 +360,7 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     records = judged_records(data.predictions, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
-    scores = aggregate_run(split_by_task(records), n_resamples=n_resamples, seed=seed)
+    scores = aggregate_run(split_by_task(records), metric_specs(), n_resamples=n_resamples, seed=seed)
     names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names

@@ -30,38 +30,14 @@ from rescue_bench.metrics.classification import (
     multiclass_metrics,
     safe_div,
 )
-from rescue_bench.metrics.generation import FEATURES, FROM_SUMS, generation_summary
+from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
+from rescue_bench.metrics.spec import KIND_SPECS, LEGACY_SPECS, MetricSpec
 from rescue_bench.records import Prediction, TaskKind
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
 Record = Mapping[str, Any]
 SCOPES = ("couple", "family", "all")
-TASK_KINDS: dict[str, TaskKind] = {
-    "itp": "binary",
-    "rpp": "multiclass",
-    "stp": "ranking",
-    "ssp": "ranking",
-    "er": "generation",
-    "vp": "generation",
-}
-HEADLINE: dict[str, tuple[str, ...]] = {
-    "itp": ("precision", "recall", "f1", "accuracy", "balanced_accuracy"),
-    "rpp": ("accuracy", "macro_f1", "recall_at_2", "recall_at_3", "mrr"),
-    "stp": ("recall_at_1", "mrr", "recall_at_2", "recall_at_3"),
-    "ssp": ("recall_at_1", "mrr", "recall_at_2", "recall_at_3"),
-    "er": ("llm", "s_emo", "s_int", "bertscore_f1"),
-    "vp": ("llm", "total_0_6", "pairing", "viewpoint", "bertscore_f1"),
-}
-"""Metrics reported with a CI per task; the paper's columns are :data:`PAPER_METRICS`."""
-PAPER_METRICS: dict[str, tuple[str, ...]] = {
-    "itp": ("precision", "recall", "f1"),
-    "rpp": ("accuracy",),
-    "stp": ("recall_at_1", "mrr"),
-    "ssp": ("recall_at_1", "mrr"),
-    "er": ("llm", "bertscore_f1"),
-    "vp": ("llm", "bertscore_f1"),
-}
 REQUIRED_FIELDS = ("instance_id", "sample_id", "scenario", "gold", "valid")
 N_POSITION_BINS = 10
 
@@ -111,17 +87,18 @@ class MetricPlan:
         return {k: float(v) for k, v in self.from_sums(self.matrix(records).sum(axis=0)).items()}
 
 
-def _binary_plan() -> MetricPlan:
-    columns = {"yes": 0, "no": 1}
+def _binary_plan(spec: MetricSpec) -> MetricPlan:
+    positive, negative = spec.binary_labels or ("yes", "no")
+    columns = {positive: 0, negative: 1}
 
     def features(record: Record) -> list[float]:
         row = np.zeros(6)
-        row[3 * (0 if record["gold"] == "yes" else 1) + columns.get(top1(record), 2)] = 1.0
+        row[3 * (0 if record["gold"] == positive else 1) + columns.get(top1(record), 2)] = 1.0
         return row.tolist()
 
     def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
         metrics = binary_from_confusion(sums.reshape(*sums.shape[:-1], 2, 3))
-        return {name: metrics[name] for name in HEADLINE["itp"]}
+        return {name: metrics[name] for name in spec.headline}
 
     return MetricPlan(features, from_sums, 6)
 
@@ -154,31 +131,38 @@ def _ranking_plan() -> MetricPlan:
     return MetricPlan(lambda record: [1.0, *rank_scores(record)], from_sums, 1 + len(RANK_KEYS))
 
 
-def _generation_plan(task: str) -> MetricPlan:
-    if task not in FEATURES:
-        raise ConfigError(f"no generation metrics for task {task!r}; expected one of {sorted(FEATURES)}")
-    features = FEATURES[task]
-    return MetricPlan(lambda r: features(r.get("scores") or {}, bool(r.get("valid"))), FROM_SUMS[task], 7)
+def metric_plan(spec: MetricSpec, labels: Sequence[str] = ()) -> MetricPlan:
+    """The :class:`MetricPlan` of a task's spec; ``labels`` is the closed label set of a multiclass task.
 
-
-def metric_plan(task: str, kind: TaskKind, labels: Sequence[str] = ()) -> MetricPlan:
-    """The :class:`MetricPlan` of a task; ``labels`` is the closed label set of a multiclass task.
-
-    >>> plan = metric_plan("stp", "ranking")
+    >>> from rescue_bench.metrics.spec import RANKING_TOP3
+    >>> plan = metric_plan(RANKING_TOP3)
     >>> hit = {"valid": True, "scores": {"recall_at_1": 1.0, "mrr": 1.0}}
     >>> plan.values([hit, {"valid": False}])["recall_at_1"]
     0.5
     """
-    if kind == "binary":
-        return _binary_plan()
-    if kind == "multiclass":
+    if spec.kind == "binary":
+        return _binary_plan(spec)
+    if spec.kind == "multiclass":
         return _multiclass_plan(list(dict.fromkeys(labels)))
-    if kind == "ranking":
+    if spec.kind == "ranking":
         return _ranking_plan()
-    return _generation_plan(task)
+    generation = spec.generation
+    if generation is None:
+        raise ConfigError(f"a {spec.kind} MetricSpec has no generation metrics")
+    return MetricPlan(
+        lambda r: generation.features(r.get("scores") or {}, bool(r.get("valid"))), generation.from_sums, 7
+    )
 
 
-def check_records(task: str, records: Iterable[Record]) -> None:
+def _generation_summary(spec: MetricSpec, records: Sequence[Record]) -> dict[str, Any]:
+    if spec.generation is None:
+        raise ConfigError(f"a {spec.kind} MetricSpec has no generation metrics")
+    return generation_summary(
+        spec.generation, [r.get("scores") or {} for r in records], [bool(r["valid"]) for r in records]
+    )
+
+
+def check_records(task: str, records: Iterable[Record], spec: MetricSpec | None = None) -> None:
     """Raise a one-line :class:`DataError` for a record without a required field or with a bad scenario."""
     for number, record in enumerate(records, start=1):
         where = f"{task} prediction record {number} ({record.get('instance_id', '?')})"
@@ -187,8 +171,11 @@ def check_records(task: str, records: Iterable[Record]) -> None:
             raise DataError(f"{where}: missing field {missing[0]!r}")
         if record["scenario"] not in SCENARIOS:
             raise DataError(f"{where}: field 'scenario' is {record['scenario']!r}, expected couple or family")
-        if task == "itp" and record["gold"] not in ("yes", "no"):
-            raise DataError(f"{where}: field 'gold' is {record['gold']!r}, expected 'yes' or 'no'")
+        labels = spec.binary_labels if spec is not None else None
+        if labels is not None and record["gold"] not in labels:
+            raise DataError(
+                f"{where}: field 'gold' is {record['gold']!r}, expected {labels[0]!r} or {labels[1]!r}"
+            )
 
 
 def scope_records(records: Sequence[Record]) -> dict[str, list[Record]]:
@@ -231,7 +218,8 @@ def _counts(records: Sequence[Record]) -> dict[str, int]:
     }
 
 
-def _extras(task: str, kind: TaskKind, records: Sequence[Record], labels: Sequence[str]) -> dict[str, Any]:
+def _extras(spec: MetricSpec, records: Sequence[Record], labels: Sequence[str]) -> dict[str, Any]:
+    kind = spec.kind
     golds = [r["gold"] for r in records]
     preds: list[str | None] = [None if (t := top1(r)) == INVALID else t for r in records]
     if kind == "binary":
@@ -245,9 +233,7 @@ def _extras(task: str, kind: TaskKind, records: Sequence[Record], labels: Sequen
         return out
     if kind == "ranking":
         return {"confusion": top1_confusion([str(g) for g in golds], preds)}
-    summary = generation_summary(
-        task, [r.get("scores") or {} for r in records], [bool(r["valid"]) for r in records]
-    )
+    summary = _generation_summary(spec, records)
     return {key: summary[key] for key in ("n_judged", "n_unscored", "n_bertscore")}
 
 
@@ -286,20 +272,16 @@ def position_summary(records: Sequence[Record], n_bins: int = N_POSITION_BINS) -
     return {"n_bins": n_bins, "n_without_position": len(records) - len(placed), "bins": bins}
 
 
-def _point_estimates(
-    task: str, kind: TaskKind, plan: MetricPlan, records: Sequence[Record]
-) -> dict[str, Any]:
-    if kind == "generation":
-        summary = generation_summary(
-            task, [r.get("scores") or {} for r in records], [bool(r["valid"]) for r in records]
-        )
-        return {name: summary[name] for name in HEADLINE[task]}
-    return plan.values(records)
+def point_values(spec: MetricSpec, records: Sequence[Record], labels: Sequence[str] = ()) -> dict[str, Any]:
+    """The headline metrics of ``records`` (``None`` for a judge or BERTScore mean never computed)."""
+    if spec.kind == "generation":
+        summary = _generation_summary(spec, records)
+        return {name: summary[name] for name in spec.headline}
+    return metric_plan(spec, labels).values(records)
 
 
 def summarize_scope(
-    task: str,
-    kind: TaskKind,
+    spec: MetricSpec,
     records: Sequence[Record],
     labels: Sequence[str] = (),
     *,
@@ -308,8 +290,8 @@ def summarize_scope(
     seed: int = 0,
 ) -> dict[str, Any]:
     """One scope of one task: ``n``, headline metrics, their CIs, counts, and the task's extra tables."""
-    plan = metric_plan(task, kind, labels)
-    point = _point_estimates(task, kind, plan, records)
+    plan = metric_plan(spec, labels)
+    point = point_values(spec, records, labels)
     cis = cluster_bootstrap_cis(
         plan.matrix(records),
         [r["sample_id"] for r in records],
@@ -322,13 +304,13 @@ def summarize_scope(
     out: dict[str, Any] = {"n": len(records), **point}
     out["ci"] = {name: None if point[name] is None else list(cis[name]) for name in point}
     out.update(_counts(records))
-    out.update(_extras(task, kind, records, labels))
+    out.update(_extras(spec, records, labels))
     return out
 
 
 def aggregate_task(
     task: str,
-    kind: TaskKind,
+    spec: MetricSpec | TaskKind,
     records: Sequence[Record],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
@@ -338,19 +320,22 @@ def aggregate_task(
 ) -> dict[str, Any]:
     """The ``scores.json`` entry of a task: ``{"couple"|"family"|"all": summary}`` (:func:`summarize_scope`).
 
+    ``spec`` is the task's :class:`MetricSpec` (``task.INFO.metrics``). A bare kind is accepted for a built-in
+    task only, during the move of callers to specs (:data:`rescue_bench.metrics.spec.LEGACY_SPECS`).
+
     ``labels_by_scenario`` gives the closed label sets of a multiclass task (default: the RPP relation
     taxonomy); macro-F1 runs over the labels of the scope's scenarios (their union for ``all``).
 
     Raises:
         DataError: a record lacks a required field or has an unknown scenario.
     """
-    check_records(task, records)
+    spec = resolve_spec(task, spec)
+    check_records(task, records, spec)
     out: dict[str, Any] = {}
     for scope, members in scope_records(records).items():
-        labels = scope_labels(members, labels_by_scenario) if kind == "multiclass" else ()
+        labels = scope_labels(members, labels_by_scenario) if spec.kind == "multiclass" else ()
         out[scope] = summarize_scope(
-            task,
-            kind,
+            spec,
             members,
             labels,
             n_resamples=n_resamples,
@@ -368,27 +353,45 @@ def split_by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
     return grouped
 
 
-def task_kind(task: str) -> TaskKind:
-    if task not in TASK_KINDS:
-        raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(TASK_KINDS)}")
-    return TASK_KINDS[task]
+def resolve_spec(
+    task: str, spec: MetricSpec | TaskKind | None, specs: Mapping[str, MetricSpec] = LEGACY_SPECS
+) -> MetricSpec:
+    """``spec`` itself, or (a bare kind or ``None``: transitional) the spec of ``task`` in ``specs``, else the
+    spec a bare non-generation kind stands for (:data:`~rescue_bench.metrics.spec.KIND_SPECS`)."""
+    if isinstance(spec, MetricSpec):
+        return spec
+    found = specs.get(task)
+    if found is None and spec is not None and spec in KIND_SPECS:
+        return KIND_SPECS[spec]
+    if found is None:
+        raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(specs)}")
+    if spec is not None and spec != found.kind:
+        raise ConfigError(f"task {task!r} is {found.kind}, not {spec}")
+    return found
 
 
 def aggregate_run(
     records_by_task: Mapping[str, Sequence[Record]],
+    specs: Mapping[str, MetricSpec] | None = None,
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
     seed: int = 0,
     confidence: float = 0.95,
 ) -> dict[str, Any]:
-    """The ``scores.json`` dict of a run: an :func:`aggregate_task` entry per task, and ``_meta``."""
+    """The ``scores.json`` dict of a run: an :func:`aggregate_task` entry per task, and ``_meta``.
+
+    ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``);
+    ``labels_by_scenario`` applies to the multiclass tasks. Without ``specs`` (transitional) only the built-in
+    tasks are known.
+    """
+    known = LEGACY_SPECS if specs is None else specs
     scores: dict[str, Any] = {
         task: aggregate_task(
             task,
-            task_kind(task),
+            spec := resolve_spec(task, None, known),
             records,
-            labels_by_scenario=labels_by_scenario if task == "rpp" else None,
+            labels_by_scenario=labels_by_scenario if spec.kind == "multiclass" else None,
             n_resamples=n_resamples,
             seed=seed,
             confidence=confidence,

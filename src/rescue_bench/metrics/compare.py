@@ -16,21 +16,19 @@ from scipy.stats import binom, binomtest
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
-    HEADLINE,
     Record,
     check_records,
     metric_plan,
+    point_values,
     rank_scores,
+    resolve_spec,
     scope_labels,
     scope_records,
-    task_kind,
     top1,
 )
 from rescue_bench.metrics.bootstrap import paired_cluster_bootstrap_cis
-from rescue_bench.metrics.generation import generation_summary
+from rescue_bench.metrics.spec import LEGACY_SPECS, MetricSpec
 from rescue_bench.records import TaskKind
-
-MCNEMAR_TASKS = ("itp", "rpp", "stp", "ssp")
 
 
 def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, Any]:
@@ -91,20 +89,8 @@ def shared_instances(
     return [by_a[i] for i in shared], [by_b[i] for i in shared], counts
 
 
-def _point_values(
-    task: str, kind: TaskKind, records: Sequence[Record], labels: Sequence[str]
-) -> dict[str, Any]:
-    if kind == "generation":
-        summary = generation_summary(
-            task, [r.get("scores") or {} for r in records], [bool(r["valid"]) for r in records]
-        )
-        return {name: summary[name] for name in HEADLINE[task]}
-    return metric_plan(task, kind, labels).values(records)
-
-
 def compare_scope(
-    task: str,
-    kind: TaskKind,
+    spec: MetricSpec,
     records_a: Sequence[Record],
     records_b: Sequence[Record],
     labels: Sequence[str] = (),
@@ -114,7 +100,7 @@ def compare_scope(
     seed: int = 0,
 ) -> dict[str, Any]:
     """Headline metrics of A and B on the same (aligned) instances, A - B with a paired CI, and McNemar."""
-    plan = metric_plan(task, kind, labels)
+    plan = metric_plan(spec, labels)
     cis = paired_cluster_bootstrap_cis(
         plan.matrix(records_a),
         plan.matrix(records_b),
@@ -125,10 +111,10 @@ def compare_scope(
         seed=seed,
         strata=[r["scenario"] for r in records_a],
     )
-    values_a = _point_values(task, kind, records_a, labels)
-    values_b = _point_values(task, kind, records_b, labels)
+    values_a = point_values(spec, records_a, labels)
+    values_b = point_values(spec, records_b, labels)
     metrics: dict[str, Any] = {}
-    for name in HEADLINE[task]:
+    for name in spec.headline:
         a, b = values_a[name], values_b[name]
         missing = a is None or b is None
         metrics[name] = {
@@ -138,7 +124,8 @@ def compare_scope(
             "ci": None if missing else list(cis[name]),
         }
     out: dict[str, Any] = {"n": len(records_a), "metrics": metrics}
-    if task in MCNEMAR_TASKS:
+    if spec.mcnemar:
+        kind = spec.kind
         out["mcnemar"] = mcnemar(
             [correct_top1(kind, r) for r in records_a], [correct_top1(kind, r) for r in records_b]
         )
@@ -150,30 +137,31 @@ def compare_task(
     records_a: Sequence[Record],
     records_b: Sequence[Record],
     *,
+    spec: MetricSpec | None = None,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Paired comparison of one task: instance counts, then ``couple``/``family``/``all`` scopes as in
-    ``scores.json`` (see :func:`compare_scope`).
+    ``scores.json`` (see :func:`compare_scope`). ``spec`` is the task's :class:`MetricSpec` (transitional:
+    a built-in task's when absent).
 
     Raises:
         ConfigError: unknown task, or the runs disagree on a gold answer.
         DataError: a record lacks a required field.
     """
-    kind = task_kind(task)
-    check_records(task, records_a)
-    check_records(task, records_b)
+    spec = resolve_spec(task, spec)
+    check_records(task, records_a, spec)
+    check_records(task, records_b, spec)
     aligned_a, aligned_b, counts = shared_instances(task, records_a, records_b)
     out: dict[str, Any] = dict(counts)
     scopes_a = scope_records(aligned_a)
     scopes_b = scope_records(aligned_b)
     for scope, members_a in scopes_a.items():
-        labels = scope_labels(members_a, labels_by_scenario) if kind == "multiclass" else ()
+        labels = scope_labels(members_a, labels_by_scenario) if spec.kind == "multiclass" else ()
         out[scope] = compare_scope(
-            task,
-            kind,
+            spec,
             members_a,
             scopes_b[scope],
             labels,
@@ -187,20 +175,27 @@ def compare_task(
 def compare_runs(
     records_by_task_a: Mapping[str, Sequence[Record]],
     records_by_task_b: Mapping[str, Sequence[Record]],
+    specs: Mapping[str, MetricSpec] | None = None,
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """:func:`compare_task` for every task both runs have; ``_meta`` lists tasks only one run has."""
+    """:func:`compare_task` for every task both runs have; ``_meta`` lists tasks only one run has.
+
+    ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``;
+    transitional: the built-in tasks when absent); ``labels_by_scenario`` applies to the multiclass tasks.
+    """
+    known = LEGACY_SPECS if specs is None else specs
     tasks = [task for task in records_by_task_a if task in records_by_task_b]
     out: dict[str, Any] = {
         task: compare_task(
             task,
             records_by_task_a[task],
             records_by_task_b[task],
-            labels_by_scenario=labels_by_scenario if task == "rpp" else None,
+            spec=(spec := resolve_spec(task, None, known)),
+            labels_by_scenario=labels_by_scenario if spec.kind == "multiclass" else None,
             n_resamples=n_resamples,
             confidence=confidence,
             seed=seed,

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -155,17 +156,32 @@ def vp_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
     }
 
 
-JUDGE_KEYS: dict[str, tuple[str, ...]] = {"er": ("s_emo",), "vp": ("pairing", "viewpoint")}
-JUDGE_METRICS: dict[str, tuple[str, ...]] = {
-    "er": ("llm", "s_emo"),
-    "vp": ("llm", "total_0_6", "pairing", "viewpoint"),
-}
-FEATURES: dict[str, Callable[[Scores, bool], list[float]]] = {"er": er_features, "vp": vp_features}
-FROM_SUMS: dict[str, Callable[[FloatArray], dict[str, FloatArray]]] = {"er": er_from_sums, "vp": vp_from_sums}
+@dataclass(frozen=True, slots=True)
+class GenerationMetrics:
+    """How a generation task's per-instance scores become means (see the module docstring)."""
+
+    features: Callable[[Scores, bool], list[float]]
+    """The per-instance feature vector (width 7) from the record's ``scores`` and validity."""
+    from_sums: Callable[[FloatArray], dict[str, FloatArray]]
+    """Metric values from summed features."""
+    judge_keys: tuple[str, ...]
+    """Score keys the judge writes; all must be numeric for a judged instance."""
+    judge_metrics: tuple[str, ...]
+    """Means that come from the judge (``None`` when the run was never judged)."""
+    judged_column: int
+    """The feature column counting judged instances."""
+
+
+EMOTION = GenerationMetrics(er_features, er_from_sums, ("s_emo",), ("llm", "s_emo"), 2)
+"""ER: S_int from the formula, S_emo from the judge, ``llm`` their mean S_ER."""
+VIEWPOINT = GenerationMetrics(
+    vp_features, vp_from_sums, ("pairing", "viewpoint"), ("llm", "total_0_6", "pairing", "viewpoint"), 1
+)
+"""VP: pairing 0-2 and viewpoint 0-4 from the judge, ``llm`` their total mapped onto 1-5."""
 
 
 def generation_summary(
-    task: str, scores: Sequence[Scores], valid: Sequence[bool] | None = None
+    metrics: GenerationMetrics, scores: Sequence[Scores], valid: Sequence[bool] | None = None
 ) -> dict[str, Any]:
     """Means of an ER or VP task over instances, with ``n``, ``n_judged``, ``n_unscored`` and ``n_bertscore``.
 
@@ -173,31 +189,31 @@ def generation_summary(
     verdicts, and ``None`` for scores that were never computed.
 
     >>> scores = [{"s_int": 5, "s_emo": 4}, {"s_int": 3, "s_emo": None}, {}]
-    >>> er = generation_summary("er", scores, [True, True, False])
+    >>> er = generation_summary(EMOTION, scores, [True, True, False])
     >>> er["n"], er["n_judged"], er["n_unscored"], er["llm"], er["s_emo"], er["s_int"], er["bertscore_f1"]
     (3, 2, 1, 2.75, 2.5, 3.0, None)
-    >>> generation_summary("vp", [{"pairing": 2, "viewpoint": 4}])["llm"]
+    >>> generation_summary(VIEWPOINT, [{"pairing": 2, "viewpoint": 4}])["llm"]
     5.0
-    >>> generation_summary("vp", [])["llm"]
+    >>> generation_summary(VIEWPOINT, [])["llm"]
     0.0
     """
     valid = [True] * len(scores) if valid is None else list(valid)
     if len(valid) != len(scores):
         raise ValueError(f"{len(scores)} score records but {len(valid)} validity flags")
-    rows = [FEATURES[task](s, v) for s, v in zip(scores, valid, strict=True)]
+    rows = [metrics.features(s, v) for s, v in zip(scores, valid, strict=True)]
     sums = np.asarray(rows, dtype=np.float64).reshape(-1, 7).sum(axis=0)
-    out: dict[str, Any] = {k: float(v) for k, v in FROM_SUMS[task](sums).items()}
-    judged_ix = 2 if task == "er" else 1
-    out["n"], out["n_judged"], out["n_bertscore"] = len(scores), int(sums[judged_ix]), int(sums[5])
+    out: dict[str, Any] = {k: float(v) for k, v in metrics.from_sums(sums).items()}
+    out["n"], out["n_judged"] = len(scores), int(sums[metrics.judged_column])
+    out["n_bertscore"] = int(sums[5])
     valid_scores = [s for s, v in zip(scores, valid, strict=True) if v]
-    keys = JUDGE_KEYS[task]
+    keys = metrics.judge_keys
     out["n_unscored"] = sum(
         1
         for s in valid_scores
         if any(k in s for k in keys) and not (all(score_value(s, k) is not None for k in keys))
     )
     if valid_scores and not any(k in s for s in valid_scores for k in keys):
-        out.update(dict.fromkeys(JUDGE_METRICS[task]))
+        out.update(dict.fromkeys(metrics.judge_metrics))
     if valid_scores and not any("bertscore_f1" in s for s in valid_scores):
         out["bertscore_f1"] = None
     return out

@@ -1,7 +1,8 @@
 """Reference rows for every results table: ``baseline/random`` and ``baseline/majority``.
 
 Both answer instances directly (they are predictors, not chat models) and give values in each task's own shape
-(docs/design.md, "Value shapes"):
+(docs/design.md, "Value shapes"); each task's rule is in its module (``INFO.random_answer`` and
+``INFO.majority_answers``):
 
 * ``random``: a seeded uniform choice. ITP ``yes``/``no``; RPP, STP and SSP three distinct candidates from the
   instance's closed set in random order; ER a phrase from a small fixed list with intensity 0-10; VP
@@ -17,40 +18,29 @@ Both answer instances directly (they are predictors, not chat models) and give v
 from __future__ import annotations
 
 import random
-from collections import Counter
-from collections.abc import Callable, Hashable, Iterable, Sequence
-from typing import Final, TypeVar
+from collections.abc import Sequence
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Json, Prediction
-
-RANKING_TASKS: Final = frozenset({"rpp", "stp", "ssp"})
-TOP_K: Final = 3
-
-EMOTION_PHRASES: Final = (
-    "feels frustrated and unheard",
-    "feels hurt and dismissed",
-    "feels anxious and uncertain",
-    "feels sad and hopeless",
-    "feels angry and defensive",
-    "feels ashamed and cornered",
-    "feels calm and hopeful",
-    "feels relieved and understood",
+from rescue_bench.tasks import get_task
+from rescue_bench.tasks.guesses import (  # re-exported: they were defined here
+    TOP_K,
+    most_common,
+    other_participants,
+    rank_by_frequency,
+    speaker_of,
 )
-"""Emotion phrases of the random baseline, in the style the ER prompt asks for."""
 
-VIEWPOINT_PHRASES: Final = (
-    "does not listen to me",
-    "is trying to understand me",
-    "blames me for the problems",
-    "cares about the family",
-    "is not being honest",
-    "is too critical",
-)
-"""Viewpoints of the random baseline; the source and target come from the instance."""
-
-_NON_TARGETS: Final = frozenset({"Couple", "Family"})
-T = TypeVar("T", bound=Hashable)
+__all__ = [
+    "TOP_K",
+    "MajorityBaseline",
+    "RandomBaseline",
+    "make_baseline",
+    "most_common",
+    "other_participants",
+    "rank_by_frequency",
+    "speaker_of",
+]
 
 
 def make_baseline(model: str, seed: int) -> RandomBaseline | MajorityBaseline:
@@ -89,32 +79,7 @@ class RandomBaseline:
     def _one(self, inst: Instance) -> Prediction:
         # A string seed is hashed with sha512 by `random`, so it is stable across processes and platforms.
         rng = random.Random(f"rescue-bench:{self.seed}:{inst.id}")
-        if inst.task == "itp":
-            return Prediction(inst.id, rng.choice(("yes", "no")), True)
-        if inst.task in RANKING_TASKS:
-            if not inst.candidates:
-                return Prediction.failed(inst.id, "missing: the instance has no candidates to choose from")
-            return Prediction(
-                inst.id, rng.sample(list(inst.candidates), min(TOP_K, len(inst.candidates))), True
-            )
-        if inst.task == "er":
-            return Prediction(
-                inst.id, {"emotion": rng.choice(EMOTION_PHRASES), "intensity": rng.randint(0, 10)}, True
-            )
-        if inst.task == "vp":
-            speaker = speaker_of(inst)
-            others = other_participants(inst)
-            if not others:
-                return Prediction.failed(
-                    inst.id, "missing: the instance names no participant other than the speaker"
-                )
-            viewpoint = {
-                "source": speaker,
-                "target": rng.choice(others),
-                "viewpoint": rng.choice(VIEWPOINT_PHRASES),
-            }
-            return Prediction(inst.id, [viewpoint], True)
-        raise ConfigError(f"baseline/random has no rule for task {inst.task!r}")
+        return get_task(inst.task).INFO.random_answer(inst, rng)
 
 
 class MajorityBaseline:
@@ -144,81 +109,5 @@ class MajorityBaseline:
 
 
 def _majority_for(task: str, group: Sequence[Instance]) -> list[Prediction]:
-    """Predictions for instances that share one task and one scenario."""
-    if task == "itp":
-        label = most_common(str(inst.gold) for inst in group)[0]
-        return [Prediction(inst.id, label, True) for inst in group]
-    if task in RANKING_TASKS:
-        counts = Counter(str(inst.gold) for inst in group)
-        return [Prediction(inst.id, rank_by_frequency(inst.candidates, counts), True) for inst in group]
-    if task == "er":
-        emotion = most_common(
-            str(inst.gold.get("emotion", "")) for inst in group if isinstance(inst.gold, dict)
-        )
-        intensity = most_common(_gold_ints(group))
-        value = {"emotion": emotion[0] if emotion else "", "intensity": intensity[0] if intensity else None}
-        return [Prediction(inst.id, dict(value), True) for inst in group]
-    if task == "vp":
-        return _majority_vp(group)
-    raise ConfigError(f"baseline/majority has no rule for task {task!r}")
-
-
-def _majority_vp(group: Sequence[Instance]) -> list[Prediction]:
-    items = [item for inst in group for item in _gold_items(inst)]
-    viewpoint = most_common(str(item.get("viewpoint", "")) for item in items)
-    targets = Counter(str(item.get("target", "")) for item in items)
-    preds = []
-    for inst in group:
-        target = rank_by_frequency(tuple(other_participants(inst)), targets)
-        if not target or not viewpoint:
-            preds.append(Prediction.failed(inst.id, "missing: no gold viewpoint or no other participant"))
-            continue
-        answer = [{"source": speaker_of(inst), "target": target[0], "viewpoint": viewpoint[0]}]
-        preds.append(Prediction(inst.id, answer, True))
-    return preds
-
-
-def most_common(values: Iterable[T], key: Callable[[T], str] = str) -> list[T]:
-    """Distinct values by frequency, most frequent first; ties in the order of ``key`` (alphabetical).
-
-    >>> most_common(["no", "yes", "yes", "no", "maybe"])
-    ['no', 'yes', 'maybe']
-    """
-    counts = Counter(values)
-    return sorted(counts, key=lambda v: (-counts[v], key(v)))
-
-
-def rank_by_frequency(candidates: Sequence[str], counts: Counter[str]) -> list[str]:
-    """The instance's candidates ordered by how often each is a gold answer, top three.
-
-    Restricting the ranking to the instance's own closed set keeps it valid where the set differs between
-    samples (STP and VP targets are participant names). Candidates never seen as gold keep their order.
-
-    >>> rank_by_frequency(("a", "b", "c", "d"), Counter({"c": 5, "b": 2, "z": 9}))
-    ['c', 'b', 'a']
-    """
-    order = {c: i for i, c in enumerate(candidates)}
-    return sorted(dict.fromkeys(candidates), key=lambda c: (-counts[c], order[c]))[:TOP_K]
-
-
-def speaker_of(inst: Instance) -> str:
-    """The speaker of the instance's row, as the task recorded it in ``meta``."""
-    speaker = inst.meta.get("speaker")
-    return speaker if isinstance(speaker, str) else ""
-
-
-def other_participants(inst: Instance) -> list[str]:
-    """People the speaker can hold a viewpoint about: the participants minus the speaker and group names."""
-    raw = inst.meta.get("participants") or inst.candidates
-    names = [p for p in raw if isinstance(p, str)] if isinstance(raw, list | tuple) else []
-    speaker = speaker_of(inst)
-    return [p for p in dict.fromkeys(names) if p and p != speaker and p not in _NON_TARGETS]
-
-
-def _gold_items(inst: Instance) -> list[dict[str, Json]]:
-    return [item for item in inst.gold if isinstance(item, dict)] if isinstance(inst.gold, list) else []
-
-
-def _gold_ints(group: Sequence[Instance]) -> list[int]:
-    values = (inst.gold.get("intensity") for inst in group if isinstance(inst.gold, dict))
-    return [v for v in values if isinstance(v, int) and not isinstance(v, bool)]
+    """Predictions for instances that share one task and one scenario (``INFO.majority_answers``)."""
+    return get_task(task).INFO.majority_answers(group)

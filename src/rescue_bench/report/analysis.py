@@ -16,9 +16,11 @@ from typing import Any
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.data.stats import Transitions, transitions
+from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import top1
 from rescue_bench.metrics.classification import INVALID, accuracy_by_position
-from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, SCENARIOS, relation_labels, strategy_labels
+from rescue_bench.tasks import task_info, task_infos
+from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, SCENARIOS, Scenario
 
 Record = Mapping[str, Any]
 N_BINS = 10
@@ -46,11 +48,30 @@ def of_task(records: Iterable[Record], task: str, scenario: str | None = None) -
     ]
 
 
-def _labels(task: str, scenario: str) -> tuple[str, ...]:
-    return relation_labels(scenario) if task == "rpp" else strategy_labels(scenario)  # type: ignore[arg-type]
+def _labels(task: str, scenario: Scenario) -> tuple[str, ...]:
+    labels = task_info(task).gold_labels
+    return labels(scenario) if labels is not None else ()
 
 
-def label_confusion(records: Sequence[Record], task: str, scenario: str) -> Confusion:
+def label_tasks() -> tuple[str, ...]:
+    """Tasks with a closed gold label set per scenario (RPP, SSP): confusions and label shares."""
+    return tuple(info.name for info in task_infos() if info.gold_labels is not None)
+
+
+def target_kind_tasks() -> tuple[str, ...]:
+    """Tasks whose gold answers are people (STP): confusions and shares by target kind."""
+    return tuple(info.name for info in task_infos() if info.target_kinds)
+
+
+def pattern_task() -> str:
+    """The task the pattern analyses are about (RPP): per-label accuracy, position bins, transitions."""
+    chosen = [info.name for info in task_infos() if info.pattern_analyses]
+    if len(chosen) != 1:
+        raise ConfigError(f"exactly one task must have pattern_analyses; found {chosen or 'none'}")
+    return chosen[0]
+
+
+def label_confusion(records: Sequence[Record], task: str, scenario: Scenario) -> Confusion:
     """RPP or SSP confusion of one scenario over its taxonomy; off-taxonomy golds are listed after it.
 
     >>> recs = [{"task": "rpp", "scenario": "couple", "gold": "attack_attack", "valid": True,
@@ -85,33 +106,37 @@ def stp_kind(gold: str, predicted: str) -> tuple[str, str]:
     return gold_kind, "same person" if predicted == gold else "other person"
 
 
-def stp_confusion(records: Sequence[Record], scenario: str | None = None) -> Confusion:
-    members = of_task(records, "stp", scenario)
+def stp_confusion(records: Sequence[Record], scenario: str | None = None, task: str = "") -> Confusion:
+    """Confusion by target kind of a task with people as answers (default: the first, STP)."""
+    task = task or target_kind_tasks()[0]
+    members = of_task(records, task, scenario)
     counts = Counter(stp_kind(str(r["gold"]), top1(r)) for r in members)
     table = tuple(tuple(counts[(g, p)] for p in STP_PRED) for g in STP_GOLD)
-    return Confusion(f"STP confusion by target kind ({scenario or 'all'})", STP_GOLD, STP_PRED, table)
+    title = f"{task.upper()} confusion by target kind ({scenario or 'all'})"
+    return Confusion(title, STP_GOLD, STP_PRED, table)
 
 
 def confusions(records: Sequence[Record]) -> list[Confusion]:
-    """Every confusion matrix the run has data for: RPP and SSP per scenario, STP pooled."""
+    """Every confusion matrix the run has data for: label tasks (RPP, SSP) per scenario, STP pooled."""
     out = [
         label_confusion(records, task, scenario)
-        for task in ("rpp", "ssp")
+        for task in label_tasks()
         for scenario in SCENARIOS
         if of_task(records, task, scenario)
     ]
-    if of_task(records, "stp"):
-        out.append(stp_confusion(records))
+    out += [stp_confusion(records, task=task) for task in target_kind_tasks() if of_task(records, task)]
     return out
 
 
 def per_label_accuracy(records: Sequence[Record]) -> list[dict[str, Any]]:
     """RPP top-1 accuracy per scenario and gold label (paper App. E.2), taxonomy order."""
+    task = pattern_task()
     out = []
     for scenario in SCENARIOS:
-        members = of_task(records, "rpp", scenario)
+        members = of_task(records, task, scenario)
         golds = Counter(str(r["gold"]) for r in members)
-        for label in [*relation_labels(scenario), *sorted(set(golds) - set(relation_labels(scenario)))]:
+        known = _labels(task, scenario)
+        for label in [*known, *sorted(set(golds) - set(known))]:
             if golds[label]:
                 hits = sum(top1(r) == label for r in members if r["gold"] == label)
                 out.append(
@@ -123,12 +148,13 @@ def per_label_accuracy(records: Sequence[Record]) -> list[dict[str, Any]]:
 def label_distribution(records: Sequence[Record]) -> list[dict[str, Any]]:
     """Gold label counts and shares per task and scenario: RPP patterns, SSP strategies, STP target kinds."""
     out: list[dict[str, Any]] = []
-    for task in ("rpp", "ssp", "stp"):
+    kinds = target_kind_tasks()
+    for task in (*label_tasks(), *kinds):
         for scenario in SCENARIOS:
             members = of_task(records, task, scenario)
             if not members:
                 continue
-            if task == "stp":
+            if task in kinds:
                 golds = Counter(stp_kind(str(r["gold"]), INVALID)[0] for r in members)
                 order: Sequence[str] = STP_GOLD
             else:
@@ -166,7 +192,8 @@ def position_bins(
     records: Sequence[Record], scenario: str | None = None, n_bins: int = N_BINS
 ) -> list[dict[str, Any]]:
     """RPP top-1 accuracy, its binomial standard error and gold counts per relative-position bin."""
-    placed = [(p, r) for r in of_task(records, "rpp", scenario) if (p := relative_position(r)) is not None]
+    members = of_task(records, pattern_task(), scenario)
+    placed = [(p, r) for r in members if (p := relative_position(r)) is not None]
     return accuracy_by_position(
         [p for p, _ in placed],
         [float(top1(r) == r["gold"]) for _, r in placed],
@@ -178,8 +205,9 @@ def position_bins(
 def gold_transitions(records: Sequence[Record], scenario: str | None = None) -> Transitions:
     """Transitions between consecutive RPP gold labels within each conversation (paper Fig. 3), counted by
     :func:`rescue_bench.data.stats.transitions` over the gold sequence the run holds."""
+    task = pattern_task()
     by_sample: dict[str, list[Record]] = {}
-    for r in of_task(records, "rpp", scenario):
+    for r in of_task(records, task, scenario):
         by_sample.setdefault(str(r["sample_id"]), []).append(r)
     samples = [
         Sample(
@@ -194,5 +222,5 @@ def gold_transitions(records: Sequence[Record], scenario: str | None = None) -> 
         for sid, rs in by_sample.items()
     ]
     present = [s for s in SCENARIOS if scenario in (None, s) and any(x.scenario == s for x in samples)]
-    labels = list(dict.fromkeys(label for s in present for label in relation_labels(s)))
+    labels = list(dict.fromkeys(label for s in present for label in _labels(task, s)))
     return transitions(samples, labels)

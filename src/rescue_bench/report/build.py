@@ -20,6 +20,7 @@ from rescue_bench.report import analysis, figures, html, tables, writers
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.tables import Table
 from rescue_bench.rundir import RunData, Scores, load_run
+from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
 
 
@@ -40,7 +41,7 @@ def with_scores(run: RunData) -> RunData:
     if run.score_record is not None:
         return run
     records = judged_records(run.predictions, run.judgments)
-    return replace(run, score_record=Scores.of(aggregate_run(split_by_task(records))))
+    return replace(run, score_record=Scores.of(aggregate_run(split_by_task(records), metric_specs())))
 
 
 def _by_dataset(runs: Sequence[RunData]) -> list[RunData]:

@@ -7,24 +7,23 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rescue_bench.judge.merge import judged_records
-from rescue_bench.metrics.aggregate import HEADLINE, PAPER_METRICS, split_by_task
+from rescue_bench.metrics.aggregate import split_by_task
 from rescue_bench.metrics.compare import compare_runs
 from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value
 from rescue_bench.rundir import RunData
-
-PERCENT_TASKS = ("itp", "rpp", "stp", "ssp")
-TASK_ORDER = ("itp", "rpp", "stp", "ssp", "er", "vp")
+from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics, task_info
 
 
 def compare_run_data(a: RunData, b: RunData, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Paired comparison of two runs, ER/VP judge scores folded in from their judgments."""
     records_a = split_by_task(judged_records(a.predictions, a.judgments))
     records_b = split_by_task(judged_records(b.predictions, b.judgments))
-    return compare_runs(records_a, records_b, n_resamples=n_resamples, seed=seed)
+    return compare_runs(records_a, records_b, metric_specs(), n_resamples=n_resamples, seed=seed)
 
 
 def _cell(task: str, value: float | None, lo: float | None = None, hi: float | None = None) -> Cell:
-    scale, digits = (100.0, 2) if task in PERCENT_TASKS else (1.0, 3 if task in ("er", "vp") else 4)
+    info = task_info(task)
+    scale, digits = (100.0, 2) if info.percent else (1.0, 3 if info.judged else 4)
     return Cell(value, lo, hi, scale, digits)
 
 
@@ -37,12 +36,12 @@ def comparison_table(
 ) -> Table:
     """One row per task, scope and metric: A, B, A - B with its 95% CI, and McNemar's p (top-1 tasks)."""
     rows: list[tuple[Value, ...]] = []
-    for task in [t for t in TASK_ORDER if t in result]:
+    for task in [t for t in TASK_NAMES if t in result]:
         entry = result[task]
         for scope in [s for s in scopes if s in entry]:
             block = entry[scope]
             test = block.get("mcnemar")
-            metrics = HEADLINE[task] if every_metric else PAPER_METRICS[task]
+            metrics = headline(task) if every_metric else paper_metrics(task)
             for metric in metrics:
                 m = block["metrics"].get(metric)
                 if m is None:

@@ -8,6 +8,8 @@ ITP, RPP, STP and SSP are percentages; ER and VP "LLM" are 1-5 judge scores; "BE
 
 from __future__ import annotations
 
+from rescue_bench.tasks import task_info
+
 SOURCE = "Hu et al. (2026), RESCUE-Bench, Table 5 (published)"
 COLUMNS: tuple[tuple[str, str], ...] = (
     ("itp", "precision"),
@@ -40,7 +42,6 @@ TABLE5: tuple[tuple[str, tuple[float, ...]], ...] = (
     ("MiniMax M2.5", (89.64, 75.98, 82.25, 39.85, 62.55, 77.01, 29.08, 42.89, 4.01, 0.8201, 3.25, 0.8561)),
     ("GPT-4o", (86.67, 82.63, 84.60, 38.69, 67.38, 80.00, 35.92, 49.36, 4.01, 0.8206, 3.24, 0.8674)),
 )
-PERCENT_TASKS = ("itp", "rpp", "stp", "ssp")
 
 
 def published_rows() -> list[tuple[str, dict[tuple[str, str], float]]]:
@@ -54,7 +55,7 @@ def published_rows() -> list[tuple[str, dict[tuple[str, str], float]]]:
     out = []
     for model, values in TABLE5:
         scaled = {
-            (task, metric): round(v / 100, 6) if task in PERCENT_TASKS else v
+            (task, metric): round(v / 100, 6) if task_info(task).percent else v
             for (task, metric), v in zip(COLUMNS, values, strict=True)
         }
         out.append((model, scaled))

@@ -16,22 +16,13 @@ from rescue_bench.pricing import Prices
 from rescue_bench.report import analysis
 from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.rundir import RunData
+from rescue_bench.tasks import judged_tasks, paper_columns, percent_tasks
 
-PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = (
-    ("itp", "precision", "ITP Prec.", 100.0, 2),
-    ("itp", "recall", "ITP Rec.", 100.0, 2),
-    ("itp", "f1", "ITP F1", 100.0, 2),
-    ("rpp", "accuracy", "RPP Acc.", 100.0, 2),
-    ("stp", "recall_at_1", "STP Rec.", 100.0, 2),
-    ("stp", "mrr", "STP MRR", 100.0, 2),
-    ("ssp", "recall_at_1", "SSP Rec.", 100.0, 2),
-    ("ssp", "mrr", "SSP MRR", 100.0, 2),
-    ("er", "llm", "ER LLM", 1.0, 2),
-    ("er", "bertscore_f1", "ER BERT", 1.0, 4),
-    ("vp", "llm", "VP LLM", 1.0, 2),
-    ("vp", "bertscore_f1", "VP BERT", 1.0, 4),
+PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = tuple(
+    (task, column.metric, column.header, column.scale, column.decimals) for task, column in paper_columns()
 )
-"""(task, metric in scores.json, header, display scale, decimals), in the paper's column order."""
+"""(task, metric in scores.json, header, display scale, decimals), in the paper's column order: each task's
+``INFO.paper_columns``, in task order."""
 SCOPE_NAMES = {"couple": "Couple", "family": "Family", "all": "Both"}
 
 
@@ -106,6 +97,10 @@ def _metric_row(scores: Mapping[str, Any] | None, scope: str) -> list[Value]:
     ]
 
 
+def _names(tasks: Sequence[str], joiner: str) -> str:
+    return joiner.join(task.upper() for task in tasks)
+
+
 def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
     """Table 5: one row per run (both scenarios pooled), then the published rows when asked for."""
     rows: list[tuple[Value, ...]] = [
@@ -115,13 +110,14 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
     if with_paper:
         for model, values in published_rows():
             cells = [
-                Cell(values[(task, metric)], None, None, scale, digits)
+                Cell(values.get((task, metric)), None, None, scale, digits)
                 for task, metric, _, scale, digits in PAPER_COLUMNS
             ]
             rows.append((f"{model} (published)", SOURCE, *cells))
     note = (
-        "ITP, RPP, STP, SSP in %; ER and VP LLM on 1-5; BERT is BERTScore F1. Brackets: 95% CI from a "
-        "cluster bootstrap over conversations. '–': not computed (e.g. the run was not judged)."
+        f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; BERT is "
+        "BERTScore F1. Brackets: 95% CI from a cluster bootstrap over conversations. '–': not computed (e.g. "
+        "the run was not judged)."
     )
     if with_paper:
         note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
@@ -195,7 +191,7 @@ def judges(runs: Sequence[RunData]) -> Table:
         meta = (run.scores or {}).get("_meta") or {}
         listed = ", ".join(meta.get("judges") or []) or "none"
         agreement = meta.get("judge_agreement") or {}
-        for task in ("er", "vp"):
+        for task in judged_tasks():
             entry = agreement.get(task)
             if entry:
                 alpha = entry.get("alpha_ordinal")
@@ -211,7 +207,7 @@ def judges(runs: Sequence[RunData]) -> Table:
                     )
                 )
         if not agreement:
-            rows.append((name, "ER, VP", listed, None, None, None, None))
+            rows.append((name, _names(judged_tasks(), ", "), listed, None, None, None, None))
     return Table(
         "judges",
         "Judges and inter-judge agreement",
@@ -247,7 +243,7 @@ def failures(runs: Sequence[RunData]) -> Table:
                     Cell(parse / n if n else 0.0, scale=100.0, digits=1),
                     invalid,
                     Cell(invalid / n if n else 0.0, scale=100.0, digits=1),
-                    entry.get("n_unscored") if task in ("er", "vp") else None,
+                    entry.get("n_unscored") if task in judged_tasks() else None,
                 )
             )
     return Table(

@@ -16,9 +16,9 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from rescue_bench.data.load import build_sample, read_source
-from rescue_bench.problems import Problem
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import DataError
+from rescue_bench.problems import Problem
 from rescue_bench.review.db import RowRecord, RowVersion, Segment
 from rescue_bench.review.workfiles import DraftFile, MediaRow, SegmentFile, WorkInfo, read_record
 

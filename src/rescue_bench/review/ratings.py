@@ -21,8 +21,9 @@ from sqlalchemy.orm import Session
 
 from rescue_bench.errors import DataError
 from rescue_bench.review.db import Rating, RatingItem, User, utcnow
+from rescue_bench.tasks import judged_tasks
 
-RATED_TASKS = ("er", "vp")
+RATED_TASKS = judged_tasks()
 CSV_COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
 
 

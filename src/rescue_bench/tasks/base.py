@@ -7,6 +7,7 @@ A task module exposes module-level constants and four pure functions::
     DEFAULT_BATCH_SIZE: int         # instances per request (ITP 4, RPP 3, STP 3, SSP 3, ER 5, VP 5)
     DEFAULT_CONTEXT_SIZE: int       # -1 all prior rows, 0 none, N the last N prior rows
     MAX_TOKENS: int
+    INFO: TaskInfo                  # every other fact: metrics, paper columns, judged, baselines...
 
     def build(sample: Sample, cfg: TaskConfig) -> list[Instance]
     def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request
@@ -16,12 +17,18 @@ A task module exposes module-level constants and four pure functions::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import random
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Literal, Protocol
 
+from pydantic import BaseModel
+
 from rescue_bench.data.schema import Sample
-from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.errors import ConfigError
+from rescue_bench.metrics.spec import MetricSpec
+from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.taxonomy import Scenario
 
 Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video"]
 MODES: tuple[Mode, ...] = ("dialogue", "audio", "visual", "audiovisual", "video")
@@ -61,9 +68,102 @@ def resolve_mode(name: str) -> Mode:
         return name
     if name in MODE_ALIASES:
         return MODE_ALIASES[name]
-    from rescue_bench.errors import ConfigError
-
     raise ConfigError(f"unknown mode {name!r}; choose one of {', '.join(MODES)}")
+
+
+RandomRule = Callable[[Instance, random.Random], Prediction]
+"""The random baseline's answer to one instance, drawn from the generator it is given."""
+MajorityRule = Callable[[Sequence[Instance]], list[Prediction]]
+"""The majority baseline's answers to instances of one task and one scenario (it reads their gold)."""
+
+
+@dataclass(frozen=True, slots=True)
+class PaperColumn:
+    """One column of the paper's results table (Table 5, and Table 11 per scenario)."""
+
+    header: str
+    """Column header, such as ``"ITP F1"``."""
+    metric: str
+    """The metric's key in ``scores.json``."""
+    scale: float = 1.0
+    """Display factor: 100 for a percentage."""
+    decimals: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class TaskInfo:
+    """Everything about a task besides its four functions; the registry derives every task list from these.
+
+    The module constants the engine reads (``NAME``, ``KIND``, ``DEFAULT_BATCH_SIZE``,
+    ``DEFAULT_CONTEXT_SIZE``, ``MAX_TOKENS``) are the ones given here: :func:`check_task` says so at load.
+    """
+
+    name: str
+    kind: TaskKind
+    metrics: MetricSpec
+    """Headline metrics, McNemar-ability and how records aggregate (``metrics.aggregate``)."""
+    paper_columns: tuple[PaperColumn, ...]
+    """The task's columns in the paper's results table, in order (may be empty)."""
+    default_batch_size: int
+    default_context_size: int
+    """-1 all prior rows, 0 none, N the last N prior rows."""
+    max_tokens: int
+    """Output cap of a request."""
+    random_answer: RandomRule
+    majority_answers: MajorityRule
+    judged: bool = False
+    """Scored by an LLM judge after the run (``judge/``)."""
+    percent: bool = False
+    """Metrics are fractions shown as percentages."""
+    video: bool = False
+    """Video mode attaches per-turn clips to this task's requests."""
+    gold_labels: Callable[[Scenario], tuple[str, ...]] | None = None
+    """The closed gold label set of a scenario, for the report's confusion matrices and label shares."""
+    target_kinds: bool = False
+    """Gold answers are people, so the report groups them by kind (the group, or one person)."""
+    pattern_analyses: bool = False
+    """The report's per-label accuracy, accuracy by relative position and gold transitions (paper Fig. 3-5,
+    App. E.2) are about this task's labels."""
+    options: type[BaseModel] | None = None
+    """The task's own settings (a frozen pydantic model), or ``None``."""
+
+    def __post_init__(self) -> None:
+        if self.kind != self.metrics.kind:
+            raise ValueError(f"task {self.name!r} is {self.kind} but its metrics are {self.metrics.kind}")
+
+    @property
+    def headline(self) -> tuple[str, ...]:
+        """Metrics reported with a CI, in ``scores.json`` order."""
+        return self.metrics.headline
+
+    @property
+    def mcnemar(self) -> bool:
+        """Top-1 correctness is defined, so ``compare`` adds McNemar's test."""
+        return self.metrics.mcnemar
+
+
+def make_instance(
+    sample: Sample,
+    task: str,
+    row_index: int,
+    gold: Json,
+    *,
+    candidates: tuple[str, ...] = (),
+    context: Json = None,
+    meta: dict[str, Json] | None = None,
+) -> Instance:
+    """The instance of ``task`` at ``row_index`` of ``sample``, with the id ``<sample>::<task>::<row>``."""
+    return Instance(
+        f"{sample.sample_id}::{task}::{row_index}",
+        task,
+        sample.sample_id,
+        sample.scenario,
+        row_index,
+        gold,
+        candidates,
+        context,
+        {} if meta is None else meta,
+    )
 
 
 class Task(Protocol):
@@ -74,6 +174,7 @@ class Task(Protocol):
     DEFAULT_BATCH_SIZE: int
     DEFAULT_CONTEXT_SIZE: int
     MAX_TOKENS: int
+    INFO: TaskInfo
 
     def build(self, sample: Sample, cfg: TaskConfig) -> list[Instance]: ...
 
@@ -82,3 +183,32 @@ class Task(Protocol):
     def parse(self, text: str, batch: Sequence[Instance]) -> list[Prediction]: ...
 
     def score(self, pred: Prediction, inst: Instance) -> Score: ...
+
+
+CONSTANTS = ("NAME", "KIND", "DEFAULT_BATCH_SIZE", "DEFAULT_CONTEXT_SIZE", "MAX_TOKENS")
+"""Module constants the engine reads; each must equal its field of ``INFO``."""
+
+
+def check_task(task: Task, where: str) -> None:
+    """Raise :class:`ConfigError` when ``task`` lacks part of the protocol or a constant disagrees with INFO.
+
+    ``where`` names the task's origin (an entry point) for the message.
+    """
+    missing = [
+        attr for attr in (*CONSTANTS, "INFO", "build", "render", "parse", "score") if not hasattr(task, attr)
+    ]
+    if missing:
+        raise ConfigError(f"task {where} lacks {', '.join(missing)}")
+    info = task.INFO
+    if not isinstance(info, TaskInfo):
+        raise ConfigError(f"task {where}: INFO is a {type(info).__name__}, not a TaskInfo")
+    pairs = {
+        "NAME": (task.NAME, info.name),
+        "KIND": (task.KIND, info.kind),
+        "DEFAULT_BATCH_SIZE": (task.DEFAULT_BATCH_SIZE, info.default_batch_size),
+        "DEFAULT_CONTEXT_SIZE": (task.DEFAULT_CONTEXT_SIZE, info.default_context_size),
+        "MAX_TOKENS": (task.MAX_TOKENS, info.max_tokens),
+    }
+    for attr, (constant, fact) in pairs.items():
+        if constant != fact:
+            raise ConfigError(f"task {where}: {attr} is {constant!r} but INFO says {fact!r}")

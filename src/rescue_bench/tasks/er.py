@@ -13,14 +13,16 @@ from __future__ import annotations
 
 import functools
 import math
+import random
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics.generation import intensity_score
+from rescue_bench.metrics.spec import EMOTION_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import (
     clean,
     context_size,
@@ -30,6 +32,7 @@ from rescue_bench.tasks.context import (
     window,
     word_count,
 )
+from rescue_bench.tasks.guesses import most_common
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import Scenario
 
@@ -40,6 +43,17 @@ DEFAULT_CONTEXT_SIZE = 3
 MAX_TOKENS = 1800
 EMOTION_KEYS = ("emotion", "predicted_internal_emotion", "internal_emotion", "emotion_description")
 INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score")
+EMOTION_PHRASES: Final = (
+    "feels frustrated and unheard",
+    "feels hurt and dismissed",
+    "feels anxious and uncertain",
+    "feels sad and hopeless",
+    "feels angry and defensive",
+    "feels ashamed and cornered",
+    "feels calm and hopeful",
+    "feels relieved and understood",
+)
+"""Emotion phrases of the random baseline, in the style the prompt asks for."""
 
 SYSTEM = """\
 You read the inner state of one client in a {scenario} therapy session.
@@ -103,19 +117,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "speaker": row.speaker,
         }
         meta = {"speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
-        out.append(
-            Instance(
-                f"{sample.sample_id}::{NAME}::{r}",
-                NAME,
-                sample.sample_id,
-                sample.scenario,
-                r,
-                gold,
-                (),
-                context,
-                meta,
-            )
-        )
+        out.append(make_instance(sample, NAME, r, gold, context=context, meta=meta))
     return out
 
 
@@ -204,3 +206,35 @@ def score(pred: Prediction, inst: Instance) -> Score:
     """``s_int`` = max(1, 5 - |pred - gold|); a missing or invalid intensity gets the floor, 1."""
     level = pred.value.get("intensity") if pred.valid and isinstance(pred.value, dict) else None
     return Score(inst.id, {"s_int": intensity_score(level, int(inst.gold["intensity"]))})
+
+
+def random_answer(inst: Instance, rng: random.Random) -> Prediction:
+    """A phrase of :data:`EMOTION_PHRASES` and an intensity 0-10, uniformly."""
+    return Prediction(
+        inst.id, {"emotion": rng.choice(EMOTION_PHRASES), "intensity": rng.randint(0, 10)}, True
+    )
+
+
+def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
+    """The commonest gold emotion and the commonest gold intensity of the group, for every instance."""
+    golds = [inst.gold for inst in group if isinstance(inst.gold, dict)]
+    emotion = most_common(str(gold.get("emotion", "")) for gold in golds)
+    levels = (gold.get("intensity") for gold in golds)
+    intensity = most_common(v for v in levels if isinstance(v, int) and not isinstance(v, bool))
+    value = {"emotion": emotion[0] if emotion else "", "intensity": intensity[0] if intensity else None}
+    return [Prediction(inst.id, dict(value), True) for inst in group]
+
+
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=EMOTION_SCORES,
+    paper_columns=(PaperColumn("ER LLM", "llm", 1.0, 2), PaperColumn("ER BERT", "bertscore_f1", 1.0, 4)),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_answer,
+    majority_answers=majority_answers,
+    judged=True,
+    video=True,
+)

@@ -16,14 +16,17 @@ label-bearing ids.
 from __future__ import annotations
 
 import functools
+import random
 from collections.abc import Sequence
 from typing import Any
 
 from rescue_bench.data.schema import Sample
+from rescue_bench.metrics.spec import BINARY_YES_NO
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import context_size, even_sample, row_records, window
+from rescue_bench.tasks.guesses import majority_label
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import Scenario
 
@@ -82,19 +85,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     for d, gold in sorted(chosen):
         context = {"mode": cfg.mode, "size": size, "rows": window(records, d + 1, size), "current": None}
         meta = {"speaker": sample.rows[d - 1].speaker, "position": round(d / len(sample.rows), 4)}
-        out.append(
-            Instance(
-                f"{sample.sample_id}::{NAME}::{d}",
-                NAME,
-                sample.sample_id,
-                sample.scenario,
-                d,
-                gold,
-                LABELS,
-                context,
-                meta,
-            )
-        )
+        out.append(make_instance(sample, NAME, d, gold, candidates=LABELS, context=context, meta=meta))
     return out
 
 
@@ -165,3 +156,26 @@ def score(pred: Prediction, inst: Instance) -> Score:
     return Score(
         inst.id, {"gold_yes": gold_yes, "pred_yes": pred_yes, "correct": float(pred_yes == gold_yes)}
     )
+
+
+def random_answer(inst: Instance, rng: random.Random) -> Prediction:
+    """``yes`` or ``no``, uniformly."""
+    return Prediction(inst.id, rng.choice(LABELS), True)
+
+
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=BINARY_YES_NO,
+    paper_columns=(
+        PaperColumn("ITP Prec.", "precision", 100.0, 2),
+        PaperColumn("ITP Rec.", "recall", 100.0, 2),
+        PaperColumn("ITP F1", "f1", 100.0, 2),
+    ),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_answer,
+    majority_answers=majority_label,
+    percent=True,
+)

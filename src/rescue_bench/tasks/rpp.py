@@ -20,10 +20,12 @@ import functools
 from collections.abc import Sequence
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics.spec import MULTICLASS_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import GoldField, Mode, TaskConfig
+from rescue_bench.tasks.base import GoldField, Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import clean, context_size, row_records, window
+from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, group_label, relation_labels
 
@@ -114,19 +116,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "participants": sample.participants,
         }
         meta = {"gold_field": source, "speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
-        out.append(
-            Instance(
-                f"{sample.sample_id}::{NAME}::{r}",
-                NAME,
-                sample.sample_id,
-                sample.scenario,
-                r,
-                gold,
-                labels,
-                context,
-                meta,
-            )
-        )
+        out.append(make_instance(sample, NAME, r, gold, candidates=labels, context=context, meta=meta))
     return out
 
 
@@ -195,3 +185,19 @@ def score(pred: Prediction, inst: Instance) -> Score:
     """``correct`` (top-1 is gold: the paper's accuracy), Recall@1..3 and MRR; an invalid answer is a miss."""
     metrics = ranking_metrics(pred, inst)
     return Score(inst.id, {"correct": metrics["recall_at_1"], **metrics})
+
+
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=MULTICLASS_TOP3,
+    paper_columns=(PaperColumn("RPP Acc.", "accuracy", 100.0, 2),),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_ranking,
+    majority_answers=majority_ranking,
+    percent=True,
+    gold_labels=relation_labels,
+    pattern_analyses=True,
+)

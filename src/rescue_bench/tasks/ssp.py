@@ -12,10 +12,12 @@ import functools
 from collections.abc import Sequence
 
 from rescue_bench.data.schema import Sample
+from rescue_bench.metrics.spec import RANKING_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import support_moves, target_emotion
 from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
@@ -100,17 +102,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "position": round(r / len(sample.rows), 4),
         }
         out.append(
-            Instance(
-                f"{sample.sample_id}::{NAME}::{r}",
-                NAME,
-                sample.sample_id,
-                sample.scenario,
-                r,
-                move.strategy,
-                labels,
-                context,
-                meta,
-            )
+            make_instance(sample, NAME, r, move.strategy, candidates=labels, context=context, meta=meta)
         )
     return out
 
@@ -167,3 +159,22 @@ def score(pred: Prediction, inst: Instance) -> Score:
     """Recall@1..3 and MRR of the ranked strategies; an invalid answer ranks nothing."""
     metrics = ranking_metrics(pred, inst)
     return Score(inst.id, metrics)
+
+
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=RANKING_TOP3,
+    paper_columns=(
+        PaperColumn("SSP Rec.", "recall_at_1", 100.0, 2),
+        PaperColumn("SSP MRR", "mrr", 100.0, 2),
+    ),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_ranking,
+    majority_answers=majority_ranking,
+    percent=True,
+    video=True,
+    gold_labels=strategy_labels,
+)

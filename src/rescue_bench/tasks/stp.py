@@ -16,10 +16,12 @@ import json
 from collections.abc import Sequence
 
 from rescue_bench.data.schema import Sample
+from rescue_bench.metrics.spec import RANKING_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import candidate_targets, support_moves
 from rescue_bench.taxonomy import Scenario, group_label
@@ -72,17 +74,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         }
         meta = {"target_source": move.target_source, "position": round(r / len(sample.rows), 4)}
         out.append(
-            Instance(
-                f"{sample.sample_id}::{NAME}::{r}",
-                NAME,
-                sample.sample_id,
-                sample.scenario,
-                r,
-                move.target,
-                candidates,
-                context,
-                meta,
-            )
+            make_instance(sample, NAME, r, move.target, candidates=candidates, context=context, meta=meta)
         )
     return out
 
@@ -137,3 +129,21 @@ def score(pred: Prediction, inst: Instance) -> Score:
     """Recall@1..3 and MRR of the ranked targets; an invalid answer ranks nothing."""
     metrics = ranking_metrics(pred, inst)
     return Score(inst.id, metrics)
+
+
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=RANKING_TOP3,
+    paper_columns=(
+        PaperColumn("STP Rec.", "recall_at_1", 100.0, 2),
+        PaperColumn("STP MRR", "mrr", 100.0, 2),
+    ),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_ranking,
+    majority_answers=majority_ranking,
+    percent=True,
+    target_kinds=True,
+)

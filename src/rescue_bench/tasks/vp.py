@@ -12,15 +12,19 @@ from __future__ import annotations
 
 import functools
 import json
+import random
+from collections import Counter
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import clean, context_size, pick_evenly, row_records, window
 from rescue_bench.tasks.er import current_block
+from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_frequency, speaker_of
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import THERAPIST, Scenario, group_label
 
@@ -31,6 +35,15 @@ DEFAULT_CONTEXT_SIZE = 3
 MAX_TOKENS = 2200
 MAX_VIEWPOINTS = 5
 ANSWER_KEYS = ("viewpoints", "predicted_viewpoints")
+VIEWPOINT_PHRASES: Final = (
+    "does not listen to me",
+    "is trying to understand me",
+    "blames me for the problems",
+    "cares about the family",
+    "is not being honest",
+    "is too critical",
+)
+"""Viewpoints of the random baseline; the source and target come from the instance."""
 
 SYSTEM = """\
 You identify viewpoints in a {scenario} therapy session.
@@ -88,19 +101,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "participants": list(sample.participants),
             "position": round(r / len(sample.rows), 4),
         }
-        out.append(
-            Instance(
-                f"{sample.sample_id}::{NAME}::{r}",
-                NAME,
-                sample.sample_id,
-                sample.scenario,
-                r,
-                gold,
-                people,
-                context,
-                meta,
-            )
-        )
+        out.append(make_instance(sample, NAME, r, gold, candidates=people, context=context, meta=meta))
     return out
 
 
@@ -198,3 +199,49 @@ def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
 def score(pred: Prediction, inst: Instance) -> Score:
     """No formula score: judging adds ``pairing``, ``viewpoint``, ``total``, ``llm``, ``bertscore_f1``."""
     return Score(inst.id, {})
+
+
+def random_answer(inst: Instance, rng: random.Random) -> Prediction:
+    """One viewpoint of the speaker, from :data:`VIEWPOINT_PHRASES`, about a random other participant."""
+    others = other_participants(inst)
+    if not others:
+        return Prediction.failed(inst.id, "missing: the instance names no participant other than the speaker")
+    viewpoint = {
+        "source": speaker_of(inst),
+        "target": rng.choice(others),
+        "viewpoint": rng.choice(VIEWPOINT_PHRASES),
+    }
+    return Prediction(inst.id, [viewpoint], True)
+
+
+def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
+    """The group's commonest gold viewpoint, about the instance's participant most often a gold target."""
+    items = [
+        item for inst in group if isinstance(inst.gold, list) for item in inst.gold if isinstance(item, dict)
+    ]
+    viewpoint = most_common(str(item.get("viewpoint", "")) for item in items)
+    targets = Counter(str(item.get("target", "")) for item in items)
+    preds = []
+    for inst in group:
+        target = rank_by_frequency(tuple(other_participants(inst)), targets)
+        if not target or not viewpoint:
+            preds.append(Prediction.failed(inst.id, "missing: no gold viewpoint or no other participant"))
+            continue
+        answer = [{"source": speaker_of(inst), "target": target[0], "viewpoint": viewpoint[0]}]
+        preds.append(Prediction(inst.id, answer, True))
+    return preds
+
+
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=VIEWPOINT_SCORES,
+    paper_columns=(PaperColumn("VP LLM", "llm", 1.0, 2), PaperColumn("VP BERT", "bertscore_f1", 1.0, 4)),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_answer,
+    majority_answers=majority_answers,
+    judged=True,
+    video=True,
+)

@@ -1,0 +1,1 @@
+"""An outside task package for the plugin test."""

@@ -1,0 +1,122 @@
+"""Task facts in each module's INFO, the lists derived from them, and loading tasks from entry points."""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import replace
+from importlib.metadata import EntryPoint
+
+import pytest
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge import rubric
+from rescue_bench.metrics.spec import LEGACY_SPECS
+from rescue_bench.report import paper
+from rescue_bench.tasks import (
+    TASK_NAMES,
+    TASKS,
+    judged_tasks,
+    mcnemar_tasks,
+    metric_specs,
+    paper_columns,
+    percent_tasks,
+    tasks_of_kind,
+)
+from rescue_bench.tasks import itp as itp_module
+from rescue_bench.tasks.base import check_task
+from rescue_bench.tasks.registry import GROUP, load_tasks
+
+PAPER_ORDER = ("itp", "rpp", "stp", "ssp", "er", "vp")
+
+
+def test_module_constants_are_the_info_facts() -> None:
+    for name, task in TASKS.items():
+        info = task.INFO
+        assert (info.name, info.kind, info.max_tokens) == (name, task.KIND, task.MAX_TOKENS)
+        assert (info.default_batch_size, info.default_context_size) == (
+            task.DEFAULT_BATCH_SIZE,
+            task.DEFAULT_CONTEXT_SIZE,
+        )
+        check_task(task, name)
+
+
+def test_paper_columns_follow_the_published_table() -> None:
+    """The registry's Table 5 columns are the paper's, in its order (report/paper.py copies the paper)."""
+    assert [(task, column.metric) for task, column in paper_columns()] == list(paper.COLUMNS)
+    assert [column.header for _, column in paper_columns()][:3] == ["ITP Prec.", "ITP Rec.", "ITP F1"]
+
+
+def test_derived_lists() -> None:
+    assert TASK_NAMES == PAPER_ORDER
+    assert judged_tasks() == ("er", "vp") == rubric.JUDGE_TASKS
+    assert percent_tasks() == mcnemar_tasks() == ("itp", "rpp", "stp", "ssp")
+    assert tasks_of_kind("ranking") == ("stp", "ssp") and tasks_of_kind("generation") == ("er", "vp")
+
+
+def test_transitional_metric_specs_are_the_tasks_own() -> None:
+    assert metric_specs() == LEGACY_SPECS
+
+
+def fake_task(monkeypatch: pytest.MonkeyPatch, module: str, name: str, **changes: object) -> None:
+    """A module ``module`` that is ITP under another name (INFO and NAME changed), importable by path."""
+    fake = types.ModuleType(module)
+    fake.__dict__.update({k: v for k, v in vars(itp_module).items() if not k.startswith("__")})
+    fake.NAME = name  # type: ignore[attr-defined]
+    fake.INFO = replace(itp_module.INFO, name=name)  # type: ignore[attr-defined]
+    fake.__dict__.update(changes)
+    monkeypatch.setitem(sys.modules, module, fake)
+
+
+def point(name: str, value: str) -> EntryPoint:
+    return EntryPoint(name, value, GROUP)
+
+
+def test_outside_tasks_follow_the_built_ins_sorted_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_task(monkeypatch, "fake_ztp", "ztp")
+    fake_task(monkeypatch, "fake_atp", "atp")
+    found = [
+        point("ztp", "fake_ztp"),
+        point("itp", "rescue_bench.tasks.itp"),  # a built-in in the group is not added twice
+        point("atp", "fake_atp"),
+        point("atp", "fake_atp"),  # the same distribution seen twice on the path
+        EntryPoint("other", "fake_other", "another.group"),
+    ]
+    tasks = load_tasks(found)
+    assert tuple(tasks) == (*PAPER_ORDER, "atp", "ztp")
+    assert tasks["atp"] is sys.modules["fake_atp"]
+    assert tuple(load_tasks([])) == PAPER_ORDER  # an install without the entry points keeps the built-ins
+
+
+@pytest.mark.parametrize(
+    ("found", "message"),
+    [
+        (
+            [point("xtp", "no_such_module_anywhere")],
+            r"entry point xtp = 'no_such_module_anywhere'.*cannot import",
+        ),
+        ([point("xtp", "fake_xtp"), point("xtp", "fake_ytp")], r"xtp.*also registered as 'fake_xtp'"),
+        ([point("itp", "fake_xtp")], r"entry point itp = 'fake_xtp'.*built-in task"),
+        ([point("ytp", "fake_xtp")], r"entry point ytp = 'fake_xtp'.*NAME is 'xtp', not 'ytp'"),
+        ([point("xtp", "fake_xtp:thing")], r"entry point xtp.*module path"),
+    ],
+)
+def test_broken_or_duplicate_plugins_are_config_errors(
+    monkeypatch: pytest.MonkeyPatch, found: list[EntryPoint], message: str
+) -> None:
+    fake_task(monkeypatch, "fake_xtp", "xtp")
+    fake_task(monkeypatch, "fake_ytp", "xtp")
+    with pytest.raises(ConfigError, match=message):
+        load_tasks(found)
+
+
+def test_a_module_that_is_not_a_task_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "fake_empty", types.ModuleType("fake_empty"))
+    with pytest.raises(ConfigError, match=r"entry point xtp = 'fake_empty'.*lacks NAME, KIND"):
+        load_tasks([point("xtp", "fake_empty")])
+    fake_task(monkeypatch, "fake_bad", "xtp", MAX_TOKENS=5)
+    with pytest.raises(ConfigError, match="MAX_TOKENS is 5 but INFO says 1600"):
+        load_tasks([point("xtp", "fake_bad")])
+    fake_task(monkeypatch, "fake_noinfo", "xtp", INFO={"name": "xtp"})
+    with pytest.raises(ConfigError, match="INFO is a dict, not a TaskInfo"):
+        load_tasks([point("xtp", "fake_noinfo")])
