@@ -486,7 +486,9 @@ def format_row(row: Row) -> str:
     label = HARNESSES[row.harness][0]
     run = f"{row.kind} r{row.round}" if row.round else row.kind
     flight = row.server.get("max_in_flight", 0)
-    line = f"{label:<32} {run:<11} {row.load_1min:>5.2f} {row.wall_s:>8.2f} {row.pct_of_ideal:>7.1f}%"
+    # against the ideal only when the requests went out; a cached run sends none
+    ideal = "-" if row.kind == "cached" else f"{row.pct_of_ideal:.1f}%"
+    line = f"{label:<32} {run:<11} {row.load_1min:>5.2f} {row.wall_s:>8.2f} {ideal:>8}"
     line += f" {row.cpu_ms_per_request:>10.2f} {row.peak_rss_mb:>7.0f} {row.server.get('sent', 0):>6}"
     return line + f" {flight:>9}" + (f"  {row.note}" if row.note else "")
 
