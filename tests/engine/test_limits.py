@@ -9,8 +9,7 @@ import time
 import pytest
 
 from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
-from rescue_bench.errors import RetryableError
-from rescue_bench.errors import ConfigError, ProviderError
+from rescue_bench.errors import ConfigError, ProviderError, RetryableError
 
 
 def test_in_flight_never_exceeds_the_limit() -> None:

@@ -14,8 +14,7 @@ import httpx2
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from rescue_bench.errors import ModerationRefusal, RetryableError
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import (
     ONE_WRITE_MAX,

@@ -14,8 +14,16 @@ from hypothesis import strategies as st
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance
-from rescue_bench.tasks import rpp, ssp
-from rescue_bench.tasks import TASK_NAMES, TASKS, batch_size, build_instances, get_task, make_batches
+from rescue_bench.tasks import (
+    TASK_NAMES,
+    TASKS,
+    batch_size,
+    build_instances,
+    get_task,
+    make_batches,
+    rpp,
+    ssp,
+)
 from rescue_bench.tasks.base import MODES, TaskConfig
 from rescue_bench.tasks.context import row_records, shown_rows
 from rescue_bench.taxonomy import relation_labels, strategy_labels

@@ -60,7 +60,9 @@ def test_auto_uses_relation_pattern_only_for_samples_without_cycle_labels(
     assert [(i.row_index, i.gold) for i in rpp.build(without, CFG)] == [(1, "attack_attack")]
     forced = rpp.build(with_cycle, TaskConfig(options={"rpp": rpp.Options(gold_field="relation_pattern")}))
     assert [(i.row_index, i.gold) for i in forced] == [(2, "pursue_withdraw")]
-    assert rpp.build(without, TaskConfig(options={"rpp": rpp.Options(gold_field="relation_cycle_state")})) == []
+    assert (
+        rpp.build(without, TaskConfig(options={"rpp": rpp.Options(gold_field="relation_cycle_state")})) == []
+    )
 
 
 def test_all_speakers_count_and_empty_or_foreign_labels_are_dropped(

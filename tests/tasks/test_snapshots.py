@@ -23,7 +23,10 @@ CASES = (
         "family",
         TaskConfig(
             mode="audiovisual",
-            options={"rpp": rpp.Options(include_current_turn=True), "ssp": ssp.Options(include_target_emotion=True)},
+            options={
+                "rpp": rpp.Options(include_current_turn=True),
+                "ssp": ssp.Options(include_target_emotion=True),
+            },
         ),
     ),
 )

@@ -69,7 +69,7 @@ async def score_run(
         built: list[Judge] = []
         for name in judges:
             model = get_model(name, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
-            if not isinstance(model, Provider):
+            if not model.capabilities.has_endpoint:
                 raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
             providers.append(model)
             built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))

@@ -19,9 +19,8 @@ from typing import Protocol
 
 from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
-from rescue_bench.errors import ModerationRefusal
 from rescue_bench.engine.masking import mask_messages
-from rescue_bench.errors import BenchError
+from rescue_bench.errors import BenchError, ModerationRefusal
 from rescue_bench.models.base import GenerationParams, Provider
 from rescue_bench.records import Reply, Request, Usage
 
@@ -104,7 +103,7 @@ class Engine:
         self.provider = provider
         self.params = params
         self.options = options or EngineOptions()
-        cacheable = getattr(provider, "cacheable", True)
+        cacheable = provider.capabilities.cacheable
         self.cache = cache if self.options.use_cache and cacheable else None
         self.budget = budget
         self.limiter = Limiter(self.options.concurrency, rpm=self.options.rpm, tpm=self.options.tpm)

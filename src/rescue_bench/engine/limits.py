@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from aiolimiter import AsyncLimiter
 
-from rescue_bench.errors import ConfigError, ModerationRefusal, RetryableError
+from rescue_bench.errors import ConfigError, RetryableError
 
 
 @dataclass(frozen=True, slots=True)

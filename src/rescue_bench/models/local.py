@@ -41,9 +41,9 @@ import numpy as np
 import platformdirs
 
 from rescue_bench.errors import ConfigError, DependencyError, ProviderError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Capabilities, GenerationParams
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
-from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.records import Instance, Json, Reply, Request, Usage
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +171,7 @@ class LocalProvider:
 
     max_concurrency = 1
     """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
+    capabilities = Capabilities(has_endpoint=False, batch_export=False, reuses_prompt_prefix=True)
 
     def __init__(
         self,
@@ -207,6 +208,9 @@ class LocalProvider:
         # One worker thread: llama.cpp calls never overlap, and the default executor stays free for others.
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescue-bench-llama")
         self.stats = LocalStats()
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        return None
 
     def identity(self) -> dict[str, Json]:
         if self._sha256 is None:

@@ -28,7 +28,7 @@ import socket
 import ssl
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import httpcore2
@@ -37,12 +37,11 @@ import openai
 from openai import AsyncOpenAI
 
 from rescue_bench.engine.limits import parse_retry_after
-from rescue_bench.errors import ModerationRefusal, RetryableError
-from rescue_bench.errors import ProviderError
-from rescue_bench.models.base import GenerationParams, ResponseFormat
+from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
+from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
 from rescue_bench.models.env import redact
 from rescue_bench.models.presets import Preset, public_url
-from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.records import Instance, Json, Reply, Request, Usage
 
 FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 ONE_WRITE_MAX = 256 * 1024
@@ -54,6 +53,8 @@ _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response form
 
 class OpenAICompatProvider:
     """One model on one OpenAI-compatible endpoint."""
+
+    capabilities = Capabilities()
 
     def __init__(
         self,
@@ -110,6 +111,9 @@ class OpenAICompatProvider:
         client = self._sdk(self._api_key, self.base_url, self.timeout, self._http_client())
         self._clients.append(client)
         return client
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        return None
 
     def identity(self) -> dict[str, Json]:
         return {"provider": self.preset.name, "model": self.model, "base_url": public_url(self.base_url)}

@@ -20,7 +20,7 @@ from typing import Any
 import httpx2
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import ModelName, Predictor, Provider, parse_model_name
+from rescue_bench.models.base import ModelName, Provider, parse_model_name
 from rescue_bench.models.env import load_dotenv, lookup, resolve_api_key
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
@@ -38,8 +38,8 @@ def get_model(
     http_client: httpx2.AsyncClient | None = None,
     dotenv: Mapping[str, str] | None = None,
     **opts: Any,
-) -> Provider | Predictor:
-    """Build the provider or predictor that ``name`` designates.
+) -> Provider:
+    """Build the provider that ``name`` designates.
 
     ``opts`` go to the local provider only. Raises :class:`ConfigError` for unknown prefixes and for endpoint
     flags given to providers without an endpoint.
@@ -94,7 +94,7 @@ def make_openai_compat(
     )
 
 
-def _special(parsed: ModelName, *, seed: int | None, **opts: Any) -> Provider | Predictor:
+def _special(parsed: ModelName, *, seed: int | None, **opts: Any) -> Provider:
     try:
         if parsed.provider == "local":
             from rescue_bench.models.local import LocalProvider
@@ -105,7 +105,7 @@ def _special(parsed: ModelName, *, seed: int | None, **opts: Any) -> Provider | 
         if parsed.provider == "baseline":
             from rescue_bench.models.baselines import make_baseline
 
-            predictor: Predictor = make_baseline(parsed.model, seed=0 if seed is None else seed)
+            predictor: Provider = make_baseline(parsed.model, seed=0 if seed is None else seed)
             return predictor
         from rescue_bench.models.replay import ReplayProvider
 

@@ -45,7 +45,7 @@ class TaskConfig:
     context_size: int | None = None
     batch_size: int | None = None
     options: Mapping[str, BaseModel] = field(default_factory=dict, hash=False)
-    """Task name -> that task's ``Options`` (a frozen pydantic model); a task absent here uses its defaults."""
+    """Task name -> that task's ``Options`` (a frozen pydantic model); an absent task uses its defaults."""
 
     def options_for(self, name: str, model_type: type[OptionsT]) -> OptionsT:
         """The options of task ``name``: those given, else the defaults of ``model_type``.
@@ -53,14 +53,17 @@ class TaskConfig:
         >>> from pydantic import BaseModel
         >>> class Opts(BaseModel):
         ...     n: int = 5
-        >>> TaskConfig().options_for("x", Opts).n, TaskConfig(options={"x": Opts(n=2)}).options_for("x", Opts).n
+        >>> given = TaskConfig(options={"x": Opts(n=2)})
+        >>> TaskConfig().options_for("x", Opts).n, given.options_for("x", Opts).n
         (5, 2)
         """
         given = self.options.get(name)
         if given is None:
             return model_type()
         if not isinstance(given, model_type):
-            raise TypeError(f"options of task {name!r} are a {type(given).__name__}, not {model_type.__name__}")
+            raise TypeError(
+                f"options of task {name!r} are a {type(given).__name__}, not {model_type.__name__}"
+            )
         return given
 
     def with_defaults(self, context_size: int, batch_size: int) -> TaskConfig:

@@ -38,7 +38,9 @@ class Options(BaseModel):
         "auto", description="RPP gold: auto (relation_cycle_state, else relation_pattern) or one of them."
     )
     include_current_turn: bool = Field(
-        False, description="RPP: also show the target row.", json_schema_extra={"flags": ["--rpp-current-turn"]}
+        False,
+        description="RPP: also show the target row.",
+        json_schema_extra={"flags": ["--rpp-current-turn"]},
     )
 
 
