@@ -12,6 +12,7 @@ The field descriptions are the help texts of the command-line flags (:mod:`rescu
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
@@ -237,6 +238,18 @@ class RunSpec(_Spec):
             response_format=m.response_format,
             disable_thinking=m.disable_thinking,
         )
+
+
+def default_out(spec: RunSpec) -> Path:
+    """``runs/<model>_<data>[_<tasks>]``: the same command lands in (and resumes) the same directory."""
+
+    def slug(text: str) -> str:
+        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
+
+    data = slug(Path(spec.data).stem if spec.data not in ("demo", "hf") else spec.data)
+    tasks = "" if spec.tasks == tuple(TASKS) else "_" + "-".join(spec.tasks)
+    mode = "_video" if spec.is_video else ""
+    return Path("runs") / f"{slug(spec.model.name)}_{data}{tasks}{mode}"
 
 
 def options_model(task: Task) -> type[BaseModel] | None:

@@ -19,13 +19,13 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rescue_bench.cli.run_flags import SpecCommand, default_out, flag_values, make_spec, print_spec
+from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
 from rescue_bench.engine.estimate import Budget, Prices, TaskEstimate, load_prices, make_counter, spent_so_far
 from rescue_bench.engine.postscore import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
 from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.engine.store import RunStore
 from rescue_bench.errors import ConfigError
-from rescue_bench.spec import RunSpec
+from rescue_bench.spec import RunSpec, default_out
 
 __all__ = ["make_prices", "register", "report_result", "summary_table"]
 EXIT_STOPPED = 3

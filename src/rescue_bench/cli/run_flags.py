@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +31,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.spec import JudgeSpec, RunSpec, load_spec, options_model, to_toml, validate_spec
 from rescue_bench.tasks import TASKS
 
+__all__ = ["FLAGS", "SpecCommand", "flag_values", "make_spec", "parse_sample_ids", "print_spec"]
 FLAGS_KEY: Final = "rescue_bench.flags"
 """Where :class:`SpecCommand` leaves the flag values in ``ctx.meta``."""
 Path_ = tuple[str, ...]
@@ -306,15 +306,3 @@ def parse_sample_ids(path: Path) -> tuple[str, ...]:
     return tuple(
         line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     )
-
-
-def default_out(spec: RunSpec) -> Path:
-    """``runs/<model>_<data>[_<tasks>]``: the same command lands in (and resumes) the same directory."""
-
-    def slug(text: str) -> str:
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
-
-    data = slug(Path(spec.data).stem if spec.data not in ("demo", "hf") else spec.data)
-    tasks = "" if spec.tasks == tuple(TASKS) else "_" + "-".join(spec.tasks)
-    mode = "_video" if spec.is_video else ""
-    return Path("runs") / f"{slug(spec.model.name)}_{data}{tasks}{mode}"

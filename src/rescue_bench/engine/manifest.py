@@ -109,7 +109,9 @@ def spec_from_v1(manifest: Mapping[str, Json], tasks: Mapping[str, Task]) -> Run
     for key, (task, name) in V1_TASK_OPTIONS.items():
         owners = [task, "vp"] if key == "checkpoints_per_sample" else [task]
         for owner in owners:
-            if key in cfg and owner in tasks and options_model(tasks[owner]) is not None:
+            run_tasks = cfg.get("tasks")
+            asked = isinstance(run_tasks, list) and owner in run_tasks
+            if key in cfg and asked and owner in tasks and options_model(tasks[owner]) is not None:
                 options.setdefault(owner, {})[name] = cfg[key]
     model = {k: cfg[k] for k in ("seed", "temperature", "response_format", "disable_thinking") if k in cfg}
     data: dict[str, Any] = {

@@ -42,10 +42,18 @@ from rescue_bench.engine.video import Hook, make_hook
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Provider
 from rescue_bench.records import Json
-from rescue_bench.spec import RunSpec
+from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
 
-__all__ = ["RunOptions", "RunResult", "execute_run", "prediction_record", "request_record", "run_benchmark"]
+__all__ = [
+    "RunOptions",
+    "RunResult",
+    "execute_run",
+    "prediction_record",
+    "request_record",
+    "run",
+    "run_benchmark",
+]
 JUDGE_KEYS = ("judge_counts", "judge_prompt_hashes", "bertscore")
 """``run.json`` keys the judge pass writes; a resumed session carries them over."""
 
@@ -72,6 +80,16 @@ class RunResult:
     scores: dict[str, Any] | None
     counts: dict[str, dict[str, Any]]
     stop_reason: str | None = None
+
+
+def run(spec: RunSpec, out: str | Path | None = None, *, quiet: bool = True) -> RunResult:
+    """Run (or resume) ``spec`` into ``out`` (else ``spec.out``, else ``runs/<model>_<data>...``).
+
+    >>> result = run(RunSpec(model="baseline/random", tasks=["itp"]), out="runs/x")  # doctest: +SKIP
+    >>> result.scores["itp"]["all"]["f1"]  # doctest: +SKIP
+    """
+    where = Path(out) if out is not None else spec.out or default_out(spec)
+    return run_benchmark(spec, where, RunOptions(quiet=quiet))
 
 
 def run_benchmark(
