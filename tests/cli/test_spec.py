@@ -1,4 +1,4 @@
-"""``--spec FILE.toml`` and ``--print-spec``: one spec for run, estimate and batch export, and format-1 run.json."""
+"""``--spec FILE.toml`` and ``--print-spec`` for run, estimate and batch export; format-1 run.json."""
 
 from __future__ import annotations
 

@@ -18,6 +18,8 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from pydantic import BaseModel, ConfigDict, ValidationError
+
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.store import RunStore, describe_changes
@@ -98,34 +100,64 @@ def spec_from_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] |
     return validate_spec(_object(manifest.get("spec"), "spec"), where="run.json: spec", tasks=tasks)
 
 
+class ConfigV1(BaseModel):
+    """The ``config`` of a format-1 ``run.json``: flat, task options included."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    model: str
+    tasks: list[str]
+    mode: str = "dialogue"
+    context_size: int | None = None
+    batch_size: int | None = None
+    judges: list[str] = []
+    limit_samples: int | None = None
+    sample_ids: str | None = None
+    """A hash of the ids; the ids themselves are under ``selection``."""
+    seed: int | None = None
+    temperature: float = 0.0
+    response_format: str = "json_schema"
+    disable_thinking: bool = False
+    rpp_gold_field: str = "auto"
+    rpp_include_current_turn: bool = False
+    ssp_include_target_emotion: bool = False
+    checkpoints_per_sample: int = 5
+    video: dict[str, Json] | None = None
+
+
+class SelectionV1(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    data: str
+    sample_ids: list[str] | None = None
+
+
 def spec_from_v1(manifest: Mapping[str, Json], tasks: Mapping[str, Task]) -> RunSpec:
     """The spec of a format-1 ``run.json``: its flat ``config`` and its ``selection``."""
-    cfg, selection = (
-        _object(manifest.get("config"), "config"),
-        _object(manifest.get("selection"), "selection"),
-    )
-    video = _object(cfg.get("video") or {}, "config.video")
+    try:
+        cfg = ConfigV1.model_validate(manifest.get("config"))
+        selection = SelectionV1.model_validate(manifest.get("selection"))
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise ConfigError(f"run.json (format 1): {where}: {problem['msg']}") from None
+    flat = cfg.model_dump()
     options: dict[str, dict[str, Json]] = {}
     for key, (task, name) in V1_TASK_OPTIONS.items():
         owners = [task, "vp"] if key == "checkpoints_per_sample" else [task]
         for owner in owners:
-            run_tasks = cfg.get("tasks")
-            asked = isinstance(run_tasks, list) and owner in run_tasks
-            if key in cfg and asked and owner in tasks and options_model(tasks[owner]) is not None:
-                options.setdefault(owner, {})[name] = cfg[key]
-    model = {k: cfg[k] for k in ("seed", "temperature", "response_format", "disable_thinking") if k in cfg}
+            if owner in cfg.tasks and owner in tasks and options_model(tasks[owner]) is not None:
+                options.setdefault(owner, {})[name] = flat[key]
+    model = {
+        k: flat[k]
+        for k in ("name", "seed", "temperature", "response_format", "disable_thinking")
+        if k in flat
+    }
     data: dict[str, Any] = {
-        "model": {"name": cfg.get("model"), **model},
-        "tasks": cfg.get("tasks"),
-        "data": selection.get("data"),
-        "mode": cfg.get("mode", "dialogue"),
-        "context_size": cfg.get("context_size"),
-        "batch_size": cfg.get("batch_size"),
-        "limit_samples": cfg.get("limit_samples"),
-        "sample_ids": selection.get("sample_ids"),
-        "judges": cfg.get("judges") or [],
+        **{k: flat[k] for k in ("tasks", "mode", "context_size", "batch_size", "limit_samples", "judges")},
+        "model": {**model, "name": cfg.model},
+        "data": selection.data,
+        "sample_ids": selection.sample_ids,
         "task_options": options,
-        "video": {k: v for k, v in video.items() if v is not None},
+        "video": {k: v for k, v in (cfg.video or {}).items() if v is not None},
     }
     return validate_spec(data, where="run.json (format 1)", tasks=tasks)
 
