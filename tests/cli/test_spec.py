@@ -111,3 +111,18 @@ def test_batch_import_reads_a_format_1_export(tmp_path: Path) -> None:
     recorded = manifest(run_dir)
     assert recorded["spec"]["task_options"] == {"ssp": {"include_target_emotion": True}}
     assert recorded["counts"]["ssp"]["done"] == recorded["counts"]["ssp"]["instances"] > 0
+
+
+def test_run_estimate_and_batch_export_take_the_same_flags() -> None:
+    import typer
+
+    from rescue_bench.cli.run_flags import all_flags
+
+    root = typer.main.get_command(app)
+    commands = [root.commands["run"], root.commands["estimate"], root.commands["batch"].commands["export"]]  # type: ignore[attr-defined]
+    declared = {name for flag in all_flags() for decl in flag.decls for name in decl.split("/")}
+    assert {"--rpp-current-turn", "--ssp-target-emotion", "--checkpoints-per-sample", "--model"} <= declared
+    for command in commands:
+        names = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+        assert declared | {"--spec", "--print-spec"} <= names, command.name
+        assert "--install-completion" not in names

@@ -179,7 +179,7 @@ def _click_params() -> tuple[Any, ...]:
     parameters.append(_plain("print_spec", bool, typer.Option("--print-spec", help=PRINT_HELP)))
     declared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     declared.__annotations__ = {p.name: p.annotation for p in parameters}
-    holder = typer.Typer()
+    holder = typer.Typer(add_completion=False)
     holder.command()(declared)
     return tuple(typer.main.get_command(holder).params)
 
