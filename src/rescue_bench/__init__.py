@@ -1,3 +1,68 @@
-"""rescue-bench: evaluate models on RESCUE-Bench and build relation-aware data."""
+"""rescue-bench: evaluate models on RESCUE-Bench and build relation-aware data.
+
+The Python API, in a few lines::
+
+    import rescue_bench
+
+    spec = rescue_bench.RunSpec(model="baseline/random", data="demo", tasks=["itp"])
+    result = rescue_bench.run(spec, out="runs/x")
+    print(result.scores["itp"]["all"]["f1"])
+
+Names are loaded on first use, so ``import rescue_bench`` stays cheap.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.engine.run import RunResult, run
+    from rescue_bench.models.registry import get_model
+    from rescue_bench.records import Instance, Prediction, Reply, Request, Score
+    from rescue_bench.spec import RunSpec
+    from rescue_bench.tasks import get_task
+
+__all__ = [
+    "Instance",
+    "Prediction",
+    "Reply",
+    "Request",
+    "RunResult",
+    "RunSpec",
+    "Score",
+    "get_model",
+    "get_task",
+    "load_samples",
+    "run",
+]
+_HOMES = {
+    "Instance": "rescue_bench.records",
+    "Prediction": "rescue_bench.records",
+    "Reply": "rescue_bench.records",
+    "Request": "rescue_bench.records",
+    "RunResult": "rescue_bench.engine.run",
+    "RunSpec": "rescue_bench.spec",
+    "Score": "rescue_bench.records",
+    "get_model": "rescue_bench.models.registry",
+    "get_task": "rescue_bench.tasks",
+    "load_samples": "rescue_bench.data.load",
+    "run": "rescue_bench.engine.run",
+}
+"""Where each public name lives; it is imported from there on first use."""
+
+
+def __getattr__(name: str) -> object:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'rescue_bench' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups find it without coming here
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -161,6 +161,8 @@ class Reply:
     finish_reason: str | None = None
     cached: bool = False
     attempts: int = 1
+    predictions: tuple[Prediction, ...] | None = None
+    """Answers already in the task's shape (the baselines): recorded as they are, ``text`` is not parsed."""
 
     @property
     def ok(self) -> bool:

@@ -72,7 +72,8 @@ from tests.fakes.chaos_server import FAULTS, NO_FAULTS, ChaosServer, FaultRates,
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
-from rescue_bench.engine.manifest import RunConfig, build_plans
+from rescue_bench.engine.manifest import build_plans
+from rescue_bench.spec import RunSpec
 
 SEED = int(os.environ.get("RESCUE_CHAOS_SEED", "8"))
 """Seeds the data, the faults and the kill moments; set ``RESCUE_CHAOS_SEED`` to try another storm."""
@@ -89,7 +90,7 @@ def test_chaos_run_ends_like_a_fault_free_run(tmp_path: Path) -> None:
     summary = write_synthetic(data, samples=SAMPLES, seed=SEED)
     assert summary.couple and summary.family, "both scenarios must be present"
     workload = audit.Workload.from_plans(
-        build_plans(load_samples(data), RunConfig(model=MODEL, data=str(data)))
+        build_plans(load_samples(data), RunSpec(model=MODEL, data=str(data)))
     )
     rng = random.Random(SEED)
     n_requests = len(workload.batches)

@@ -13,10 +13,10 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import RunConfig
 from rescue_bench.engine.run import RunOptions
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
+from rescue_bench.spec import RunSpec, validate_spec
 from rescue_bench.tasks.base import Task
 
 SPEAKERS = ("Therapist", "Ana", "Ben", "Therapist", "Ana")
@@ -69,10 +69,11 @@ def provider_on(
     )
 
 
-def tiny_config(**changes: Any) -> RunConfig:
+def tiny_config(**changes: Any) -> RunSpec:
+    """A spec of the tiny task; ``changes`` are spec fields (``model`` may be a plain name)."""
     base: dict[str, Any] = {"model": "vllm/m1", "tasks": ("echo",), "data": "test"}
     base.update(changes)
-    return RunConfig(**base)
+    return validate_spec(base, tasks=TINY_TASKS)
 
 
 def fast_options(**changes: Any) -> RunOptions:

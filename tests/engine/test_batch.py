@@ -45,7 +45,6 @@ def answer_line(line: dict[str, Any], index: int) -> dict[str, Any]:
 
 
 def test_export_answer_import_equals_online(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr("rescue_bench.tasks.TASKS", TINY_TASKS)
     samples = make_samples(4, 5)
     data = str(write_jsonl(tmp_path / "data.jsonl", samples))
     config = tiny_config(data=data)
@@ -57,7 +56,9 @@ def test_export_answer_import_equals_online(tmp_path: Path, monkeypatch: Any) ->
             )
         )
 
-    exported = export_batch(config, samples, tmp_path / "requests.jsonl", tmp_path / "offline", {})
+    exported = export_batch(
+        config, samples, tmp_path / "requests.jsonl", tmp_path / "offline", tasks=TINY_TASKS
+    )
     lines = [json.loads(x) for x in (tmp_path / "requests.jsonl").read_text().splitlines()]
     assert exported.requests == len(lines) == 8
     first = lines[0]
@@ -72,7 +73,7 @@ def test_export_answer_import_equals_online(tmp_path: Path, monkeypatch: Any) ->
         "".join(json.dumps(answer_line(line, i)) + "\n" for i, line in enumerate(reversed(lines)))
     )
     assert len(read_results(results)) == 8
-    imported, _ = import_batch(results, tmp_path / "offline")
+    imported, _ = import_batch(results, tmp_path / "offline", tasks=TINY_TASKS)
 
     assert imported.status == "finished" and online.scores is not None and imported.scores is not None
     assert imported.scores["echo"] == online.scores["echo"]
@@ -84,10 +85,9 @@ def test_export_answer_import_equals_online(tmp_path: Path, monkeypatch: Any) ->
 
 
 def test_missing_and_failed_results_are_recorded_failures(tmp_path: Path, monkeypatch: Any) -> None:
-    monkeypatch.setattr("rescue_bench.tasks.TASKS", TINY_TASKS)
     samples = make_samples(2, 3)
     config = tiny_config(data=str(write_jsonl(tmp_path / "data.jsonl", samples)))
-    export_batch(config, samples, tmp_path / "requests.jsonl", tmp_path / "run", {})
+    export_batch(config, samples, tmp_path / "requests.jsonl", tmp_path / "run", tasks=TINY_TASKS)
     lines = [json.loads(x) for x in (tmp_path / "requests.jsonl").read_text().splitlines()]
     failed = {
         "custom_id": lines[0]["custom_id"],
@@ -95,7 +95,7 @@ def test_missing_and_failed_results_are_recorded_failures(tmp_path: Path, monkey
         "error": None,
     }
     (tmp_path / "results.jsonl").write_text(json.dumps(failed) + "\n")  # the second request has no result
-    result, _ = import_batch(tmp_path / "results.jsonl", tmp_path / "run")
+    result, _ = import_batch(tmp_path / "results.jsonl", tmp_path / "run", tasks=TINY_TASKS)
     preds = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
     assert len(preds) == 6 and not any(p["valid"] for p in preds)
     assert {p["problems"][0].split(":")[0] for p in preds} == {"request_failed"}

@@ -11,7 +11,7 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answ
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.cli.run import parse_sample_ids
+from rescue_bench.cli.run_flags import parse_sample_ids
 from rescue_bench.errors import ConfigError
 from rescue_bench.rundir import read_jsonl
 
@@ -121,7 +121,7 @@ def test_usage_errors_are_one_line(tmp_path: Path) -> None:
         "error: --tasks: unknown task 'nope'; use all or itp,rpp,stp,ssp,er,vp"
     )
     result = invoke("run", "--model", "gpt-4o", "--out", str(tmp_path / "r"))
-    assert result.exit_code == 2 and result.output.startswith("error: model 'gpt-4o' is not of the form")
+    assert result.exit_code == 2 and result.output.startswith("error: --model: 'gpt-4o' is not of the form")
     result = invoke("run", "--model", "vllm/x", "--budget", "3", "--out", str(tmp_path / "r"))
     assert result.exit_code == 2 and "--budget needs prices" in result.output
 

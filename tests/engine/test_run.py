@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import gc
 import json
 import time
 from collections.abc import Sequence
@@ -31,11 +30,11 @@ from tests.fakes.openai_server import (
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.engine.estimate import Budget, chars_counter
-from rescue_bench.engine.run import GC_THRESHOLD, Collector, RunResult, execute_run
-from rescue_bench.engine.runner import Runner
+from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.errors import ConfigError, ProviderError
+from rescue_bench.models.base import Capabilities
 from rescue_bench.pricing import Prices
-from rescue_bench.records import Instance, Prediction
+from rescue_bench.records import Instance, Prediction, Reply, Request
 from rescue_bench.rundir import RunStore, read_jsonl
 
 
@@ -312,37 +311,44 @@ def test_rerun_resumes_without_asking_again(server: FakeOpenAIServer, tmp_path: 
     assert manifest["timings"]["sessions"] == 2
 
 
-class PriorPredictor:
-    """Answers every instance with the most frequent gold of the instances it is given (an oracle prior)."""
+class PriorProvider:
+    """Answers every instance with the most frequent gold of the instances it was prepared with (a prior)."""
 
     name = "baseline/prior"
+    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
 
     def __init__(self) -> None:
         self.seen: list[list[str]] = []
+        self.prior = ""
 
     def identity(self) -> dict[str, Any]:
         return {"provider": "baseline", "model": "prior"}
 
-    def predict(self, instances: Sequence[Instance]) -> list[Prediction]:
+    def prepare(self, instances: Sequence[Instance]) -> None:
         self.seen.append([i.id for i in instances])
         golds = [i.gold for i in instances]
-        prior = max(("no", "yes"), key=golds.count)
-        return [Prediction(i.id, prior, True) for i in instances]
+        self.prior = max(("no", "yes"), key=golds.count)
+
+    async def complete(self, request: Request, params: Any) -> Reply:
+        return Reply(predictions=tuple(Prediction(i, self.prior, True) for i in request.instance_ids))
+
+    async def aclose(self) -> None:
+        return None
 
 
-def test_resumed_predictor_sees_every_instance_so_the_prior_does_not_change(tmp_path: Path) -> None:
+def test_resumed_provider_is_prepared_with_every_instance_so_the_prior_does_not_change(
+    tmp_path: Path,
+) -> None:
     samples = make_samples(1, 5)  # golds: yes no no yes no -> prior "no"
     out = tmp_path / "run"
-    run_predictor = PriorPredictor()
+    first = PriorProvider()
     asyncio.run(
-        execute_run(
-            tiny_config(), out, fast_options(), tasks=TINY_TASKS, model=run_predictor, samples=samples
-        )
+        execute_run(tiny_config(), out, fast_options(), tasks=TINY_TASKS, model=first, samples=samples)
     )
     # A killed first session: only rows 2 and 3 (both "no") were recorded; the rest (yes yes no) lean "yes".
     kept = [r for r in predictions(out) if r["row_index"] in (2, 3)]
     (out / "predictions.jsonl").write_text("".join(json.dumps(r) + "\n" for r in kept))
-    resumed = PriorPredictor()
+    resumed = PriorProvider()
     result = asyncio.run(
         execute_run(tiny_config(), out, fast_options(), tasks=TINY_TASKS, model=resumed, samples=samples)
     )
@@ -350,6 +356,7 @@ def test_resumed_predictor_sees_every_instance_so_the_prior_does_not_change(tmp_
     assert resumed.seen == [instance_ids(samples)]
     lines = assert_each_instance_once(out, samples)
     assert [r["prediction"] for r in lines] == ["no"] * 5
+    assert not any(r["single"] for r in requests_log(out))  # typed answers are never asked again singly
 
 
 def test_cache_answers_a_new_run_of_the_same_config(server: FakeOpenAIServer, tmp_path: Path) -> None:
@@ -377,7 +384,8 @@ def test_retry_failed_reasks_only_invalid_instances(tmp_path: Path) -> None:
         broken["on"] = False
         run(server, tmp_path / "run", samples)  # plain resume: nothing to do
         assert server.count == 2
-        second = run(server, tmp_path / "run", samples, options=fast_options(retry_failed=True))
+        again = tiny_config(engine={"retry_failed": True})
+        second = run(server, tmp_path / "run", samples, config=again)
         assert server.count == 3  # only sample 0's batch again, past the cache
     assert second.counts["echo"]["invalid"] == 0
     lines = assert_each_instance_once(tmp_path / "run", samples)  # compacted: latest line wins
@@ -410,43 +418,7 @@ def test_budget_stops_cleanly_and_resumes(server: FakeOpenAIServer, tmp_path: Pa
     assert server.count == 6
 
 
-def test_the_collector_is_tuned_during_a_run_and_restored_after(
-    server: FakeOpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    before = gc.get_threshold()
-    seen: list[tuple[int, int, int]] = []
-    frozen_when_ready: list[int] = []
-
-    def oracle(request: ChatRequest) -> Any:
-        seen.append(gc.get_threshold())
-        return tiny_task.oracle(request)
-
-    def ready(self: Runner) -> None:
-        frozen_when_ready.append(gc.get_freeze_count())
-        original(self)
-
-    original = Runner.ready
-    monkeypatch.setattr(Runner, "ready", ready)
-    server.handler = oracle
-    run(server, tmp_path / "out", make_samples())
-    assert seen and all(t[0] == max(before[0], GC_THRESHOLD) for t in seen)
-    assert len(frozen_when_ready) == 1 and frozen_when_ready[0] > 0  # the set-up data is frozen
-    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
-
-
-def test_the_collector_leaves_a_callers_frozen_objects_frozen() -> None:
-    gc.freeze()
-    try:
-        frozen = gc.get_freeze_count()
-        with Collector() as collector:
-            collector.freeze()
-            assert gc.get_freeze_count() == frozen
-        assert gc.get_freeze_count() == frozen
-    finally:
-        gc.unfreeze()
-
-
-def test_a_new_run_asks_while_it_sets_up_and_records_only_after(
+def test_every_run_writes_run_json_before_it_asks_and_records_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     events: list[str] = []
@@ -477,12 +449,12 @@ def test_a_new_run_asks_while_it_sets_up_and_records_only_after(
     samples = make_samples(2, 3)
     with FakeOpenAIServer(tiny_task.oracle) as server:
         assert run(server, tmp_path / "new", samples, provider=asking(server)).status == "finished"
-    # A new directory: the first requests went out before run.json was written; outcomes recorded after.
-    assert events[0] == "ask" and events.index("run.json") < events.index("record")
+    # A new directory, like one with a run in it: run.json first, then the requests, then their records.
+    assert events[0] == "run.json" and events.index("ask") < events.index("record")
     events.clear()
     with FakeOpenAIServer(lambda req: unauthorized()) as server, pytest.raises(ProviderError):
         run(server, tmp_path / "run", samples, provider=asking(server))
-    assert events[0] == "ask" and "run.json" in events and "record" not in events  # stopped, resumable
+    assert events[0] == "run.json" and "ask" in events and "record" not in events  # stopped, resumable
     events.clear()
     with FakeOpenAIServer(tiny_task.oracle) as server:
         assert run(server, tmp_path / "run", samples, provider=asking(server)).status == "finished"

@@ -13,7 +13,8 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import RunConfig, build_plans, select_samples
+from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.spec import RunSpec
 
 runner = CliRunner()
 
@@ -22,7 +23,7 @@ def invoke(*args: str) -> Any:
     return runner.invoke(app, list(args), catch_exceptions=False)
 
 
-def rendered(config: RunConfig) -> Counter[str]:
+def rendered(config: RunSpec) -> Counter[str]:
     """The user messages the run of ``config`` should send, one per request."""
     plans = build_plans(select_samples(load_samples(config.data), config), config)
     return Counter(str(p.task.render(b, p.cfg).messages[-1]["content"]) for p in plans for b in p.batches)
@@ -37,12 +38,18 @@ def test_rpp_current_turn_reaches_the_requests_and_guards_resume(tmp_path: Path)
         sent = Counter(str(r.messages[-1]["content"]) for r in server.requests)
         refused = invoke(*common)
     assert result.exit_code == 0, result.output
-    with_turn = rendered(RunConfig("vllm/fake", ("rpp",), limit_samples=1, rpp_include_current_turn=True))
+    options = {"rpp": {"include_current_turn": True}}
+    with_turn = rendered(RunSpec(model="vllm/fake", tasks=("rpp",), limit_samples=1, task_options=options))
     assert sent == with_turn
-    assert sent != rendered(RunConfig("vllm/fake", ("rpp",), limit_samples=1))  # the option changes prompts
+    plain = RunSpec(model="vllm/fake", tasks=("rpp",), limit_samples=1)
+    assert sent != rendered(plain)  # the option changes prompts
     config = json.loads((tmp_path / "run" / "run.json").read_text())["config"]
-    assert config["rpp_include_current_turn"] is True and config["rpp_gold_field"] == "auto"
-    assert refused.exit_code == 2 and "rpp_include_current_turn: True -> False" in refused.output
+    assert config["task_options"] == {"rpp": {"gold_field": "auto", "include_current_turn": True}}
+    assert refused.exit_code == 2 and "task_options: {'rpp'" in refused.output
+    assert (
+        "'include_current_turn': True}} -> {'rpp': {'gold_field': 'auto', 'include_current_turn': False}}"
+        in (refused.output.replace("\n", ""))
+    )
 
 
 def test_batch_export_takes_task_options_and_import_rebuilds_them(tmp_path: Path) -> None:
@@ -54,14 +61,14 @@ def test_batch_export_takes_task_options_and_import_rebuilds_them(tmp_path: Path
     )  # fmt: skip
     assert exported.exit_code == 0, exported.output
     config = json.loads((run_dir / "run.json").read_text())["config"]
-    assert config["ssp_include_target_emotion"] is True and config["checkpoints_per_sample"] == 2
+    assert config["task_options"]["ssp"] == {"include_target_emotion": True}
+    assert config["task_options"]["er"] == {"checkpoints_per_sample": 2, "min_dialogue_words": 5}
     lines = [json.loads(x) for x in requests_file.read_text().splitlines()]
-    expected = RunConfig(
-        "openai/gpt-x",
-        ("ssp", "er"),
+    expected = RunSpec(
+        model="openai/gpt-x",
+        tasks=("ssp", "er"),
         limit_samples=2,
-        ssp_include_target_emotion=True,
-        checkpoints_per_sample=2,
+        task_options={"ssp": {"include_target_emotion": True}, "er": {"checkpoints_per_sample": 2}},
     )
     assert Counter(str(x["body"]["messages"][-1]["content"]) for x in lines) == rendered(expected)
     er = build_plans(select_samples(load_samples("demo"), expected), expected)[1].instances
@@ -80,4 +87,6 @@ def test_estimate_takes_task_options() -> None:
     # 6 demo conversations, one checkpoint each (the default, 5, gives 30).
     assert re.search(r"│ er\s+│\s+6 │", fewer.output), fewer.output
     bad = invoke(*base, "--checkpoints-per-sample", "0")
-    assert bad.exit_code == 2 and "--checkpoints-per-sample must be at least 1" in bad.output
+    assert bad.exit_code == 2 and bad.output.startswith(
+        "error: --checkpoints-per-sample: Input should be greater than"
+    )

@@ -21,9 +21,10 @@ from rescue_bench.cli.main import app
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.engine.clips import shown_rows
-from rescue_bench.engine.manifest import RunConfig, build_plans
+from rescue_bench.engine.manifest import build_plans
 from rescue_bench.records import Instance
 from rescue_bench.rundir import read_jsonl
+from rescue_bench.spec import RunSpec
 from rescue_bench.workdir import (
     ManifestRow,
     SegmentManifest,
@@ -124,7 +125,7 @@ def run_video(server: FakeOpenAIServer, data: Path, clips: Path, out: Path, *ext
 
 
 def instances(data: Path) -> list[Instance]:
-    config = RunConfig("vllm/vid", ("er", "vp", "ssp"), str(data), mode="video")
+    config = RunSpec(model="vllm/vid", tasks=("er", "vp", "ssp"), data=str(data), mode="video")
     return [i for plan in build_plans(load_samples(str(data)), config) for i in plan.instances]
 
 

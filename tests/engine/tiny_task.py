@@ -14,7 +14,9 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.records import Instance, Prediction, Request, Score
-from rescue_bench.tasks.base import TaskConfig
+from rescue_bench.metrics.spec import BINARY_YES_NO
+from rescue_bench.tasks.base import TaskConfig, TaskInfo
+from rescue_bench.tasks.guesses import majority_label, random_label
 
 NAME = "echo"
 KIND = "binary"
@@ -36,6 +38,17 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["answers"],
 }
+INFO = TaskInfo(
+    name=NAME,
+    kind=KIND,
+    metrics=BINARY_YES_NO,
+    paper_columns=(),
+    default_batch_size=DEFAULT_BATCH_SIZE,
+    default_context_size=DEFAULT_CONTEXT_SIZE,
+    max_tokens=MAX_TOKENS,
+    random_answer=random_label,
+    majority_answers=majority_label,
+)
 _LINE = re.compile(r"^(c\d+): (\S+)#(\d+): ([^:]+):", re.MULTILINE)
 
 

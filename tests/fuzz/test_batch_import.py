@@ -19,10 +19,11 @@ from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mu
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
 from rescue_bench.engine.batch import custom_id, export_batch, import_batch, read_results
-from rescue_bench.engine.manifest import RunConfig, build_plans
+from rescue_bench.engine.manifest import build_plans
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Reply
 from rescue_bench.rundir import read_jsonl
+from rescue_bench.spec import RunSpec
 
 OK_LINE: dict[str, Any] = {
     "custom_id": "itp-0",
@@ -87,9 +88,9 @@ def test_fuzz_result_lines(tmp_path: Path, path: list[Any], value: Any, delete: 
 
 def test_import_scores_every_instance_once_despite_garbage(tmp_path: Path) -> None:
     data = write_synthetic(tmp_path / "data.jsonl", samples=2, seed=5).path
-    config = RunConfig(model="openai/gpt-4o-mini", tasks=("itp", "er"), data=str(data))
+    config = RunSpec(model="openai/gpt-4o-mini", tasks=("itp", "er"), data=str(data))
     samples = load_samples(data)
-    export_batch(config, samples, tmp_path / "batch.jsonl", tmp_path / "run", {})
+    export_batch(config, samples, tmp_path / "batch.jsonl", tmp_path / "run")
     plans = build_plans(samples, config)
     requests = [plan.task.render(batch, plan.cfg) for plan in plans for batch in plan.batches]
     lines = []

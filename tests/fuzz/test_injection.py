@@ -31,16 +31,17 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.data.synth import synthetic_samples
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import RunConfig, TaskPlan, build_plans
+from rescue_bench.engine.manifest import TaskPlan, build_plans
 from rescue_bench.engine.run import RunOptions, execute_run
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
+from rescue_bench.spec import RunSpec
 
 MARKERS = (INJECTION, "developer mode", "Item c9", "<|im_start|>", "</transcript>", "[99]")
 TRANSCRIPT_LINE = re.compile(r"^(Current row: )?\[\d+\] ")
 ITEM_LINE = re.compile(r"^Item (c\d+)[ ,]")
 FORGED_STARTS = ("SYSTEM", "</", "<|", "{", "```", "Item c9", "[99]", "Current row: [99]")
-CONFIG = RunConfig(model="vllm/injection-test", data="corpus")
+CONFIG = RunSpec(model="vllm/injection-test", data="corpus")
 
 
 def plans_for(path: Path) -> list[TaskPlan]:

@@ -21,8 +21,9 @@ from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mu
 
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.synth import synthetic_samples
-from rescue_bench.engine.manifest import RunConfig, TaskPlan, build_plans
+from rescue_bench.engine.manifest import TaskPlan, build_plans
 from rescue_bench.records import Instance, Prediction
+from rescue_bench.spec import RunSpec
 
 PREFIXES = ("parse_failure:", "missing:", "invalid_label:")
 
@@ -30,7 +31,7 @@ PREFIXES = ("parse_failure:", "missing:", "invalid_label:")
 def _plans() -> list[TaskPlan]:
     objs = list(synthetic_samples(12, seed=3))
     samples = [build_sample(o, fallback_id="x", file=None, line=None)[0] for o in (objs[0], objs[-1])]
-    return build_plans([s for s in samples if s is not None], RunConfig(model="vllm/fuzz"))
+    return build_plans([s for s in samples if s is not None], RunSpec(model="vllm/fuzz"))
 
 
 PLANS = _plans()

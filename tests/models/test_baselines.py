@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections import Counter
+from dataclasses import replace
 from typing import Literal
 
 import pytest
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import Predictor
+from rescue_bench.models.base import GenerationParams, Provider
 from rescue_bench.models.baselines import make_baseline
-from rescue_bench.records import Instance, Json, Prediction
+from rescue_bench.records import Instance, Json, Prediction, Request
 from rescue_bench.tasks.er import EMOTION_PHRASES
 
 PEOPLE = ("Nadia", "Tom", "Therapist")
@@ -155,7 +157,9 @@ def test_majority_does_not_depend_on_instance_order() -> None:
 
 def test_identities_and_protocol() -> None:
     rnd, maj = make_baseline("random", 9), make_baseline("majority", 9)
-    assert isinstance(rnd, Predictor) and isinstance(maj, Predictor)
+    providers: list[Provider] = [rnd, maj]  # mypy checks that both are providers
+    assert all(not p.capabilities.cacheable and not p.capabilities.has_endpoint for p in providers)
+    assert all(not p.capabilities.batch_export for p in providers)
     assert rnd.identity()["seed"] == 9
     assert maj.identity()["oracle_prior"] is True and "oracle" in str(maj.identity()["note"])
 
@@ -188,3 +192,25 @@ def test_baselines_answer_every_real_task_instance_validly(name: str) -> None:
             if task_name in ("rpp", "stp", "ssp"):
                 assert set(pred.value) <= set(instance.candidates)
             task.score(pred, instance)
+
+
+def test_a_request_is_answered_with_the_prior_of_every_prepared_instance() -> None:
+    couple = [inst("itp", n, "yes" if n < 2 else "no") for n in range(5)]  # prior "no" over all five
+    baseline = make_baseline("majority", 0)
+    baseline.prepare(couple)
+    request = Request("itp", ({"role": "user", "content": "?"},), {}, (couple[0].id, couple[1].id))
+    reply = asyncio.run(baseline.complete(request, GenerationParams()))
+    assert reply.ok and reply.predictions is not None
+    assert [p.value for p in reply.predictions] == ["no", "no"]  # the first two alone would say "yes"
+    unknown = replace(request, instance_ids=("nope",))
+    [missing] = asyncio.run(baseline.complete(unknown, GenerationParams())).predictions or ()
+    assert not missing.valid and missing.problems[0].startswith("missing")
+
+
+def test_random_answers_a_request_as_it_predicts() -> None:
+    instances = mixed_instances()
+    baseline = make_baseline("random", 4)
+    baseline.prepare(instances)
+    request = Request("mixed", (), {}, tuple(i.id for i in instances))
+    reply = asyncio.run(baseline.complete(request, GenerationParams()))
+    assert reply.predictions == tuple(make_baseline("random", 4).predict(instances))

@@ -66,13 +66,18 @@ def test_eligibility_and_early_cutoff(make_sample: Callable[..., Sample]) -> Non
     ]
     sample = make_sample(rows)
     assert [(i.row_index, i.gold["intensity"]) for i in er.build(sample, CFG)] == [(4, 5), (10, 0)]
-    assert [i.row_index for i in er.build(sample, TaskConfig(min_dialogue_words=3))] == [4, 5, 10]
+    assert [
+        i.row_index for i in er.build(sample, TaskConfig(options={"er": er.Options(min_dialogue_words=3)}))
+    ] == [4, 5, 10]
 
 
 def test_at_most_five_evenly_spaced_and_the_first_when_one(make_sample: Callable[..., Sample]) -> None:
     sample = make_sample(["Therapist"] * 3 + [client("Ana", ("Ana", "feels hurt", 5))] * 7)
     assert [i.row_index for i in er.build(sample, CFG)] == [4, 6, 7, 8, 10]
-    assert [i.row_index for i in er.build(sample, TaskConfig(checkpoints_per_sample=1))] == [4]
+    assert [
+        i.row_index
+        for i in er.build(sample, TaskConfig(options={"er": er.Options(checkpoints_per_sample=1)}))
+    ] == [4]
 
 
 @pytest.mark.parametrize(("size", "rows"), [(3, (3, 4, 5, 6)), (0, (6,)), (-1, (1, 2, 3, 4, 5, 6))])

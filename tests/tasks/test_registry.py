@@ -14,7 +14,16 @@ from hypothesis import strategies as st
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance
-from rescue_bench.tasks import TASK_NAMES, TASKS, batch_size, build_instances, get_task, make_batches
+from rescue_bench.tasks import (
+    TASK_NAMES,
+    TASKS,
+    batch_size,
+    build_instances,
+    get_task,
+    make_batches,
+    rpp,
+    ssp,
+)
 from rescue_bench.tasks.base import MODES, TaskConfig
 from rescue_bench.tasks.context import row_records, shown_rows
 from rescue_bench.taxonomy import relation_labels, strategy_labels
@@ -74,7 +83,7 @@ def all_requests(samples: list[Sample], cfg: TaskConfig) -> list[tuple[str, list
 
 @pytest.mark.parametrize("size", [-1, 0, 2])
 def test_no_task_shows_future_rows_or_a_row_twice(demo_samples: list[Sample], size: int) -> None:
-    cfg = TaskConfig(context_size=size, rpp_include_current_turn=size == 2)
+    cfg = TaskConfig(context_size=size, options={"rpp": rpp.Options(include_current_turn=size == 2)})
     for name, batch, _ in all_requests(demo_samples, cfg):
         for inst in batch:
             rows = shown_rows(inst.context)
@@ -100,7 +109,7 @@ def test_prompts_never_show_ids_or_the_hidden_annotation(demo_samples: list[Samp
     spoken = "\n".join(str(r["line"]) for s in demo_samples for r in row_records(s, "audiovisual"))
     hidden = [h for h in hidden if len(h) > 12 and h not in spoken]
     assert len(hidden) > 100
-    cfg = TaskConfig(mode="audiovisual", context_size=-1, ssp_include_target_emotion=False)
+    cfg = TaskConfig(mode="audiovisual", context_size=-1, options={"ssp": ssp.Options()})
     for _, batch, request in all_requests(demo_samples, cfg):
         text = "\n".join(str(m["content"]) for m in request.messages) + json.dumps(request.response_schema)
         assert batch[0].sample_id not in text and "::" not in text

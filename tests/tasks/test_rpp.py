@@ -58,9 +58,11 @@ def test_auto_uses_relation_pattern_only_for_samples_without_cycle_labels(
     without = make_sample([pat("Ana", "attack_attack"), ("Ben", {"relation_cycle_state": " "}), "Therapist"])
     assert [(i.row_index, i.gold) for i in rpp.build(with_cycle, CFG)] == [(1, "attack_attack")]
     assert [(i.row_index, i.gold) for i in rpp.build(without, CFG)] == [(1, "attack_attack")]
-    forced = rpp.build(with_cycle, TaskConfig(rpp_gold_field="relation_pattern"))
+    forced = rpp.build(with_cycle, TaskConfig(options={"rpp": rpp.Options(gold_field="relation_pattern")}))
     assert [(i.row_index, i.gold) for i in forced] == [(2, "pursue_withdraw")]
-    assert rpp.build(without, TaskConfig(rpp_gold_field="relation_cycle_state")) == []
+    assert (
+        rpp.build(without, TaskConfig(options={"rpp": rpp.Options(gold_field="relation_cycle_state")})) == []
+    )
 
 
 def test_all_speakers_count_and_empty_or_foreign_labels_are_dropped(
@@ -113,7 +115,7 @@ def test_default_context_is_every_earlier_row_and_the_target_row_is_hidden(
 
 def test_the_current_turn_can_be_shown_once(make_sample: Callable[..., Sample]) -> None:
     sample = make_sample(["Ana", "Ben", "Therapist", cyc("Ana", "attack_attack"), "Ben"])
-    cfg = TaskConfig(rpp_include_current_turn=True, context_size=2)
+    cfg = TaskConfig(options={"rpp": rpp.Options(include_current_turn=True)}, context_size=2)
     inst = rpp.build(sample, cfg)[0]
     assert shown_rows(inst.context) == (2, 3, 4)
     request = rpp.render([inst], cfg)
@@ -122,7 +124,7 @@ def test_the_current_turn_can_be_shown_once(make_sample: Callable[..., Sample]) 
 
 
 def test_user_messages_never_carry_relation_labels(demo_samples: list[Sample]) -> None:
-    cfg = TaskConfig(rpp_include_current_turn=True, mode="audiovisual")
+    cfg = TaskConfig(options={"rpp": rpp.Options(include_current_turn=True)}, mode="audiovisual")
     for sample in demo_samples:
         for batch in chunks(rpp.build(sample, cfg), 3):
             user = rpp.render(batch, cfg).messages[1]["content"]

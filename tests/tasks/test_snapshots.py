@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.tasks import TASK_NAMES, TASKS, make_batches
+from rescue_bench.tasks import TASK_NAMES, TASKS, make_batches, rpp, ssp
 from rescue_bench.tasks.base import TaskConfig
 
 SNAPSHOTS = Path(__file__).parent / "snapshots"
@@ -21,7 +21,13 @@ CASES = (
     ("couple", TaskConfig()),
     (
         "family",
-        TaskConfig(mode="audiovisual", rpp_include_current_turn=True, ssp_include_target_emotion=True),
+        TaskConfig(
+            mode="audiovisual",
+            options={
+                "rpp": rpp.Options(include_current_turn=True),
+                "ssp": ssp.Options(include_target_emotion=True),
+            },
+        ),
     ),
 )
 

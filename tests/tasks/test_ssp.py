@@ -92,7 +92,7 @@ def test_target_emotion_is_the_latest_inside_the_window(make_sample: Callable[..
         target_emotion(sample, 3, "Couple", 1)
         == "row 2: Ben: feels cornered (intensity 6/10); Ana: feels angry (intensity 7/10)"
     )
-    cfg = TaskConfig(ssp_include_target_emotion=True)
+    cfg = TaskConfig(options={"ssp": ssp.Options(include_target_emotion=True)})
     request = ssp.render(ssp.build(sample, cfg), cfg)
     assert "Target's latest internal emotion: row 3: Ben: feels numb" in request.messages[1]["content"]
     assert "reliable annotation" in request.messages[0]["content"]

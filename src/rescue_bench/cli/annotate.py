@@ -161,13 +161,14 @@ def _draft(
     from rescue_bench.annotate.run import draft_workdir
     from rescue_bench.engine.cache import ResponseCache
     from rescue_bench.engine.execute import EngineOptions
-    from rescue_bench.models.base import GenerationParams, Provider
+    from rescue_bench.models.base import GenerationParams
     from rescue_bench.models.registry import get_model
     from rescue_bench.workdir import read_info
 
     read_info(workdir)  # a clear error before any endpoint is contacted
     provider = get_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
-    if not isinstance(provider, Provider):
+    # A model reads prompts behind an endpoint or in this process; baselines and replays do not draft.
+    if not (provider.capabilities.has_endpoint or provider.capabilities.reuses_prompt_prefix):
         raise ConfigError(f"{model} answers benchmark items, not prompts: choose a chat model to draft with")
     options = EngineOptions(concurrency=concurrency, max_retries=max_retries, use_cache=not no_cache)
     params = GenerationParams(max_tokens=settings.max_tokens, disable_thinking=disable_thinking)

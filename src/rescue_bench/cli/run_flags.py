@@ -1,86 +1,290 @@
-"""Options shared by ``run``, ``estimate`` and ``batch export``, and the run config they make."""
+"""The flags of ``run``, ``estimate`` and ``batch export``, declared once, and the run spec they make.
+
+Each flag is a row of :data:`FLAGS`: its names, where its value goes in the
+:class:`~rescue_bench.spec.RunSpec`, and a help text taken from that field's description. The tasks' own
+options add one flag per field of each task's ``Options`` model (``--<task>-<field>``, plus ``--<field>``
+for a field several tasks share), so a task added later gets its flags with no edit here.
+:class:`SpecCommand` adds these flags to a command and hands their values to it as :class:`FlagValues`,
+so that a command's own
+signature lists only what is its own.
+
+``--spec FILE.toml`` starts from a spec file (flags given beside it win); ``--print-spec`` prints the
+effective spec as TOML and exits.
+"""
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
-import re
-from collections.abc import Mapping
-from enum import StrEnum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Final
 
 import typer
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+from typer.core import TyperCommand
 
-from rescue_bench.cli.tasks import GoldField, RppCurrent, RppGold, SspEmotion
-from rescue_bench.engine.manifest import ALL_TASKS, RunConfig
 from rescue_bench.errors import ConfigError
+from rescue_bench.spec import JudgeSpec, RunSpec, load_spec, options_model, to_toml, validate_spec
+from rescue_bench.tasks import TASKS
 
-__all__ = ["GoldField", "RppCurrent", "RppGold", "SspEmotion"]
+__all__ = ["FLAGS", "SpecCommand", "flag_values", "make_spec", "parse_sample_ids", "print_spec"]
+FLAGS_KEY: Final = "rescue_bench.flags"
+"""Where :class:`SpecCommand` leaves the flag values in ``ctx.meta``."""
+Path_ = tuple[str, ...]
 
 
-class VideoForm(StrEnum):
-    video = "video"
-    frames = "frames"
+@dataclass(frozen=True, slots=True)
+class Flag:
+    """One command-line flag and where its value goes in the spec."""
+
+    decls: tuple[str, ...]
+    """``--name`` (and aliases); ``--on/--off`` for a flag that can be turned either way."""
+    dest: str
+    paths: tuple[Path_, ...]
+    """Spec fields the value is written to (a shared task option sets several); empty: handled apart."""
+    kind: type
+    help: str
+    multiple: bool = False
+    value: object = None
+    """For an on-only flag: the value it sets (``--no-cache`` sets ``engine.cache`` to false)."""
 
 
-Model = Annotated[
-    str, typer.Option("--model", "-m", help="provider/model, e.g. openai/gpt-4o, local/gemma-3-270m.")
-]
-Tasks = Annotated[str, typer.Option("--tasks", help="all, or a comma list of itp,rpp,stp,ssp,er,vp.")]
-Data = Annotated[
-    str, typer.Option("--data", help="A release JSONL file, a directory, 'hf[:repo]' or 'demo'.")
-]
-Mode = Annotated[
-    str,
-    typer.Option("--mode", help="dialogue (text), or video (ER/VP/SSP with row clips; needs --clips)."),
-]
-Context = Annotated[
-    int | None, typer.Option("--context-size", help="-1 all prior rows, 0 none, N the last N.")
-]
-BatchSize = Annotated[
-    int | None,
-    typer.Option("--batch-size", help="Instances per request (default: per task; 1 in video mode)."),
-]
-Judge = Annotated[
-    list[str] | None,
-    typer.Option("--judge", help="Judge model for ER/VP, asked after the run (repeatable)."),
-]
-Limit = Annotated[int | None, typer.Option("--limit-samples", help="Only the first N selected samples.")]
-SampleIds = Annotated[
-    Path | None, typer.Option("--sample-ids", help="JSON list, {'sample_ids': [...]}, or lines.")
-]
-Seed = Annotated[int | None, typer.Option("--seed", help="Sent to the model as its seed; seeds baselines.")]
-BaseUrl = Annotated[str | None, typer.Option("--base-url", help="Endpoint of an OpenAI-compatible server.")]
-KeyEnv = Annotated[
-    str | None, typer.Option("--api-key-env", help="Name of the variable that holds the API key.")
-]
-NoThink = Annotated[
-    bool, typer.Option("--disable-thinking", help="Send the endpoint's switch to turn off thinking.")
-]
-PriceIn = Annotated[float | None, typer.Option("--price-in", help="USD per million prompt tokens.")]
-PriceOut = Annotated[float | None, typer.Option("--price-out", help="USD per million completion tokens.")]
-Prices = Annotated[
-    Path | None, typer.Option("--prices", help="JSON file of prices (per model or one entry).")
-]
-Checkpoints = Annotated[
-    int, typer.Option("--checkpoints-per-sample", help="ER/VP: checkpoints per conversation at most.")
-]
-Clips = Annotated[
-    list[Path] | None,
-    typer.Option("--clips", help="Video mode: an annotate work directory or review assets (repeatable)."),
-]
-Form = Annotated[
-    VideoForm, typer.Option("--video-form", help="Video mode: send clips as video, or as still frames.")
-]
-Frames = Annotated[int, typer.Option("--video-frames", help="Video mode: frames per clip (frames form).")]
-ClipUrl = Annotated[
-    str | None,
-    typer.Option("--clip-url-base", help="Video mode: URL the clips are served under (default: data URLs)."),
-]
-Fps = Annotated[
-    float | None, typer.Option("--video-fps", help="Video mode: 'fps' sent with each clip (DashScope).")
-]
+def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
+    """The description of the spec field at ``path`` (the help text of its flag)."""
+    field: FieldInfo | None = None
+    for name in path:
+        field = model.model_fields[name]
+        nested = field.annotation
+        if isinstance(nested, type) and issubclass(nested, BaseModel):
+            model = nested
+    return (field.description or "") if field is not None else ""
+
+
+def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
+    names = tuple(decls.split())
+    dest = names[0].lstrip("-").split("/")[0].replace("-", "_")
+    dotted = tuple(path.split("."))
+    return Flag(
+        names, dest, (dotted,) if path else (), kind, extra.pop("help", None) or describe(dotted), **extra
+    )
+
+
+FLAGS: Final = (
+    _spec_flag("--model -m", "model.name"),
+    _spec_flag("--base-url", "model.base_url"),
+    _spec_flag("--api-key-env", "model.api_key_env"),
+    _spec_flag("--seed", "model.seed", int),
+    _spec_flag("--disable-thinking", "model.disable_thinking", bool, value=True),
+    _spec_flag("--tasks", "tasks", help="all, or a comma list of " + ",".join(TASKS) + "."),
+    _spec_flag("--data", "data"),
+    _spec_flag("--mode", "mode"),
+    _spec_flag("--context-size", "context_size", int),
+    _spec_flag("--batch-size", "batch_size", int),
+    _spec_flag("--limit-samples", "limit_samples", int),
+    _spec_flag("--sample-ids", "", Path, help="JSON list, {'sample_ids': [...]}, or lines."),
+    _spec_flag("--judge", "", multiple=True, help=describe(("name",), JudgeSpec)),
+    _spec_flag("--judge-base-url", "", help=describe(("base_url",), JudgeSpec)),
+    _spec_flag("--judge-api-key-env", "", help=describe(("api_key_env",), JudgeSpec)),
+    _spec_flag("--bertscore/--no-bertscore", "bertscore", bool),
+    _spec_flag("--concurrency", "engine.concurrency", int),
+    _spec_flag("--rpm", "engine.rpm", float),
+    _spec_flag("--tpm", "engine.tpm", float),
+    _spec_flag("--timeout", "engine.timeout", float),
+    _spec_flag("--max-retries", "engine.max_retries", int),
+    _spec_flag(
+        "--no-cache", "engine.cache", bool, value=False, help="Neither read nor write the response cache."
+    ),
+    _spec_flag("--retry-failed", "engine.retry_failed", bool, value=True),
+    _spec_flag("--budget", "budget.usd", float),
+    _spec_flag("--price-in", "budget.price_in", float),
+    _spec_flag("--price-out", "budget.price_out", float),
+    _spec_flag("--prices", "budget.prices", Path),
+    _spec_flag("--clips", "video.clips", Path, multiple=True),
+    _spec_flag("--video-form", "video.form", help=describe(("video", "form")) + " (video or frames)"),
+    _spec_flag("--video-frames", "video.frames", int),
+    _spec_flag("--clip-url-base", "video.clip_url_base"),
+    _spec_flag("--video-fps", "video.fps", float),
+)
+
+
+def task_option_flags() -> tuple[Flag, ...]:
+    """``--<task>-<field>`` for every field of every task's ``Options``; ``--<field>`` when tasks share it."""
+    owners: dict[str, list[tuple[str, FieldInfo]]] = {}
+    flags: list[Flag] = []
+    for task, module in TASKS.items():
+        model = options_model(module)
+        for name, field in (model.model_fields if model else {}).items():
+            owners.setdefault(name, []).append((task, field))
+            extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
+            aliases = [str(a) for a in extra.get("flags", []) or []]  # type: ignore[union-attr]
+            decls = (f"--{task}-{name.replace('_', '-')}", *aliases)
+            flags.append(_option_flag(decls, f"{task}_{name}", ((task, name),), field))
+    for name, shared in owners.items():
+        if len(shared) > 1:
+            paths = tuple((task, name) for task, _ in shared)
+            tasks = "/".join(task.upper() for task, _ in shared)
+            help_ = (
+                f"{tasks}: " + shared[0][1].description.partition(": ")[2] if shared[0][1].description else ""
+            )
+            flags.append(_option_flag((f"--{name.replace('_', '-')}",), name, paths, shared[0][1], help_))
+    return tuple(flags)
+
+
+def _option_flag(
+    decls: Sequence[str], dest: str, owners: tuple[Path_, ...], field: FieldInfo, help_: str | None = None
+) -> Flag:
+    kind = field.annotation if field.annotation in (bool, int, float) else str
+    assert isinstance(kind, type)
+    paths = tuple(("task_options", *owner) for owner in owners)
+    choices = getattr(field.annotation, "__args__", None)
+    text = help_ or field.description or ""
+    if kind is str and choices:
+        text += f" ({' | '.join(str(c) for c in choices)})"
+    return Flag(tuple(decls), dest, paths, kind, text, value=True if kind is bool else None)
+
+
+@functools.cache
+def all_flags() -> tuple[Flag, ...]:
+    return (*FLAGS, *task_option_flags())
+
+
+SPEC_HELP: Final = "A TOML run spec to start from; flags given beside it override it."
+PRINT_HELP: Final = "Print the effective run spec as TOML (the run directory included) and exit."
+
+
+def _parameter(flag: Flag) -> inspect.Parameter:
+    if flag.kind is bool:
+        option = typer.Option(*flag.decls, help=flag.help, show_default=False)
+        annotation: Any = Annotated[bool | None, option]
+    elif flag.multiple:
+        annotation = Annotated[list[flag.kind] | None, typer.Option(*flag.decls, help=flag.help)]  # type: ignore[name-defined]
+    else:
+        annotation = Annotated[flag.kind | None, typer.Option(*flag.decls, help=flag.help)]
+    return inspect.Parameter(flag.dest, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+
+@functools.cache
+def _click_params() -> tuple[Any, ...]:
+    """The click parameters of every flag, made by typer from a declaration of them (never called)."""
+
+    def declared() -> None:  # pragma: no cover - only its signature is read
+        """The shared flags."""
+
+    parameters = [_parameter(f) for f in all_flags()]
+    parameters.append(_plain("spec", Path, typer.Option("--spec", help=SPEC_HELP)))
+    parameters.append(_plain("print_spec", bool, typer.Option("--print-spec", help=PRINT_HELP)))
+    declared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    declared.__annotations__ = {p.name: p.annotation for p in parameters}
+    holder = typer.Typer(add_completion=False)
+    holder.command()(declared)
+    return tuple(typer.main.get_command(holder).params)
+
+
+def _plain(name: str, kind: type, option: Any) -> inspect.Parameter:
+    default = False if kind is bool else None
+    annotation = Annotated[kind, option] if kind is bool else Annotated[kind | None, option]
+    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
+
+
+class SpecCommand(TyperCommand):
+    """A command that also takes every run flag; their values reach it through :func:`flag_values`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params = [*self.params, *_click_params()]
+
+    def invoke(self, ctx: Any) -> Any:
+        # The command's own callback knows only its own parameters: the shared ones are moved aside.
+        names = {p.name for p in _click_params()}
+        ctx.meta[FLAGS_KEY] = FlagValues({n: ctx.params.pop(n) for n in names if n in ctx.params})
+        return super().invoke(ctx)
+
+
+@dataclass(frozen=True, slots=True)
+class FlagValues:
+    """The values of the shared flags on one command line (``None``: not given)."""
+
+    values: Mapping[str, object]
+
+    def given(self, dest: str) -> object:
+        value = self.values.get(dest)
+        return None if value in (None, (), []) else value
+
+    @property
+    def print_spec(self) -> bool:
+        return bool(self.values.get("print_spec"))
+
+
+def flag_values(ctx: typer.Context) -> FlagValues:
+    values = ctx.meta.get(FLAGS_KEY)
+    if not isinstance(values, FlagValues):
+        raise ConfigError("internal: the command was not built with SpecCommand")
+    return values
+
+
+def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
+    """The run spec of ``--spec`` (if given) with the flags given beside it applied; checked in full."""
+    path = flags.given("spec")
+    data: dict[str, Any] = load_spec(Path(str(path))) if path is not None else {}
+    where: dict[Path_, str] = {}
+    for flag in all_flags():
+        value = flags.given(flag.dest)
+        if value is None or not flag.paths:
+            continue
+        for dotted in flag.paths:
+            _put(data, dotted, _plain_value(flag, value))
+            where[dotted] = flag.decls[0].split("/")[0]
+    _apply_judges(data, flags, where)
+    ids = flags.given("sample_ids")
+    if ids is not None:
+        data["sample_ids"] = list(parse_sample_ids(Path(str(ids))))
+        where[("sample_ids",)] = "--sample-ids"
+    if out is not None:
+        data["out"] = str(out)
+    return validate_spec(data, where=f"--spec {path}" if path is not None else "", labels=where)
+
+
+def _plain_value(flag: Flag, value: object) -> object:
+    """The flag's value as a spec file would give it (paths as strings, repeated flags as lists)."""
+    if flag.value is not None:
+        return flag.value
+    if flag.multiple and isinstance(value, list | tuple):
+        return [str(v) if isinstance(v, Path) else v for v in value]
+    return str(value) if isinstance(value, Path) else value
+
+
+def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, str]) -> None:
+    """``--judge`` names judges; ``--judge-base-url`` / ``--judge-api-key-env`` are their default endpoint."""
+    names = flags.given("judge")
+    defaults = {"base_url": flags.given("judge_base_url"), "api_key_env": flags.given("judge_api_key_env")}
+    if names is not None:
+        data["judges"] = [{"name": n} for n in names]  # type: ignore[attr-defined]
+        where[("judges",)] = "--judge"
+    judges = data.get("judges") or []
+    for index, judge in enumerate(judges):
+        if isinstance(judge, str):
+            judges[index] = judge = {"name": judge}
+        for key, value in defaults.items():
+            if value is not None and isinstance(judge, dict) and judge.get(key) is None:
+                judge[key] = value
+
+
+def _put(data: dict[str, Any], path: Path_, value: object) -> None:
+    for key in path[:-1]:
+        inner = data.get(key)
+        if isinstance(inner, str) and key == "model":
+            inner = {"name": inner}  # a spec file may name the model alone
+        data[key] = inner = dict(inner) if isinstance(inner, dict) else {}
+        data = inner
+    data[path[-1]] = value
+
+
+def print_spec(spec: RunSpec) -> None:
+    typer.echo(to_toml(spec.model_dump(mode="json")), nl=False)
 
 
 def parse_sample_ids(path: Path) -> tuple[str, ...]:
@@ -102,107 +306,3 @@ def parse_sample_ids(path: Path) -> tuple[str, ...]:
     return tuple(
         line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
     )
-
-
-def task_names(tasks: str) -> tuple[str, ...]:
-    """
-    >>> task_names("all") == ALL_TASKS, task_names(" ER, vp ")
-    (True, ('er', 'vp'))
-    """
-    names = (
-        ALL_TASKS
-        if tasks.strip().lower() == "all"
-        else tuple(t.strip().lower() for t in tasks.split(",") if t.strip())
-    )
-    unknown = [t for t in names if t not in ALL_TASKS]
-    if unknown or not names:
-        raise ConfigError(
-            f"--tasks: unknown task {unknown[0] if unknown else tasks!r}; use all or {','.join(ALL_TASKS)}"
-        )
-    return names
-
-
-def make_config(
-    *,
-    model: str,
-    tasks: str = "all",
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    judge: list[str] | None = None,
-    limit_samples: int | None = None,
-    sample_ids: Path | None = None,
-    seed: int | None = None,
-    disable_thinking: bool = False,
-    base_url: str | None = None,
-    api_key_env: str | None = None,
-    rpp_gold_field: GoldField = GoldField.auto,
-    rpp_current_turn: bool = False,
-    ssp_target_emotion: bool = False,
-    checkpoints_per_sample: int = 5,
-    clips: list[Path] | None = None,
-    video_form: VideoForm = VideoForm.video,
-    video_frames: int = 4,
-    clip_url_base: str | None = None,
-    video_fps: float | None = None,
-) -> RunConfig:
-    """The run config of the command-line options (the ones a command lacks keep their defaults)."""
-    if batch_size is not None and batch_size < 1:
-        raise ConfigError(f"--batch-size must be at least 1 (got {batch_size})")
-    return RunConfig(
-        model=model,
-        tasks=task_names(tasks),
-        data=data,
-        mode=mode,
-        context_size=context_size,
-        batch_size=batch_size,
-        judges=tuple(judge or ()),
-        limit_samples=limit_samples,
-        sample_ids=parse_sample_ids(sample_ids) if sample_ids else None,
-        seed=seed,
-        disable_thinking=disable_thinking,
-        base_url=base_url,
-        api_key_env=api_key_env,
-        rpp_gold_field=GoldField(rpp_gold_field).value,
-        rpp_include_current_turn=rpp_current_turn,
-        ssp_include_target_emotion=ssp_target_emotion,
-        checkpoints_per_sample=checkpoints_per_sample,
-        clips=tuple(str(c) for c in clips or ()),
-        video_form=VideoForm(video_form).value,
-        video_frames=video_frames,
-        clip_url_base=clip_url_base,
-        video_fps=video_fps,
-    )
-
-
-CONFIG_OPTIONS = frozenset(inspect.signature(make_config).parameters)
-
-
-def config_from(options: Mapping[str, Any]) -> RunConfig:
-    """:func:`make_config` of those of a command's parameters that it takes (pass ``locals()``)."""
-    return make_config(**{k: v for k, v in options.items() if k in CONFIG_OPTIONS})
-
-
-def default_out(config: RunConfig) -> Path:
-    """``runs/<model>_<data>[_<tasks>]``: the same command lands in (and resumes) the same directory."""
-
-    def slug(text: str) -> str:
-        return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "x"
-
-    data = slug(Path(config.data).stem if config.data not in ("demo", "hf") else config.data)
-    tasks = "" if config.tasks == ALL_TASKS else "_" + "-".join(config.tasks)
-    mode = "_video" if config.video else ""
-    return Path("runs") / f"{slug(config.model)}_{data}{tasks}{mode}"
-
-
-def make_prices(model: str, price_in: float | None, price_out: float | None, prices: Path | None) -> Any:
-    from rescue_bench.pricing import Prices, load_prices
-
-    if prices is not None:
-        if price_in is not None or price_out is not None:
-            raise ConfigError("give either --prices or --price-in/--price-out, not both")
-        return load_prices(prices, model)
-    if (price_in is None) != (price_out is None):
-        raise ConfigError("--price-in and --price-out go together")
-    return None if price_in is None or price_out is None else Prices(price_in, price_out)

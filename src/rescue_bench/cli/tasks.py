@@ -57,15 +57,22 @@ SspEmotion = Annotated[
 
 
 def _config(mode: str, context_size: int | None, gold: GoldField, current: bool, emotion: bool) -> TaskConfig:
+    from pydantic import BaseModel
+
+    from rescue_bench.spec import options_model
+    from rescue_bench.tasks import TASKS
     from rescue_bench.tasks.base import resolve_mode
 
-    return TaskConfig(
-        mode=resolve_mode(mode),
-        context_size=context_size,
-        rpp_gold_field=gold.value,
-        rpp_include_current_turn=current,
-        ssp_include_target_emotion=emotion,
-    )
+    given = {
+        "rpp": {"gold_field": gold.value, "include_current_turn": current},
+        "ssp": {"include_target_emotion": emotion},
+    }
+    options: dict[str, BaseModel] = {}
+    for name, values in given.items():
+        model = options_model(TASKS[name])
+        if model is not None:
+            options[name] = model.model_validate(values)
+    return TaskConfig(mode=resolve_mode(mode), context_size=context_size, options=options)
 
 
 @tasks_app.command()

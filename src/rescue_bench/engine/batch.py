@@ -22,14 +22,22 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import RunConfig, TaskPlan, build_manifest, build_plans
+from rescue_bench.engine.manifest import (
+    TaskPlan,
+    build_manifest,
+    build_plans,
+    check_compatible,
+    spec_from_manifest,
+)
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.models.base import GenerationParams, parse_model_name
+from rescue_bench.models.base import Capabilities, GenerationParams, parse_model_name
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset, normalize_base_url
-from rescue_bench.records import Json, Reply, Request, Usage
+from rescue_bench.records import Instance, Json, Reply, Request, Usage
 from rescue_bench.rundir import RunStore, atomic_write_json
+from rescue_bench.spec import RunSpec
+from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
 
 BATCH_URL = "/v1/chat/completions"
@@ -45,11 +53,11 @@ def batch_line(provider: OpenAICompatProvider, request: Request, params: Generat
     return {"custom_id": custom_id(request), "method": "POST", "url": BATCH_URL, "body": body}
 
 
-def export_provider(config: RunConfig) -> OpenAICompatProvider:
+def export_provider(spec: RunSpec) -> OpenAICompatProvider:
     """A provider used only to shape request bodies: no key is read, nothing is sent."""
-    parsed = parse_model_name(config.model)
+    parsed = parse_model_name(spec.model.name)
     preset = get_preset(parsed.provider)
-    url = normalize_base_url(config.base_url or preset.base_url)
+    url = normalize_base_url(spec.model.base_url or preset.base_url)
     return OpenAICompatProvider(parsed.model, preset=preset, base_url=url, api_key="unused-for-export")
 
 
@@ -62,11 +70,10 @@ class ExportSummary:
 
 
 def export_batch(
-    config: RunConfig,
+    config: RunSpec,
     samples: Sequence[Sample],
     out: Path,
     run_dir: Path,
-    options: dict[str, Json],
     *,
     tasks: dict[str, Task] | None = None,
 ) -> ExportSummary:
@@ -75,15 +82,17 @@ def export_batch(
     Raises:
         ConfigError: video mode (clips are attached by ``run`` only), or the directory holds another run.
     """
-    if config.video:
+    if config.is_video:
         raise ConfigError("batch export sends text only; for --mode video use `rescue-bench run --clips ...`")
-    plans = build_plans(samples, config, tasks)
+    known = TASKS if tasks is None else tasks
     provider = export_provider(config)
+    plans = build_plans(samples, config, known, provider.capabilities)
     params = config.generation_params()
-    manifest = build_manifest(config, options, samples, plans, provider.identity(), params)
+    manifest = build_manifest(config, samples, plans, provider.identity(), known)
     manifest["status"] = "exported"
+    manifest["options"] = {"batch_export": str(out)}
     store = RunStore(run_dir)
-    store.check_compatible(manifest)
+    check_compatible(store, manifest, known)
     if store.manifest() is None:
         store.write_manifest(manifest)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -99,41 +108,9 @@ def _all_requests(plans: Sequence[TaskPlan]) -> list[Request]:
     return [plan.task.render(batch, plan.cfg) for plan in plans for batch in plan.batches]
 
 
-def config_from_manifest(manifest: dict[str, Json]) -> RunConfig:
-    """The run config recorded in ``run.json`` (by ``export`` or by any run)."""
-    cfg = manifest.get("config")
-    selection = manifest.get("selection")
-    if not isinstance(cfg, dict) or not isinstance(selection, dict):
-        raise ConfigError(
-            "run.json records no config and selection; was it made by this version of rescue-bench?"
-        )
-    ids = selection.get("sample_ids")
-    recorded = cfg.get("video")
-    video: dict[str, Any] = recorded if isinstance(recorded, dict) else {}
-    return RunConfig(
-        model=str(cfg["model"]),
-        tasks=tuple(cfg["tasks"]),
-        data=str(selection["data"]),
-        mode=str(cfg["mode"]),
-        context_size=cfg.get("context_size"),
-        batch_size=cfg.get("batch_size"),
-        judges=tuple(cfg.get("judges") or ()),
-        limit_samples=cfg.get("limit_samples"),
-        sample_ids=None if ids is None else tuple(ids),
-        seed=cfg.get("seed"),
-        temperature=float(cfg.get("temperature", 0.0)),
-        response_format=cfg.get("response_format", "json_schema"),
-        disable_thinking=bool(cfg.get("disable_thinking")),
-        rpp_gold_field=cfg.get("rpp_gold_field", "auto"),
-        rpp_include_current_turn=bool(cfg.get("rpp_include_current_turn")),
-        ssp_include_target_emotion=bool(cfg.get("ssp_include_target_emotion")),
-        checkpoints_per_sample=int(cfg.get("checkpoints_per_sample", 5)),
-        clips=tuple(video.get("clips") or ()),
-        video_form=video.get("form", "video"),
-        video_frames=int(video.get("frames", 4)),
-        clip_url_base=video.get("clip_url_base"),
-        video_fps=video.get("fps"),
-    )
+def config_from_manifest(manifest: dict[str, Json], tasks: dict[str, Task] | None = None) -> RunSpec:
+    """The run spec recorded in ``run.json`` (by ``export`` or by any run; format 1 or 2)."""
+    return spec_from_manifest(manifest, tasks)
 
 
 def read_results(path: Path) -> dict[str, Reply]:
@@ -243,7 +220,7 @@ def _count(usage: dict[str, Any], key: str) -> int:
 class BatchResultsProvider:
     """Answers a run's requests from a batch results file; it never calls a model."""
 
-    cacheable = False
+    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
     """Results files come from outside; they are recorded in the run, not put in the shared cache."""
 
     def __init__(self, results: dict[str, Reply], identity: dict[str, Json], name: str) -> None:
@@ -254,6 +231,9 @@ class BatchResultsProvider:
 
     def identity(self) -> dict[str, Json]:
         return dict(self._identity)
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        return None
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         key = custom_id(request)
@@ -275,15 +255,17 @@ def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
     )
 
 
-def import_batch(results: Path, run_dir: Path, *, quiet: bool = True) -> tuple[RunResult, RunConfig]:
+def import_batch(
+    results: Path, run_dir: Path, *, quiet: bool = True, tasks: dict[str, Task] | None = None
+) -> tuple[RunResult, RunSpec]:
     """Score ``results`` into ``run_dir`` (made by :func:`export_batch`) along the online run's path."""
     manifest = RunStore(run_dir).manifest()
     if manifest is None:
         raise ConfigError(f"{run_dir} has no run.json; give the --run directory that `batch export` made")
-    config = config_from_manifest(manifest)
+    spec = config_from_manifest(manifest, tasks)
     identity = manifest.get("model")
     provider = BatchResultsProvider(
-        read_results(results), dict(identity) if isinstance(identity, dict) else {}, name=config.model
+        read_results(results), dict(identity) if isinstance(identity, dict) else {}, name=spec.model.name
     )
     options = RunOptions(engine=EngineOptions(concurrency=64, max_retries=0, use_cache=False), quiet=quiet)
-    return run_benchmark(config, run_dir, options, model=provider), config
+    return run_benchmark(spec, run_dir, options, model=provider, tasks=tasks), spec

@@ -103,7 +103,7 @@ class Engine:
         self.provider = provider
         self.params = params
         self.options = options or EngineOptions()
-        cacheable = getattr(provider, "cacheable", True)
+        cacheable = provider.capabilities.cacheable
         self.cache = cache if self.options.use_cache and cacheable else None
         self.budget = budget
         self.limiter = Limiter(self.options.concurrency, rpm=self.options.rpm, tpm=self.options.tpm)

@@ -1,7 +1,9 @@
-"""What a run is (its config, sample selection and task plans) and what ``run.json`` says about it.
+"""What a run is (its spec, sample selection and task plans) and what ``run.json`` says about it.
 
-Only what changes the answers goes into ``config`` (and is compared on resume); how the run goes (concurrency,
-rate limits, retries, cache, budget) is recorded under ``options`` and may differ between sessions of one run.
+``run.json`` (format 2) stores the whole :class:`~rescue_bench.spec.RunSpec` under ``spec``. Only what changes
+the answers goes into ``config`` (:func:`config_record`), which a resumed session compares; how the run goes
+(concurrency, rate limits, retries, cache, budget) may differ between sessions of one run. A format-1
+``run.json`` (flat task options, no ``spec``) is read by :func:`upgrade_manifest`.
 """
 
 from __future__ import annotations
@@ -14,113 +16,173 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, ResponseFormat, reuses_prompt_prefix
+from rescue_bench.models.base import Capabilities
 from rescue_bench.records import Instance, Json
-from rescue_bench.tasks.base import GoldField, Task, TaskConfig, resolve_mode
+from rescue_bench.rundir import RunStore, describe_changes
+from rescue_bench.spec import RunSpec, options_model, validate_spec
+from rescue_bench.tasks import TASKS
+from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.context import context_size
 
-ALL_TASKS: tuple[str, ...] = ("itp", "rpp", "stp", "ssp", "er", "vp")
-VIDEO_BATCH_SIZE = 1
-"""Instances per request in video mode when ``--batch-size`` is not given, as in the reference scripts."""
+PLAIN: Final = Capabilities()
+"""What planning assumes of a model it has not built (``estimate``): an endpoint's reference batch sizes."""
+FORMAT: Final = 2
+"""``run.json`` format: 2 stores the spec and nests task options; 1 had them flat."""
+V1_TASK_OPTIONS: Final = {
+    "rpp_gold_field": ("rpp", "gold_field"),
+    "rpp_include_current_turn": ("rpp", "include_current_turn"),
+    "ssp_include_target_emotion": ("ssp", "include_target_emotion"),
+    "checkpoints_per_sample": ("er", "checkpoints_per_sample"),
+}
+"""Format 1's flat ``config`` keys and the task option each became (its checkpoints applied to VP too)."""
 
 
-@dataclass(frozen=True, slots=True)
-class RunConfig:
-    """Everything that decides what is asked and how it is scored."""
+def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str, Json]:
+    """The compared part of ``run.json``. The dataset is compared by content hash, not by path."""
+    ids = None if spec.sample_ids is None else _digest(sorted(spec.sample_ids))[:16]
+    model = spec.model
+    options: dict[str, Json] = {n: o.model_dump(mode="json") for n, o in spec.options_of(tasks).items()}
+    return {
+        "model": model.name,
+        "tasks": list(spec.tasks),
+        "mode": spec.mode,
+        "context_size": spec.context_size,
+        "batch_size": spec.batch_size,
+        "limit_samples": spec.limit_samples,
+        "sample_ids": ids,
+        "seed": model.seed,
+        "temperature": model.temperature,
+        "response_format": model.response_format,
+        "disable_thinking": model.disable_thinking,
+        "task_options": options,
+        "video": video_record(spec),
+    }
 
+
+def video_record(spec: RunSpec) -> dict[str, Json] | None:
+    """The clip settings of a video-mode run (``None`` otherwise): they change what the model is sent."""
+    if not spec.is_video:
+        return None
+    video = spec.video
+    return {
+        "clips": list(video.clips),
+        "form": video.form,
+        "frames": video.frames,
+        "clip_url_base": video.clip_url_base,
+        "fps": video.fps,
+    }
+
+
+def upgrade_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] = TASKS) -> dict[str, Json]:
+    """``manifest`` as format 2 would record it (a format-2 one is returned as it is)."""
+    if manifest.get("format", 1) != 1:
+        return dict(manifest)
+    spec = spec_from_v1(manifest, tasks)
+    return {
+        **manifest,
+        "format": FORMAT,
+        "config": config_record(spec, tasks),
+        "spec": spec.model_dump(mode="json"),
+    }
+
+
+def spec_from_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] | None = None) -> RunSpec:
+    """The run spec recorded in ``run.json`` (either format)."""
+    if manifest.get("format", 1) == 1:
+        return spec_from_v1(manifest, TASKS if tasks is None else tasks)
+    return validate_spec(_object(manifest.get("spec"), "spec"), where="run.json: spec", tasks=tasks)
+
+
+class ConfigV1(BaseModel):
+    """The ``config`` of a format-1 ``run.json``: flat, task options included."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
     model: str
-    tasks: tuple[str, ...] = ALL_TASKS
-    data: str = "demo"
+    tasks: list[str]
     mode: str = "dialogue"
     context_size: int | None = None
     batch_size: int | None = None
-    judges: tuple[str, ...] = ()
+    judges: list[str] = []
     limit_samples: int | None = None
-    sample_ids: tuple[str, ...] | None = None
+    sample_ids: str | None = None
+    """A hash of the ids; the ids themselves are under ``selection``."""
     seed: int | None = None
     temperature: float = 0.0
-    response_format: ResponseFormat = "json_schema"
+    response_format: str = "json_schema"
     disable_thinking: bool = False
-    base_url: str | None = None
-    api_key_env: str | None = None
-    rpp_gold_field: GoldField = "auto"
+    rpp_gold_field: str = "auto"
     rpp_include_current_turn: bool = False
     ssp_include_target_emotion: bool = False
     checkpoints_per_sample: int = 5
-    clips: tuple[str, ...] = ()
-    """Clip sources of video mode: work directories or review-asset roots."""
-    video_form: Literal["video", "frames"] = "video"
-    video_frames: int = 4
-    clip_url_base: str | None = None
-    video_fps: float | None = None
+    video: dict[str, Json] | None = None
 
-    @property
-    def video(self) -> bool:
-        """Whether the run attaches row clips (``--mode video`` or one of its aliases)."""
-        return resolve_mode(self.mode) == "video"
 
-    def task_config(self) -> TaskConfig:
-        """The settings every task of the run is built and rendered with."""
-        batch_size = self.batch_size
-        if batch_size is None and self.video:
-            batch_size = VIDEO_BATCH_SIZE
-        return TaskConfig(
-            mode=resolve_mode(self.mode),
-            context_size=self.context_size,
-            batch_size=batch_size,
-            rpp_gold_field=self.rpp_gold_field,
-            rpp_include_current_turn=self.rpp_include_current_turn,
-            ssp_include_target_emotion=self.ssp_include_target_emotion,
-            checkpoints_per_sample=self.checkpoints_per_sample,
+class SelectionV1(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    data: str
+    sample_ids: list[str] | None = None
+
+
+def spec_from_v1(manifest: Mapping[str, Json], tasks: Mapping[str, Task]) -> RunSpec:
+    """The spec of a format-1 ``run.json``: its flat ``config`` and its ``selection``."""
+    try:
+        cfg = ConfigV1.model_validate(manifest.get("config"))
+        selection = SelectionV1.model_validate(manifest.get("selection"))
+    except ValidationError as exc:
+        problem = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in problem["loc"])
+        raise ConfigError(f"run.json (format 1): {where}: {problem['msg']}") from None
+    flat = cfg.model_dump()
+    options: dict[str, dict[str, Json]] = {}
+    for key, (task, name) in V1_TASK_OPTIONS.items():
+        owners = [task, "vp"] if key == "checkpoints_per_sample" else [task]
+        for owner in owners:
+            if owner in cfg.tasks and owner in tasks and options_model(tasks[owner]) is not None:
+                options.setdefault(owner, {})[name] = flat[key]
+    model = {
+        k: flat[k]
+        for k in ("name", "seed", "temperature", "response_format", "disable_thinking")
+        if k in flat
+    }
+    data: dict[str, Any] = {
+        **{k: flat[k] for k in ("tasks", "mode", "context_size", "batch_size", "limit_samples", "judges")},
+        "model": {**model, "name": cfg.model},
+        "data": selection.data,
+        "sample_ids": selection.sample_ids,
+        "task_options": options,
+        "video": {k: v for k, v in (cfg.video or {}).items() if v is not None},
+    }
+    return validate_spec(data, where="run.json (format 1)", tasks=tasks)
+
+
+def _object(value: Json, name: str) -> dict[str, Json]:
+    if not isinstance(value, dict):
+        raise ConfigError(f"run.json records no {name}; was it made by this version of rescue-bench?")
+    return value
+
+
+def check_compatible(
+    store: RunStore, manifest: Mapping[str, Json], tasks: Mapping[str, Task] = TASKS
+) -> None:
+    """Raise :class:`ConfigError`, naming what changed, when the directory holds a run of another config."""
+    old = store.manifest()
+    if old is None:
+        store.check_compatible(manifest)  # no run yet: refuses only records without a run.json
+        return
+    changes = describe_changes(upgrade_manifest(old, tasks), manifest)
+    if changes:
+        listed = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
+        raise ConfigError(
+            f"{store.root} holds a run with another configuration ({listed}); "
+            "use another --out, or remove the directory to start over"
         )
-
-    def generation_params(self) -> GenerationParams:
-        return GenerationParams(
-            temperature=self.temperature,
-            seed=self.seed,
-            response_format=self.response_format,
-            disable_thinking=self.disable_thinking,
-        )
-
-    def record(self) -> dict[str, Json]:
-        """The compared part of ``run.json``. The dataset is compared by content hash, not by path."""
-        ids = None if self.sample_ids is None else _digest(sorted(self.sample_ids))[:16]
-        return {
-            "model": self.model,
-            "tasks": list(self.tasks),
-            "mode": self.mode,
-            "context_size": self.context_size,
-            "batch_size": self.batch_size,
-            "limit_samples": self.limit_samples,
-            "sample_ids": ids,
-            "seed": self.seed,
-            "temperature": self.temperature,
-            "response_format": self.response_format,
-            "disable_thinking": self.disable_thinking,
-            "judges": list(self.judges),
-            "rpp_gold_field": self.rpp_gold_field,
-            "rpp_include_current_turn": self.rpp_include_current_turn,
-            "ssp_include_target_emotion": self.ssp_include_target_emotion,
-            "checkpoints_per_sample": self.checkpoints_per_sample,
-            "video": self.video_record(),
-        }
-
-    def video_record(self) -> dict[str, Json] | None:
-        """The clip settings of a video-mode run (``None`` otherwise): they change what the model is sent."""
-        if not self.video:
-            return None
-        return {
-            "clips": list(self.clips),
-            "form": self.video_form,
-            "frames": self.video_frames,
-            "clip_url_base": self.clip_url_base,
-            "fps": self.video_fps,
-        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,7 +197,7 @@ class TaskPlan:
     prompt_hash: str
 
 
-def select_samples(samples: Sequence[Sample], config: RunConfig) -> list[Sample]:
+def select_samples(samples: Sequence[Sample], config: RunSpec) -> list[Sample]:
     """``--sample-ids`` (in data order), then the first ``--limit-samples`` of those."""
     chosen = list(samples)
     if config.sample_ids is not None:
@@ -147,8 +209,6 @@ def select_samples(samples: Sequence[Sample], config: RunConfig) -> list[Sample]
             raise ConfigError(f"--sample-ids: sample {unknown[0]!r} is not in {config.data}{more}")
         chosen = [s for s in chosen if s.sample_id in wanted]
     if config.limit_samples is not None:
-        if config.limit_samples < 1:
-            raise ConfigError(f"--limit-samples must be at least 1 (got {config.limit_samples})")
         chosen = chosen[: config.limit_samples]
     if not chosen:
         raise ConfigError(f"no samples selected from {config.data}")
@@ -156,46 +216,45 @@ def select_samples(samples: Sequence[Sample], config: RunConfig) -> list[Sample]
 
 
 def build_plans(
-    samples: Sequence[Sample], config: RunConfig, tasks: Mapping[str, Task] | None = None
+    samples: Sequence[Sample],
+    spec: RunSpec,
+    tasks: Mapping[str, Task] | None = None,
+    capabilities: Capabilities = PLAIN,
 ) -> list[TaskPlan]:
     """Instances and batches of every requested task, in the requested order."""
-    known = check_tasks(config, tasks)
-    return [plan_task(name, known[name], samples, config) for name in config.tasks]
+    known = check_tasks(spec, tasks)
+    return [plan_task(name, known, samples, spec, capabilities) for name in spec.tasks]
 
 
-def check_tasks(config: RunConfig, tasks: Mapping[str, Task] | None = None) -> Mapping[str, Task]:
-    """The tasks a run may use (``tasks``, else all); a :class:`ConfigError` for an unknown one or bad option.
-
-    A run checks them all before it plans (and asks) the first.
-    """
-    from rescue_bench.tasks import TASKS
-
+def check_tasks(spec: RunSpec, tasks: Mapping[str, Task] | None = None) -> Mapping[str, Task]:
+    """The tasks a run may use (``tasks``, else all); a :class:`ConfigError` for an unknown one."""
     tasks = TASKS if tasks is None else tasks
-    if config.checkpoints_per_sample < 1:
-        got = config.checkpoints_per_sample
-        raise ConfigError(f"--checkpoints-per-sample must be at least 1 (got {got})")
-    for name in config.tasks:
+    for name in spec.tasks:
         if name not in tasks:
             raise ConfigError(f"unknown task {name!r}; choose from {', '.join(tasks)} or all")
     return tasks
 
 
-def plan_task(name: str, task: Task, samples: Sequence[Sample], config: RunConfig) -> TaskPlan:
+def plan_task(
+    name: str, tasks: Mapping[str, Task], samples: Sequence[Sample], spec: RunSpec, capabilities: Capabilities
+) -> TaskPlan:
     """One task's instances of every sample, and its batches."""
     from rescue_bench.tasks import make_batches
 
-    cfg = config.task_config()
+    task = tasks[name]
+    cfg = spec.task_config(tasks)
     instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
-    size = default_batch_size(task, cfg, config.model)
+    size = default_batch_size(task, cfg, capabilities)
     batches = tuple(tuple(b) for b in make_batches(instances, size))
     return TaskPlan(
         name, task, replace(cfg, batch_size=size), instances, batches, _prompt_hash(task, batches, cfg)
     )
 
 
-def default_batch_size(task: Task, cfg: TaskConfig, model: str) -> int:
-    """Instances per request: ``--batch-size``, else the task's reference size, except one for an in-process
-    model when the items carry the whole earlier transcript (context -1, RPP's default).
+def default_batch_size(task: Task, cfg: TaskConfig, capabilities: Capabilities) -> int:
+    """Instances per request: ``--batch-size``, else the task's reference size, except one for a model that
+    re-uses prompt prefixes (in process) when the items carry the whole earlier transcript (context -1, RPP's
+    default).
 
     Batching shares one request's instructions among its items, but a batch of full-history items repeats the
     transcript once per item. An API bills requests, so the reference sizes stand there. An in-process model
@@ -206,7 +265,7 @@ def default_batch_size(task: Task, cfg: TaskConfig, model: str) -> int:
     """
     if cfg.batch_size is not None:
         return cfg.batch_size
-    if reuses_prompt_prefix(model) and context_size(cfg, task.DEFAULT_CONTEXT_SIZE) == -1:
+    if capabilities.reuses_prompt_prefix and context_size(cfg, task.DEFAULT_CONTEXT_SIZE) == -1:
         return 1
     return task.DEFAULT_BATCH_SIZE
 
@@ -228,20 +287,20 @@ def dataset_hash(samples: Sequence[Sample]) -> str:
 
 
 def build_manifest(
-    config: RunConfig,
-    options: Mapping[str, Json],
+    config: RunSpec,
     samples: Sequence[Sample],
     plans: Sequence[TaskPlan],
     identity: Mapping[str, Json],
-    params: GenerationParams,
+    tasks: Mapping[str, Task] = TASKS,
 ) -> dict[str, Json]:
     """``run.json`` at the start of a session (status ``running``)."""
     now = time.time()
     return {
-        "format": 1,
+        "format": FORMAT,
         "status": "running",
-        "config": config.record(),
-        "options": dict(options),
+        "config": config_record(config, tasks),
+        "spec": config.model_dump(mode="json"),
+        "options": config.engine.model_dump(mode="json"),
         "package_version": __version__,
         "python": platform.python_version(),
         "git_commit": git_commit(),
@@ -259,8 +318,8 @@ def build_manifest(
         "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
         "batch_sizes": {plan.name: plan.cfg.batch_size for plan in plans},
         "model": dict(identity),
-        "generation": asdict(params),
-        "judges": list(config.judges),
+        "generation": asdict(config.generation_params()),
+        "judges": [j.name for j in config.judges],
         "counts": {plan.name: {"instances": len(plan.instances)} for plan in plans},
         "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},
     }

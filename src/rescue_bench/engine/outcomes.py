@@ -23,6 +23,9 @@ def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) 
     reply = outcome.reply
     if not reply.ok:
         return [Prediction.failed(i.id, f"request_failed: {reply.error}") for i in batch]
+    if reply.predictions is not None:
+        given = {p.instance_id: p for p in reply.predictions}
+        return [given.get(i.id) or Prediction.failed(i.id, "missing: no answer for this item") for i in batch]
     if reply.finish_reason == "length":
         # Parsers find JSON inside text, so a cut-off reply could still yield items that the model never
         # finished answering: none of it counts.

@@ -9,8 +9,7 @@ batches, so the cache answers whatever had already been paid for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
 
 from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
 from rescue_bench.engine.manifest import TaskPlan
@@ -18,15 +17,9 @@ from rescue_bench.engine.outcomes import asks_again, prediction_record, predicti
 from rescue_bench.engine.progress import Progress
 from rescue_bench.engine.video import Hook, VideoNote, notes
 from rescue_bench.errors import ProviderError
-from rescue_bench.models.base import Predictor
-from rescue_bench.records import Instance, Json, Prediction, Request
+from rescue_bench.records import Instance, Json, Request
 from rescue_bench.rundir import RunStore
 
-if TYPE_CHECKING:
-    from rescue_bench.engine.run import RunOptions
-
-IDLE_LIMIT = 0.25
-"""Seconds at most that deferrable work (a new run's set-up, an early aggregation) waits for a quiet loop."""
 Work = tuple[TaskPlan, tuple[Instance, ...], bool]
 """A batch to ask: its plan, its instances, and whether it re-asks failures (then the cache is not read)."""
 
@@ -37,7 +30,8 @@ class Runner:
     def __init__(
         self,
         store: RunStore,
-        options: RunOptions,
+        quiet: bool,
+        retry_failed: bool,
         done: dict[str, dict[str, Json]],
         hook: Hook | None = None,
     ) -> None:
@@ -45,32 +39,23 @@ class Runner:
         """The plans added so far (see :meth:`add`), in run order."""
         self.hook = hook
         self.store = store
-        self.options = options
+        self.retry_failed = retry_failed
         self.done = done
         self.stop_reason: str | None = None
-        self.progress = Progress.for_terminal(options.quiet)
+        self.progress = Progress.for_terminal(quiet)
         self.phases: dict[str, float] = {}
         """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
-        self.on_task_done: Callable[[TaskPlan], None] | None = None
-        """Called when the last pending batch of a task has been recorded in this session."""
-        self._work: dict[str, list[tuple[tuple[Instance, ...], bool]]] = {}
-        self._left: dict[str, int] = {}
         self._queue: asyncio.Queue[Work | None] = asyncio.Queue()
-        self._ready = asyncio.Event()
+        self._todo: dict[str, tuple[int, int]] = {}
 
     def add(self, plan: TaskPlan) -> None:
-        """Schedule the batches of ``plan`` that are still to ask (workers may already be running)."""
+        """Schedule the batches of ``plan`` that are still to ask."""
         self.plans.append(plan)
-        self._work[plan.name] = self._pending(plan)
-        self._left[plan.name] = len(self._work[plan.name])
-        for batch, retry in self._work[plan.name]:
+        pending = self._pending(plan)
+        for batch, retry in pending:
             self._queue.put_nowait((plan, batch, retry))
-
-    def ready(self) -> None:
-        """Every plan is added and the store is open: outcomes may be recorded from now on."""
-        todo = {name: sum(len(batch) for batch, _ in work) for name, work in self._work.items()}
-        self.progress.start({p.name: (len(p.instances), len(p.instances) - todo[p.name]) for p in self.plans})
-        self._ready.set()
+        todo = sum(len(batch) for batch, _ in pending)
+        self._todo[plan.name] = (len(plan.instances), len(plan.instances) - todo)
 
     def _pending(self, plan: TaskPlan) -> list[tuple[tuple[Instance, ...], bool]]:
         """Batches still to ask, and whether each re-asks failures (then the cache is not read)."""
@@ -84,25 +69,18 @@ class Runner:
 
     def _needs(self, inst: Instance) -> bool:
         record = self.done.get(inst.id)
-        return record is None or (self.options.retry_failed and not record.get("valid"))
+        return record is None or (self.retry_failed and not record.get("valid"))
 
-    async def run_provider(self, engine: Engine, setup: Awaitable[None] | None = None) -> None:
-        """Ask every pending batch.
-
-        ``setup``, when given, runs while the first requests are out: it adds the other plans and calls
-        :meth:`ready`. Without it, every plan must be added and :meth:`ready` called before.
-        """
-        n_workers = engine.limiter.concurrency * 2 + 4
-        if setup is None:
-            n_workers = min(n_workers, self._queue.qsize())
+    async def run(self, engine: Engine) -> None:
+        """Ask every pending batch of the plans added."""
+        self.progress.start(self._todo)
+        n_workers = min(engine.limiter.concurrency * 2 + 4, self._queue.qsize())
+        for _ in range(n_workers):
+            self._queue.put_nowait(None)  # one "no more work" per worker, after all the work
         try:
             async with asyncio.TaskGroup() as group:
                 for _ in range(n_workers):
                     group.create_task(self._worker(engine))
-                if setup is not None:
-                    await setup
-                for _ in range(n_workers):
-                    self._queue.put_nowait(None)  # no more work
         except* ProviderError as errors:
             raise errors.exceptions[0] from None
         finally:
@@ -135,7 +113,8 @@ class Runner:
             outcome = await engine.ask(await self._render(plan, batch, video), refresh=refresh)
             outcomes = [(outcome, False)]
             predictions = predictions_of(plan, batch, outcome)
-            if len(batch) > 1 and outcome.reply.ok:
+            # A reply of typed predictions (a baseline) answers every item it can: nothing to ask again.
+            if len(batch) > 1 and outcome.reply.ok and outcome.reply.predictions is None:
                 for index, inst in enumerate(batch):
                     if asks_again(predictions[index]):
                         request = await self._render(plan, [inst], video)
@@ -147,7 +126,6 @@ class Runner:
             # paid for).
             self.stop_reason = self.stop_reason or str(exc)
             return
-        await self._ready.wait()
         singles = {o.request.instance_ids[0]: o for o, _ in outcomes[1:]}
         lines = [
             prediction_record(
@@ -166,9 +144,6 @@ class Runner:
         for item, is_single in outcomes:
             self.store.append_request(request_record(item, single=is_single))
         self._report(plan.name, lines, [o for o, _ in outcomes])
-        self._left[plan.name] -= 1
-        if self._left[plan.name] == 0 and self.on_task_done is not None:
-            self.on_task_done(plan)
 
     def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:
         for line in lines:
@@ -181,44 +156,3 @@ class Runner:
             failures=sum(not line["valid"] for line in lines),
             tokens=sum(o.reply.usage.total_tokens for o in outcomes if not o.reply.cached),
         )
-
-    def run_predictor(self, predictor: Predictor) -> None:
-        try:
-            for plan in self.plans:
-                batch = tuple(inst for b, _ in self._work[plan.name] for inst in b)
-                if not batch:
-                    continue
-                # All of the task's instances, not only the unfinished ones: a predictor may look across them
-                # (the majority prior), and a resumed session must predict what one session would have.
-                by_id = {p.instance_id: p for p in predictor.predict(list(plan.instances))}
-                preds = [
-                    by_id.get(i.id) or Prediction.failed(i.id, "missing: the predictor gave no answer")
-                    for i in batch
-                ]
-                lines = [
-                    prediction_record(plan.task, inst, pred, None, False)
-                    for inst, pred in zip(batch, preds, strict=True)
-                ]
-                self.store.append_predictions(lines)
-                self._report(plan.name, lines, [])
-        finally:
-            self.progress.stop()
-
-
-async def until_idle(limit: float = IDLE_LIMIT, quiet: float = 0.01, tick: float = 0.002) -> None:
-    """Return once the event loop has had nothing else to do for ``quiet`` seconds, or after ``limit``.
-
-    Work that can wait (a new run's set-up, aggregating a finished task) waits here for a quiet spell, so that
-    requests ready to go out, and replies that came in, are handled first. The probe is a timer of ``tick``
-    seconds: on a busy loop it fires late. (Spinning on ``sleep(0)`` instead would burn a core, and would keep
-    threads that hand results back to the loop waiting for the GIL.)
-    """
-    loop = asyncio.get_running_loop()
-    now = since = loop.time()
-    deadline = now + limit
-    while now - since < quiet and now < deadline:
-        before = now
-        await asyncio.sleep(tick)
-        now = loop.time()
-        if now - before > tick + 0.001:
-            since = now

@@ -21,9 +21,10 @@ from rescue_bench.engine.clips import (
     load_clip_index,
     make_video_hook,
 )
-from rescue_bench.engine.manifest import RunConfig, TaskPlan
+from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Request
+from rescue_bench.spec import RunSpec
 
 Hook = Callable[[Request, Sequence[Instance]], VideoRequest]
 """What the run applies to each rendered request in video mode."""
@@ -37,40 +38,36 @@ class VideoNote:
     unusable: bool = False
 
 
-def check_video_config(config: RunConfig) -> None:
+def check_video_config(config: RunSpec) -> None:
     """Refuse video settings that cannot work, before anything is loaded or sent.
 
     Raises:
         ConfigError: clips without video mode, video mode without clips, or a task without a video mode.
     """
-    if not config.video:
-        if config.clips:
+    if not config.is_video:
+        if config.video.clips:
             raise ConfigError("--clips applies to --mode video only")
         return
     check_video_tasks(config.tasks)
-    if not config.clips:
+    if not config.video.clips:
         raise ConfigError("--mode video needs --clips WORKDIR (an annotate work directory or review assets)")
-    if config.video_form not in ("video", "frames"):
-        raise ConfigError(f"--video-form must be video or frames (got {config.video_form!r})")
-    if config.video_fps is not None and config.video_fps <= 0:
-        raise ConfigError(f"--video-fps must be positive (got {config.video_fps})")
 
 
-def video_settings(config: RunConfig) -> VideoSettings:
+def video_settings(config: RunSpec) -> VideoSettings:
     return VideoSettings(
-        form=config.video_form,
-        frames=config.video_frames,
-        fps=config.video_fps,
-        url_base=config.clip_url_base,
+        form=config.video.form,
+        frames=config.video.frames,
+        fps=config.video.fps,
+        url_base=config.video.clip_url_base,
     )
 
 
-def make_hook(config: RunConfig) -> Hook | None:
+def make_hook(config: RunSpec) -> Hook | None:
     """The run's clip hook (the clip index is read once, here); ``None`` outside video mode."""
     check_video_config(config)
-    if not config.video:
+    if not config.is_video:
         return None
-    return make_video_hook([Path(c) for c in config.clips], video_settings(config))
+    return make_video_hook([Path(c) for c in config.video.clips], video_settings(config))
 
 
 def notes(attached: VideoRequest, batch: Sequence[Instance]) -> dict[str, VideoNote]:
@@ -98,12 +95,12 @@ class _Placeholder:
         return [f"frame:{clip.relative}:{k}" for k in range(count)]
 
 
-def clip_coverage(config: RunConfig, plans: Sequence[TaskPlan]) -> ClipCoverage | None:
+def clip_coverage(config: RunSpec, plans: Sequence[TaskPlan]) -> ClipCoverage | None:
     """How the run's first-attempt requests would be covered by clips; ``None`` outside video mode."""
     check_video_config(config)
-    if not config.video:
+    if not config.is_video:
         return None
-    index = load_clip_index([Path(c) for c in config.clips])
+    index = load_clip_index([Path(c) for c in config.video.clips])
     settings, source = video_settings(config), _Placeholder()
     requests = clips = unusable = 0
     for plan in plans:

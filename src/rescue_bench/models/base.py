@@ -1,11 +1,10 @@
-"""What the engine needs from a model.
+"""What the engine needs from a model: one kind of answerer, the :class:`Provider`.
 
-Two kinds of answerers exist:
-
-* a :class:`Provider` is a chat model: it answers a rendered :class:`Request` with a :class:`Reply` (text that
-  the task
-  parses). OpenAI-compatible endpoints, the local llama.cpp model and ``replay/`` are providers.
-* a :class:`Predictor` answers instances directly, without prompts: the ``baseline/`` reference rows.
+A provider answers a rendered :class:`Request` with a :class:`Reply`: text that the task parses, or, for
+the ``baseline/`` reference rows, predictions already in the task's shape (``Reply.predictions``).
+OpenAI-compatible endpoints, the local llama.cpp model, ``replay/`` and the baselines are providers; what
+each can do (be cached, take an endpoint, be exported for a Batch API, re-use a prompt prefix) is declared
+in its :class:`Capabilities`.
 
 Model names have the form ``provider/model`` and are parsed once by :func:`parse_model_name`.
 """
@@ -14,10 +13,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final, Literal, Protocol, runtime_checkable
+from typing import Literal, Protocol, runtime_checkable
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Json, Prediction, Reply, Request
+from rescue_bench.records import Instance, Json, Reply, Request
 
 ResponseFormat = Literal["json_schema", "json_object", "text"]
 
@@ -34,36 +33,45 @@ class GenerationParams:
     extra: dict[str, Json] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class Capabilities:
+    """What a provider can do, declared instead of guessed from its name or attributes."""
+
+    cacheable: bool = True
+    """Replies may go to, and come from, the response cache."""
+    has_endpoint: bool = True
+    """An HTTP endpoint (judges must have one; ``--base-url`` applies)."""
+    batch_export: bool = True
+    """Requests can be exported for a Batch API."""
+    reuses_prompt_prefix: bool = False
+    """An in-process KV cache re-uses what consecutive prompts share: one full-history item per request."""
+
+
 @runtime_checkable
 class Provider(Protocol):
-    """A chat model behind some endpoint."""
+    """A model the engine asks: a chat model behind some endpoint, in this process, or a baseline."""
 
     name: str
     """The full ``provider/model`` name."""
+    capabilities: Capabilities
 
     def identity(self) -> dict[str, Json]:
         """Provider, model and endpoint (never a secret): recorded in runs and part of the cache key."""
         ...
 
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        """Every instance of the run, once, before the first request (a baseline computes its prior here)."""
+        ...
+
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         """Answer one request.
 
-        Raise :class:`rescue_bench.engine.limits.RetryableError` for faults worth retrying;
-        return ``Reply.failure`` (or raise ``ProviderError``) for faults that are not."""
+        Raise :class:`rescue_bench.errors.RetryableError` for faults worth retrying; return ``Reply.failure``
+        (or raise ``ProviderError``) for faults that are not.
+        """
         ...
 
     async def aclose(self) -> None: ...
-
-
-@runtime_checkable
-class Predictor(Protocol):
-    """Answers instances without a model (baselines)."""
-
-    name: str
-
-    def identity(self) -> dict[str, Json]: ...
-
-    def predict(self, instances: Sequence[Instance]) -> list[Prediction]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,19 +81,6 @@ class ModelName:
 
     def __str__(self) -> str:
         return f"{self.provider}/{self.model}"
-
-
-IN_PROCESS_PROVIDERS: Final = ("local",)
-"""Providers that run the model in this process and keep its KV cache between requests."""
-
-
-def reuses_prompt_prefix(model: str) -> bool:
-    """Whether consecutive requests to ``model`` re-use the work on their common prompt prefix for free.
-
-    >>> reuses_prompt_prefix("local/gemma-3-270m"), reuses_prompt_prefix("openai/gpt-4o")
-    (True, False)
-    """
-    return model.partition("/")[0] in IN_PROCESS_PROVIDERS
 
 
 def parse_model_name(text: str) -> ModelName:

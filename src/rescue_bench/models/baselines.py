@@ -1,8 +1,9 @@
 """Reference rows for every results table: ``baseline/random`` and ``baseline/majority``.
 
-Both answer instances directly (they are predictors, not chat models) and give values in each task's own shape
-(docs/design.md, "Value shapes"); each task's rule is in its module (``INFO.random_answer`` and
-``INFO.majority_answers``):
+Both are providers that never read a prompt: :meth:`prepare` hands them every instance of the run, and each
+request is answered with predictions already in each task's shape (``Reply.predictions``, docs/design.md,
+"Value shapes"), so the engine records and scores them without parsing. Each task's rule lives in its own
+module (``INFO.random_answer`` and ``INFO.majority_answers``):
 
 * ``random``: a seeded uniform choice. ITP ``yes``/``no``; RPP, STP and SSP three distinct candidates from the
   instance's closed set in random order; ER a phrase from a small fixed list with intensity 0-10; VP
@@ -11,17 +12,19 @@ Both answer instances directly (they are predictors, not chat models) and give v
 * ``majority``: the most frequent gold answer of the *evaluated instances*, per task and scenario. It reads
   the gold labels, so it is an **oracle prior**, not a model: it shows what always answering the commonest
   label scores on exactly this data. Ties go to the alphabetically first value, so order does not matter.
-  Pass every evaluated instance of a task in one :meth:`MajorityBaseline.predict` call: the prior is
-  computed from the instances passed.
+  The prior is computed from the instances given to :meth:`MajorityBaseline.prepare` (every instance of the
+  run, so a resumed session answers what one session would have).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Final
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Json, Prediction
+from rescue_bench.models.base import Capabilities, GenerationParams, Provider
+from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.tasks import get_task
 from rescue_bench.tasks.guesses import (  # re-exported: they were defined here
     TOP_K,
@@ -32,6 +35,7 @@ from rescue_bench.tasks.guesses import (  # re-exported: they were defined here
 )
 
 __all__ = [
+    "CAPABILITIES",
     "TOP_K",
     "MajorityBaseline",
     "RandomBaseline",
@@ -42,8 +46,12 @@ __all__ = [
     "speaker_of",
 ]
 
+CAPABILITIES: Final = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
+"""Baselines answer in no time and without an endpoint: nothing to cache, to point elsewhere or to export."""
+MISSING: Final = "missing: the instance was not given to the baseline's prepare()"
 
-def make_baseline(model: str, seed: int) -> RandomBaseline | MajorityBaseline:
+
+def make_baseline(model: str, seed: int) -> Provider:
     """The baseline named by ``baseline/<model>``.
 
     >>> make_baseline("random", 7).name
@@ -58,10 +66,37 @@ def make_baseline(model: str, seed: int) -> RandomBaseline | MajorityBaseline:
     raise ConfigError(f"unknown baseline {model!r}; choose baseline/random or baseline/majority")
 
 
-class RandomBaseline:
+class _Baseline:
+    """What both baselines share: the run's instances, and replies made of predictions."""
+
+    name: str
+    capabilities: Capabilities = CAPABILITIES
+
+    def __init__(self) -> None:
+        self._instances: dict[str, Instance] = {}
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        self._instances = {inst.id: inst for inst in instances}
+
+    def predict(self, instances: Sequence[Instance]) -> list[Prediction]:
+        raise NotImplementedError
+
+    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        """The predictions of the request's instances (``missing`` for one not given to :meth:`prepare`)."""
+        known = [self._instances[i] for i in request.instance_ids if i in self._instances]
+        by_id = {p.instance_id: p for p in self.predict(known)}
+        preds = tuple(by_id.get(i) or Prediction.failed(i, MISSING) for i in request.instance_ids)
+        return Reply(predictions=preds, finish_reason="stop")
+
+    async def aclose(self) -> None:
+        return None
+
+
+class RandomBaseline(_Baseline):
     """Seeded uniform guesses in each task's closed set."""
 
     def __init__(self, seed: int) -> None:
+        super().__init__()
         self.seed = seed
         self.name = "baseline/random"
 
@@ -82,11 +117,17 @@ class RandomBaseline:
         return get_task(inst.task).INFO.random_answer(inst, rng)
 
 
-class MajorityBaseline:
+class MajorityBaseline(_Baseline):
     """The commonest gold answer per task and scenario: an oracle prior over the evaluated instances."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.name = "baseline/majority"
+        self._answers: dict[str, Prediction] = {}
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        super().prepare(instances)
+        self._answers = {p.instance_id: p for p in self.prior(instances)}
 
     def identity(self) -> dict[str, Json]:
         return {
@@ -98,16 +139,18 @@ class MajorityBaseline:
         }
 
     def predict(self, instances: Sequence[Instance]) -> list[Prediction]:
+        """The answers of the prior made in :meth:`prepare`; without one, of the prior of ``instances``."""
+        if not self._answers:
+            return self.prior(instances)
+        return [self._answers[inst.id] for inst in instances]
+
+    def prior(self, instances: Sequence[Instance]) -> list[Prediction]:
+        """The majority answers of ``instances``, the prior made of these very instances."""
         groups: dict[tuple[str, str], list[Instance]] = {}
         for inst in instances:
             groups.setdefault((inst.task, inst.scenario), []).append(inst)
         answers: dict[str, Prediction] = {}
         for (task, _), group in groups.items():
-            for pred in _majority_for(task, group):
+            for pred in get_task(task).INFO.majority_answers(group):
                 answers[pred.instance_id] = pred
         return [answers[inst.id] for inst in instances]
-
-
-def _majority_for(task: str, group: Sequence[Instance]) -> list[Prediction]:
-    """Predictions for instances that share one task and one scenario (``INFO.majority_answers``)."""
-    return get_task(task).INFO.majority_answers(group)

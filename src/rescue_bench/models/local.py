@@ -40,7 +40,7 @@ import platformdirs
 
 from rescue_bench.errors import ConfigError, DependencyError, ProviderError
 from rescue_bench.models import llama_adapter
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Capabilities, GenerationParams
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
 from rescue_bench.records import Instance, Json, Reply, Request, Usage
 
@@ -170,8 +170,7 @@ class LocalProvider:
 
     max_concurrency = 1
     """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
-    # TODO(integrator): `capabilities = Capabilities(has_endpoint=False, batch_export=False,
-    # reuses_prompt_prefix=True)` once models/base.py of branch engine defines Capabilities.
+    capabilities = Capabilities(has_endpoint=False, batch_export=False, reuses_prompt_prefix=True)
 
     def __init__(
         self,
@@ -223,7 +222,7 @@ class LocalProvider:
         }
 
     def prepare(self, instances: Sequence[Instance]) -> None:
-        """Nothing to prepare: the model loads on the first request (Provider protocol of branch engine)."""
+        """Nothing to prepare: the model loads on the first request ."""
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         try:

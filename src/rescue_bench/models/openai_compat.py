@@ -32,7 +32,7 @@ import openai
 from openai import AsyncOpenAI, omit
 
 from rescue_bench.errors import RetryableError
-from rescue_bench.models.base import GenerationParams, ResponseFormat
+from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
 from rescue_bench.models.env import redact
 from rescue_bench.models.http_pool import make_http_client
 from rescue_bench.models.openai_errors import KeyOrigin, rejects_format, status_failure
@@ -67,8 +67,7 @@ class OpenAICompatProvider:
     (tests use a mock transport).
     """
 
-    # TODO(integrator): `capabilities = Capabilities()` (all defaults: cacheable, an endpoint, batch export)
-    # once models/base.py of branch engine defines Capabilities.
+    capabilities = Capabilities()
 
     def __init__(
         self,

@@ -31,10 +31,12 @@ import httpx2
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Provider, parse_model_name
+from rescue_bench.models.baselines import make_baseline
 from rescue_bench.models.env import load_dotenv, lookup
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.openai_errors import KeyOrigin
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
+from rescue_bench.models.replay import ReplayProvider
 
 ENTRY_POINT_GROUP = "rescue_bench.providers"
 _COMPAT_OPTIONS = ("concurrency", "max_reply_bytes")
@@ -150,16 +152,11 @@ def _local(model: str, options: ProviderOptions) -> Provider:
 
 def _baseline(model: str, options: ProviderOptions) -> Provider:
     _no_endpoint("baseline", options)
-    from rescue_bench.models.baselines import make_baseline
-
-    # TODO(integrator): drop the cast once make_baseline returns a Provider (branch engine).
-    return cast(Provider, make_baseline(model, seed=0 if options.seed is None else options.seed))
+    return make_baseline(model, seed=0 if options.seed is None else options.seed)
 
 
 def _replay(model: str, options: ProviderOptions) -> Provider:
     _no_endpoint("replay", options)
-    from rescue_bench.models.replay import ReplayProvider
-
     return ReplayProvider(Path(model))
 
 

@@ -9,12 +9,13 @@ recorded failure, not a model call.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.models.base import GenerationParams
-from rescue_bench.records import Json, Reply, Request
+from rescue_bench.models.base import Capabilities, GenerationParams
+from rescue_bench.records import Instance, Json, Reply, Request
 
 REQUESTS_FILE = "requests.jsonl"
 
@@ -32,8 +33,8 @@ class SavedReply:
 class ReplayProvider:
     """A provider whose answers come from ``<run_dir>/requests.jsonl``."""
 
-    cacheable = False
-    """Replies are already on disk; putting them in the response cache would only duplicate them."""
+    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
+    """Replies are already on disk: caching them would only duplicate them; there is no endpoint to set."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
@@ -48,6 +49,9 @@ class ReplayProvider:
             "base_url": None,
             "source": self._source_model,
         }
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        return None
 
     def __len__(self) -> int:
         return len(self._saved)

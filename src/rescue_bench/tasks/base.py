@@ -18,9 +18,9 @@ A task module exposes module-level constants and four pure functions::
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Literal, Protocol
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
 
@@ -39,6 +39,7 @@ MODE_ALIASES: dict[str, Mode] = {
     "speaker_frames_audio": "video",
 }
 GoldField = Literal["auto", "relation_cycle_state", "relation_pattern"]
+OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +49,27 @@ class TaskConfig:
     mode: Mode = "dialogue"
     context_size: int | None = None
     batch_size: int | None = None
-    rpp_gold_field: GoldField = "auto"
-    rpp_include_current_turn: bool = False
-    ssp_include_target_emotion: bool = False
-    checkpoints_per_sample: int = 5
-    min_dialogue_words: int = 5
+    options: Mapping[str, BaseModel] = field(default_factory=dict, hash=False)
+    """Task name -> that task's ``Options`` (a frozen pydantic model); an absent task uses its defaults."""
+
+    def options_for(self, name: str, model_type: type[OptionsT]) -> OptionsT:
+        """The options of task ``name``: those given, else the defaults of ``model_type``.
+
+        >>> from pydantic import BaseModel
+        >>> class Opts(BaseModel):
+        ...     n: int = 5
+        >>> given = TaskConfig(options={"x": Opts(n=2)})
+        >>> TaskConfig().options_for("x", Opts).n, given.options_for("x", Opts).n
+        (5, 2)
+        """
+        given = self.options.get(name)
+        if given is None:
+            return model_type()
+        if not isinstance(given, model_type):
+            raise TypeError(
+                f"options of task {name!r} are a {type(given).__name__}, not {model_type.__name__}"
+            )
+        return given
 
     def with_defaults(self, context_size: int, batch_size: int) -> TaskConfig:
         return replace(

@@ -17,6 +17,8 @@ import random
 from collections.abc import Sequence
 from typing import Any, Final
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics.generation import intensity_score
 from rescue_bench.metrics.spec import EMOTION_SCORES
@@ -35,6 +37,15 @@ from rescue_bench.tasks.context import (
 from rescue_bench.tasks.guesses import most_common
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import Scenario
+
+
+class Options(BaseModel):
+    """ER's own settings (``--er-checkpoints-per-sample``, ``--er-min-dialogue-words``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    checkpoints_per_sample: int = Field(5, ge=1, description="ER: checkpoints per conversation at most.")
+    min_dialogue_words: int = Field(5, ge=0, description="ER: words a checkpoint row has at least.")
+
 
 NAME = "er"
 KIND: TaskKind = "generation"
@@ -88,19 +99,20 @@ def gold_emotion(row: Row) -> dict[str, Json] | None:
 
 def checkpoints(sample: Sample, cfg: TaskConfig) -> list[tuple[Row, dict[str, Json]]]:
     """Eligible client rows with their gold, after the early cut-off and even selection."""
+    options = cfg.options_for(NAME, Options)
     first_kept = early_cutoff(len(sample.rows))
     eligible = []
     for row in sample.rows:
         if (
             not row.is_client
             or row.row_index < first_kept
-            or word_count(row.dialogue_cleaned) < cfg.min_dialogue_words
+            or word_count(row.dialogue_cleaned) < options.min_dialogue_words
         ):
             continue
         gold = gold_emotion(row)
         if gold is not None:
             eligible.append((row, gold))
-    return pick_evenly(eligible, cfg.checkpoints_per_sample, key=lambda pair: pair[0].row_index)
+    return pick_evenly(eligible, options.checkpoints_per_sample, key=lambda pair: pair[0].row_index)
 
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
@@ -237,4 +249,5 @@ INFO = TaskInfo(
     majority_answers=majority_answers,
     judged=True,
     video=True,
+    options=Options,
 )

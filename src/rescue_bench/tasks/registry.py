@@ -17,6 +17,7 @@ tasks follow, sorted by name.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Iterable
 from importlib.metadata import EntryPoint, entry_points
 from typing import cast
@@ -63,16 +64,41 @@ def _outside(found: Iterable[EntryPoint]) -> dict[str, str]:
     return chosen
 
 
-def load_tasks(found: Iterable[EntryPoint] | None = None) -> dict[str, Task]:
+BROKEN: dict[str, str] = {}
+"""Outside tasks that could not be loaded by the package's own registry, with the reason (asking for one of
+them by name gives that reason)."""
+
+
+def load_tasks(found: Iterable[EntryPoint] | None = None, *, strict: bool = True) -> dict[str, Task]:
     """Every task by name: the built-ins in paper order, then outside tasks sorted by name.
 
-    ``found`` replaces the installed entry points of the group (for tests).
+    ``found`` replaces the installed entry points of the group (for tests). With ``strict=False`` (the
+    package's own registry) a broken outside task is left out with a warning and recorded in
+    :data:`BROKEN`, so one bad plugin does not stop every command.
 
     Raises:
-        ConfigError: an entry point cannot be imported, is not a task, names another task, or reuses a name.
+        ConfigError: (strict) an entry point cannot be imported, is not a task, names another task, or
+            reuses a name.
     """
     points = entry_points(group=GROUP) if found is None else [p for p in found if p.group == GROUP]
     tasks = {name: _load_module(name, value, f"{name} (built-in {value})") for name, value in BUILTINS}
-    for name, value in sorted(_outside(points).items()):
-        tasks[name] = _load_module(name, value, f"entry point {name} = {value!r} (group {GROUP})")
+    try:
+        outside = _outside(points)
+    except ConfigError as exc:
+        if strict:
+            raise
+        _skip("*", str(exc))
+        return tasks
+    for name, value in sorted(outside.items()):
+        try:
+            tasks[name] = _load_module(name, value, f"entry point {name} = {value!r} (group {GROUP})")
+        except ConfigError as exc:
+            if strict:
+                raise
+            _skip(name, str(exc))
     return tasks
+
+
+def _skip(name: str, reason: str) -> None:
+    BROKEN[name] = reason
+    logging.getLogger(__name__).warning("warning: outside task left out: %s", reason)

@@ -3,14 +3,14 @@
 Instances (protocol section 3, paper App. C): every row, of any speaker, whose gold label is non-empty and a
 key of the sample's scenario taxonomy (chosen per sample, so couple and family samples mix in one run).
 
-Gold field (``TaskConfig.rpp_gold_field``):
+Gold field (``Options.gold_field``):
 
 * ``auto`` (default): ``relation_cycle_state``; a sample with no ``relation_cycle_state`` label at all uses
   its ``relation_pattern`` labels instead. Release samples carry one field or the other, and ``auto`` is what
   gives every sample its RPP instances (paper Table 6 coverage);
 * ``relation_cycle_state`` or ``relation_pattern``: that field only.
 
-The model sees the rows before the target row (all of them by default) and, with ``rpp_include_current_turn``,
+The model sees the rows before the target row (all of them by default) and, with ``include_current_turn``,
 the target row itself; it is always told who speaks at the target row.
 """
 
@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics.spec import MULTICLASS_TOP3
@@ -28,6 +30,21 @@ from rescue_bench.tasks.context import clean, context_size, row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, group_label, relation_labels
+
+
+class Options(BaseModel):
+    """RPP's own settings (``--rpp-gold-field``, ``--rpp-include-current-turn``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    gold_field: GoldField = Field(
+        "auto", description="RPP gold: auto (relation_cycle_state, else relation_pattern) or one of them."
+    )
+    include_current_turn: bool = Field(
+        False,
+        description="RPP: also show the target row.",
+        json_schema_extra={"flags": ["--rpp-current-turn"]},
+    )
+
 
 NAME = "rpp"
 KIND: TaskKind = "multiclass"
@@ -99,14 +116,15 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
     records = row_records(sample, cfg.mode)
     labels = relation_labels(sample.scenario)
-    source = gold_field(sample, cfg.rpp_gold_field)
+    options = cfg.options_for(NAME, Options)
+    source = gold_field(sample, options.gold_field)
     out = []
     for row in sample.rows:
         gold = gold_label(row, source, labels)
         if gold is None:
             continue
         r = row.row_index
-        current = records[r - 1] if cfg.rpp_include_current_turn else None
+        current = records[r - 1] if options.include_current_turn else None
         context = {
             "mode": cfg.mode,
             "size": size,
@@ -200,4 +218,5 @@ INFO = TaskInfo(
     percent=True,
     gold_labels=relation_labels,
     pattern_analyses=True,
+    options=Options,
 )

@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 from collections.abc import Sequence
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics.spec import RANKING_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
@@ -21,6 +23,18 @@ from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import support_moves, target_emotion
 from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
+
+
+class Options(BaseModel):
+    """SSP's own settings (``--ssp-include-target-emotion``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    include_target_emotion: bool = Field(
+        False,
+        description="SSP: also give the target's latest internal emotion.",
+        json_schema_extra={"flags": ["--ssp-target-emotion"]},
+    )
+
 
 NAME = "ssp"
 KIND: TaskKind = "ranking"
@@ -79,6 +93,7 @@ PROMPT_HASH = prompts.template_hash(
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per therapist support move whose strategy is in the sample's scenario taxonomy."""
     size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    with_emotion = cfg.options_for(NAME, Options).include_target_emotion
     records = row_records(sample, cfg.mode)
     labels = strategy_labels(sample.scenario)
     out = []
@@ -86,7 +101,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         if move.strategy not in labels:
             continue
         r = move.row_index
-        emotion = target_emotion(sample, r, move.target, size) if cfg.ssp_include_target_emotion else ""
+        emotion = target_emotion(sample, r, move.target, size) if with_emotion else ""
         context = {
             "mode": cfg.mode,
             "size": size,
@@ -94,7 +109,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "current": None,
             "target": move.target,
             "target_emotion": emotion,
-            "with_emotion": cfg.ssp_include_target_emotion,
+            "with_emotion": with_emotion,
         }
         meta = {
             "target": move.target,
@@ -177,4 +192,5 @@ INFO = TaskInfo(
     percent=True,
     video=True,
     gold_labels=strategy_labels,
+    options=Options,
 )

@@ -17,6 +17,8 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import Any, Final
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
@@ -27,6 +29,14 @@ from rescue_bench.tasks.er import current_block
 from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_frequency, speaker_of
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import THERAPIST, Scenario, group_label
+
+
+class Options(BaseModel):
+    """VP's own settings (``--vp-checkpoints-per-sample``)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+    checkpoints_per_sample: int = Field(5, ge=1, description="VP: checkpoints per conversation at most.")
+
 
 NAME = "vp"
 KIND: TaskKind = "generation"
@@ -86,7 +96,8 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     eligible = [(row, gold) for row in sample.rows if row.is_client and (gold := gold_viewpoints(row))]
     people = (*sample.participants, THERAPIST, group_label(sample.scenario))
     out = []
-    for row, gold in pick_evenly(eligible, cfg.checkpoints_per_sample, key=lambda pair: pair[0].row_index):
+    most = cfg.options_for(NAME, Options).checkpoints_per_sample
+    for row, gold in pick_evenly(eligible, most, key=lambda pair: pair[0].row_index):
         r = row.row_index
         context = {
             "mode": cfg.mode,
@@ -244,4 +255,5 @@ INFO = TaskInfo(
     majority_answers=majority_answers,
     judged=True,
     video=True,
+    options=Options,
 )

@@ -1,0 +1,57 @@
+"""CLI commands: ``rescue-bench batch export|import`` (OpenAI Batch API files, also vLLM's run_batch)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rescue_bench.cli.run import Quiet, report_result, with_out
+from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
+
+batch_app = typer.Typer(name="batch", help="OpenAI Batch API export and import.", no_args_is_help=True)
+
+
+@batch_app.command("export", cls=SpecCommand)
+def batch_export(
+    ctx: typer.Context,
+    out: Annotated[Path, typer.Option("--out", help="The Batch API requests file to write.")],
+    run_dir: Annotated[
+        Path | None, typer.Option("--run", help="Run directory that will receive the results.")
+    ] = None,
+) -> None:
+    """Write every request of a run as OpenAI Batch API lines (also read by vLLM's run_batch)."""
+    from rescue_bench.data.load import load_samples
+    from rescue_bench.engine.batch import export_batch, write_export_note
+    from rescue_bench.engine.manifest import select_samples
+
+    flags = flag_values(ctx)
+    spec = with_out(make_spec(flags, out=run_dir))
+    if flags.print_spec:
+        print_spec(spec)
+        return
+    assert spec.out is not None
+    samples = select_samples(load_samples(spec.data), spec)
+    summary = export_batch(spec, samples, out, spec.out)
+    write_export_note(spec.out, summary)
+    typer.echo(f"wrote {summary.requests} requests ({summary.instances} instances) to {out}")
+    typer.echo(f"then: rescue-bench batch import <results.jsonl> --run {spec.out}")
+
+
+@batch_app.command("import")
+def batch_import(
+    results: Annotated[Path, typer.Argument(help="The Batch API output file (OpenAI or vLLM run_batch).")],
+    run_dir: Annotated[Path, typer.Option("--run", help="The run directory made by `batch export`.")],
+    quiet: Quiet = False,
+) -> None:
+    """Score a Batch API results file into its run directory."""
+    from rescue_bench.engine.batch import import_batch
+
+    result, spec = import_batch(results, run_dir, quiet=quiet)
+    report_result(result, spec.model.name)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``batch`` command group to the root app."""
+    app.add_typer(batch_app, name="batch")

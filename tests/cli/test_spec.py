@@ -1,0 +1,128 @@
+"""``--spec FILE.toml`` and ``--print-spec`` for run, estimate and batch export; format-1 run.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from typer.testing import CliRunner
+
+from rescue_bench.cli.main import app
+
+runner = CliRunner()
+BASE = ("--model", "baseline/random", "--data", "demo", "--tasks", "rpp,er", "--limit-samples", "1")
+OPTIONS = ("--rpp-current-turn", "--checkpoints-per-sample", "2", "-q")
+
+
+def invoke(*args: str) -> Any:
+    return runner.invoke(app, list(args), catch_exceptions=False)
+
+
+def manifest(out: Path) -> dict[str, Any]:
+    return json.loads((out / "run.json").read_text())
+
+
+def test_a_printed_spec_runs_the_same_run_and_resumes_it(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = invoke("run", *BASE, *OPTIONS, "--out", str(out))
+    assert first.exit_code == 0, first.output
+    printed = invoke("run", *BASE, *OPTIONS, "--out", str(out), "--print-spec")
+    assert printed.exit_code == 0 and not (tmp_path / "s.toml").exists()
+    (tmp_path / "s.toml").write_text(printed.stdout)
+    again = invoke("run", "--spec", str(tmp_path / "s.toml"), "-q")
+    assert again.exit_code == 0, again.output
+    recorded = manifest(out)
+    assert recorded["timings"]["sessions"] == 2 and recorded["format"] == 2
+    assert recorded["config"]["task_options"]["rpp"]["include_current_turn"] is True
+    assert recorded["config"]["task_options"]["er"]["checkpoints_per_sample"] == 2
+    assert recorded["spec"]["out"] == str(out)
+    # The printed spec is a fixed point: printing it again from the file gives the same text.
+    assert invoke("run", "--spec", str(tmp_path / "s.toml"), "--print-spec").stdout == printed.stdout
+
+
+def test_flags_beside_a_spec_override_it_and_unknown_keys_are_named(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'data = "demo"\ntasks = ["itp"]\n\n[model]\nname = "baseline/random"\n\n[engine]\nconcurrency = 2\n'
+    )
+    printed = invoke("estimate", "--spec", str(spec), "--concurrency", "5", "--tasks", "stp", "--print-spec")
+    assert printed.exit_code == 0, printed.output
+    assert "concurrency = 5" in printed.stdout and 'tasks = ["stp"]' in printed.stdout
+    spec.write_text(spec.read_text() + "concurency = 3\n")
+    bad = invoke("run", "--spec", str(spec))
+    assert bad.exit_code == 2
+    assert bad.output.strip() == f"error: --spec {spec}: engine.concurency: unknown key"
+    bad = invoke("run", "--spec", str(spec), "--concurrency", "0")
+    assert bad.exit_code == 2 and bad.output.startswith("error: ")  # the first problem found, on one line
+
+
+def test_values_are_checked_before_anything_is_written(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    for flag, value in (("--concurrency", "0"), ("--timeout", "0"), ("--rpm", "-1"), ("--batch-size", "0")):
+        result = invoke("run", *BASE, flag, value, "--out", str(out))
+        assert result.exit_code == 2 and result.output.startswith(f"error: {flag}: "), result.output
+    assert not out.exists()
+
+
+def as_format_1(out: Path) -> None:
+    """Rewrite the run's ``run.json`` as format 1 recorded it: flat task options, no spec."""
+    recorded = manifest(out)
+    config = dict(recorded["config"])
+    options = config.pop("task_options")
+    config.update(
+        judges=[],
+        rpp_gold_field=options.get("rpp", {}).get("gold_field", "auto"),
+        rpp_include_current_turn=options.get("rpp", {}).get("include_current_turn", False),
+        ssp_include_target_emotion=options.get("ssp", {}).get("include_target_emotion", False),
+        checkpoints_per_sample=options.get("er", options.get("vp", {})).get("checkpoints_per_sample", 5),
+    )
+    recorded.pop("spec")
+    (out / "run.json").write_text(json.dumps({**recorded, "format": 1, "config": config}))
+
+
+def test_a_format_1_run_resumes_and_a_changed_option_is_named(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
+    as_format_1(out)
+    resumed = invoke("run", *BASE, *OPTIONS, "--out", str(out))
+    assert resumed.exit_code == 0, resumed.output
+    assert manifest(out)["format"] == 2 and manifest(out)["timings"]["sessions"] == 2
+    as_format_1(out)
+    refused = invoke("run", *BASE, "--rpp-current-turn", "--checkpoints-per-sample", "3", "--out", str(out))
+    assert (
+        refused.exit_code == 2
+        and "task_options:" in refused.output
+        and "another configuration" in refused.output
+    )
+
+
+def test_batch_import_reads_a_format_1_export(tmp_path: Path) -> None:
+    run_dir, requests = tmp_path / "run", tmp_path / "requests.jsonl"
+    args = ("--model", "openai/gpt-x", "--data", "demo", "--tasks", "ssp", "--ssp-target-emotion")
+    exported = invoke(
+        "batch", "export", *args, "--limit-samples", "1", "--out", str(requests), "--run", str(run_dir)
+    )
+    assert exported.exit_code == 0, exported.output
+    as_format_1(run_dir)
+    (tmp_path / "empty.jsonl").write_text("")
+    imported = invoke("batch", "import", str(tmp_path / "empty.jsonl"), "--run", str(run_dir), "-q")
+    assert imported.exit_code == 0, imported.output
+    recorded = manifest(run_dir)
+    assert recorded["spec"]["task_options"] == {"ssp": {"include_target_emotion": True}}
+    assert recorded["counts"]["ssp"]["done"] == recorded["counts"]["ssp"]["instances"] > 0
+
+
+def test_run_estimate_and_batch_export_take_the_same_flags() -> None:
+    import typer
+
+    from rescue_bench.cli.run_flags import all_flags
+
+    root = typer.main.get_command(app)
+    commands = [root.commands["run"], root.commands["estimate"], root.commands["batch"].commands["export"]]  # type: ignore[attr-defined]
+    declared = {name for flag in all_flags() for decl in flag.decls for name in decl.split("/")}
+    assert {"--rpp-current-turn", "--ssp-target-emotion", "--checkpoints-per-sample", "--model"} <= declared
+    for command in commands:
+        names = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
+        assert declared | {"--spec", "--print-spec"} <= names, command.name
+        assert "--install-completion" not in names
