@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.records import Instance, Prediction, Request, Score
 from rescue_bench.metrics.spec import BINARY_YES_NO
+from rescue_bench.records import Instance, Prediction, Request, Score
 from rescue_bench.tasks.base import TaskConfig, TaskInfo
 from rescue_bench.tasks.guesses import majority_label, random_label
 

@@ -172,8 +172,6 @@ def report_result(result: RunResult, model: str) -> None:
         raise typer.Exit(EXIT_STOPPED)
 
 
-
-
 def summary_table(scores: dict[str, Any], model: str) -> Table:
     """The paper's Table 5 layout, one row per scope (Both, Couple, Family); '-' for a missing value."""
     table = Table(title=f"RESCUE-Bench: {model}")
