@@ -34,11 +34,13 @@ TARGET_S = 30.0
 def synthetic_run(tmp: Path) -> Path:
     """A baseline/random ER+VP run on 191 synthetic samples; returns the run directory."""
     from rescue_bench.data.synth import write_synthetic
-    from rescue_bench.engine.manifest import RunConfig
     from rescue_bench.engine.run import RunOptions, run_benchmark
+    from rescue_bench.spec import ModelSpec, RunSpec
 
     summary = write_synthetic(tmp / "synthetic.jsonl", samples=191, seed=0)
-    config = RunConfig(model="baseline/random", tasks=("er", "vp"), data=str(summary.path), seed=0)
+    config = RunSpec(
+        model=ModelSpec(name="baseline/random", seed=0), tasks=("er", "vp"), data=str(summary.path)
+    )
     run_benchmark(config, tmp / "run", RunOptions(quiet=True))
     return tmp / "run"
 

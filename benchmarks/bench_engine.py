@@ -62,12 +62,14 @@ def cpu_seconds() -> float:
 
 
 def timed_run(config: Any, out: Path, concurrency: int) -> tuple[Any, float, float]:
-    from rescue_bench.engine.execute import EngineOptions
     from rescue_bench.engine.run import RunOptions, execute_run
+    from rescue_bench.spec import EngineSpec
 
-    options = RunOptions(engine=EngineOptions(concurrency=concurrency, max_retries=2), quiet=True, timeout=60)
+    spec = config.model_copy(
+        update={"engine": EngineSpec(concurrency=concurrency, max_retries=2, timeout=60)}
+    )
     cpu, wall = cpu_seconds(), time.perf_counter()
-    result = asyncio.run(execute_run(config, out, options))
+    result = asyncio.run(execute_run(spec, out, RunOptions(quiet=True)))
     return result, time.perf_counter() - wall, cpu_seconds() - cpu
 
 
@@ -76,9 +78,10 @@ def sequential_subset(base_url: str, data: str, n: int) -> tuple[float, int]:
     from openai import OpenAI
 
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.manifest import RunConfig, build_plans, select_samples
+    from rescue_bench.engine.manifest import build_plans, select_samples
+    from rescue_bench.spec import RunSpec
 
-    config = RunConfig(model="vllm/bench", data=data)
+    config = RunSpec(model="vllm/bench", data=data)
     plans = build_plans(select_samples(load_samples(data), config), config)
     requests = [p.task.render(b, p.cfg) for p in plans for b in p.batches[: max(1, n // len(plans))]][:n]
     client = OpenAI(base_url=base_url, api_key="sk-bench", max_retries=0)
@@ -102,8 +105,7 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
     lines = [
         f"throughput {f['throughput_rps']} req/s end to end = {share:.1f}% of the ideal {ideal:g} req/s"
         " (target >= 90%)",
-        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s (and"
-        f" {f['setup_overlapped_s']} s more while the first requests were out), asking {f['requests_s']} s"
+        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s, asking {f['requests_s']} s"
         f" (at least {waves:g} s in waves of {concurrency}), finishing {f['finish_s']} s",
         f"harness CPU {f['cpu_ms_per_request']} ms per request (target < 2 ms), of which everything but the"
         f" HTTP calls (the fully cached re-run) {f['cached_cpu_ms_per_request']} ms; fake server CPU"
@@ -133,13 +135,13 @@ def main(argv: list[str] | None = None) -> int:
     tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
     os.environ["RESCUE_BENCH_CACHE_DIR"] = str(tmp / "cache")
     from rescue_bench.data.synth import write_synthetic
-    from rescue_bench.engine.manifest import RunConfig
+    from rescue_bench.spec import ModelSpec, RunSpec
 
     summary = write_synthetic(tmp / "synthetic.jsonl", samples=args.samples, seed=0)
     print(summary.describe())
     server, base_url = start_server(args.latency)
     try:
-        config = RunConfig(model="vllm/bench", data=str(summary.path), base_url=base_url)
+        config = RunSpec(model=ModelSpec(name="vllm/bench", base_url=base_url), data=str(summary.path))
         server_cpu = process_cpu(server.pid)
         result, wall, cpu = timed_run(config, tmp / "online", args.concurrency)
         server_cpu = process_cpu(server.pid) - server_cpu
@@ -169,7 +171,6 @@ def main(argv: list[str] | None = None) -> int:
         "throughput_vs_ideal": round(requests / wall / ideal, 3),
         "lower_bound_wall_s": waves,
         "setup_s": timings["setup_s"],
-        "setup_overlapped_s": timings.get("setup_overlapped_s", 0.0),
         "requests_s": asking,
         "finish_s": timings["finish_s"],
         "request_phase_rps": round(requests / asking, 1),

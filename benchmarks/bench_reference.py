@@ -50,12 +50,15 @@ def start_server(latency: float) -> tuple[subprocess.Popen[str], str]:
 
 
 def run_engine(data: Path, out: Path, base_url: str, concurrency: int) -> tuple[float, int]:
-    from rescue_bench.engine.execute import EngineOptions
-    from rescue_bench.engine.manifest import RunConfig
     from rescue_bench.engine.run import RunOptions, execute_run
+    from rescue_bench.spec import EngineSpec, ModelSpec, RunSpec
 
-    config = RunConfig(model="vllm/bench-reference", data=str(data), base_url=base_url)
-    options = RunOptions(engine=EngineOptions(concurrency=concurrency), quiet=True)
+    config = RunSpec(
+        model=ModelSpec(name="vllm/bench-reference", base_url=base_url),
+        data=str(data),
+        engine=EngineSpec(concurrency=concurrency),
+    )
+    options = RunOptions(quiet=True)
     started = time.perf_counter()
     result = asyncio.run(execute_run(config, out, options))
     wall = time.perf_counter() - started
@@ -66,9 +69,10 @@ def run_engine(data: Path, out: Path, base_url: str, concurrency: int) -> tuple[
 def reference_requests(data: Path) -> list[tuple[Any, Any, tuple[Any, ...]]]:
     """(plan, request, batch) of every batch, in the scripts' order: task by task, sample by sample."""
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.manifest import RunConfig, build_plans
+    from rescue_bench.engine.manifest import build_plans
+    from rescue_bench.spec import RunSpec
 
-    plans = build_plans(load_samples(data), RunConfig(model="vllm/bench-reference", data=str(data)))
+    plans = build_plans(load_samples(data), RunSpec(model="vllm/bench-reference", data=str(data)))
     return [(plan, plan.task.render(batch, plan.cfg), batch) for plan in plans for batch in plan.batches]
 
 

@@ -64,13 +64,16 @@ def worker(data: Path, out: Path, base_url: str, concurrency: int) -> dict[str, 
     import rescue_bench.metrics.aggregate
     import rescue_bench.models.registry
     import rescue_bench.tasks  # noqa: F401
-    from rescue_bench.engine.execute import EngineOptions
-    from rescue_bench.engine.manifest import RunConfig
     from rescue_bench.engine.run import RunOptions, execute_run
+    from rescue_bench.spec import EngineSpec, ModelSpec, RunSpec
 
     import_rss = rss_mb()
-    config = RunConfig(model="vllm/bench-scale", data=str(data), base_url=base_url)
-    options = RunOptions(engine=EngineOptions(concurrency=concurrency, max_retries=2), quiet=True, timeout=60)
+    config = RunSpec(
+        model=ModelSpec(name="vllm/bench-scale", base_url=base_url),
+        data=str(data),
+        engine=EngineSpec(concurrency=concurrency, max_retries=2, timeout=60),
+    )
+    options = RunOptions(quiet=True)
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu, wall = usage.ru_utime + usage.ru_stime, time.perf_counter()
     result = asyncio.run(execute_run(config, out, options))
