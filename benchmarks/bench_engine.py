@@ -105,7 +105,8 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
     lines = [
         f"throughput {f['throughput_rps']} req/s end to end = {share:.1f}% of the ideal {ideal:g} req/s"
         " (target >= 90%)",
-        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s, asking {f['requests_s']} s"
+        f"request phase alone: {f['request_phase_rps']} req/s = {phase:.1f}%; setup {f['setup_s']} s,"
+        f" asking {f['requests_s']} s"
         f" (at least {waves:g} s in waves of {concurrency}), finishing {f['finish_s']} s",
         f"harness CPU {f['cpu_ms_per_request']} ms per request (target < 2 ms), of which everything but the"
         f" HTTP calls (the fully cached re-run) {f['cached_cpu_ms_per_request']} ms; fake server CPU"

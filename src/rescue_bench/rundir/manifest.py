@@ -49,6 +49,9 @@ class Manifest(Line):
     format: int = 1
     status: str = "running"
     config: dict[str, Json] = Field(default_factory=dict)
+    spec: dict[str, Json] | None = None
+    """The whole run spec (format 2), as ``RunSpec.model_dump``; the engine reads it back with
+    ``RunSpec.model_validate`` (this leaf cannot import the spec, so it stays a JSON object here)."""
     options: dict[str, Json] = Field(default_factory=dict)
     package_version: str | None = None
     python: str | None = None
