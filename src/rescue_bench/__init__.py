@@ -23,17 +23,22 @@ if TYPE_CHECKING:
     from rescue_bench.engine.run import RunResult, run
     from rescue_bench.models.registry import get_model
     from rescue_bench.records import Instance, Prediction, Reply, Request, Score
-    from rescue_bench.spec import RunSpec
+    from rescue_bench.spec import JudgeSpec, ModelSpec, RunSpec
     from rescue_bench.tasks import get_task
+    from rescue_bench.tasks.base import TaskConfig, TaskInfo
 
 __all__ = [
     "Instance",
+    "JudgeSpec",
+    "ModelSpec",
     "Prediction",
     "Reply",
     "Request",
     "RunResult",
     "RunSpec",
     "Score",
+    "TaskConfig",
+    "TaskInfo",
     "get_model",
     "get_task",
     "load_samples",
@@ -41,12 +46,16 @@ __all__ = [
 ]
 _HOMES = {
     "Instance": "rescue_bench.records",
+    "JudgeSpec": "rescue_bench.spec",
+    "ModelSpec": "rescue_bench.spec",
     "Prediction": "rescue_bench.records",
     "Reply": "rescue_bench.records",
     "Request": "rescue_bench.records",
     "RunResult": "rescue_bench.engine.run",
     "RunSpec": "rescue_bench.spec",
     "Score": "rescue_bench.records",
+    "TaskConfig": "rescue_bench.tasks.base",
+    "TaskInfo": "rescue_bench.tasks.base",
     "get_model": "rescue_bench.models.registry",
     "get_task": "rescue_bench.tasks",
     "load_samples": "rescue_bench.data.load",
