@@ -184,6 +184,8 @@ class Source:
     problem: str | None = None
     texts: Mapping[str, Sequence[tuple[int, str]]] = field(default_factory=dict)
     """Per sample, ``(row_index, lower-cased "speaker: words")`` for the text search."""
+    built: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Memo of the instances built per (task, sample), filled by the transcript rebuild."""
 
 
 def _data_path(run: Mapping[str, Any], run_dir: Path) -> str:

@@ -110,7 +110,10 @@ def rebuild(source: Source, task_name: str, sample_id: str, instance_id: str, re
         return Rebuilt(problem=f"sample {sample_id!r} is not in the run's data (was the data changed?)")
     try:
         task = get_task(task_name)
-        built = task.build(sample, source.cfg)
+        key = (task_name, sample_id)
+        if key not in source.built:
+            source.built[key] = task.build(sample, source.cfg)
+        built: list[Instance] = source.built[key]
         instance = next((i for i in built if i.id == instance_id), None)
         if instance is None:
             return Rebuilt(problem=f"{instance_id} is no longer built from the run's data")
