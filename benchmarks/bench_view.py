@@ -2,9 +2,9 @@
 
 Usage: ``python benchmarks/bench_view.py [--run DIR] [--repeats 20] [--json FILE]``.
 
-Setup (unless ``--run`` names an existing run): ``rescue-bench data synth --samples 191`` (fictional data at the
-paper's scale) and ``rescue-bench run --model baseline/random --no-bertscore`` on it, all six tasks: 10,568
-instances. The app is driven in process with FastAPI's TestClient (real ASGI requests, no network).
+Setup (unless ``--run`` names an existing run): ``rescue-bench data synth --samples 191`` (fictional data
+at the paper's scale) and ``rescue-bench run --model baseline/random --no-bertscore`` on it, all six tasks:
+10,568 instances. The app is driven in process with FastAPI's TestClient (real ASGI requests, no network).
 
 Reported: the time of the first request (reading and indexing the run), then the median and maximum of
 ``--repeats`` requests for each page: the first page of the RPP list, a filtered and sorted page (wrong

@@ -1,5 +1,5 @@
-"""Run directories for the viewer's tests, made by the real CLI: two baselines on the demo data, and a run of a
-fake OpenAI endpoint whose replies carry HTML and script (hostile text the viewer must show as text)."""
+"""Run directories for the viewer's tests, made by the real CLI: two baselines on the demo data, and a run of
+a fake OpenAI endpoint whose replies carry HTML and script (hostile text the viewer must show as text)."""
 
 from __future__ import annotations
 
@@ -25,14 +25,14 @@ def _run(out: Path, *args: str) -> Path:
 
 
 def hostile_answer(request: ChatRequest) -> str:
-    """A schema-shaped answer whose free-text fields are hostile, followed by hostile text outside the JSON."""
+    """A schema-shaped answer with hostile free-text fields, followed by hostile text outside the JSON."""
     answer = schema_answer(request).replace('"x"', json.dumps(HOSTILE))
     return f"{answer}\n{HOSTILE}"
 
 
 @pytest.fixture(scope="session")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    """``random`` and ``majority`` (baselines, all tasks) and ``hostile`` (ITP, RPP, ER via a fake endpoint)."""
+    """``random`` and ``majority`` (baselines, all tasks), ``hostile`` (ITP, RPP, ER via a fake endpoint)."""
     root = tmp_path_factory.mktemp("view-runs")
     made = {
         "random": _run(root / "random", "--model", "baseline/random"),

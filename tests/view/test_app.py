@@ -8,12 +8,12 @@ from pathlib import Path
 from urllib.parse import quote
 
 from fastapi.testclient import TestClient
+from tests.view.conftest import HOSTILE, records
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app as cli
 from rescue_bench.view.app import create_app
 from rescue_bench.view.bundle import write_bundle
-from tests.view.conftest import HOSTILE, records
 
 
 def _first(run: Path, task: str) -> str:

@@ -16,14 +16,20 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from tests.view.conftest import HOSTILE, records
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.view.app import create_app
 from rescue_bench.view.bundle import write_bundle
-from tests.view.conftest import HOSTILE, records
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-sync",
+]
 
 pytestmark = pytest.mark.browser
 

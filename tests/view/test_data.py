@@ -7,12 +7,12 @@ import shutil
 from pathlib import Path
 
 import pytest
+from tests.view.conftest import HOSTILE, records
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.view.data import RunSource, ViewError, read_run, read_source
 from rescue_bench.view.filters import BadQuery, Query, apply, neighbours, paginate, params, parse_query
 from rescue_bench.view.transcript import rebuild
-from tests.view.conftest import HOSTILE, records
 
 
 def test_rows_match_the_prediction_lines(runs: dict[str, Path]) -> None:
@@ -32,7 +32,9 @@ def test_filter_wrong_answers_of_one_label(runs: dict[str, Path]) -> None:
     raw = [r for r in records(runs["random"]) if r["task"] == "rpp"]
     label = str(raw[0]["gold"])
     expected = [
-        r["instance_id"] for r in raw if r["gold"] == label and (not r["valid"] or r["prediction"][0] != label)  # type: ignore[index]
+        r["instance_id"]
+        for r in raw
+        if r["gold"] == label and (not r["valid"] or r["prediction"][0] != label)  # type: ignore[index]
     ]
     got = apply(view.rows, parse_query({"task": "rpp", "gold": label, "correct": "no"}))
     assert [r.instance_id for r in got] == expected and expected

@@ -28,7 +28,8 @@ def view(
         Path | None, typer.Option("--bundle", help="Write a static site to DIR instead of serving.")
     ] = None,
     redact: Annotated[
-        bool, typer.Option("--redact", help="Leave out transcript text and replies (ids, labels, scores stay).")
+        bool,
+        typer.Option("--redact", help="Leave out transcript text and replies (ids, labels, scores stay)."),
     ] = False,
 ) -> None:
     """Look at every answer of one or more runs in the browser (a run still going is shown as partial)."""

@@ -1,7 +1,7 @@
 """The local viewer app: ``create_app(paths)`` builds it; ``rescue-bench view RUN...`` serves it.
 
-Read-only, no accounts: it is meant for 127.0.0.1. Every response carries a strict Content-Security-Policy (the
-only script is the package's own static file), and every page is rendered with autoescaping. Errors, bad
+Read-only, no accounts: it is meant for 127.0.0.1. Every response carries a strict Content-Security-Policy
+(the only script is the package's own static file), and every page is rendered with autoescaping. Errors, bad
 input included, are pages that say what is wrong, never a traceback.
 """
 
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import replace
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +63,9 @@ class Viewer:
                 self._compared[key] = pages.comparison_result(a, b)
             return self._compared[key]
 
-    def page(self, name: str, context: Mapping[str, Any], views: Sequence[RunView], status: int = 200) -> HTMLResponse:
+    def page(
+        self, name: str, context: Mapping[str, Any], views: Sequence[RunView], status: int = 200
+    ) -> HTMLResponse:
         html = render_page(self.env, name, context, links=self.links, views=views, redact=self.redact)
         return HTMLResponse(html, status_code=status)
 

@@ -17,7 +17,7 @@ from jinja2 import Environment
 
 from rescue_bench.view import pages
 from rescue_bench.view.data import RunView, SourceCache, read_run
-from rescue_bench.view.filters import PER_PAGE_MAX, Query, apply
+from rescue_bench.view.filters import PER_PAGE_MAX, Query, apply, paginate
 from rescue_bench.view.links import BundleLinks
 from rescue_bench.view.render import make_environment, render_page
 
@@ -32,7 +32,9 @@ class _Writer:
         self.count = 0
 
     def write(self, name: str, template: str, context: pages.Context) -> None:
-        html = render_page(self.env, template, context, links=self.links, views=self.views, redact=self.redact)
+        html = render_page(
+            self.env, template, context, links=self.links, views=self.views, redact=self.redact
+        )
         (self.out / name).write_text(html, encoding="utf-8")
         self.count += 1
 
@@ -51,7 +53,7 @@ def _run_pages(writer: _Writer, view: RunView, data: SourceCache) -> None:
         query = Query(run=view.index, task=task, per=PER_PAGE_MAX)
         rows = apply(view.rows, query)
         context = pages.instances(writer.views, query, None)
-        context["page"] = pages.paginate(rows, Query(per=max(1, len(rows))))
+        context["page"] = paginate(rows, Query(per=max(1, len(rows))))
         writer.write(writer.links.instances(view.index, {"task": task}), "instances.html", context)
         for row in rows:
             found = pages.instance(writer.views, query, row.instance_id, source, rows)

@@ -1,8 +1,8 @@
 """The instance list's query: filters, text search, sorting and pagination, parsed from the URL.
 
 A query is a frozen record; :func:`parse_query` reads it from the query string (a bad value is a clear
-:class:`BadQuery`, never a traceback) and :func:`params` writes it back, leaving out defaults, so that links keep
-the filter (previous/next instance, pages, sorting).
+:class:`BadQuery`, never a traceback) and :func:`params` writes it back, leaving out defaults, so that links
+keep the filter (previous/next instance, pages, sorting).
 """
 
 from __future__ import annotations
@@ -92,7 +92,10 @@ def parse_query(values: Mapping[str, str]) -> Query:
     query = replace(DEFAULTS, **found)
     checks = [
         (query.correct in ("", "yes", "no"), "correct: expected yes or no"),
-        (query.failure in ("", "any", *FAILURE_KINDS), f"failure: expected any or {', '.join(FAILURE_KINDS)}"),
+        (
+            query.failure in ("", "any", *FAILURE_KINDS),
+            f"failure: expected any or {', '.join(FAILURE_KINDS)}",
+        ),
         (query.cmp in ("", *COMPARISONS), f"cmp: expected one of {', '.join(COMPARISONS)}"),
         (query.sort in SORTS, f"sort: expected one of {', '.join(SORTS)}"),
         (query.page >= 1 and 1 <= query.per <= PER_PAGE_MAX, f"page >= 1 and 1 <= per <= {PER_PAGE_MAX}"),
@@ -187,7 +190,9 @@ def paginate(rows: Sequence[InstanceRow], query: Query) -> Page:
     return Page(rows[start : start + query.per], number, pages, len(rows))
 
 
-def neighbours(rows: Sequence[InstanceRow], instance_id: str) -> tuple[InstanceRow | None, InstanceRow | None]:
+def neighbours(
+    rows: Sequence[InstanceRow], instance_id: str
+) -> tuple[InstanceRow | None, InstanceRow | None]:
     """The previous and next row around ``instance_id`` in a filtered list (``None`` at the ends)."""
     for i, row in enumerate(rows):
         if row.instance_id == instance_id:

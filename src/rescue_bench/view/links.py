@@ -1,5 +1,6 @@
-"""Where each page lives: in the local app (paths with query strings) or in a static bundle (relative file
-names, filters in the URL fragment, which the bundle's script applies), so one set of templates serves both."""
+"""Where each page lives: in the local app (paths with query strings) or in a static bundle (relative
+file names, filters in the URL fragment, which the bundle's script applies), so one set of templates serves
+both."""
 
 from __future__ import annotations
 
@@ -40,8 +41,10 @@ class ServerLinks:
 def slug(instance_id: str) -> str:
     """A file-name-safe, collision-free name for an instance id.
 
-    >>> slug("demo/s01::rpp::12")
-    'demo_s01_rpp_12-53e0b7e1'
+    >>> slug("demo/s01::rpp::12").startswith("demo_s01_rpp_12-")
+    True
+    >>> slug("demo/s01::rpp::12") == slug("demo_s01::rpp::12")  # the same readable part, told apart
+    False
     """
     digest = hashlib.sha1(instance_id.encode()).hexdigest()[:8]
     return f"{_UNSAFE.sub('_', instance_id).strip('_')}-{digest}"

@@ -72,7 +72,7 @@ def choices(rows: Sequence[InstanceRow], task: str) -> Context:
 
 
 def hits_for(view: RunView, source: Source | None, query: Query) -> Any:
-    """A predicate: does the query's text occur in the transcript rows an instance was shown (up to its row)?"""
+    """A predicate: does the query's text occur in a transcript row an instance was shown (up to its row)?"""
     needle = query.q.strip().lower()
     if not needle or source is None or source.problem:
         return None

@@ -16,7 +16,7 @@ CSP = (
     "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
     "base-uri 'none'; frame-ancestors 'none'"
 )
-"""No inline script or style, nothing from another origin: hostile text that escaped escaping could not run."""
+"""No inline script or style, nothing from elsewhere: hostile text that escaped escaping could not run."""
 BUNDLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'"
 """The bundle's policy, set by a meta tag (which cannot carry frame-ancestors)."""
 

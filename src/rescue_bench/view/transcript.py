@@ -73,8 +73,8 @@ def conversation(sample: Sample, instance: Instance) -> tuple[Turn, ...]:
         Turn(
             row_index=row.row_index,
             speaker=row.primary_speaker or "?",
-            text=row.dialogue_cleaned,
-            side=sides.get(row.primary_speaker, "other"),
+            text=row.dialogue_cleaned or "",
+            side=sides.get(row.primary_speaker or "", "other"),
             shown=row.row_index in shown,
             target=row.row_index == instance.row_index,
         )
@@ -101,7 +101,9 @@ def _batch(
     return [instance]
 
 
-def rebuild(source: Source, task_name: str, sample_id: str, instance_id: str, reply: ReplyRecord | None) -> Rebuilt:
+def rebuild(
+    source: Source, task_name: str, sample_id: str, instance_id: str, reply: ReplyRecord | None
+) -> Rebuilt:
     """The conversation and messages of one instance (a :class:`Rebuilt` with ``problem`` when impossible)."""
     if source.problem:
         return Rebuilt(problem=source.problem)
