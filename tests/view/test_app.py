@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
+import pytest
 from fastapi.testclient import TestClient
 from tests.view.conftest import HOSTILE, records
 from typer.testing import CliRunner
@@ -74,3 +77,33 @@ def test_cli_refuses_what_is_not_a_run(tmp_path: Path, runs: dict[str, Path]) ->
     assert result.exit_code == 1 and "is not a run directory: predictions.jsonl is missing" in result.output
     result = runner.invoke(cli, ["view", str(runs["majority"]), "--bundle", str(tmp_path / "b")])
     assert result.exit_code == 0 and (tmp_path / "b" / "index.html").exists(), result.output
+
+
+def test_serve_binds_loopback_and_warns_about_other_hosts(
+    runs: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import uvicorn
+
+    calls: list[dict[str, Any]] = []
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: calls.append(kw))
+    runner = CliRunner()
+    result = runner.invoke(cli, ["view", str(runs["majority"])])
+    assert result.exit_code == 0, result.output
+    assert calls[0]["host"] == "127.0.0.1" and "warning" not in result.output
+    assert f"http://127.0.0.1:{calls[0]['port']}/" in result.output
+    result = runner.invoke(cli, ["view", str(runs["majority"]), "--host", "0.0.0.0", "--port", "8765"])
+    assert calls[1] == {"host": "0.0.0.0", "port": 8765, "log_level": "warning"}
+    assert "warning: binding 0.0.0.0" in result.output and "http://0.0.0.0:8765/" in result.output
+
+
+def test_a_running_run_is_marked_partial(runs: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(runs["majority"], copy)
+    manifest = json.loads((copy / "run.json").read_text())
+    (copy / "run.json").write_text(json.dumps({**manifest, "status": "running"}))
+    lines = (copy / "predictions.jsonl").read_text().splitlines(keepends=True)
+    (copy / "predictions.jsonl").write_text("".join(lines[:10]))
+    page = TestClient(create_app([copy])).get("/").text
+    assert 'id="partial-0"' in page and "running" in page
+    itp = manifest["counts"]["itp"]["instances"]
+    assert f"10 of {itp}" in page

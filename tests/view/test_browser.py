@@ -125,6 +125,8 @@ def _filter_and_step(page: Any, base: str, runs: dict[str, Path]) -> None:
     expect(page.locator(".turn.target .said")).to_have_text(sample.row(int(row)).dialogue_cleaned)
     expect(page.locator("#verdict")).to_have_text("wrong")
     _shot(page, "view-instance.png")
+    page.locator(".turn.target").scroll_into_view_if_needed()
+    _shot(page, "view-transcript.png")
     page.click("#next")
     expect(page.locator("#instance-id")).to_have_text(expected[1])
     page.click("#prev")

@@ -57,10 +57,17 @@ def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:
             "(transcripts and replies included); there is no login",
             err=True,
         )
+    from rescue_bench.view.data import ViewError
+
+    app = create_app(runs, redact=redact)
+    try:
+        app.state.viewer.views()  # read and index every run now, so the first page is fast
+    except ViewError as exc:
+        typer.echo(f"warning: {exc} (the pages will say so until the file is repaired)", err=True)
     chosen = port if port is not None else _free_port(host)
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"rescue-bench view: http://{shown}:{chosen}/  (Ctrl-C to stop)")
-    uvicorn.run(create_app(runs, redact=redact), host=host, port=chosen, log_level="warning")
+    uvicorn.run(app, host=host, port=chosen, log_level="warning")
 
 
 def register(app: typer.Typer) -> None:
