@@ -95,12 +95,13 @@ def create_app(paths: Sequence[Path], *, redact: bool = False) -> FastAPI:
     app = FastAPI(title="rescue-bench view", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.viewer = Viewer(paths, redact=redact)
     app.mount("/static", StaticFiles(packages=[("rescue_bench.view", "static")]), name="static")
-    _routes(app)
+    _list_routes(app)
+    _other_routes(app)
     _handlers(app)
     return app
 
 
-def _routes(app: FastAPI) -> None:
+def _list_routes(app: FastAPI) -> None:
     @app.get("/")
     def overview(request: Request) -> Response:
         viewer = _viewer(request)
@@ -126,6 +127,8 @@ def _routes(app: FastAPI) -> None:
             raise NotFound()
         return viewer.page("instance.html", context, views)
 
+
+def _other_routes(app: FastAPI) -> None:
     @app.get("/compare")
     def compare(request: Request, a: int = 0, b: int = 1) -> Response:
         viewer = _viewer(request)
