@@ -107,3 +107,13 @@ def test_a_running_run_is_marked_partial(runs: dict[str, Path], tmp_path: Path) 
     assert 'id="partial-0"' in page and "running" in page
     itp = manifest["counts"]["itp"]["instances"]
     assert f"10 of {itp}" in page
+
+
+def test_redacted_search_does_not_reveal_reply_text(runs: dict[str, Path]) -> None:
+    open_client = TestClient(create_app([runs["hostile"]]))
+    redacted = TestClient(create_app([runs["hostile"]], redact=True))
+    url = "/instances?task=itp&q=onerror"
+    assert 'id="shown-count">0<' not in open_client.get(url).text
+    assert 'id="shown-count">0<' in redacted.get(url).text
+    first = _first(runs["hostile"], "itp")
+    assert first in redacted.get(f"/instances?task=itp&q={quote(first)}").text

@@ -114,3 +114,20 @@ def test_rebuild_uses_the_request_batch_and_the_sample(runs: dict[str, Path]) ->
     assert target.row_index == row.row_index
     assert target.text == sample.row(row.row_index).dialogue_cleaned
     assert HOSTILE in (reply.text or "")
+
+
+def test_judge_disagreement_filter(runs: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(runs["random"], copy)
+    er = [str(r["instance_id"]) for r in records(copy) if r["task"] == "er"]
+    verdicts = {i: (1 + n % 5, 5 - n % 5) for n, i in enumerate(er)}  # spreads 4, 2, 0, 2, 4, ...
+    with (copy / "judgments.jsonl").open("a") as out:
+        for instance_id, scores in verdicts.items():
+            for judge, score in zip(("a/one", "b/two"), scores, strict=True):
+                line = {"instance_id": instance_id, "task": "er", "judge": judge, "valid": True}
+                out.write(json.dumps({**line, "scores": {"s_emo": score}, "problems": [], "raw": {}}) + "\n")
+    view = read_run(copy)
+    expected = sorted(i for i, (a, b) in verdicts.items() if abs(a - b) >= 3)
+    got = apply(view.rows, parse_query({"task": "er", "disagree": "3"}))
+    assert sorted(r.instance_id for r in got) == expected and expected
+    assert all(r.judge_score == sum(verdicts[r.instance_id]) / 2 for r in got)

@@ -114,7 +114,9 @@ def _list_routes(app: FastAPI) -> None:
         views = viewer.views()
         query = _query(request, views)
         source = viewer.data.get(views[query.run]) if query.q.strip() and not viewer.redact else None
-        return viewer.page("instances.html", pages.instances(views, query, source), views)
+        return viewer.page(
+            "instances.html", pages.instances(views, query, source, texts=not viewer.redact), views
+        )
 
     @app.get("/instances/{instance_id:path}")
     def instance(request: Request, instance_id: str) -> Response:
@@ -122,7 +124,7 @@ def _list_routes(app: FastAPI) -> None:
         views = viewer.views()
         query = _query(request, views)
         source = None if viewer.redact else viewer.data.get(views[query.run])
-        context = pages.instance(views, query, instance_id, source, None)
+        context = pages.instance(views, query, instance_id, source, None, texts=not viewer.redact)
         if context is None:
             raise NotFound()
         return viewer.page("instance.html", context, views)

@@ -148,17 +148,27 @@ def _matches(row: InstanceRow, query: Query) -> bool:
     return query.disagree is None or (row.disagreement is not None and row.disagreement >= query.disagree)
 
 
+def _found(
+    row: InstanceRow, needle: str, texts: bool, transcript_hits: Callable[[InstanceRow], bool] | None
+) -> bool:
+    if needle in row.instance_id.lower():
+        return True
+    return texts and (needle in row.search or bool(transcript_hits and transcript_hits(row)))
+
+
 def apply(
     rows: Sequence[InstanceRow],
     query: Query,
     *,
     other: Mapping[str, InstanceRow] | None = None,
     transcript_hits: Callable[[InstanceRow], bool] | None = None,
+    texts: bool = True,
 ) -> list[InstanceRow]:
     """The rows of ``query.task`` that pass every filter, sorted.
 
     ``other`` is the compared run's rows by instance id (for ``cmp``); ``transcript_hits`` says whether the
     search text occurs in the transcript an instance showed (the text search also looks at the reply).
+    With ``texts`` false (a redacted view) the search looks at instance ids only, so it cannot reveal text.
     """
     needle = query.q.strip().lower()
     out = []
@@ -167,7 +177,7 @@ def apply(
             continue
         if query.cmp and not _compare(row, (other or {}).get(row.instance_id), query.cmp):
             continue
-        if needle and needle not in row.search and not (transcript_hits and transcript_hits(row)):
+        if needle and not _found(row, needle, texts, transcript_hits):
             continue
         out.append(row)
     if query.sort != "position" or query.desc:

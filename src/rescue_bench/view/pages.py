@@ -85,15 +85,21 @@ def hits_for(view: RunView, source: Source | None, query: Query) -> Any:
     return hit
 
 
-def filtered(views: Sequence[RunView], query: Query, source: Source | None) -> list[InstanceRow]:
+def filtered(
+    views: Sequence[RunView], query: Query, source: Source | None, *, texts: bool = True
+) -> list[InstanceRow]:
+    """The rows of the list ``query`` asks for; ``texts`` false searches instance ids only (redacted)."""
     view = views[query.run]
     other = views[query.vs].by_id if query.vs is not None and query.vs < len(views) else None
-    return apply(view.rows, query, other=other, transcript_hits=hits_for(view, source, query))
+    hits = hits_for(view, source, query) if texts else None
+    return apply(view.rows, query, other=other, transcript_hits=hits, texts=texts)
 
 
-def instances(views: Sequence[RunView], query: Query, source: Source | None) -> Context:
+def instances(
+    views: Sequence[RunView], query: Query, source: Source | None, *, texts: bool = True
+) -> Context:
     view = views[query.run]
-    rows = filtered(views, query, source)
+    rows = filtered(views, query, source, texts=texts)
     page = paginate(rows, query)
     other = views[query.vs] if query.vs is not None and query.vs < len(views) else None
     return {
@@ -121,6 +127,8 @@ def instance(
     instance_id: str,
     source: Source | None,
     rows: Sequence[InstanceRow] | None,
+    *,
+    texts: bool = True,
 ) -> Context | None:
     """The instance page, or ``None`` when the run has no such instance."""
     view = views[query.run]
@@ -129,7 +137,9 @@ def instance(
         return None
     reply: ReplyRecord | None = view.replies.get(row.request_key) if row.request_key else None
     rebuilt = rebuild(source, row.task, row.sample_id, row.instance_id, reply) if source else Rebuilt()
-    before, after = neighbours(rows if rows is not None else filtered(views, query, source), instance_id)
+    before, after = neighbours(
+        rows if rows is not None else filtered(views, query, source, texts=texts), instance_id
+    )
     return {
         "title": instance_id,
         "view": view,
