@@ -1,0 +1,244 @@
+"""The viewer's one door to run directories (layout in docs/design.md) and the data they were built from.
+
+Every import of run-directory code (reader of the files, the recorded config) lives here, so that the code can
+be re-pointed in one place when it moves. A run is read once per process and indexed (:class:`RunView`); it is
+read again only when one of its files changed size or modification time, which is how a run that is still
+going shows its new lines.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.data.load import load_samples
+from rescue_bench.data.schema import Sample
+from rescue_bench.engine.batch import config_from_manifest
+from rescue_bench.errors import BenchError
+from rescue_bench.judge.merge import judged_records
+from rescue_bench.rundir import (
+    JUDGMENTS_FILE,
+    PREDICTIONS_FILE,
+    REQUESTS_FILE,
+    RUN_FILE,
+    SCORES_FILE,
+    RunData,
+    load_run,
+)
+from rescue_bench.tasks.base import TaskConfig
+from rescue_bench.view.rows import InstanceRow, index_rows
+
+FILES = (RUN_FILE, PREDICTIONS_FILE, REQUESTS_FILE, JUDGMENTS_FILE, SCORES_FILE)
+Signature = tuple[tuple[int, int], ...]
+
+
+class ViewError(BenchError):
+    """A run directory (or its data source) the viewer cannot read; the message names file and line."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplyRecord:
+    """The parts of one ``requests.jsonl`` line the viewer shows."""
+
+    request_key: str
+    instance_ids: tuple[str, ...]
+    text: str | None
+    reasoning: str | None
+    finish_reason: str | None
+    error: str | None
+    facts: Mapping[str, Any]
+    """Latency, tokens, attempts, cache hit, batch id... as recorded."""
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """One run directory, read and indexed."""
+
+    index: int
+    path: Path
+    data: RunData
+    rows: tuple[InstanceRow, ...]
+    by_id: Mapping[str, InstanceRow]
+    replies: Mapping[str, ReplyRecord]
+    records: tuple[Mapping[str, Any], ...]
+    """The predictions with their judgments folded in (what reports and comparisons read)."""
+    judgments: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+
+    @property
+    def name(self) -> str:
+        return self.data.name
+
+    @property
+    def status(self) -> str:
+        return str(self.data.run.get("status") or "unknown")
+
+    @property
+    def partial(self) -> bool:
+        """Still going (or stopped before the end): what is shown is what was written so far."""
+        return self.status != "finished"
+
+    @property
+    def tasks(self) -> list[str]:
+        return self.data.tasks
+
+    def expected(self, task: str) -> int | None:
+        counts = (self.data.run.get("counts") or {}).get(task) or {}
+        value = counts.get("instances") if isinstance(counts, Mapping) else None
+        return int(value) if isinstance(value, int) else None
+
+
+def _reply(record: Mapping[str, Any]) -> ReplyRecord:
+    reply = record.get("reply") or {}
+    facts = {
+        k: record.get(k)
+        for k in ("latency", "usage", "attempts", "cached", "masked", "refused", "single", "batch_id", "time")
+        if k in record
+    }
+    return ReplyRecord(
+        request_key=str(record.get("request_key")),
+        instance_ids=tuple(str(i) for i in record.get("instance_ids") or ()),
+        text=reply.get("text") if isinstance(reply, Mapping) else None,
+        reasoning=reply.get("reasoning") if isinstance(reply, Mapping) else None,
+        finish_reason=reply.get("finish_reason") if isinstance(reply, Mapping) else None,
+        error=record.get("error"),
+        facts=facts,
+    )
+
+
+def read_run(path: Path, index: int = 0) -> RunView:
+    """Read and index one run directory.
+
+    Raises:
+        ViewError: not a run directory, or a damaged file (the message names the file and line).
+    """
+    try:
+        data = load_run(path)
+        records = tuple(judged_records(data.predictions, data.judgments))
+    except BenchError as exc:
+        raise ViewError(str(exc)) from None
+    replies = {r.request_key: r for r in map(_reply, (line.to_json() for line in data.request_lines))}
+    judgments: dict[str, list[Mapping[str, Any]]] = {}
+    for line in data.judgments:
+        judgments.setdefault(str(line.get("instance_id")), []).append(line)
+    rows = index_rows(records, judgments, {k: r.text or "" for k, r in replies.items()})
+    return RunView(
+        index=index,
+        path=path,
+        data=data,
+        rows=tuple(rows),
+        by_id={row.instance_id: row for row in rows},
+        replies=replies,
+        records=records,
+        judgments={k: tuple(v) for k, v in judgments.items()},
+    )
+
+
+def signature(path: Path) -> Signature:
+    """(modification time, size) of each file of the run; a change means new lines to read."""
+    out = []
+    for name in FILES:
+        try:
+            stat = (path / name).stat()
+        except FileNotFoundError:
+            out.append((0, -1))
+        else:
+            out.append((stat.st_mtime_ns, stat.st_size))
+    return tuple(out)
+
+
+class RunSource:
+    """A run directory read on first use and again only after one of its files changed."""
+
+    def __init__(self, path: Path, index: int) -> None:
+        self.path = path
+        self.index = index
+        self._lock = threading.Lock()
+        self._seen: Signature | None = None
+        self._view: RunView | None = None
+
+    def get(self) -> RunView:
+        """The current view of the run. Raises :class:`ViewError` for a damaged directory."""
+        with self._lock:
+            now = signature(self.path)
+            if self._view is None or now != self._seen:
+                self._view = read_run(self.path, self.index)
+                self._seen = now
+            return self._view
+
+
+def check_run_dir(path: Path) -> None:
+    """A clear error unless ``path`` looks like a run directory."""
+    if not path.is_dir():
+        raise ViewError(f"{path}: no such directory (give a run directory made by `rescue-bench run`)")
+    if not (path / PREDICTIONS_FILE).exists():
+        raise ViewError(f"{path} is not a run directory: {PREDICTIONS_FILE} is missing")
+
+
+# -- the data a run was built from ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Source:
+    """The samples of a run (by id) and the task settings it was built with, or why they are unavailable."""
+
+    samples: Mapping[str, Sample]
+    cfg: TaskConfig
+    batch_sizes: Mapping[str, int]
+    prompt_hashes: Mapping[str, str]
+    problem: str | None = None
+    texts: Mapping[str, Sequence[tuple[int, str]]] = field(default_factory=dict)
+    """Per sample, ``(row_index, lower-cased "speaker: words")`` for the text search."""
+    built: dict[tuple[str, str], Any] = field(default_factory=dict)
+    """Memo of the instances built per (task, sample), filled by the transcript rebuild."""
+
+
+def _data_path(run: Mapping[str, Any], run_dir: Path) -> str:
+    selection = run.get("selection") or {}
+    data = str(selection.get("data") or "demo")
+    if data == "demo" or data.startswith("hf") or Path(data).expanduser().is_absolute():
+        return data
+    # a relative path was relative to where the run was started: try there, then beside the run directory
+    for base in (Path.cwd(), run_dir.parent, run_dir.parent.parent):
+        if (base / data).exists():
+            return str(base / data)
+    return data
+
+
+def read_source(run: Mapping[str, Any], run_dir: Path) -> Source:
+    """Load the samples a run used; a problem (missing file, no recorded config) is reported, not raised."""
+    sizes = {str(k): int(v) for k, v in (run.get("batch_sizes") or {}).items()}
+    hashes = {str(k): str(v) for k, v in (run.get("prompt_hashes") or {}).items()}
+    try:
+        config = config_from_manifest(dict(run))
+        cfg = config.task_config()
+        samples = load_samples(_data_path(run, run_dir))
+    except BenchError as exc:
+        return Source({}, TaskConfig(), sizes, hashes, f"the run's data cannot be loaded: {exc}")
+    wanted = set(config.sample_ids) if config.sample_ids is not None else None
+    chosen = {s.sample_id: s for s in samples if wanted is None or s.sample_id in wanted}
+    return Source(chosen, cfg, sizes, hashes, texts=sample_texts(list(chosen.values())))
+
+
+class SourceCache:
+    """The data of each run, loaded on first use (only the instance page and the text search need it)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loaded: dict[Path, Source] = {}
+
+    def get(self, view: RunView) -> Source:
+        with self._lock:
+            if view.path not in self._loaded:
+                self._loaded[view.path] = read_source(view.data.run, view.path)
+            return self._loaded[view.path]
+
+
+def sample_texts(samples: Sequence[Sample]) -> dict[str, list[tuple[int, str]]]:
+    """Per sample, ``(row_index, lower-cased "speaker: words")`` for the text search."""
+    return {
+        s.sample_id: [(r.row_index, f"{r.primary_speaker}: {r.dialogue_cleaned}".lower()) for r in s.rows]
+        for s in samples
+    }

@@ -1,0 +1,198 @@
+"""What each page shows, as plain template contexts shared by the local app and the static bundle."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rescue_bench.report.comparison import compare_run_data, comparison_table
+from rescue_bench.report.tables import Table, display_names, leaderboard, per_scenario, usage
+from rescue_bench.tasks import tasks_of_kind
+from rescue_bench.view.data import ReplyRecord, RunView, Source
+from rescue_bench.view.filters import COMPARISONS, Query, apply, neighbours, paginate, params
+from rescue_bench.view.matrices import all_matrices
+from rescue_bench.view.rows import FAILURE_KINDS, InstanceRow
+from rescue_bench.view.transcript import Rebuilt, rebuild, transcript_hit
+
+Context = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskCounts:
+    task: str
+    expected: int | None
+    instances: int
+    valid: int
+    failures: Mapping[str, int]
+    correct: int | None
+
+
+def task_counts(view: RunView) -> list[TaskCounts]:
+    """Per task: instances written (of those planned), valid, each kind of failure, top-1 correct."""
+    out = []
+    for task in view.tasks:
+        rows = [r for r in view.rows if r.task == task]
+        kinds = Counter(r.failure for r in rows if r.failure)
+        judged = [r.correct for r in rows if r.correct is not None]
+        out.append(
+            TaskCounts(
+                task=task,
+                expected=view.expected(task),
+                instances=len(rows),
+                valid=sum(r.valid for r in rows),
+                failures={k: kinds.get(k, 0) for k in FAILURE_KINDS},
+                correct=sum(judged) if judged else None,
+            )
+        )
+    return out
+
+
+def overview(views: Sequence[RunView]) -> Context:
+    data = [v.data for v in views]
+    return {
+        "title": "Runs",
+        "views": views,
+        "names": display_names(data),
+        "counts": {v.index: task_counts(v) for v in views},
+        "tables": [leaderboard(data), per_scenario(data), usage(data)],
+        "failure_kinds": FAILURE_KINDS,
+    }
+
+
+def choices(rows: Sequence[InstanceRow], task: str) -> Context:
+    """The values the list's drop-down filters offer for one task."""
+    mine = [r for r in rows if r.task == task]
+    return {
+        "scenarios": sorted({r.scenario for r in mine}),
+        "samples": sorted({r.sample_id for r in mine}),
+        "golds": sorted({r.gold for r in mine}) if task not in tasks_of_kind("generation") else [],
+        "preds": sorted({r.predicted for r in mine}) if task not in tasks_of_kind("generation") else [],
+    }
+
+
+def hits_for(view: RunView, source: Source | None, query: Query) -> Any:
+    """A predicate: does the query's text occur in a transcript row an instance was shown (up to its row)?"""
+    needle = query.q.strip().lower()
+    if not needle or source is None or source.problem:
+        return None
+    first = transcript_hit(source.texts, needle)
+
+    def hit(row: InstanceRow) -> bool:
+        row_hit = first.get(row.sample_id)
+        return row_hit is not None and row_hit <= row.row_index
+
+    return hit
+
+
+def filtered(
+    views: Sequence[RunView], query: Query, source: Source | None, *, texts: bool = True
+) -> list[InstanceRow]:
+    """The rows of the list ``query`` asks for; ``texts`` false searches instance ids only (redacted)."""
+    view = views[query.run]
+    other = views[query.vs].by_id if query.vs is not None and query.vs < len(views) else None
+    hits = hits_for(view, source, query) if texts else None
+    return apply(view.rows, query, other=other, transcript_hits=hits, texts=texts)
+
+
+def instances(
+    views: Sequence[RunView], query: Query, source: Source | None, *, texts: bool = True
+) -> Context:
+    view = views[query.run]
+    rows = filtered(views, query, source, texts=texts)
+    page = paginate(rows, query)
+    other = views[query.vs] if query.vs is not None and query.vs < len(views) else None
+    return {
+        "title": f"{query.task.upper()} instances of {view.name}",
+        "view": view,
+        "views": views,
+        "query": query,
+        "filters": params(query, page=query.page),
+        "page": page,
+        "other": other,
+        "choices": choices(view.rows, query.task),
+        "failure_kinds": FAILURE_KINDS,
+        "comparisons": COMPARISONS,
+        "params": params,
+    }
+
+
+def side_by_side(views: Sequence[RunView], instance_id: str) -> list[tuple[RunView, InstanceRow | None]]:
+    return [(v, v.by_id.get(instance_id)) for v in views]
+
+
+def instance(
+    views: Sequence[RunView],
+    query: Query,
+    instance_id: str,
+    source: Source | None,
+    rows: Sequence[InstanceRow] | None,
+    *,
+    texts: bool = True,
+) -> Context | None:
+    """The instance page, or ``None`` when the run has no such instance."""
+    view = views[query.run]
+    row = view.by_id.get(instance_id)
+    if row is None:
+        return None
+    reply: ReplyRecord | None = view.replies.get(row.request_key) if row.request_key else None
+    rebuilt = rebuild(source, row.task, row.sample_id, row.instance_id, reply) if source else Rebuilt()
+    before, after = neighbours(
+        rows if rows is not None else filtered(views, query, source, texts=texts), instance_id
+    )
+    return {
+        "title": instance_id,
+        "view": view,
+        "views": views,
+        "row": row,
+        "record": view.records[row.position],
+        "reply": reply,
+        "judgments": view.judgments.get(instance_id, ()),
+        "rebuilt": rebuilt,
+        "before": before,
+        "after": after,
+        "query": query,
+        "filters": params(query, page=query.page),
+        "others": side_by_side(views, instance_id) if len(views) > 1 else [],
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class Discordant:
+    task: str
+    a_only: int
+    b_only: int
+
+
+def discordant(a: RunView, b: RunView) -> list[Discordant]:
+    """Per top-1 task both runs have: instances right only in A, and right only in B."""
+    out = []
+    for task in [t for t in a.tasks if t in b.tasks]:
+        pairs = [(r, b.by_id.get(r.instance_id)) for r in a.rows if r.task == task and r.correct is not None]
+        both = [(r.correct, o.correct) for r, o in pairs if o is not None and o.correct is not None]
+        if both:
+            out.append(Discordant(task, both.count((True, False)), both.count((False, True))))
+    return out
+
+
+def compare(a: RunView, b: RunView, result: Mapping[str, Any]) -> Context:
+    names = display_names([a.data, b.data])
+    table: Table = comparison_table(result, (names[0], names[1]), scopes=("all", "couple", "family"))
+    return {
+        "title": f"{names[0]} vs {names[1]}",
+        "a": a,
+        "b": b,
+        "names": names,
+        "table": table,
+        "discordant": discordant(a, b),
+    }
+
+
+def comparison_result(a: RunView, b: RunView, resamples: int = 1000) -> Mapping[str, Any]:
+    """The paired comparison of ``compare``; raises a :class:`~rescue_bench.errors.BenchError` on mismatch."""
+    return compare_run_data(a.data, b.data, n_resamples=resamples)
+
+
+def matrices(view: RunView) -> Context:
+    return {"title": f"Matrices of {view.name}", "view": view, "matrices": all_matrices(view.records)}

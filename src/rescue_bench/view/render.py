@@ -1,0 +1,68 @@
+"""Template rendering shared by the app and the bundle: autoescaping everywhere, strict undefined names."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from rescue_bench.report.tables import Cell
+from rescue_bench.tasks import tasks_of_kind
+from rescue_bench.view.data import RunView
+from rescue_bench.view.links import Links
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; form-action 'self'; "
+    "base-uri 'none'; frame-ancestors 'none'"
+)
+"""No inline script or style, nothing from elsewhere: hostile text that escaped escaping could not run."""
+BUNDLE_CSP = "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; base-uri 'none'"
+"""The bundle's policy, set by a meta tag (which cannot carry frame-ancestors)."""
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, Cell):
+        return value.text()
+    return "–" if value is None else str(value)
+
+
+def _num(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    if value is None:
+        return "–"
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def make_environment() -> Environment:
+    env = Environment(
+        loader=PackageLoader("rescue_bench.view", "templates"),
+        autoescape=True,  # every template, whatever its name: model replies are hostile text
+        undefined=StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+    )
+    env.filters.update(cell=_cell, num=_num, json=_json)
+    env.globals["free_text"] = tasks_of_kind("generation")  # tasks answered in words, not labels
+    return env
+
+
+def render_page(
+    env: Environment,
+    name: str,
+    context: Mapping[str, Any],
+    *,
+    links: Links,
+    views: Sequence[RunView],
+    redact: bool,
+) -> str:
+    """One page as HTML text."""
+    return env.get_template(name).render(
+        {**context, "links": links, "nav_views": views, "redact": redact, "csp": BUNDLE_CSP}
+    )

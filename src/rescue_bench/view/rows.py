@@ -1,0 +1,181 @@
+"""One typed, indexed row per instance of a run: what the instance list shows, filters and sorts on.
+
+Built once per read of the run from the prediction records (judgments folded in), so a page of the list only
+filters a list of small frozen records.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from rescue_bench.judge.merge import AGREEMENT_KEY, BERTSCORE_JUDGE, JUDGED_TASKS, current_lines
+from rescue_bench.metrics.aggregate import top1
+from rescue_bench.metrics.compare import correct_top1
+from rescue_bench.report.analysis import stp_kind
+from rescue_bench.tasks import mcnemar_tasks, task_info
+from rescue_bench.taxonomy import relation_labels
+
+FAILURE_KINDS = ("request_failed", "parse_failure", "missing", "invalid_label", "judge_unscored")
+JUDGE_SCORE = {"er": "s_emo", "vp": "total"}
+"""The per-instance judge score shown in the list (the one judges are compared on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRow:
+    """The list view of one instance of one run."""
+
+    position: int
+    """Order in ``predictions.jsonl`` (task and batch order)."""
+    instance_id: str
+    task: str
+    sample_id: str
+    scenario: str
+    row_index: int
+    gold: str
+    """The gold answer as text (a label, a name, or JSON for ER/VP)."""
+    predicted: str
+    """The top-1 answer (``<invalid>`` for an invalid prediction), or JSON for ER/VP."""
+    valid: bool
+    correct: bool | None
+    """Top-1 correctness (ITP, RPP, STP, SSP); ``None`` for ER and VP."""
+    failure: str
+    """The kind of the first problem (:data:`FAILURE_KINDS`), or ``""``."""
+    problems: tuple[str, ...]
+    judge_score: float | None
+    disagreement: float | None
+    """Largest minus smallest LLM judge score of the instance (two judges or more)."""
+    request_key: str | None
+    prev_gold: str
+    """RPP: the previous in-taxonomy gold label of the same conversation (the transition heatmap's row)."""
+    gold_kind: str
+    pred_kind: str
+    """STP: gold and prediction as kinds (group, same person, other person), as its confusion matrix."""
+    search: str
+    """Lower-cased prediction and reply text, for the text search."""
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def failure_kind(problems: Sequence[str], scores: Mapping[str, Any], task: str) -> str:
+    """The kind of the first problem, or ``judge_unscored`` for an ER/VP instance no judge could score.
+
+    >>> failure_kind(["normalized: 'X' -> 'x'", "invalid_label: 'foo'"], {}, "rpp")
+    'invalid_label'
+    >>> failure_kind([], {"s_emo": None}, "er"), failure_kind([], {"s_emo": 4.0}, "er")
+    ('judge_unscored', '')
+    """
+    for problem in problems:
+        kind = problem.split(":", 1)[0]
+        if kind in FAILURE_KINDS:
+            return kind
+    if task in JUDGE_SCORE and JUDGE_SCORE[task] in scores and scores[JUDGE_SCORE[task]] is None:
+        return "judge_unscored"
+    return ""
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def disagreement(record: Mapping[str, Any], lines: Sequence[Mapping[str, Any]]) -> float | None:
+    """Spread of the LLM judges' scores on the instance's present prediction (``None`` below two judges).
+
+    >>> rec = {"task": "er", "valid": True, "prediction": "x"}
+    >>> disagreement(rec, [{"judge": "a", "valid": True, "scores": {"s_emo": 2}},
+    ...                    {"judge": "b", "valid": True, "scores": {"s_emo": 5}}])
+    3.0
+    """
+    task = str(record.get("task"))
+    if task not in JUDGED_TASKS:
+        return None
+    key = AGREEMENT_KEY[task]
+    values = [
+        v
+        for line in current_lines(record, lines)
+        if line.get("judge") != BERTSCORE_JUDGE and line.get("valid")
+        if (v := _number((line.get("scores") or {}).get(key))) is not None
+    ]
+    return max(values) - min(values) if len(values) >= 2 else None
+
+
+def _previous_golds(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+    """RPP instance id -> the gold of the previous in-taxonomy RPP row of its conversation."""
+    by_sample: dict[str, list[Mapping[str, Any]]] = {}
+    for r in records:
+        if r.get("task") == "rpp":
+            by_sample.setdefault(str(r.get("sample_id")), []).append(r)
+    out: dict[str, str] = {}
+    for members in by_sample.values():
+        allowed = set(relation_labels(members[0].get("scenario")))  # type: ignore[arg-type]
+        previous = ""
+        for r in sorted(members, key=lambda r: int(r.get("row_index") or 0)):
+            out[str(r["instance_id"])] = previous
+            if str(r.get("gold")) in allowed:
+                previous = str(r.get("gold"))
+    return out
+
+
+def _correct(task: str, record: Mapping[str, Any]) -> bool | None:
+    return correct_top1(task_info(task).kind, record) if task in mcnemar_tasks() else None
+
+
+def make_row(
+    position: int,
+    record: Mapping[str, Any],
+    lines: Sequence[Mapping[str, Any]],
+    reply_text: str,
+    prev_gold: str,
+) -> InstanceRow:
+    """The list row of one prediction record (judgments folded in)."""
+    task = str(record.get("task"))
+    scores = record.get("scores") or {}
+    problems = tuple(str(p) for p in record.get("problems") or ())
+    generation = task in JUDGED_TASKS
+    value = record.get("prediction")
+    predicted = _text(value) if generation and value is not None else top1(record)
+    kinds = stp_kind(str(record.get("gold")), predicted) if task == "stp" else ("", "")
+    return InstanceRow(
+        position=position,
+        instance_id=str(record.get("instance_id")),
+        task=task,
+        sample_id=str(record.get("sample_id")),
+        scenario=str(record.get("scenario")),
+        row_index=int(record.get("row_index") or 0),
+        gold=_text(record.get("gold")),
+        predicted=predicted,
+        valid=bool(record.get("valid")),
+        correct=_correct(task, record),
+        failure=failure_kind(problems, scores, task),
+        problems=problems,
+        judge_score=_number(scores.get(JUDGE_SCORE[task])) if generation else None,
+        disagreement=disagreement(record, lines),
+        request_key=str(record["request_key"]) if record.get("request_key") else None,
+        prev_gold=prev_gold,
+        gold_kind=kinds[0],
+        pred_kind=kinds[1],
+        search=f"{_text(record.get('prediction'))}\n{reply_text}".lower(),
+    )
+
+
+def index_rows(
+    records: Sequence[Mapping[str, Any]],
+    judgments: Mapping[str, Sequence[Mapping[str, Any]]],
+    reply_texts: Mapping[str, str],
+) -> list[InstanceRow]:
+    """One row per record, in file order."""
+    previous = _previous_golds(records)
+    return [
+        make_row(
+            position,
+            record,
+            judgments.get(str(record.get("instance_id")), ()),
+            reply_texts.get(str(record.get("request_key")), ""),
+            previous.get(str(record.get("instance_id")), ""),
+        )
+        for position, record in enumerate(records)
+    ]

@@ -1,0 +1,152 @@
+"""What the model saw for one instance: the conversation (speakers, the rows shown, the target row) and the
+exact messages of its request, rebuilt from the run's data with the task's own ``build`` and ``render``.
+
+The batch is the one the request record names (``requests.jsonl``), else the run's batching of the instance's
+conversation (batches never cross a conversation, so rebuilding one conversation is exact). When the task's
+prompt template changed since the run, the messages are today's and the page says so.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.errors import BenchError
+from rescue_bench.records import Instance
+from rescue_bench.tasks import get_task, make_batches
+from rescue_bench.view.data import ReplyRecord, Source
+
+THERAPIST = "Therapist"
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    row_index: int
+    speaker: str
+    text: str
+    side: str
+    """``therapist``, ``a``, ``b``, ``c``...: tells the speakers apart (a CSS class)."""
+    shown: bool
+    """Whether the model saw this row."""
+    target: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuilt:
+    """The instance as the run built it, or why it could not be rebuilt."""
+
+    turns: tuple[Turn, ...] = ()
+    messages: tuple[Message, ...] = ()
+    schema: str = ""
+    batch: tuple[str, ...] = ()
+    """Instance ids of the request, in order (the prompt calls them c1, c2, ...)."""
+    notes: tuple[str, ...] = ()
+    problem: str | None = None
+
+
+def _sides(sample: Sample) -> dict[str, str]:
+    letters = "abcdefgh"
+    sides = {name: letters[i % len(letters)] for i, name in enumerate(sample.participants)}
+    sides[THERAPIST] = "therapist"
+    return sides
+
+
+def _shown_rows(instance: Instance) -> set[int]:
+    context = instance.context
+    rows = context.get("rows") if isinstance(context, Mapping) else None
+    return {int(r["row_index"]) for r in rows or () if isinstance(r, Mapping) and "row_index" in r}
+
+
+def conversation(sample: Sample, instance: Instance) -> tuple[Turn, ...]:
+    """Every row of the conversation up to the target row, marked as shown to the model or not."""
+    sides = _sides(sample)
+    shown = _shown_rows(instance)
+    return tuple(
+        Turn(
+            row_index=row.row_index,
+            speaker=row.primary_speaker or "?",
+            text=row.dialogue_cleaned or "",
+            side=sides.get(row.primary_speaker or "", "other"),
+            shown=row.row_index in shown,
+            target=row.row_index == instance.row_index,
+        )
+        for row in sample.rows
+        if row.row_index <= instance.row_index
+    )
+
+
+def _content(value: object) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, indent=2)
+
+
+def _batch(
+    instance: Instance, built: Sequence[Instance], size: int, reply: ReplyRecord | None
+) -> list[Instance]:
+    by_id = {i.id: i for i in built}
+    if reply is not None and reply.instance_ids and all(i in by_id for i in reply.instance_ids):
+        return [by_id[i] for i in reply.instance_ids]
+    for batch in make_batches(built, size):
+        if any(i.id == instance.id for i in batch):
+            return batch
+    return [instance]
+
+
+def rebuild(
+    source: Source, task_name: str, sample_id: str, instance_id: str, reply: ReplyRecord | None
+) -> Rebuilt:
+    """The conversation and messages of one instance (a :class:`Rebuilt` with ``problem`` when impossible)."""
+    if source.problem:
+        return Rebuilt(problem=source.problem)
+    sample = source.samples.get(sample_id)
+    if sample is None:
+        return Rebuilt(problem=f"sample {sample_id!r} is not in the run's data (was the data changed?)")
+    try:
+        task = get_task(task_name)
+        key = (task_name, sample_id)
+        if key not in source.built:
+            source.built[key] = task.build(sample, source.cfg)
+        built: list[Instance] = source.built[key]
+        instance = next((i for i in built if i.id == instance_id), None)
+        if instance is None:
+            return Rebuilt(problem=f"{instance_id} is no longer built from the run's data")
+        size = source.batch_sizes.get(task_name, task.DEFAULT_BATCH_SIZE)
+        batch = _batch(instance, built, size, reply)
+        request = task.render(batch, source.cfg)
+    except BenchError as exc:
+        return Rebuilt(problem=f"the instance cannot be rebuilt: {exc}")
+    notes = []
+    recorded = source.prompt_hashes.get(task_name)
+    if recorded and request.prompt_hash and recorded != request.prompt_hash:
+        notes.append("The task's prompt template changed since this run: the messages below are today's.")
+    return Rebuilt(
+        turns=conversation(sample, instance),
+        messages=tuple(Message(str(m.get("role")), _content(m.get("content"))) for m in request.messages),
+        schema=json.dumps(request.response_schema, ensure_ascii=False, indent=2),
+        batch=tuple(i.id for i in batch),
+        notes=tuple(notes),
+    )
+
+
+def transcript_hit(texts: Mapping[str, Sequence[tuple[int, str]]], needle: str) -> dict[str, int]:
+    """Per conversation, the first row whose text contains ``needle`` (a row the instances from there on saw).
+
+    >>> transcript_hit({"s": [(1, "ann: hi"), (2, "bo: no way")]}, "way")
+    {'s': 2}
+    """
+    out: dict[str, int] = {}
+    for sample_id, rows in texts.items():
+        for row_index, text in rows:
+            if needle in text:
+                out[sample_id] = row_index
+                break
+    return out
