@@ -40,7 +40,7 @@ def form_of(state: Any) -> dict[str, list[str]]:
                 value = entry.values[f.key]
                 form[f"{spec.key}-{i}-{f.key}"] = list(value) if f.multi else [value]
     for name in forms.RELATION_FIELDS:
-        form[f"rel-{name}"] = [state.relation[name]]
+        form[f"rel-{name}"] = [getattr(state.relation, name)]
     return form
 
 

@@ -104,12 +104,18 @@ def test_local_prefix_routes_to_the_local_provider() -> None:
 
 
 PLUGIN = '''
+from rescue_bench.models.base import Capabilities
 from rescue_bench.models.registry import ProviderOptions
 from rescue_bench.records import Reply
 
 
 class EchoProvider:
     """Answers every request with its last message, upper-cased."""
+
+    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
+
+    def prepare(self, instances):
+        pass
 
     def __init__(self, model, options):
         self.name = f"echo/{model}"

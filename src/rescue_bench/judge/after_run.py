@@ -144,7 +144,7 @@ async def score_run(
             model = get_model(
                 name, base_url=spec.base_url, api_key_env=spec.api_key_env, timeout=spec.timeout
             )
-            if not isinstance(model, Provider):
+            if not model.capabilities.has_endpoint:
                 raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
             providers.append(model)
             built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))
