@@ -1,0 +1,89 @@
+"""inspect_ai gives the numbers of ``rescue-bench run`` on the same replies, to the last digit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+inspect_ai = pytest.importorskip("inspect_ai")
+
+from inspect_ai.log import EvalLog  # noqa: E402
+from inspect_ai.model import get_model  # noqa: E402
+from tests.adapters.conftest import ALL, LIMIT, Served  # noqa: E402
+
+from rescue_bench.adapters.inspect import tasks as inspect_tasks  # noqa: E402
+from rescue_bench.adapters.plan import TaskArgs, plan  # noqa: E402
+
+
+def inspect_logs(served: Served, log_dir: Path, names: tuple[str, ...]) -> list[EvalLog]:
+    base = served.server.base_url
+    grader = get_model("openai/judge", base_url=base, api_key="sk-fake", responses_api=False)
+    logs = inspect_ai.eval(
+        [getattr(inspect_tasks, name)(limit_samples=LIMIT) for name in names],
+        model="openai/fake",
+        model_base_url=base,
+        model_args={"api_key": "sk-fake", "responses_api": False},
+        model_roles={"grader": grader},
+        log_dir=str(log_dir),
+        display="none",
+        max_retries=1,
+        timeout=30,
+    )
+    assert all(log.status == "success" for log in logs), [log.error for log in logs]
+    return list(logs)
+
+
+@pytest.fixture(scope="module")
+def logs(served: Served, tmp_path_factory: pytest.TempPathFactory) -> list[EvalLog]:
+    return inspect_logs(served, tmp_path_factory.mktemp("logs"), ALL)
+
+
+def metrics_of(log: EvalLog) -> dict[str, float]:
+    assert log.results is not None
+    (score,) = log.results.scores
+    return {name: m.value for name, m in score.metrics.items()}
+
+
+def expected(scores: dict[str, Any], task: str) -> dict[str, float]:
+    out = {}
+    for scope, entry in scores[task].items():
+        for name, ci in entry["ci"].items():
+            if entry[name] is not None and ci is not None:
+                out[f"{scope}_{name}"] = entry[name]
+    return out
+
+
+@pytest.mark.parametrize("task", ALL)
+def test_inspect_gives_the_run_numbers(task: str, logs: list[EvalLog], run_scores: dict[str, Any]) -> None:
+    log = next(lg for lg in logs if lg.eval.task.endswith(task))
+    want = expected(run_scores, task)
+    assert want, "the run measured nothing"
+    assert metrics_of(log) == want
+
+
+def test_replies_were_mixed_and_every_prompt_was_ours(
+    served: Served, logs: list[EvalLog], run_scores: dict[str, Any]
+) -> None:
+    # The equality above means something only if the replies held failures, misses and hits alike.
+    assert served.handler.unknown == []
+    entries = [run_scores[task]["all"] for task in ALL]
+    assert sum(e["parse_failures"] for e in entries) > 0 and sum(e["invalid_labels"] for e in entries) > 0
+    assert 0 < run_scores["itp"]["all"]["f1"] < 1 and 0 < run_scores["stp"]["all"]["mrr"] < 1
+    assert run_scores["er"]["all"]["s_emo"] is not None  # judged, not floors only
+
+
+def test_one_sample_per_request_batch_with_our_prompts(logs: list[EvalLog]) -> None:
+    log = next(lg for lg in logs if lg.eval.task.endswith("ssp"))
+    ours = plan(TaskArgs("ssp", limit_samples=LIMIT)).requests
+    assert log.samples is not None and len(log.samples) == len(ours)
+    for sample, request in zip(log.samples, ours, strict=True):
+        sent = [m.content for m in sample.input] if isinstance(sample.input, list) else [sample.input]
+        assert sent == [m["content"] for m in request.messages]
+
+
+def test_the_tasks_are_registered_under_the_package_name() -> None:
+    from inspect_ai._util.registry import registry_info
+
+    assert registry_info(inspect_tasks.itp).name == "rescue_bench/itp"
