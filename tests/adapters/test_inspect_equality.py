@@ -87,3 +87,19 @@ def test_the_tasks_are_registered_under_the_package_name() -> None:
     from inspect_ai._util.registry import registry_info
 
     assert registry_info(inspect_tasks.itp).name == "rescue_bench/itp"
+
+
+def test_an_imported_log_is_the_run_directory_of_the_same_replies(
+    logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
+) -> None:
+    from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.report.rundir import load_run
+
+    out = tmp_path / "imported"
+    scores = import_logs([Path(log.location) for log in logs], out)
+    # Same records, same seed, same bootstrap: the CIs agree as well as the point values.
+    for task in ALL:
+        assert scores[task] == run_scores[task], task
+    data = load_run(out)
+    assert data.name == "openai/fake" and set(data.tasks) == set(ALL)
+    assert data.run["judges"] == ["openai/judge"]
