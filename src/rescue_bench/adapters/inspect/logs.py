@@ -109,10 +109,16 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
         predictions.extend(mine)
         counts[task] = _counts(mine, len(log.samples or []))
         configs[task] = _task_args(log, task)
-        judges.update(str(m.model) for role, m in (log.eval.model_roles or {}).items() if role == "grader")
+        judges.update(_graders(log))
     model = models.pop()
     run = _manifest(model, configs, counts, sorted(judges), [where for _, where in logs])
     return write_run(out, ImportedRun(run, requests, predictions, judgments))
+
+
+def _graders(log: EvalLog) -> list[str]:
+    bound = (log.eval.model_roles or {}).get("grader")
+    configs = bound if isinstance(bound, list) else [] if bound is None else [bound]
+    return [str(config.model) for config in configs]
 
 
 def _task_args(log: EvalLog, task: str) -> dict[str, Any]:
