@@ -15,7 +15,7 @@ from rescue_bench import __version__
 from rescue_bench.errors import BenchError, ConfigError
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES = ("data", "tasks", "run", "report", "judge", "annotate", "review")
+COMMAND_MODULES = ("data", "tasks", "run", "report", "judge", "annotate", "review", "export")
 
 
 class _BenchGroup(TyperGroup):
