@@ -17,7 +17,8 @@ from rescue_bench.adapters.plan import TaskArgs, plan
 from rescue_bench.cli.main import app
 
 ALL = ("itp", "rpp", "stp", "ssp", "er", "vp")
-LIMIT = 3
+LIMIT = 6
+"""The whole demo: four couple and two family conversations, so both scopes are measured."""
 
 
 @dataclass(frozen=True)
