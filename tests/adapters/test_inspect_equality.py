@@ -103,3 +103,40 @@ def test_an_imported_log_is_the_run_directory_of_the_same_replies(
     data = load_run(out)
     assert data.name == "openai/fake" and set(data.tasks) == set(ALL)
     assert data.run["judges"] == ["openai/judge"]
+
+
+def test_import_inspect_cli_then_report_and_compare(logs: list[EvalLog], tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+
+    runner = CliRunner()
+    out = tmp_path / "imported"
+    args = ["import", "inspect", *(str(Path(log.location)) for log in logs[:2]), "--out", str(out)]
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0 and f"run directory: {out}" in result.output, result.output
+    report = runner.invoke(
+        app, ["report", str(out), "--out", str(tmp_path / "report")], catch_exceptions=False
+    )
+    assert report.exit_code == 0, report.output
+    assert "ITP" in (tmp_path / "report" / "report.md").read_text()
+    compare = runner.invoke(app, ["compare", str(out), str(out)], catch_exceptions=False)
+    assert compare.exit_code == 0, compare.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 2 and "already holds a run" in again.output
+
+
+def test_import_refuses_a_log_of_another_task(tmp_path: Path) -> None:
+    from inspect_ai import Task
+    from inspect_ai.dataset import Sample
+    from inspect_ai.log import write_eval_log
+
+    from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.errors import DataError
+
+    (log,) = inspect_ai.eval(Task(dataset=[Sample(input="hi")], name="other"), model="mockllm/model",
+                             log_dir=str(tmp_path), display="none")  # fmt: skip
+    path = tmp_path / "other.eval"
+    write_eval_log(log, str(path))
+    with pytest.raises(DataError, match="is not a RESCUE-Bench task"):
+        import_logs([path], tmp_path / "run")
