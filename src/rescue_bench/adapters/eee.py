@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue_bench import __version__
-from rescue_bench.adapters.rundata import Record, RunData, judged, read_run
+from rescue_bench.adapters.rundata import Record, RunData, judged, read_run, reply_texts
 from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.errors import DataError
 from rescue_bench.tasks import TASKS, get_task
@@ -139,10 +139,6 @@ def aggregate_record(data: RunData, *, now: float | None = None) -> dict[str, An
     }
 
 
-def _replies(data: RunData) -> dict[str, str]:
-    return {str(r.get("request_key")): str((r.get("reply") or {}).get("text") or "") for r in data.requests}
-
-
 def instance_record(record: Record, evaluation_id: str, model: str, reply: str | None) -> dict[str, Any]:
     """One instance-level record of a prediction line (judgments folded into its scores)."""
     task = str(record["task"])
@@ -193,7 +189,7 @@ def export_eee(run_dir: Path, out: Path, *, now: float | None = None) -> tuple[P
     data = read_run(run_dir)
     aggregate = aggregate_record(data, now=now)
     name = str(uuid.uuid5(uuid.NAMESPACE_URL, aggregate["evaluation_id"]))
-    replies = _replies(data)
+    replies = reply_texts(data)
     lines = [
         json.dumps(
             instance_record(

@@ -23,16 +23,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rescue_bench import __version__
-from rescue_bench.adapters.rundata import Record, RunData, judged, read_run
+from rescue_bench.adapters.rundata import Record, RunData, judged, read_run, reply_texts
 from rescue_bench.errors import DataError
 from rescue_bench.tasks import TASKS, get_task
 
 FREE_TEXT_TASKS = ("er", "vp")
 COLUMNS = ("instance_id", "sample_id", "scenario", "row_index", "valid", "gold", "prediction", "problems")
-
-
-def _reply_text(data: RunData) -> dict[str, str]:
-    return {str(r.get("request_key")): str((r.get("reply") or {}).get("text") or "") for r in data.requests}
 
 
 def detail_rows(
@@ -131,7 +127,7 @@ def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | No
     data = read_run(run_dir)
     stamp = time.time() if now is None else now
     results = results_json(data, now=stamp)
-    replies = _reply_text(data)
+    replies = reply_texts(data)
     by_task: dict[str, list[Record]] = {}
     for record in judged(data):
         if record.get("task") in TASKS:

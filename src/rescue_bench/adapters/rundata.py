@@ -21,7 +21,16 @@ from rescue_bench.report.rundir import RunData, candidate_name, load_run
 Record = dict[str, Any]
 FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
 
-__all__ = ["FILES", "ImportedRun", "RunData", "candidate_name", "judged", "read_run", "write_run"]
+__all__ = [
+    "FILES",
+    "ImportedRun",
+    "RunData",
+    "candidate_name",
+    "judged",
+    "read_run",
+    "reply_texts",
+    "write_run",
+]
 
 
 def read_run(path: Path) -> RunData:
@@ -32,6 +41,11 @@ def read_run(path: Path) -> RunData:
 def judged(data: RunData) -> list[Record]:
     """The run's prediction records with their judgments folded into ``scores`` (as in ``scores.json``)."""
     return judged_records(data.predictions, data.judgments)
+
+
+def reply_texts(data: RunData) -> dict[str, str]:
+    """The reply text of each request (``request_key`` -> text; the latest line wins)."""
+    return {str(r.get("request_key")): str((r.get("reply") or {}).get("text") or "") for r in data.requests}
 
 
 @dataclass(frozen=True, slots=True)
