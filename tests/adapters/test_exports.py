@@ -9,13 +9,14 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from rescue_bench.adapters.hf import publish
 from rescue_bench.cli.main import app
 from rescue_bench.engine.store import read_jsonl
 
 jsonschema = pytest.importorskip("jsonschema")
-pq = pytest.importorskip("pyarrow.parquet")
+pq = pytest.importorskip("pyarrow.parquet", reason="the adapters extra is not installed")
 yaml = pytest.importorskip("yaml")
+
+from rescue_bench.adapters.hf import publish  # noqa: E402
 
 SCHEMAS = Path(__file__).parent / "schemas" / "eee"
 runner = CliRunner()
