@@ -140,3 +140,24 @@ def test_import_refuses_a_log_of_another_task(tmp_path: Path) -> None:
     write_eval_log(log, str(path))
     with pytest.raises(DataError, match="is not a RESCUE-Bench task"):
         import_logs([path], tmp_path / "run")
+
+
+def test_a_sample_without_a_score_counts_as_failed_not_dropped(
+    logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
+) -> None:
+    from inspect_ai.log import write_eval_log
+
+    from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.report.rundir import load_run
+
+    log = next(lg for lg in logs if lg.eval.task.endswith("stp")).model_copy(deep=True)
+    assert log.samples is not None
+    dropped = log.samples.pop(1)  # as if it had errored: inspect leaves an errored sample unscored
+    path = tmp_path / "stp.eval"
+    write_eval_log(log, str(path))
+    scores = import_logs([path], tmp_path / "run")
+    assert scores["stp"]["all"]["n"] == run_scores["stp"]["all"]["n"]
+    predictions = load_run(tmp_path / "run").predictions
+    failed = [p for p in predictions if p["request_key"] == dropped.id]
+    assert failed and all(p["problems"][0].startswith("request_failed") for p in failed)
+    assert [p["request_key"] for p in predictions] == sorted(p["request_key"] for p in predictions)

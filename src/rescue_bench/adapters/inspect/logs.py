@@ -15,7 +15,8 @@ from typing import Any
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
 from rescue_bench import __version__
-from rescue_bench.adapters.plan import TaskArgs
+from rescue_bench.adapters.inspect.tasks import sample_id
+from rescue_bench.adapters.plan import TaskArgs, batch_records, plan
 from rescue_bench.adapters.rundata import ImportedRun, Record, write_run
 from rescue_bench.errors import DataError
 from rescue_bench.tasks import TASK_NAMES
@@ -31,12 +32,27 @@ def task_of(log: EvalLog, where: str) -> str:
     return name
 
 
-def _score_metadata(sample: EvalSample, where: str) -> dict[str, Any]:
-    scores = sample.scores or {}
-    for score in scores.values():
+def _score_metadata(sample: EvalSample) -> dict[str, Any] | None:
+    """Our scorer's metadata of a sample, or ``None`` when the sample was never scored (it errored)."""
+    for score in (sample.scores or {}).values():
         if isinstance(score.metadata, dict) and "records" in score.metadata:
             return score.metadata
-    raise DataError(f"{where}: sample {sample.id} has no RESCUE-Bench score (was it scored?)")
+    return None
+
+
+def _unscored(log: EvalLog, task: str, scored: set[str], where: str) -> list[tuple[str, list[Record]]]:
+    """Failed records for the batches the log holds no score of (an errored or unfinished sample): counted as
+    failed requests, never dropped. Planning them needs the task's data, as the run had."""
+    ids = [str(i) for i in (log.eval.dataset.sample_ids or [])]
+    if ids and all(i in scored for i in ids):
+        return []
+    the_plan = plan(TaskArgs(**{**_task_args(log, task), "task": task}))
+    missing = []
+    for index, batch in enumerate(the_plan.batches):
+        if sample_id(index) not in scored:
+            reason = f"inspect sample {sample_id(index)} has no score in {where}"
+            missing.append((sample_id(index), batch_records(the_plan.task, batch, None, error=reason)))
+    return missing
 
 
 def _request(task: str, sample: EvalSample, records: Sequence[Record]) -> Record:
@@ -83,6 +99,28 @@ def _counts(records: Sequence[Record], requests: int) -> dict[str, int]:
     }
 
 
+def log_records(log: EvalLog, task: str, where: str) -> tuple[list[Record], list[Record], list[Record]]:
+    """The request lines, prediction lines (in batch order) and judgment lines of one task's log."""
+    requests: list[Record] = []
+    predictions: list[Record] = []
+    judgments: list[Record] = []
+    scored: set[str] = set()
+    for sample in log.samples or []:
+        meta = _score_metadata(sample)
+        if meta is None:
+            continue
+        scored.add(str(sample.id))
+        records = [{**r, "request_key": str(sample.id)} for r in meta["records"]]
+        requests.append(_request(task, sample, records))
+        predictions.extend(records)
+        judgments.extend(meta.get("judgments") or [])
+    for key, records in _unscored(log, task, scored, where):
+        predictions.extend({**r, "request_key": key} for r in records)
+    # Sample ids name the batches in run order (``batch-00001``...); a stable sort keeps each batch's order.
+    predictions.sort(key=lambda r: str(r["request_key"]))
+    return requests, predictions, judgments
+
+
 def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
     """Write the run directory ``out`` from inspect logs of our tasks (one per task); its ``scores.json``."""
     logs = [(read_eval_log(str(p)), str(p)) for p in paths]
@@ -99,19 +137,14 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
     judges: set[str] = set()
     for log, where in logs:
         task = task_of(log, where)
-        mine: list[Record] = []
-        for sample in log.samples or []:
-            meta = _score_metadata(sample, where)
-            records = [{**r, "request_key": str(sample.id)} for r in meta["records"]]
-            requests.append(_request(task, sample, records))
-            mine.extend(records)
-            judgments.extend(meta.get("judgments") or [])
-        predictions.extend(mine)
-        counts[task] = _counts(mine, len(log.samples or []))
+        asked, records, judged = log_records(log, task, where)
+        requests += asked
+        predictions += records
+        judgments += judged
+        counts[task] = _counts(records, len(asked))
         configs[task] = _task_args(log, task)
         judges.update(_graders(log))
-    model = models.pop()
-    run = _manifest(model, configs, counts, sorted(judges), [where for _, where in logs])
+    run = _manifest(models.pop(), configs, counts, sorted(judges), [where for _, where in logs])
     return write_run(out, ImportedRun(run, requests, predictions, judgments))
 
 
