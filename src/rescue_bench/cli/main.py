@@ -15,7 +15,19 @@ from rescue_bench import __version__
 from rescue_bench.errors import BenchError, ConfigError
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
-COMMAND_MODULES = ("data", "tasks", "run", "cache", "batch", "report", "judge", "annotate", "review", "view")
+COMMAND_MODULES = (
+    "data",
+    "tasks",
+    "run",
+    "cache",
+    "batch",
+    "report",
+    "judge",
+    "annotate",
+    "review",
+    "view",
+    "export",
+)
 
 
 class _BenchGroup(TyperGroup):

@@ -1,0 +1,91 @@
+"""lm-eval glue for RESCUE-Bench (``lm_eval --include_path lm_eval_tasks``; needs ``rescue-bench`` installed).
+
+Each document is one request batch of ``rescue-bench run``: ``system`` and ``user`` are our own rendered
+messages, byte for byte. ``process_results`` parses the generation with our parser and scores it with our
+scorer; the aggregations compute the corpus metrics per scope with our metrics module, so lm-eval's numbers
+are the point values of a run's ``scores.json`` on the same replies. Run-spec settings come from
+``--metadata`` (``{"data": "demo", "limit_samples": 3, "context_size": 3, ...}``).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import datasets
+
+from rescue_bench.adapters.plan import Plan, TaskArgs, batch_records, corpus_values, plan
+from rescue_bench.tasks import get_task
+
+SETTINGS = tuple(name for name in TaskArgs.__dataclass_fields__ if name != "task")
+METRICS = (
+    "precision",
+    "recall",
+    "f1",
+    "accuracy",
+    "balanced_accuracy",
+    "macro_f1",
+    "recall_at_1",
+    "recall_at_2",
+    "recall_at_3",
+    "mrr",
+)
+SCOPES = ("all", "couple", "family")
+
+
+@functools.lru_cache(maxsize=16)
+def _plan(args_json: str) -> Plan:
+    return plan(TaskArgs(**json.loads(args_json)))
+
+
+def _dataset(task: str, metadata: dict[str, Any]) -> datasets.DatasetDict:
+    args = {"task": task, **{k: v for k, v in metadata.items() if k in SETTINGS}}
+    args_json = json.dumps(args, sort_keys=True)
+    the_plan = _plan(args_json)
+    docs = []
+    for index, request in enumerate(the_plan.requests):
+        system, user = (str(m["content"]) for m in request.messages)
+        docs.append({"batch": index, "args": args_json, "system": system, "user": user})
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(docs)})
+
+
+def itp_dataset(**metadata: Any) -> datasets.DatasetDict:
+    return _dataset("itp", metadata)
+
+
+def rpp_dataset(**metadata: Any) -> datasets.DatasetDict:
+    return _dataset("rpp", metadata)
+
+
+def stp_dataset(**metadata: Any) -> datasets.DatasetDict:
+    return _dataset("stp", metadata)
+
+
+def ssp_dataset(**metadata: Any) -> datasets.DatasetDict:
+    return _dataset("ssp", metadata)
+
+
+def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
+    """The batch's prediction records (parsed and scored by the task), under every metric name."""
+    the_plan = _plan(doc["args"])
+    records = batch_records(the_plan.task, the_plan.batches[doc["batch"]], results[0] if results else None)
+    return {f"{metric}_{scope}": records for metric in the_plan.task.INFO.headline for scope in SCOPES}
+
+
+def _aggregation(metric: str, scope: str) -> Any:
+    def aggregate(items: list[list[dict[str, Any]]]) -> float:
+        records = [r for batch in items for r in batch]
+        if not records:
+            return float("nan")
+        value = corpus_values(get_task(str(records[0]["task"])), records).get(f"{scope}_{metric}")
+        return float("nan") if value is None else value
+
+    aggregate.__name__ = f"{metric}_{scope}"
+    return aggregate
+
+
+# One aggregation per metric and scope, named as the YAML files refer to them (``!function utils.f1_all``).
+for _metric in METRICS:
+    for _scope in SCOPES:
+        globals()[f"{_metric}_{_scope}"] = _aggregation(_metric, _scope)

@@ -1,0 +1,214 @@
+"""``rescue-bench export RUN --format eee``: a run in the Every Eval Ever schema (evaleval, version 0.2.1).
+
+Writes ``<uuid>.json``, the aggregate record (one result per task, scope and headline metric, with its 95%
+cluster bootstrap CI), and ``<uuid>.jsonl``, one instance-level record per instance (the model's reply, what
+our parser read from it, the instance's score). The uuid is derived from the evaluation id, so exporting the
+same run twice gives the same files. Prompts are not in a run directory; an instance's ``input.raw`` names the
+item (task, conversation, row) instead of repeating the transcript.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import uuid
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rescue_bench import __version__
+from rescue_bench.adapters.rundata import Record, RunData, judged, read_run, reply_texts
+from rescue_bench.data.load import DEFAULT_HF_REPO
+from rescue_bench.errors import DataError
+from rescue_bench.tasks import TASKS, get_task
+
+SCHEMA_VERSION = "0.2.1"
+INSTANCE_SCHEMA_VERSION = "instance_level_eval_0.2.1"
+BENCHMARK = "rescue_bench"
+SCALES: dict[str, tuple[float, float]] = {
+    "llm": (1.0, 5.0),
+    "s_emo": (1.0, 5.0),
+    "s_int": (1.0, 5.0),
+    "s_er": (1.0, 5.0),
+    "total_0_6": (0.0, 6.0),
+    "pairing": (0.0, 2.0),
+    "viewpoint": (0.0, 4.0),
+}
+"""Score ranges of the generation metrics; every other headline metric lies in 0-1."""
+PRIMARY: dict[str, tuple[str, float]] = {
+    "binary": ("correct", 1.0),
+    "multiclass": ("correct", 1.0),
+    "ranking": ("recall_at_1", 1.0),
+}
+"""The per-instance score of a kind and the value that counts as correct."""
+GENERATION_PRIMARY: dict[str, tuple[str, float]] = {"er": ("s_er", 5.0), "vp": ("total", 6.0)}
+
+
+def _strings(values: Mapping[str, Any]) -> dict[str, str]:
+    return {k: v if isinstance(v, str) else json.dumps(v) for k, v in values.items() if v is not None}
+
+
+def model_id(data: RunData) -> str:
+    return str(data.name)
+
+
+def _source_data(data: RunData, n: int) -> dict[str, Any]:
+    selection = data.run.get("selection") or {}
+    source = str(selection.get("data") or (data.run.get("dataset") or {}).get("source") or "unknown")
+    details = _strings({"data": source, "dataset_hash": (data.run.get("dataset") or {}).get("hash")})
+    if source == "hf" or source.startswith("hf:"):
+        repo = source.partition(":")[2] or DEFAULT_HF_REPO
+        return {
+            "dataset_name": "RESCUE-Bench",
+            "source_type": "hf_dataset",
+            "hf_repo": repo,
+            "samples_number": n,
+            "additional_details": details,
+        }
+    return {"dataset_name": "RESCUE-Bench", "source_type": "other", "additional_details": details}
+
+
+def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: RunData) -> dict[str, Any]:
+    low, high = SCALES.get(metric, (0.0, 1.0))
+    meta = (data.scores or {}).get("_meta") or {}
+    ci_meta = meta.get("ci") or {}
+    details: dict[str, Any] = {"score": entry[metric], "num_samples": int(entry.get("n") or 0)}
+    ci = (entry.get("ci") or {}).get(metric)
+    uncertainty: dict[str, Any] = {"num_samples": int(entry.get("n") or 0)}
+    if ci is not None:
+        uncertainty["confidence_interval"] = {
+            "lower": float(ci[0]),
+            "upper": float(ci[1]),
+            "confidence_level": float(ci_meta.get("confidence", 0.95)),
+            "method": str(ci_meta.get("method", "percentile cluster bootstrap")) + " over conversations",
+        }
+        uncertainty["num_bootstrap_samples"] = int(ci_meta.get("n_resamples", 1000))
+    config = data.run.get("generation") or {}
+    return {
+        "evaluation_name": f"{BENCHMARK}.{task}.{scope}.{metric}",
+        "source_data": _source_data(data, int(entry.get("n") or 0)),
+        "metric_config": {
+            "evaluation_description": f"RESCUE-Bench {task.upper()} {metric} ({scope})",
+            "lower_is_better": False,
+            "score_type": "continuous",
+            "min_score": low,
+            "max_score": high,
+            "additional_details": {"task": task, "scope": scope, "metric": metric},
+        },
+        "score_details": {"score": float(details["score"]), "uncertainty": uncertainty},
+        "generation_config": {
+            "generation_args": {
+                "temperature": config.get("temperature"),
+                "max_tokens": get_task(task).MAX_TOKENS,
+            },
+            "additional_details": _strings(data.run.get("config") or {}),
+        },
+    }
+
+
+def aggregate_record(data: RunData, *, now: float | None = None) -> dict[str, Any]:
+    """The aggregate record of a run (every non-null headline metric of every task and scope)."""
+    if data.scores is None:
+        raise DataError(f"{data.path}: scores.json is missing; finish or score the run first")
+    stamp = f"{time.time() if now is None else now:.3f}"
+    results = [
+        _result(task, scope, metric, entry, data)
+        for task, scopes in data.scores.items()
+        if task in TASKS
+        for scope, entry in scopes.items()
+        for metric in get_task(task).INFO.headline
+        if entry.get(metric) is not None
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": f"{BENCHMARK}/{model_id(data)}/{stamp}",
+        "retrieved_timestamp": stamp,
+        "source_metadata": {
+            "source_name": "rescue-bench",
+            "source_type": "evaluation_run",
+            "source_organization_name": "unknown",
+            "evaluator_relationship": "third_party",
+        },
+        "eval_library": {
+            "name": "rescue-bench",
+            "version": str(data.run.get("package_version") or __version__),
+        },
+        "model_info": {"name": model_id(data), "id": model_id(data)},
+        "evaluation_results": results,
+    }
+
+
+def instance_record(record: Record, evaluation_id: str, model: str, reply: str | None) -> dict[str, Any]:
+    """One instance-level record of a prediction line (judgments folded into its scores)."""
+    task = str(record["task"])
+    kind = get_task(task).KIND
+    key, best = GENERATION_PRIMARY[task] if kind == "generation" else PRIMARY[kind]
+    raw_score = (record.get("scores") or {}).get(key)
+    score = float(raw_score) if raw_score is not None else 0.0
+    raw = (
+        f"RESCUE-Bench {task.upper()} item at row {record['row_index']} of conversation {record['sample_id']}"
+    )
+    reference = [json.dumps(record.get("gold"), ensure_ascii=False)]
+    problems = [str(p) for p in record.get("problems") or []]
+    return {
+        "schema_version": INSTANCE_SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "model_id": model,
+        "evaluation_name": f"{BENCHMARK}.{task}",
+        "sample_id": str(record["instance_id"]),
+        "sample_hash": hashlib.sha256((raw + reference[0]).encode()).hexdigest(),
+        "interaction_type": "single_turn",
+        "input": {"raw": raw, "reference": reference},
+        "output": {"raw": [reply or ""]},
+        "answer_attribution": [
+            {
+                "turn_idx": 0,
+                "source": "output.raw",
+                "extracted_value": json.dumps(record.get("prediction"), ensure_ascii=False),
+                "extraction_method": f"rescue_bench.tasks.{task}.parse",
+                "is_terminal": True,
+            }
+        ],
+        "evaluation": {"score": score, "is_correct": bool(record.get("valid")) and score >= best},
+        "error": None if record.get("valid") else (problems[0] if problems else "invalid"),
+        "metadata": _strings(
+            {
+                "task": task,
+                "scenario": record.get("scenario"),
+                "valid": record.get("valid"),
+                "problems": "; ".join(problems),
+                "scores": record.get("scores"),
+            }
+        ),
+    }
+
+
+def export_eee(run_dir: Path, out: Path, *, now: float | None = None) -> tuple[Path, Path]:
+    """Write the aggregate JSON and the instance-level JSONL of a run into ``out``; their paths."""
+    data = read_run(run_dir)
+    aggregate = aggregate_record(data, now=now)
+    name = str(uuid.uuid5(uuid.NAMESPACE_URL, aggregate["evaluation_id"]))
+    replies = reply_texts(data)
+    lines = [
+        json.dumps(
+            instance_record(
+                r, aggregate["evaluation_id"], model_id(data), replies.get(str(r.get("request_key")))
+            ),
+            ensure_ascii=False,
+        )
+        for r in judged(data)
+        if r.get("task") in TASKS
+    ]
+    body = "".join(line + "\n" for line in lines).encode()
+    aggregate["detailed_evaluation_results"] = {
+        "format": "jsonl",
+        "file_path": f"{name}.jsonl",
+        "hash_algorithm": "sha256",
+        "checksum": hashlib.sha256(body).hexdigest(),
+        "total_rows": len(lines),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / f"{name}.jsonl").write_bytes(body)
+    (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
+    return out / f"{name}.json", out / f"{name}.jsonl"

@@ -1,0 +1,171 @@
+"""``rescue-bench export RUN --format hf`` and ``rescue-bench publish DIR --repo ORG/NAME``: Hub results.
+
+The folder follows the layout of evaluation-results datasets on the Hugging Face Hub:
+
+* ``results_<timestamp>.json``: ``config_general`` (model, settings, versions) and ``results`` (per
+  ``rescue_bench|<task>|<scope>``, each headline metric and its 95% CI);
+* ``details/<task>.parquet``: one row per instance (gold, prediction, validity, problems, scores, the reply);
+* ``README.md``: a dataset card whose YAML front matter lists the Parquet configs and the ``model-index``.
+
+``--redact`` leaves out every text that can quote a transcript: the model's replies, the problems (they quote
+replies), and the gold and predicted texts of ER and VP; the scores stay.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rescue_bench import __version__
+from rescue_bench.adapters.rundata import Record, RunData, judged, read_run, reply_texts
+from rescue_bench.errors import DataError
+from rescue_bench.tasks import TASKS, get_task
+
+FREE_TEXT_TASKS = ("er", "vp")
+COLUMNS = ("instance_id", "sample_id", "scenario", "row_index", "valid", "gold", "prediction", "problems")
+
+
+def detail_rows(
+    records: Sequence[Record], replies: Mapping[str, str], *, redact: bool
+) -> dict[str, list[Any]]:
+    """The Parquet columns of one task's records; JSON values are stored as JSON text."""
+    free = bool(records) and records[0]["task"] in FREE_TEXT_TASKS
+    columns: dict[str, list[Any]] = {name: [] for name in (*COLUMNS, "scores")}
+    if not redact:
+        columns["reply"] = []
+    for record in records:
+        columns["instance_id"].append(str(record["instance_id"]))
+        columns["sample_id"].append(str(record["sample_id"]))
+        columns["scenario"].append(str(record["scenario"]))
+        columns["row_index"].append(int(record["row_index"]))
+        columns["valid"].append(bool(record["valid"]))
+        hidden = redact and free
+        columns["gold"].append(None if hidden else json.dumps(record.get("gold"), ensure_ascii=False))
+        columns["prediction"].append(
+            None if hidden else json.dumps(record.get("prediction"), ensure_ascii=False)
+        )
+        columns["problems"].append([] if redact else [str(p) for p in record.get("problems") or []])
+        columns["scores"].append(json.dumps(record.get("scores") or {}, sort_keys=True))
+        if not redact:
+            columns["reply"].append(replies.get(str(record.get("request_key"))))
+    return columns
+
+
+def results_json(data: RunData, *, now: float) -> dict[str, Any]:
+    """``config_general`` and ``results`` of a run (headline metrics per task and scope, with CIs)."""
+    if data.scores is None:
+        raise DataError(f"{data.path}: scores.json is missing; finish or score the run first")
+    results: dict[str, dict[str, Any]] = {}
+    for task, scopes in data.scores.items():
+        if task not in TASKS:
+            continue
+        for scope, entry in scopes.items():
+            values: dict[str, Any] = {"n": entry.get("n")}
+            for metric in get_task(task).INFO.headline:
+                values[metric] = entry.get(metric)
+                values[f"{metric}_ci"] = (entry.get("ci") or {}).get(metric)
+            results[f"rescue_bench|{task}|{scope}"] = values
+    return {
+        "config_general": {
+            "model_name": data.name,
+            "rescue_bench_version": str(data.run.get("package_version") or __version__),
+            "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
+            "config": data.run.get("config"),
+            "generation": data.run.get("generation"),
+            "judges": data.run.get("judges"),
+            "dataset": data.run.get("dataset"),
+            "ci": ((data.scores.get("_meta") or {}).get("ci")),
+        },
+        "results": results,
+    }
+
+
+def _yaml(value: Any) -> str:
+    """A YAML scalar: JSON is YAML, so a JSON-quoted string or number is always read back as written."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, redact: bool) -> str:
+    """The dataset card: YAML front matter (configs, model-index) and a short description."""
+    lines = ["---", f"pretty_name: {_yaml(f'RESCUE-Bench results of {data.name}')}", "tags:"]
+    lines += ["- rescue-bench", "- evaluation", "configs:"]
+    for task in tasks:
+        lines += [f"- config_name: {_yaml(task)}", f"  data_files: {_yaml(f'details/{task}.parquet')}"]
+    lines += ["model-index:", f"- name: {_yaml(data.name)}", "  results:"]
+    for task in tasks:
+        entry = results["results"].get(f"rescue_bench|{task}|all") or {}
+        metrics = [(m, entry.get(m)) for m in get_task(task).INFO.headline if entry.get(m) is not None]
+        if not metrics:
+            continue
+        lines += [
+            "  - task:",
+            f"      type: {_yaml(get_task(task).KIND)}",
+            f"      name: {_yaml(task.upper())}",
+        ]
+        lines += ["    dataset:", '      name: "RESCUE-Bench"', '      type: "tomhu/relation_therapy"']
+        lines += ["    metrics:"]
+        for metric, value in metrics:
+            lines += [f"    - type: {_yaml(metric)}", f"      value: {_yaml(value)}"]
+            lines += [f"      name: {_yaml(f'{task.upper()} {metric} (both scenarios)')}"]
+    lines += ["---", "", f"# RESCUE-Bench results of {data.name}", ""]
+    lines.append("Exported by `rescue-bench export --format hf` from a run directory.")
+    lines.append("`results_*.json` holds the headline metrics with 95% cluster bootstrap CIs per scenario;")
+    lines.append("`details/<task>.parquet` holds one row per instance.")
+    if redact:
+        lines.append("Redacted: replies, problems and the ER/VP gold and predicted texts are left out.")
+    return "\n".join(lines) + "\n"
+
+
+def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | None = None) -> list[Path]:
+    """Write the Hub folder of a run into ``out``; the files written."""
+    data = read_run(run_dir)
+    stamp = time.time() if now is None else now
+    results = results_json(data, now=stamp)
+    replies = reply_texts(data)
+    by_task: dict[str, list[Record]] = {}
+    for record in judged(data):
+        if record.get("task") in TASKS:
+            by_task.setdefault(str(record["task"]), []).append(record)
+    (out / "details").mkdir(parents=True, exist_ok=True)
+    written = []
+    for task, records in by_task.items():
+        path = out / "details" / f"{task}.parquet"
+        pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
+        written.append(path)
+    name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
+    (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
+    (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
+    return [out / name, out / "README.md", *written]
+
+
+class HubApi(Protocol):
+    """The part of ``huggingface_hub.HfApi`` that :func:`publish` uses (tests pass a fake)."""
+
+    def create_repo(
+        self, repo_id: str, *, repo_type: str | None, private: bool | None, exist_ok: bool
+    ) -> Any: ...
+
+    def upload_folder(
+        self, *, repo_id: str, folder_path: str | Path, repo_type: str | None, commit_message: str | None
+    ) -> Any: ...
+
+
+def publish(folder: Path, repo: str, api: HubApi, *, private: bool = False) -> str:
+    """Upload an exported folder to the dataset repository ``repo`` (created if needed); the commit's URL."""
+    if not (folder / "README.md").is_file() or not (folder / "details").is_dir():
+        raise DataError(
+            f"{folder} is not an exported folder (run `rescue-bench export RUN --format hf` first)"
+        )
+    if repo.count("/") != 1 or not all(repo.split("/")):
+        raise DataError(f"--repo must be ORG/NAME (got {repo!r})")
+    api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
+    commit = api.upload_folder(
+        repo_id=repo, folder_path=folder, repo_type="dataset", commit_message="RESCUE-Bench results"
+    )
+    return str(getattr(commit, "commit_url", commit))

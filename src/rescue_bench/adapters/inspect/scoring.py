@@ -1,0 +1,121 @@
+"""Scoring inspect samples with our own parser, scorer, judge rubric and metrics.
+
+Each sample's score carries the ``predictions.jsonl`` lines of its batch in ``metadata["records"]`` (and, for
+ER and VP, the judge's lines in ``metadata["judgments"]``). The corpus metric gathers them from every sample
+and computes the headline metrics per scenario with :mod:`rescue_bench.metrics.aggregate`, so inspect's
+numbers are the point values of a run's ``scores.json`` (bootstrap CIs are left to ``rescue-bench report``
+on an imported log).
+
+ER and VP are judged by the model bound to inspect's ``grader`` role (``--model-role grader=...``), with our
+rubric (:mod:`rescue_bench.judge.rubric`): the judge runner's own :func:`judge_group` asks it (one request
+per sample, one re-ask for invalid verdicts), and :func:`merged_scores` folds the verdicts in. Without a
+``grader`` the judge metrics are left out rather than judged by the candidate itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from inspect_ai.model import GenerateConfig, Model, model_roles
+from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
+from inspect_ai.solver import TaskState
+
+from rescue_bench.adapters.inspect.messages import chat_messages, response_schema
+from rescue_bench.adapters.plan import Record, batch_records, corpus_values
+from rescue_bench.judge.merge import merged_scores
+from rescue_bench.judge.runner import Judge, judge_group, plan_groups
+from rescue_bench.records import Instance, Reply, Request, Usage
+from rescue_bench.rundir import PredictionLine
+from rescue_bench.tasks import get_task
+
+GRADER_ROLE = "grader"
+
+
+@metric
+def rescue_metrics(task: str) -> Metric:
+    """Headline metrics of ``task`` per scope (``all_f1``, ``couple_f1``, ...) from every sample's records."""
+
+    def compute(scores: list[SampleScore]) -> Value:
+        records = [r for s in scores for r in (s.score.metadata or {}).get("records", [])]
+        values = corpus_values(get_task(task), records)
+        return {name: value for name, value in values.items() if value is not None}
+
+    return compute
+
+
+def grader() -> Model | None:
+    """The model bound to the ``grader`` role, if any."""
+    bound = model_roles().get(GRADER_ROLE)
+    if isinstance(bound, list):
+        return bound[0] if bound else None
+    return bound
+
+
+def judge_complete(model: Model) -> Judge:
+    """Our judge interface over an inspect model: the judge request goes out as rendered."""
+
+    async def complete(request: Request) -> Reply:
+        config = GenerateConfig(
+            temperature=0.0,
+            max_tokens=request.max_tokens,
+            response_schema=response_schema(request.task, request.response_schema),
+        )
+        output = await model.generate(chat_messages(request), config=config)
+        if output.error:
+            return Reply.failure(output.error)
+        usage = output.usage
+        return Reply(
+            text=output.completion,
+            finish_reason=output.stop_reason,
+            usage=Usage(usage.input_tokens, usage.output_tokens) if usage else Usage(),
+        )
+
+    return Judge(str(model), complete)
+
+
+async def judged(records: Sequence[Record], model: Model) -> tuple[list[Record], list[Record]]:
+    """``records`` with the grader's verdicts folded into their scores, and the judgment lines."""
+    groups, _ = plan_groups([PredictionLine.from_json(r) for r in records], frozenset())
+    lines: list[Record] = []
+    judge = judge_complete(model)
+    for items in groups:
+        judgments, _ = await judge_group(items, judge)
+        lines.extend(j.to_json() for j in judgments)
+    by_instance: dict[str, list[Record]] = {}
+    for line in lines:
+        by_instance.setdefault(str(line["instance_id"]), []).append(line)
+    merged = [
+        {**r, "scores": merged_scores(r, by_instance.get(str(r["instance_id"]), []), judged=True)}
+        for r in records
+    ]
+    return merged, lines
+
+
+def rescue_scorer(task_name: str, batches: Mapping[str, Sequence[Instance]]) -> Scorer:
+    """The scorer of ``task_name``: ``batches`` maps each inspect sample id to the instances it asks about."""
+    task = get_task(task_name)
+
+    @scorer(metrics=[rescue_metrics(task_name)], name=f"rescue_bench_{task_name}")
+    def make() -> Scorer:
+        async def score(state: TaskState, target: Target) -> Score:
+            batch = batches[str(state.sample_id)]
+            output = state.output
+            text = output.completion if output is not None and output.choices else None
+            error = output.error if output is not None else None
+            truncated = output is not None and output.stop_reason == "max_tokens"
+            records = batch_records(task, batch, text, error=error, truncated=truncated)
+            lines: list[Record] = []
+            model = grader() if task.INFO.judged else None
+            if model is not None:
+                records, lines = await judged(records, model)
+            valid = sum(bool(r["valid"]) for r in records)
+            return Score(
+                value=valid / len(records),
+                answer=text,
+                explanation="; ".join(p for r in records for p in r["problems"][:1]) or None,
+                metadata={"records": records, "judgments": lines},
+            )
+
+        return score
+
+    return make()

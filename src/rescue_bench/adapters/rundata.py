@@ -1,0 +1,83 @@
+"""The adapters' one door to run directories (docs/design.md): reading them and writing imported ones.
+
+Everything the adapters know about run-directory files goes through here, on top of the project's own
+readers and writers, so that when run-directory code moves (to a leaf module) only this module changes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge.merge import judged_records, prediction_fingerprint
+from rescue_bench.judge.runner import rescore_run
+from rescue_bench.rundir import RunData, atomic_write_json, load_run
+
+Record = dict[str, Any]
+FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
+
+__all__ = [
+    "FILES",
+    "ImportedRun",
+    "RunData",
+    "judged",
+    "read_run",
+    "reply_texts",
+    "write_run",
+]
+
+
+def read_run(path: Path) -> RunData:
+    """A run directory, its append-only files reduced to their latest lines (``DataError`` if unreadable)."""
+    return load_run(path)
+
+
+def judged(data: RunData) -> list[Record]:
+    """The run's prediction records with their judgments folded into ``scores`` (as in ``scores.json``)."""
+    return judged_records(data.predictions, data.judgments)
+
+
+def reply_texts(data: RunData) -> dict[str, str]:
+    """The reply text of each request (``request_key`` -> text; the latest line wins)."""
+    return {line.request_key: line.reply.text or "" for line in data.request_lines}
+
+
+@dataclass(frozen=True, slots=True)
+class ImportedRun:
+    """A run made elsewhere (an inspect log), in the shapes of our files."""
+
+    run: Mapping[str, Any]
+    requests: list[Record]
+    predictions: list[Record]
+    judgments: list[Record]
+
+
+def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as out:
+        for record in records:
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+
+
+def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
+    """Write ``imported`` as a finished run directory and aggregate it as a judge pass does; ``scores.json``.
+
+    Judgment lines get the fingerprint of the prediction they scored. An existing run directory is refused
+    rather than mixed with another run.
+    """
+    if (out / "predictions.jsonl").exists():
+        raise ConfigError(f"{out} already holds a run; choose a new --out")
+    out.mkdir(parents=True, exist_ok=True)
+    fingerprints = {str(r["instance_id"]): prediction_fingerprint(r) for r in imported.predictions}
+    judgments = [
+        {**j, "prediction_hash": fingerprints.get(str(j["instance_id"]))} for j in imported.judgments
+    ]
+    atomic_write_json(out / "run.json", dict(imported.run))
+    _write_jsonl(out / "requests.jsonl", imported.requests)
+    _write_jsonl(out / "predictions.jsonl", imported.predictions)
+    if judgments:
+        _write_jsonl(out / "judgments.jsonl", judgments)
+    return rescore_run(out)

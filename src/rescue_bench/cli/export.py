@@ -1,0 +1,96 @@
+"""CLI commands: ``export RUN --format eee|hf --out DIR``, ``publish DIR --repo ORG/NAME`` and
+``import inspect LOG... --out RUN`` (docs/adapters.md).
+
+The adapters need optional extras (``adapters`` for Parquet, ``inspect`` for inspect logs); each command
+imports its adapter when it runs, so the core install keeps working without them and a missing extra is a
+one-line error naming it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from enum import StrEnum
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rescue_bench.errors import DependencyError
+
+
+class Format(StrEnum):
+    eee = "eee"
+    hf = "hf"
+
+
+def _need(module: str, extra: str) -> None:
+    if importlib.util.find_spec(module) is None:
+        raise DependencyError.missing(module, extra)
+
+
+def export(
+    run: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
+    fmt: Annotated[Format, typer.Option("--format", help="eee: Every Eval Ever; hf: a Hub dataset folder.")],
+    out: Annotated[Path, typer.Option("--out", help="Output directory.", show_default=False)],
+    redact: Annotated[
+        bool,
+        typer.Option("--redact", help="hf: leave out replies and other text that can quote transcripts."),
+    ] = False,
+) -> None:
+    """Write a run's results in another format (Every Eval Ever records, or a Hugging Face Hub folder)."""
+    if fmt is Format.eee:
+        from rescue_bench.adapters.eee import export_eee
+
+        paths = list(export_eee(run, out))
+    else:
+        _need("pyarrow", "adapters")
+        from rescue_bench.adapters.hf import export_hf
+
+        paths = export_hf(run, out, redact=redact)
+    typer.echo(f"wrote {len(paths)} files to {out}")
+    for path in paths:
+        typer.echo(f"  {path}")
+
+
+def publish(
+    folder: Annotated[
+        Path, typer.Argument(help="A folder made by `export --format hf`.", show_default=False)
+    ],
+    repo: Annotated[
+        str, typer.Option("--repo", help="The dataset repository, ORG/NAME.", show_default=False)
+    ],
+    private: Annotated[bool, typer.Option("--private", help="Create the repository as private.")] = False,
+) -> None:
+    """Upload an exported folder to a Hugging Face dataset repository (token: HF_TOKEN or `hf auth login`)."""
+    from huggingface_hub import HfApi
+
+    from rescue_bench.adapters.hf import publish as upload
+
+    url = upload(folder, repo, HfApi(), private=private)
+    typer.echo(f"published {folder} to {repo}: {url}")
+
+
+def import_inspect(
+    logs: Annotated[
+        list[Path], typer.Argument(help="inspect_ai logs of RESCUE-Bench tasks.", show_default=False)
+    ],
+    out: Annotated[Path, typer.Option("--out", help="The new run directory.", show_default=False)],
+) -> None:
+    """Turn inspect_ai logs of our tasks (one per task, one model) into a run directory."""
+    _need("inspect_ai", "inspect")
+    from rescue_bench.adapters.inspect.logs import import_logs
+
+    scores = import_logs(logs, out)
+    tasks = [t for t in scores if not t.startswith("_")]
+    typer.echo(f"run directory: {out} ({', '.join(tasks)})")
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``export``, ``publish`` and the ``import`` group to the root app."""
+    app.command("export")(export)
+    app.command("publish")(publish)
+    imports = typer.Typer(
+        name="import", help="Make run directories from other harnesses' logs.", no_args_is_help=True
+    )
+    imports.command("inspect")(import_inspect)
+    app.add_typer(imports, name="import")
