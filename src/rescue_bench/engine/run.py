@@ -214,7 +214,8 @@ class Timings(BaseModel):
 def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dict[str, Json]:
     """A new session's ``run.json``: this session's facts and the run's history (judging is in judging.json).
 
-    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": {"hash": "h"}}
+    >>> bert = {"model": "m", "hash": "h"}
+    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": bert}
     >>> new = _resumed({"timings": {"created": "t1"}, "judges": ["b"]}, old)
     >>> new["timings"], new["judges"], "bertscore" in new
     ({'created': 't0', 'sessions': 3}, ['a', 'b'], False)
