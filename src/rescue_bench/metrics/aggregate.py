@@ -32,8 +32,8 @@ from rescue_bench.metrics.classification import (
 )
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
-from rescue_bench.metrics.spec import KIND_SPECS, LEGACY_SPECS, MetricSpec
-from rescue_bench.records import Prediction, TaskKind
+from rescue_bench.metrics.spec import MetricSpec
+from rescue_bench.records import Prediction
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
 Record = Mapping[str, Any]
@@ -310,7 +310,7 @@ def summarize_scope(
 
 def aggregate_task(
     task: str,
-    spec: MetricSpec | TaskKind,
+    spec: MetricSpec,
     records: Sequence[Record],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
@@ -320,8 +320,7 @@ def aggregate_task(
 ) -> dict[str, Any]:
     """The ``scores.json`` entry of a task: ``{"couple"|"family"|"all": summary}`` (:func:`summarize_scope`).
 
-    ``spec`` is the task's :class:`MetricSpec` (``task.INFO.metrics``). A bare kind is accepted for a built-in
-    task only, during the move of callers to specs (:data:`rescue_bench.metrics.spec.LEGACY_SPECS`).
+    ``spec`` is the task's :class:`MetricSpec` (``task.INFO.metrics``).
 
     ``labels_by_scenario`` gives the closed label sets of a multiclass task (default: the RPP relation
     taxonomy); macro-F1 runs over the labels of the scope's scenarios (their union for ``all``).
@@ -329,7 +328,6 @@ def aggregate_task(
     Raises:
         DataError: a record lacks a required field or has an unknown scenario.
     """
-    spec = resolve_spec(task, spec)
     check_records(task, records, spec)
     out: dict[str, Any] = {}
     for scope, members in scope_records(records).items():
@@ -353,26 +351,18 @@ def split_by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
     return grouped
 
 
-def resolve_spec(
-    task: str, spec: MetricSpec | TaskKind | None, specs: Mapping[str, MetricSpec] = LEGACY_SPECS
-) -> MetricSpec:
-    """``spec`` itself, or (a bare kind or ``None``: transitional) the spec of ``task`` in ``specs``, else the
-    spec a bare non-generation kind stands for (:data:`~rescue_bench.metrics.spec.KIND_SPECS`)."""
-    if isinstance(spec, MetricSpec):
-        return spec
+def spec_of(task: str, specs: Mapping[str, MetricSpec]) -> MetricSpec:
+    """The spec of ``task`` in ``specs`` (``rescue_bench.tasks.metric_specs()``); a :class:`ConfigError`
+    for a task it does not know."""
     found = specs.get(task)
-    if found is None and spec is not None and spec in KIND_SPECS:
-        return KIND_SPECS[spec]
     if found is None:
         raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(specs)}")
-    if spec is not None and spec != found.kind:
-        raise ConfigError(f"task {task!r} is {found.kind}, not {spec}")
     return found
 
 
 def aggregate_run(
     records_by_task: Mapping[str, Sequence[Record]],
-    specs: Mapping[str, MetricSpec] | None = None,
+    specs: Mapping[str, MetricSpec],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
@@ -382,14 +372,12 @@ def aggregate_run(
     """The ``scores.json`` dict of a run: an :func:`aggregate_task` entry per task, and ``_meta``.
 
     ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``);
-    ``labels_by_scenario`` applies to the multiclass tasks. Without ``specs`` (transitional) only the built-in
-    tasks are known.
+    ``labels_by_scenario`` applies to the multiclass tasks.
     """
-    known = LEGACY_SPECS if specs is None else specs
     scores: dict[str, Any] = {
         task: aggregate_task(
             task,
-            spec := resolve_spec(task, None, known),
+            spec := spec_of(task, specs),
             records,
             labels_by_scenario=labels_by_scenario if spec.kind == "multiclass" else None,
             n_resamples=n_resamples,

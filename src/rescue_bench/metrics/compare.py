@@ -21,13 +21,13 @@ from rescue_bench.metrics.aggregate import (
     metric_plan,
     point_values,
     rank_scores,
-    resolve_spec,
     scope_labels,
     scope_records,
+    spec_of,
     top1,
 )
 from rescue_bench.metrics.bootstrap import paired_cluster_bootstrap_cis
-from rescue_bench.metrics.spec import LEGACY_SPECS, MetricSpec
+from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.records import TaskKind
 
 
@@ -137,21 +137,19 @@ def compare_task(
     records_a: Sequence[Record],
     records_b: Sequence[Record],
     *,
-    spec: MetricSpec | None = None,
+    spec: MetricSpec,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Paired comparison of one task: instance counts, then ``couple``/``family``/``all`` scopes as in
-    ``scores.json`` (see :func:`compare_scope`). ``spec`` is the task's :class:`MetricSpec` (transitional:
-    a built-in task's when absent).
+    ``scores.json`` (see :func:`compare_scope`). ``spec`` is the task's :class:`MetricSpec`.
 
     Raises:
         ConfigError: unknown task, or the runs disagree on a gold answer.
         DataError: a record lacks a required field.
     """
-    spec = resolve_spec(task, spec)
     check_records(task, records_a, spec)
     check_records(task, records_b, spec)
     aligned_a, aligned_b, counts = shared_instances(task, records_a, records_b)
@@ -175,7 +173,7 @@ def compare_task(
 def compare_runs(
     records_by_task_a: Mapping[str, Sequence[Record]],
     records_by_task_b: Mapping[str, Sequence[Record]],
-    specs: Mapping[str, MetricSpec] | None = None,
+    specs: Mapping[str, MetricSpec],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
@@ -184,17 +182,16 @@ def compare_runs(
 ) -> dict[str, Any]:
     """:func:`compare_task` for every task both runs have; ``_meta`` lists tasks only one run has.
 
-    ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``;
-    transitional: the built-in tasks when absent); ``labels_by_scenario`` applies to the multiclass tasks.
+    ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``);
+    ``labels_by_scenario`` applies to the multiclass tasks.
     """
-    known = LEGACY_SPECS if specs is None else specs
     tasks = [task for task in records_by_task_a if task in records_by_task_b]
     out: dict[str, Any] = {
         task: compare_task(
             task,
             records_by_task_a[task],
             records_by_task_b[task],
-            spec=(spec := resolve_spec(task, None, known)),
+            spec=(spec := spec_of(task, specs)),
             labels_by_scenario=labels_by_scenario if spec.kind == "multiclass" else None,
             n_resamples=n_resamples,
             confidence=confidence,
