@@ -117,11 +117,12 @@ def _judge_means(task: str, lines: Sequence[JudgmentLine]) -> dict[str, float | 
     keys = JUDGE_SCORE_KEYS[task]
     if not valid:
         return dict.fromkeys(keys)
-    means: dict[str, float | None] = {k: fmean(_float(s[k]) for s in valid) for k in keys}
+    means: dict[str, float | None] = {k: fmean(number(s[k]) for s in valid) for k in keys}
     return means
 
 
-def _float(value: float | None) -> float:
+def number(value: float | None) -> float:
+    """A valid judgment line's score as a float (a null one is a broken line)."""
     if value is None:
         raise TypeError("a valid judgment line has a null score")
     return float(value)
@@ -144,7 +145,7 @@ def merged_scores(record: PredictionLine, lines: Sequence[JudgmentLine], judged:
     scores: dict[str, Any] = dict(record.scores)
     bert = [line for line in lines if line.judge == BERTSCORE_JUDGE and line.valid]
     if bert:
-        scores["bertscore_f1"] = _float(bert[-1].scores["bertscore_f1"])
+        scores["bertscore_f1"] = number(bert[-1].scores["bertscore_f1"])
     verdicts = [line for line in lines if line.judge != BERTSCORE_JUDGE]
     if not record.valid:
         if judged:
