@@ -95,3 +95,29 @@ class UsageEntry(BaseModel):
     def recorded_cost(self) -> float | None:
         """The recorded cost (``cost_usd``, else ``cost``, as written by older runs)."""
         return _number(self.cost_usd if "cost_usd" in self.model_fields_set else self.cost)
+
+
+class MetricDiff(BaseModel):
+    """One metric of a paired comparison (:func:`rescue_bench.metrics.compare.compare_scope`)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    a: Json = None
+    b: Json = None
+    diff: Json = None
+    ci: Bounds | None = None
+
+
+class ComparedScope(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    n: Json = None
+    metrics: dict[str, MetricDiff] = Field(default_factory=dict)
+    mcnemar: dict[str, Json] | None = None
+
+
+class ComparisonMeta(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    tasks_only_a: list[str] = Field(default_factory=list)
+    tasks_only_b: list[str] = Field(default_factory=list)
