@@ -20,6 +20,7 @@ from rescue_bench.metrics.classification import binary_metrics, multiclass_metri
 from rescue_bench.metrics.generation import EMOTION, generation_summary
 from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
 from rescue_bench.metrics.spec import BINARY_YES_NO
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import headline, metric_specs
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
@@ -254,7 +255,7 @@ def test_aggregate_run_is_deterministic_and_has_meta() -> None:
 
 def test_metric_plan_point_values_match_pure_functions() -> None:
     records = itp_records()
-    values = metric_plan(BINARY_YES_NO).values(records)
+    values = metric_plan(BINARY_YES_NO).values([PredictionLine.from_json(r) for r in records])
     expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
     assert values == pytest.approx({name: expected[name] for name in headline("itp")})
 

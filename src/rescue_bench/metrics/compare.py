@@ -17,7 +17,6 @@ from scipy.stats import binom, binomtest
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     Record,
-    check_records,
     metric_plan,
     point_values,
     rank_scores,
@@ -25,10 +24,12 @@ from rescue_bench.metrics.aggregate import (
     scope_records,
     spec_of,
     top1,
+    typed_records,
 )
 from rescue_bench.metrics.bootstrap import paired_cluster_bootstrap_cis
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.records import TaskKind
+from rescue_bench.rundir import PredictionLine
 
 
 def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, Any]:
@@ -56,31 +57,32 @@ def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, A
     return {"n": len(a_correct), "a_only": a_only, "b_only": b_only, "p_exact": p_exact, "p_mid": p_mid}
 
 
-def correct_top1(kind: TaskKind, record: Record) -> bool:
+def correct_top1(kind: TaskKind, record: PredictionLine) -> bool:
     """Top-1 correctness: the answer equals gold (ITP, RPP), or recall@1 of the record's scores (STP, SSP).
 
-    >>> correct_top1("binary", {"valid": True, "prediction": "yes", "gold": "yes"})
+    >>> line = PredictionLine(instance_id="i", task="itp", valid=True, prediction="yes", gold="yes")
+    >>> correct_top1("binary", line)
     True
     """
     if kind == "ranking":
         return rank_scores(record)[0] == 1.0
-    return bool(top1(record) == record["gold"])
+    return bool(top1(record) == record.gold)
 
 
 def shared_instances(
-    task: str, records_a: Sequence[Record], records_b: Sequence[Record]
-) -> tuple[list[Record], list[Record], dict[str, int]]:
+    task: str, records_a: Sequence[PredictionLine], records_b: Sequence[PredictionLine]
+) -> tuple[list[PredictionLine], list[PredictionLine], dict[str, int]]:
     """Records of both runs on their shared instance ids (sorted), and how many ids each run has alone.
 
     Raises:
         ConfigError: a shared instance has a different gold answer or scenario in the two runs.
     """
-    by_a = {r["instance_id"]: r for r in records_a}
-    by_b = {r["instance_id"]: r for r in records_b}
+    by_a = {r.instance_id: r for r in records_a}
+    by_b = {r.instance_id: r for r in records_b}
     shared = sorted(set(by_a) & set(by_b))
     for instance_id in shared:
         a, b = by_a[instance_id], by_b[instance_id]
-        if a["gold"] != b["gold"] or a["scenario"] != b["scenario"]:
+        if a.gold != b.gold or a.scenario != b.scenario:
             raise ConfigError(
                 f"{task}: the runs disagree on the gold answer or scenario of {instance_id}; "
                 "they were built from different data or task settings and cannot be compared"
@@ -91,8 +93,8 @@ def shared_instances(
 
 def compare_scope(
     spec: MetricSpec,
-    records_a: Sequence[Record],
-    records_b: Sequence[Record],
+    records_a: Sequence[PredictionLine],
+    records_b: Sequence[PredictionLine],
     labels: Sequence[str] = (),
     *,
     n_resamples: int = 1000,
@@ -104,12 +106,12 @@ def compare_scope(
     cis = paired_cluster_bootstrap_cis(
         plan.matrix(records_a),
         plan.matrix(records_b),
-        [r["sample_id"] for r in records_a],
+        [r.sample_id for r in records_a],
         plan.from_sums,
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
-        strata=[r["scenario"] for r in records_a],
+        strata=[r.scenario for r in records_a],
     )
     values_a = point_values(spec, records_a, labels)
     values_b = point_values(spec, records_b, labels)
@@ -150,9 +152,8 @@ def compare_task(
         ConfigError: unknown task, or the runs disagree on a gold answer.
         DataError: a record lacks a required field.
     """
-    check_records(task, records_a, spec)
-    check_records(task, records_b, spec)
-    aligned_a, aligned_b, counts = shared_instances(task, records_a, records_b)
+    lines_a, lines_b = typed_records(task, records_a, spec), typed_records(task, records_b, spec)
+    aligned_a, aligned_b, counts = shared_instances(task, lines_a, lines_b)
     out: dict[str, Any] = dict(counts)
     scopes_a = scope_records(aligned_a)
     scopes_b = scope_records(aligned_b)
