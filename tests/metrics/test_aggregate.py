@@ -20,8 +20,11 @@ from rescue_bench.metrics.classification import binary_metrics, multiclass_metri
 from rescue_bench.metrics.generation import EMOTION, generation_summary
 from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
 from rescue_bench.metrics.spec import BINARY_YES_NO
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import headline, metric_specs
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
+
+SPECS = metric_specs()
 
 Rec = dict[str, Any]
 
@@ -74,7 +77,7 @@ def itp_records() -> list[Rec]:
 
 def test_itp_scopes_metrics_counts_and_cis() -> None:
     records = itp_records()
-    out = aggregate_task("itp", "binary", records, n_resamples=300)
+    out = aggregate_task("itp", SPECS["itp"], records, n_resamples=300)
     assert list(out) == ["couple", "family", "all"]
     couple = out["couple"]
     assert couple["n"] == 6 and couple["valid"] == 5 and couple["parse_failures"] == 1
@@ -94,7 +97,7 @@ def test_itp_scopes_metrics_counts_and_cis() -> None:
 
 def test_invalid_prediction_is_a_miss_even_if_its_partial_value_is_right() -> None:
     records = [rec("itp", "s", "couple", 0, "yes", "yes", valid=False, problems=("invalid_label: 'yess'",))]
-    out = aggregate_task("itp", "binary", records, n_resamples=50)["all"]
+    out = aggregate_task("itp", SPECS["itp"], records, n_resamples=50)["all"]
     assert out["recall"] == 0.0 and out["invalid_labels"] == 1 and out["parse_failures"] == 0
 
 
@@ -122,7 +125,7 @@ def rpp_records() -> list[Rec]:
 
 def test_rpp_accuracy_macro_f1_over_taxonomy_and_union_for_all() -> None:
     records = rpp_records()
-    out = aggregate_task("rpp", "multiclass", records, n_resamples=200)
+    out = aggregate_task("rpp", SPECS["rpp"], records, n_resamples=200)
     couple = out["couple"]
     gold_c = [r["gold"] for r in records[:4]]
     top1_c = [r["prediction"][0] if r["prediction"] else None for r in records[:4]]
@@ -147,7 +150,7 @@ def test_rpp_accuracy_macro_f1_over_taxonomy_and_union_for_all() -> None:
 def test_rpp_custom_label_sets_and_position_bins() -> None:
     records = rpp_records()[:4]
     labels = {"couple": ["pursue_withdraw", "attack_attack", "repair_softening"], "family": ["x"]}
-    out = aggregate_task("rpp", "multiclass", records, labels_by_scenario=labels, n_resamples=50)
+    out = aggregate_task("rpp", SPECS["rpp"], records, labels_by_scenario=labels, n_resamples=50)
     assert list(out["all"]["per_label"]) == labels["couple"]  # only the scenarios present
     # pursue_withdraw: tp 1, predicted 2, support 2 -> F1 0.5; attack_attack 0; repair_softening 1
     assert out["couple"]["macro_f1"] == pytest.approx(1.5 / 3)
@@ -156,11 +159,11 @@ def test_rpp_custom_label_sets_and_position_bins() -> None:
     assert [b["n"] for b in position["bins"]] == [1, 0, 0, 0, 0, 1, 0, 0, 0, 2]
     assert position["bins"][9]["accuracy"] == 0.5 and position["bins"][9]["se"] == pytest.approx(0.5 / 2**0.5)
     assert position["bins"][9]["gold"] == {"pursue_withdraw": 1, "repair_softening": 1}
-    family = aggregate_task("rpp", "multiclass", rpp_records(), n_resamples=50)["family"]
+    family = aggregate_task("rpp", SPECS["rpp"], rpp_records(), n_resamples=50)["family"]
     assert family["by_position"]["n_without_position"] == 1
     # the RPP task writes the position under "position"
     renamed = [{**r, "meta": {"position": r["meta"]["relative_position"]}} for r in records]
-    again = aggregate_task("rpp", "multiclass", renamed, n_resamples=50)["couple"]["by_position"]
+    again = aggregate_task("rpp", SPECS["rpp"], renamed, n_resamples=50)["couple"]["by_position"]
     assert again == position
 
 
@@ -189,7 +192,7 @@ def test_ranking_tasks_use_scores_but_invalid_is_zero() -> None:
             scores={"recall_at_1": 1.0, "mrr": 1.0},
         ),
     ]
-    out = aggregate_task("stp", "ranking", records, n_resamples=100)["all"]
+    out = aggregate_task("stp", SPECS["stp"], records, n_resamples=100)["all"]
     assert out["recall_at_1"] == pytest.approx(1 / 3) and out["recall_at_2"] == pytest.approx(2 / 3)
     assert out["mrr"] == pytest.approx(1.5 / 3)
     assert {"gold": "Couple", "pred": "<invalid>", "count": 1} in out["confusion"]
@@ -202,29 +205,29 @@ def test_er_and_vp_aggregate_with_judge_counts() -> None:
         rec("er", "c2", "couple", 1, {}, {}, scores={"s_int": 3.0, "s_emo": None, "bertscore_f1": 0.8}),
         rec("er", "f1", "family", 2, {}, None, valid=False, problems=("request_failed: timeout",)),
     ]
-    out = aggregate_task("er", "generation", er, n_resamples=100)
+    out = aggregate_task("er", SPECS["er"], er, n_resamples=100)
     expected = generation_summary(EMOTION, [r["scores"] for r in er], [r["valid"] for r in er])
     for name in headline("er"):
         assert out["all"][name] == pytest.approx(expected[name])
     assert out["all"]["n_unscored"] == 1 and out["all"]["parse_failures"] == 1
     assert out["family"]["llm"] == 1.0  # an invalid prediction scores the floor
     vp = [rec("vp", "c1", "couple", 0, [], [], scores={"pairing": 2.0, "viewpoint": 3.0})]
-    vp_out = aggregate_task("vp", "generation", vp, n_resamples=50)["all"]
+    vp_out = aggregate_task("vp", SPECS["vp"], vp, n_resamples=50)["all"]
     assert vp_out["llm"] == pytest.approx(1 + 4 * 5 / 6) and vp_out["bertscore_f1"] is None
     assert vp_out["ci"]["bertscore_f1"] is None and vp_out["ci"]["llm"] == pytest.approx([vp_out["llm"]] * 2)
 
 
 def test_unjudged_run_reports_none_for_judge_metrics() -> None:
     er = [rec("er", "c1", "couple", 0, {}, {}, scores={"s_int": 4.0})]
-    out = aggregate_task("er", "generation", er, n_resamples=20)["all"]
+    out = aggregate_task("er", SPECS["er"], er, n_resamples=20)["all"]
     assert out["llm"] is None and out["ci"]["llm"] is None and out["s_int"] == 4.0
 
 
 def test_empty_task_has_an_all_scope_of_zeros() -> None:
-    out = aggregate_task("ssp", "ranking", [], n_resamples=20)
+    out = aggregate_task("ssp", SPECS["ssp"], [], n_resamples=20)
     assert list(out) == ["all"] and out["all"]["n"] == 0 and out["all"]["recall_at_1"] == 0.0
     assert out["all"]["ci"]["mrr"] == [0.0, 0.0]
-    rpp = aggregate_task("rpp", "multiclass", [], n_resamples=20)["all"]
+    rpp = aggregate_task("rpp", SPECS["rpp"], [], n_resamples=20)["all"]
     assert rpp["macro_f1"] == 0.0 and rpp["per_label"] == {}
 
 
@@ -232,11 +235,11 @@ def test_bad_records_raise_one_line_data_errors() -> None:
     bad = rec("itp", "c1", "couple", 0, "yes", "yes")
     del bad["sample_id"]
     with pytest.raises(DataError, match=r"itp prediction record 1 \(c1::itp::0\): missing field 'sample_id'"):
-        aggregate_task("itp", "binary", [bad])
+        aggregate_task("itp", SPECS["itp"], [bad])
     with pytest.raises(DataError, match="scenario"):
-        aggregate_task("itp", "binary", [rec("itp", "c1", "dyad", 0, "yes", "yes")])
+        aggregate_task("itp", SPECS["itp"], [rec("itp", "c1", "dyad", 0, "yes", "yes")])
     with pytest.raises(DataError, match="gold"):
-        aggregate_task("itp", "binary", [rec("itp", "c1", "couple", 0, "maybe", "yes")])
+        aggregate_task("itp", SPECS["itp"], [rec("itp", "c1", "couple", 0, "maybe", "yes")])
 
 
 def test_aggregate_run_is_deterministic_and_has_meta() -> None:
@@ -244,18 +247,15 @@ def test_aggregate_run_is_deterministic_and_has_meta() -> None:
     by_task = split_by_task(records)
     assert list(by_task) == ["itp", "rpp"]
     first = aggregate_run(by_task, metric_specs(), n_resamples=100, seed=3)
-    assert first == aggregate_run(by_task, n_resamples=100, seed=3)  # the transitional built-in specs
     assert first["_meta"]["ci"]["n_resamples"] == 100 and first["_meta"]["ci"]["cluster"] == "sample_id"
     assert set(first) == {"itp", "rpp", "_meta"}
-    with pytest.raises(ConfigError, match="unknown task"):
-        aggregate_run({"xyz": []})
     with pytest.raises(ConfigError, match="unknown task"):
         aggregate_run({"xyz": []}, metric_specs())
 
 
 def test_metric_plan_point_values_match_pure_functions() -> None:
     records = itp_records()
-    values = metric_plan(BINARY_YES_NO).values(records)
+    values = metric_plan(BINARY_YES_NO).values([PredictionLine.from_json(r) for r in records])
     expected = binary_metrics([r["gold"] for r in records], [r["prediction"] for r in records])
     assert values == pytest.approx({name: expected[name] for name in headline("itp")})
 
@@ -288,7 +288,7 @@ def test_real_samples_persistence_baseline(real_subset: Path) -> None:
             )
             previous = gold
     assert len({r["scenario"] for r in records}) == 2, "the shared subset has couple and family samples"
-    out = aggregate_task("rpp", "multiclass", records, n_resamples=500)
+    out = aggregate_task("rpp", SPECS["rpp"], records, n_resamples=500)
     for scope in ("couple", "family", "all"):
         members = [r for r in records if scope == "all" or r["scenario"] == scope]
         summary = out[scope]
@@ -306,11 +306,8 @@ def test_real_samples_persistence_baseline(real_subset: Path) -> None:
     assert bins["n_without_position"] == 0 and sum(b["n"] for b in bins["bins"]) == len(records)
 
 
-def test_a_bare_kind_stands_for_its_spec_for_an_outside_task() -> None:
-    """Transitional: callers that pass a task's kind, not its spec, keep working for non-generation tasks."""
+def test_an_outside_task_is_aggregated_by_the_spec_it_is_given() -> None:
     records = [{**r, "task": "xtp"} for r in itp_records()]
-    assert aggregate_task("xtp", "binary", records, n_resamples=20) == aggregate_task(
-        "itp", "binary", itp_records(), n_resamples=20
+    assert aggregate_task("xtp", SPECS["itp"], records, n_resamples=20) == aggregate_task(
+        "itp", SPECS["itp"], itp_records(), n_resamples=20
     )
-    with pytest.raises(ConfigError, match="unknown task 'xtp'"):
-        aggregate_task("xtp", "generation", records, n_resamples=20)

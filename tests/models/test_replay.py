@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, Provider
 from rescue_bench.models.replay import ReplayProvider
 from rescue_bench.records import Json, Reply, Request
+from rescue_bench.rundir import RunDirError
 
 SCHEMA: dict[str, Json] = {"type": "object", "properties": {"answer": {"type": "string"}}}
 
@@ -116,8 +117,10 @@ def test_a_later_success_wins_over_an_earlier_failure_and_not_the_reverse(tmp_pa
 def test_bad_run_directories_give_one_line_errors(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match=r"requests\.jsonl not found"):
         ReplayProvider(tmp_path / "nowhere")
-    run = write_run(tmp_path, [saved_line(request("ok"), Reply("{}")), "\n", "{not json\n"])
-    with pytest.raises(DataError, match=r"requests\.jsonl:3: not valid JSON"):
+    # The run directory's reader (rescue_bench.rundir) reads the file: a blank or broken line that is not the
+    # torn last one is an error naming file and line.
+    run = write_run(tmp_path, [saved_line(request("ok"), Reply("{}")), "{not json\n", "{}\n"])
+    with pytest.raises(RunDirError, match=r"requests\.jsonl:2: "):
         ReplayProvider(run)
 
 

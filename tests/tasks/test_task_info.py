@@ -11,7 +11,7 @@ import pytest
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge import rubric
-from rescue_bench.metrics.spec import LEGACY_SPECS
+from rescue_bench.metrics import spec as metric_spec
 from rescue_bench.report import paper
 from rescue_bench.tasks import (
     TASK_NAMES,
@@ -54,8 +54,15 @@ def test_derived_lists() -> None:
     assert tasks_of_kind("ranking") == ("stp", "ssp") and tasks_of_kind("generation") == ("er", "vp")
 
 
-def test_transitional_metric_specs_are_the_tasks_own() -> None:
-    assert metric_specs() == LEGACY_SPECS
+def test_each_task_has_the_metric_spec_of_its_answer_form() -> None:
+    assert metric_specs() == {
+        "itp": metric_spec.BINARY_YES_NO,
+        "rpp": metric_spec.MULTICLASS_TOP3,
+        "stp": metric_spec.RANKING_TOP3,
+        "ssp": metric_spec.RANKING_TOP3,
+        "er": metric_spec.EMOTION_SCORES,
+        "vp": metric_spec.VIEWPOINT_SCORES,
+    }
 
 
 def fake_task(monkeypatch: pytest.MonkeyPatch, module: str, name: str, **changes: object) -> None:

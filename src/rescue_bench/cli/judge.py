@@ -19,9 +19,10 @@ from rescue_bench.judge.after_run import ScorePass, score_run
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
+from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
-from rescue_bench.rundir import SCORES_FILE, load_run
+from rescue_bench.rundir import SCORES_FILE, Scores, load_run
 from rescue_bench.tasks import judged_tasks
 
 RunDir = Annotated[
@@ -42,14 +43,15 @@ def _print_result(result: JudgeRunResult) -> None:
         )
     if result.bertscore_hash:
         typer.echo(f"BERTScore: {result.bertscored} instances scored ({result.bertscore_hash})")
+    scores = Scores.of(result.scores)
     for task in judged_tasks():
-        entry = (result.scores.get(task) or {}).get("all")
-        if entry:
-            llm = "not judged" if entry.get("llm") is None else f"{entry['llm']:.3f}"
-            bert = "–" if entry.get("bertscore_f1") is None else f"{entry['bertscore_f1']:.4f}"
+        entry = ScopeEntry.of(scores, task, "all")
+        if entry.model_fields_set or entry.model_extra:
+            llm, f1 = entry.metric("llm"), entry.metric("bertscore_f1")
+            unscored = entry.n_unscored if "n_unscored" in entry.model_fields_set else 0
             typer.echo(
-                f"{task.upper()}: LLM {llm} (n={entry['n']}, unscored {entry.get('n_unscored', 0)}), "
-                f"BERTScore {bert}"
+                f"{task.upper()}: LLM {'not judged' if llm is None else f'{llm:.3f}'} "
+                f"(n={entry.n}, unscored {unscored}), BERTScore {'–' if f1 is None else f'{f1:.4f}'}"
             )
 
 

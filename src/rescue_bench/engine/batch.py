@@ -20,7 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from rescue_bench.data.schema import Sample
+from rescue_bench.engine.batch_results import BatchLine, result_reply
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
@@ -34,8 +37,8 @@ from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.models.base import Capabilities, GenerationParams, parse_model_name
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset, normalize_base_url
-from rescue_bench.records import Instance, Json, Reply, Request, Usage
-from rescue_bench.rundir import RunStore, atomic_write_json
+from rescue_bench.records import Instance, Json, Reply, Request
+from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
@@ -126,10 +129,11 @@ def read_results(path: Path) -> dict[str, Reply]:
         for number, raw in enumerate(lines, start=1):
             if not raw.strip():
                 continue
-            record = _json_line(raw, f"{path}:{number}")
-            if not isinstance(record, dict) or not isinstance(record.get("custom_id"), str):
-                raise DataError(f"{path}:{number}: no string field 'custom_id'")
-            replies[record["custom_id"]] = result_reply(record)
+            try:
+                record = BatchLine.model_validate(_json_line(raw, f"{path}:{number}"))
+            except ValidationError:
+                raise DataError(f"{path}:{number}: no string field 'custom_id'") from None
+            replies[record.custom_id] = result_reply(record)
     return replies
 
 
@@ -142,79 +146,6 @@ def _json_line(raw: bytes, where: str) -> Any:
         raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
     except RecursionError:
         raise DataError(f"{where}: JSON nested too deeply") from None
-
-
-def result_reply(record: dict[str, Any]) -> Reply:
-    """One batch output line as a :class:`Reply`; a failure when it carries an error or cannot be read.
-
-    >>> ok = {"custom_id": "x", "response": {"status_code": 200, "body": {"choices": [
-    ...     {"message": {"content": "{}"}, "finish_reason": "stop"}], "usage": {"prompt_tokens": 5}}}}
-    >>> result_reply(ok).text, result_reply(ok).usage.prompt_tokens
-    ('{}', 5)
-    >>> result_reply({"custom_id": "x", "error": {"message": "expired"}}).error
-    'batch error: expired'
-    >>> result_reply({"custom_id": "x", "response": "garbled"}).error
-    'batch result unreadable (response is not an object)'
-    """
-    try:
-        return _result_reply(record)
-    except _Unreadable as exc:
-        return Reply.failure(f"batch result unreadable ({exc})")
-
-
-class _Unreadable(Exception):
-    pass
-
-
-def _result_reply(record: dict[str, Any]) -> Reply:
-    error = record.get("error")
-    if error:
-        message = error.get("message") or error.get("code") if isinstance(error, dict) else error
-        return Reply.failure(f"batch error: {message}")
-    response = _object(record.get("response"), "response")
-    body = response.get("body")
-    if response.get("status_code") != 200:
-        detail = body.get("error") if isinstance(body, dict) else None
-        detail = detail.get("message") if isinstance(detail, dict) else detail
-        return Reply.failure(f"batch result HTTP {response.get('status_code')}: {detail or 'no detail'}")
-    body = _object(body, "body")
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise _Unreadable("no choices")
-    choice = _object(choices[0], "choice")
-    message = _object(choice.get("message"), "message")
-    content = message.get("content")
-    if content is not None and not isinstance(content, str):
-        raise _Unreadable("content is not a string")
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
-    usage = _object(body.get("usage") or {}, "usage")
-    details = _object(usage.get("completion_tokens_details") or {}, "usage details")
-    finish = choice.get("finish_reason")
-    return Reply(
-        text=content or "",
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-        usage=Usage(
-            _count(usage, "prompt_tokens"),
-            _count(usage, "completion_tokens"),
-            _count(details, "reasoning_tokens"),
-        ),
-        finish_reason=finish if isinstance(finish, str) else None,
-    )
-
-
-def _object(value: Any, name: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise _Unreadable(f"{name} is not an object")
-    return value
-
-
-def _count(usage: dict[str, Any], key: str) -> int:
-    value = usage.get(key)
-    if value is None:
-        return 0
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise _Unreadable(f"usage {key} is not a token count")
-    return value
 
 
 class BatchResultsProvider:
@@ -263,7 +194,7 @@ def import_batch(
     if manifest is None:
         raise ConfigError(f"{run_dir} has no run.json; give the --run directory that `batch export` made")
     spec = config_from_manifest(manifest, tasks)
-    identity = manifest.get("model")
+    identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = BatchResultsProvider(
         read_results(results), dict(identity) if isinstance(identity, dict) else {}, name=spec.model.name
     )

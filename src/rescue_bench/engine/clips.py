@@ -26,7 +26,9 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Annotated, Literal, Protocol
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench import media
 from rescue_bench.errors import ConfigError, DataError
@@ -258,27 +260,50 @@ def _asset_clips(root: Path) -> dict[tuple[str, int], Clip]:
     """
     out: dict[tuple[str, int], Clip] = {}
     for path in sorted(root.rglob("manifest.json")):
-        obj = read_json(path)
-        rows = obj.get("rows") if isinstance(obj, dict) else None
-        if not isinstance(rows, list):
-            raise DataError(f"{path}: expected an object with a 'rows' list")
-        sample_id = obj.get("sample_id") or path.parent.relative_to(root).as_posix()
-        for entry in rows:
-            if (
-                not isinstance(entry, dict)
-                or not isinstance(entry.get("index"), int)
-                or not entry.get("clip_path")
-            ):
+        try:
+            manifest = AssetManifest.model_validate(read_json(path))
+        except ValidationError:
+            raise DataError(f"{path}: expected an object with a 'rows' list") from None
+        sample_id = str(manifest.sample_id or path.parent.relative_to(root).as_posix())
+        for entry in manifest.rows:
+            row = _asset_row(entry)
+            if row is None:
                 continue
-            relative = str(entry["clip_path"])
+            relative = str(row.clip_path)
             near = path.parent / relative
             full = near if near.is_file() else root / relative
-            duration = entry.get("duration_sec")
-            seconds = float(duration) if isinstance(duration, int | float) else None
-            out[(str(sample_id), entry["index"])] = Clip(
-                str(sample_id), entry["index"], full, relative, seconds
-            )
+            out[(sample_id, row.index)] = Clip(sample_id, row.index, full, relative, row.seconds)
     return out
+
+
+class AssetManifest(BaseModel):
+    """A reference-layout ``manifest.json`` (written by another tool: unknown keys are ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    rows: list[Json]
+    sample_id: Json = None
+
+
+class AssetRow(BaseModel):
+    """One row of it; rows without an integer ``index`` or a ``clip_path`` are skipped."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    index: Annotated[int, Field(strict=True)]
+    clip_path: Json
+    duration_sec: Json = None
+
+    @property
+    def seconds(self) -> float | None:
+        value = self.duration_sec
+        return float(value) if isinstance(value, int | float) else None
+
+
+def _asset_row(entry: Json) -> AssetRow | None:
+    try:
+        row = AssetRow.model_validate(entry)
+    except ValidationError:
+        return None
+    return row if row.clip_path else None
 
 
 def make_video_hook(

@@ -16,17 +16,16 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, Final
-
-from pydantic import BaseModel, ConfigDict, ValidationError
+from typing import Final
 
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
+from rescue_bench.engine.manifest_v1 import spec_from_v1
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Capabilities
-from rescue_bench.records import Instance, Json
-from rescue_bench.rundir import RunStore, describe_changes
-from rescue_bench.spec import RunSpec, options_model, validate_spec
+from rescue_bench.records import Instance, Json, ProblemKind
+from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, describe_changes
+from rescue_bench.spec import RunSpec, validate_spec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.context import context_size
@@ -35,13 +34,6 @@ PLAIN: Final = Capabilities()
 """What planning assumes of a model it has not built (``estimate``): an endpoint's reference batch sizes."""
 FORMAT: Final = 2
 """``run.json`` format: 2 stores the spec and nests task options; 1 had them flat."""
-V1_TASK_OPTIONS: Final = {
-    "rpp_gold_field": ("rpp", "gold_field"),
-    "rpp_include_current_turn": ("rpp", "include_current_turn"),
-    "ssp_include_target_emotion": ("ssp", "include_target_emotion"),
-    "checkpoints_per_sample": ("er", "checkpoints_per_sample"),
-}
-"""Format 1's flat ``config`` keys and the task option each became (its checkpoints applied to VP too)."""
 
 
 def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str, Json]:
@@ -98,68 +90,6 @@ def spec_from_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] |
     if manifest.get("format", 1) == 1:
         return spec_from_v1(manifest, TASKS if tasks is None else tasks)
     return validate_spec(_object(manifest.get("spec"), "spec"), where="run.json: spec", tasks=tasks)
-
-
-class ConfigV1(BaseModel):
-    """The ``config`` of a format-1 ``run.json``: flat, task options included."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    model: str
-    tasks: list[str]
-    mode: str = "dialogue"
-    context_size: int | None = None
-    batch_size: int | None = None
-    judges: list[str] = []
-    limit_samples: int | None = None
-    sample_ids: str | None = None
-    """A hash of the ids; the ids themselves are under ``selection``."""
-    seed: int | None = None
-    temperature: float = 0.0
-    response_format: str = "json_schema"
-    disable_thinking: bool = False
-    rpp_gold_field: str = "auto"
-    rpp_include_current_turn: bool = False
-    ssp_include_target_emotion: bool = False
-    checkpoints_per_sample: int = 5
-    video: dict[str, Json] | None = None
-
-
-class SelectionV1(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
-    data: str
-    sample_ids: list[str] | None = None
-
-
-def spec_from_v1(manifest: Mapping[str, Json], tasks: Mapping[str, Task]) -> RunSpec:
-    """The spec of a format-1 ``run.json``: its flat ``config`` and its ``selection``."""
-    try:
-        cfg = ConfigV1.model_validate(manifest.get("config"))
-        selection = SelectionV1.model_validate(manifest.get("selection"))
-    except ValidationError as exc:
-        problem = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in problem["loc"])
-        raise ConfigError(f"run.json (format 1): {where}: {problem['msg']}") from None
-    flat = cfg.model_dump()
-    options: dict[str, dict[str, Json]] = {}
-    for key, (task, name) in V1_TASK_OPTIONS.items():
-        owners = [task, "vp"] if key == "checkpoints_per_sample" else [task]
-        for owner in owners:
-            if owner in cfg.tasks and owner in tasks and options_model(tasks[owner]) is not None:
-                options.setdefault(owner, {})[name] = flat[key]
-    model = {
-        k: flat[k]
-        for k in ("name", "seed", "temperature", "response_format", "disable_thinking")
-        if k in flat
-    }
-    data: dict[str, Any] = {
-        **{k: flat[k] for k in ("tasks", "mode", "context_size", "batch_size", "limit_samples", "judges")},
-        "model": {**model, "name": cfg.model},
-        "data": selection.data,
-        "sample_ids": selection.sample_ids,
-        "task_options": options,
-        "video": {k: v for k, v in (cfg.video or {}).items() if v is not None},
-    }
-    return validate_spec(data, where="run.json (format 1)", tasks=tasks)
 
 
 def _object(value: Json, name: str) -> dict[str, Json]:
@@ -347,43 +277,53 @@ def finish_manifest(
 
 
 def count_run(
-    plans: Sequence[TaskPlan], predictions: Sequence[Mapping[str, Any]], requests: Sequence[Mapping[str, Any]]
-) -> dict[str, dict[str, Any]]:
+    plans: Sequence[TaskPlan], predictions: Sequence[PredictionLine], requests: Sequence[RequestLine]
+) -> dict[str, dict[str, Json]]:
     """Per-task counts over the whole run directory (all sessions)."""
-    counts: dict[str, dict[str, Any]] = {}
+    counts: dict[str, dict[str, Json]] = {}
     for plan in plans:
-        preds = [p for p in predictions if p.get("task") == plan.name]
-        reqs = [r for r in requests if r.get("task") == plan.name]
-        paid = [r for r in reqs if not r.get("cached")]
-        problems = [str((p.get("problems") or [""])[0]) if p.get("problems") else "" for p in preds]
+        preds = [p for p in predictions if p.task == plan.name]
         counts[plan.name] = {
             "instances": len(plan.instances),
-            "done": len(preds),
-            "valid": sum(bool(p.get("valid")) for p in preds),
-            "invalid": sum(not p.get("valid") for p in preds),
-            "request_failures": sum(x.startswith("request_failed") for x in problems),
-            "parse_failures": sum(x.startswith(("parse_failure", "missing")) for x in problems),
-            "invalid_labels": sum(x.startswith("invalid_label") for x in problems),
-            "requests": len(reqs),
-            "single_retries": sum(bool(r.get("single")) for r in reqs),
-            "cache_hits": len(reqs) - len(paid),
-            "retries": sum(max(0, int(r.get("attempts") or 0) - 1) for r in reqs),
-            "failures": sum(r.get("error") is not None for r in reqs),
-            "refusals": sum(bool(r.get("refused")) for r in reqs),
-            "masked": sum(bool(r.get("masked")) for r in reqs),
-            "tokens": {
-                k: sum(int((r.get("usage") or {}).get(k) or 0) for r in paid)
-                for k in ("prompt_tokens", "completion_tokens", "reasoning_tokens")
-            },
+            **_prediction_counts(preds),
+            **_request_counts([r for r in requests if r.task == plan.name]),
         }
         if plan.cfg.mode == "video":
             counts[plan.name]["video_unusable"] = sum(
-                bool((p.get("meta") or {}).get("video_unusable")) for p in preds
+                bool((p.meta or {}).get("video_unusable")) for p in preds
             )
-            counts[plan.name]["missing_clips"] = sum(
-                str(x).startswith("video:") for p in preds for x in p.get("problems") or ()
-            )
+            counts[plan.name]["missing_clips"] = sum(k is ProblemKind.VIDEO for p in preds for k in p.kinds)
     return counts
+
+
+def _prediction_counts(preds: Sequence[PredictionLine]) -> dict[str, Json]:
+    first = [p.kinds[0] if p.kinds else None for p in preds]
+    return {
+        "done": len(preds),
+        "valid": sum(p.valid for p in preds),
+        "invalid": sum(not p.valid for p in preds),
+        "request_failures": sum(k is ProblemKind.REQUEST_FAILED for k in first),
+        "parse_failures": sum(k in (ProblemKind.PARSE_FAILURE, ProblemKind.MISSING) for k in first),
+        "invalid_labels": sum(k is ProblemKind.INVALID_LABEL for k in first),
+    }
+
+
+def _request_counts(reqs: Sequence[RequestLine]) -> dict[str, Json]:
+    paid = [r for r in reqs if not r.cached]
+    return {
+        "requests": len(reqs),
+        "single_retries": sum(r.single for r in reqs),
+        "cache_hits": len(reqs) - len(paid),
+        "retries": sum(max(0, r.attempts - 1) for r in reqs),
+        "failures": sum(r.error is not None for r in reqs),
+        "refusals": sum(r.refused for r in reqs),
+        "masked": sum(r.masked for r in reqs),
+        "tokens": {
+            "prompt_tokens": sum(r.usage.prompt_tokens for r in paid),
+            "completion_tokens": sum(r.usage.completion_tokens for r in paid),
+            "reasoning_tokens": sum(r.usage.reasoning_tokens for r in paid),
+        },
+    }
 
 
 def git_commit() -> str | None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rescue_bench.engine.execute import Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.video import VideoNote
-from rescue_bench.records import Instance, Json, Prediction
+from rescue_bench.records import Instance, Json, Prediction, ProblemKind
 from rescue_bench.tasks.base import Task
 
 TRUNCATED = "parse_failure: truncated reply (finish_reason=length)"
@@ -44,7 +44,8 @@ def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) 
 
 
 def is_missing(prediction: Prediction) -> bool:
-    return bool(prediction.problems) and prediction.problems[0].startswith("missing")
+    """Whether the reply had no answer for this item (its first problem is of kind ``missing``)."""
+    return bool(prediction.problems) and ProblemKind.of(prediction.problems[0]) is ProblemKind.MISSING
 
 
 def asks_again(prediction: Prediction) -> bool:

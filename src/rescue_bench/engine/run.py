@@ -20,6 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict
+
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.cache import ResponseCache
@@ -41,7 +43,7 @@ from rescue_bench.engine.video import Hook, make_hook
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Provider
 from rescue_bench.records import Json
-from rescue_bench.rundir import RunStore
+from rescue_bench.rundir import Manifest, PredictionLine, RunStore, read_requests
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
 
@@ -201,22 +203,30 @@ def make_model(spec: RunSpec) -> Provider:
     )
 
 
+class Timings(BaseModel):
+    """The keys of ``run.json``'s ``timings`` that a resumed session carries over (the others are its own)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    created: Json = None
+    sessions: int = 1
+
+
 def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dict[str, Json]:
     """A new session's ``run.json``: this session's facts and the run's history (judging is in judging.json).
 
-    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": {"hash": "h"}}
+    >>> bert = {"model": "m", "hash": "h"}
+    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": bert}
     >>> new = _resumed({"timings": {"created": "t1"}, "judges": ["b"]}, old)
     >>> new["timings"], new["judges"], "bertscore" in new
     ({'created': 't0', 'sessions': 3}, ['a', 'b'], False)
     """
     if previous is None:
         return manifest
-    timings = dict(manifest.get("timings") or {})
-    old = previous.get("timings") if isinstance(previous.get("timings"), dict) else {}
-    timings["created"] = (old or {}).get("created", timings.get("created"))
-    timings["sessions"] = int((old or {}).get("sessions", 1)) + 1
-    judges = list(previous.get("judges") or [])
-    judges += [j for j in manifest.get("judges") or [] if j not in judges]
+    before, now = Manifest.from_json(previous, "run.json"), Manifest.from_json(manifest)
+    first = Timings.model_validate(before.timings)
+    timings = {**now.timings, "created": first.created or Timings.model_validate(now.timings).created}
+    timings["sessions"] = first.sessions + 1
+    judges = [*before.judges, *(j for j in now.judges if j not in before.judges)]
     return {**manifest, "judges": judges, "timings": timings}
 
 
@@ -233,7 +243,7 @@ def _finish(
     order = [inst.id for plan in plans for inst in plan.instances]
     records = store.compact_predictions(order, runner.done)
     store.close()
-    counts = count_run(plans, records, store.request_records())
+    counts = count_run(plans, [PredictionLine.from_json(r) for r in records], read_requests(store.root))
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None
     if status == "finished" and complete:

@@ -32,5 +32,5 @@ def aggregate_scores(
             scores[plan.name] = aggregate_task(
                 plan.name, plan.task.INFO.metrics, mine, seed=seed, n_resamples=n_resamples
             )
-    scores["_meta"] = aggregate_run({}, seed=seed, n_resamples=n_resamples)["_meta"]
+    scores["_meta"] = aggregate_run({}, {}, seed=seed, n_resamples=n_resamples)["_meta"]
     return scores

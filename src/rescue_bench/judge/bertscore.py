@@ -255,7 +255,7 @@ def bertscore_judgments(
             scores={"bertscore_f1": f1[r.instance_id]},
             problems=() if r.valid else ("prediction_invalid: scored 0",),
             raw=raw,
-            prediction_hash=prediction_fingerprint({"valid": r.valid, "prediction": r.prediction}),
+            prediction_hash=prediction_fingerprint(r.valid, r.prediction),
         )
         for r in pending
     ]

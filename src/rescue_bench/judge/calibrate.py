@@ -19,7 +19,7 @@ from typing import Any
 
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
-from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_names
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, Judged, as_judgments, judge_names, number
 from rescue_bench.metrics.generation import vp_to_five
 from rescue_bench.tasks import judged_tasks
 
@@ -83,7 +83,7 @@ def read_ratings(path: Path) -> list[HumanRating]:
     return ratings
 
 
-def judge_scores(judgments: Iterable[Mapping[str, Any]], judge: str | None = None) -> dict[str, float]:
+def judge_scores(judgments: Iterable[Judged], judge: str | None = None) -> dict[str, float]:
     """Instance id -> the judge score on 1-5 (mean over judges unless ``judge`` is given); unscored left out.
 
     >>> lines = [{"instance_id": "a", "task": "vp", "judge": "x/j", "valid": True, "scores": {"total": 3.0}},
@@ -93,21 +93,17 @@ def judge_scores(judgments: Iterable[Mapping[str, Any]], judge: str | None = Non
     ({'a': 3.0, 'b': 4.5}, {'b': 5.0})
     """
     values: dict[str, list[float]] = {}
-    for line in judgments:
-        if (
-            line.get("judge") == BERTSCORE_JUDGE
-            or not line.get("valid")
-            or judge not in (None, line.get("judge"))
-        ):
+    for line in as_judgments(judgments):
+        if line.judge == BERTSCORE_JUDGE or not line.valid or judge not in (None, line.judge):
             continue
-        scores = line.get("scores") or {}
-        if line.get("task") == "er" and "s_emo" in scores:
-            value = float(scores["s_emo"])
-        elif line.get("task") == "vp" and "total" in scores:
-            value = vp_to_five(float(scores["total"]))
+        scores = line.scores
+        if line.task == "er" and "s_emo" in scores:
+            value = number(scores["s_emo"])
+        elif line.task == "vp" and "total" in scores:
+            value = vp_to_five(number(scores["total"]))
         else:
             continue
-        values.setdefault(str(line["instance_id"]), []).append(value)
+        values.setdefault(line.instance_id, []).append(value)
     return {iid: sum(v) / len(v) for iid, v in values.items()}
 
 

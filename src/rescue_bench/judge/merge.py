@@ -22,108 +22,132 @@ from typing import Any
 
 from rescue_bench.judge.agreement import inter_judge_agreement
 from rescue_bench.metrics.generation import er_score, intensity_score, vp_to_five
+from rescue_bench.records import Json
+from rescue_bench.rundir import JudgmentLine, PredictionLine
 from rescue_bench.tasks import judged_tasks
 
-Record = Mapping[str, Any]
 BERTSCORE_JUDGE = "bertscore"
 JUDGED_TASKS = judged_tasks()
 JUDGE_SCORE_KEYS = {"er": ("s_emo",), "vp": ("pairing", "viewpoint", "total")}
 AGREEMENT_KEY = {"er": "s_emo", "vp": "total"}
 """The judge score compared between judges (and with humans)."""
 
+Predicted = PredictionLine | Mapping[str, Any]
+"""A prediction line, or its JSON object (readers that still hold the file's dicts)."""
+Judged = JudgmentLine | Mapping[str, Any]
 
-def prediction_fingerprint(record: Record) -> str:
+
+def as_prediction(record: Predicted) -> PredictionLine:
+    """The typed line of a prediction given either way (the one place a dict becomes a line)."""
+    return record if isinstance(record, PredictionLine) else PredictionLine.from_json(record)
+
+
+def as_judgments(lines: Iterable[Judged]) -> list[JudgmentLine]:
+    return [j if isinstance(j, JudgmentLine) else JudgmentLine.from_json(j) for j in lines]
+
+
+def prediction_fingerprint(valid: bool, prediction: Json) -> str:
     """A short hash of what was judged: the prediction and whether it was valid.
 
     A judgment line carries the fingerprint of the prediction it scored (``prediction_hash``), so that a line
     about an earlier prediction of the same instance (``run --retry-failed`` replaced it) is neither folded in
     nor taken as done. Lines written before fingerprints existed have none and count as current.
 
-    >>> a = prediction_fingerprint({"valid": True, "prediction": {"emotion": "sad", "intensity": 3}})
-    >>> a == prediction_fingerprint({"prediction": {"intensity": 3, "emotion": "sad"}, "valid": True})
+    >>> a = prediction_fingerprint(True, {"emotion": "sad", "intensity": 3})
+    >>> a == prediction_fingerprint(True, {"intensity": 3, "emotion": "sad"})
     True
-    >>> a == prediction_fingerprint({"valid": False, "prediction": {"emotion": "sad", "intensity": 3}})
+    >>> a == prediction_fingerprint(False, {"emotion": "sad", "intensity": 3})
     False
     """
-    canonical = json.dumps(
-        [bool(record.get("valid")), record.get("prediction")], sort_keys=True, ensure_ascii=False
-    )
+    canonical = json.dumps([valid, prediction], sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 
 
-def is_current(line: Record, fingerprint: str) -> bool:
+def fingerprint_of(record: PredictionLine) -> str:
+    return prediction_fingerprint(record.valid, record.prediction)
+
+
+def is_current(line: JudgmentLine, fingerprint: str) -> bool:
     """Whether a judgment line scored the prediction with this fingerprint (or predates fingerprints)."""
-    return line.get("prediction_hash") in (None, fingerprint)
+    return line.prediction_hash in (None, fingerprint)
 
 
-def current_lines(record: Record, lines: Iterable[Record]) -> list[Record]:
+def current_lines(record: PredictionLine, lines: Iterable[JudgmentLine]) -> list[JudgmentLine]:
     """The judgment lines of one record that scored its present prediction, the last one per judge.
 
-    >>> rec = {"valid": True, "prediction": "new"}
-    >>> old = {"judge": "a/x", "prediction_hash": prediction_fingerprint({**rec, "prediction": "old"})}
-    >>> new = {"judge": "a/x", "prediction_hash": prediction_fingerprint(rec), "n": 2}
-    >>> current_lines(rec, [old, new, {"judge": "b/y"}])
-    [{'judge': 'a/x', 'prediction_hash': '...', 'n': 2}, {'judge': 'b/y'}]
+    >>> rec = PredictionLine(instance_id="i", task="er", valid=True, prediction="new")
+    >>> line = JudgmentLine(instance_id="i", task="er", judge="a/x", valid=True)
+    >>> old = line.model_copy(update={"prediction_hash": prediction_fingerprint(True, "old")})
+    >>> new = line.model_copy(update={"prediction_hash": fingerprint_of(rec), "valid": False})
+    >>> [(j.judge, j.valid) for j in current_lines(rec, [old, new, line.model_copy(update={"judge": "b/y"})])]
+    [('a/x', False), ('b/y', True)]
     """
-    fingerprint = prediction_fingerprint(record)
-    last: dict[str, Record] = {}
+    fingerprint = fingerprint_of(record)
+    last: dict[str, JudgmentLine] = {}
     for line in lines:
         if is_current(line, fingerprint):
-            last.pop(str(line.get("judge")), None)
-            last[str(line.get("judge"))] = line
+            last.pop(line.judge, None)
+            last[line.judge] = line
     return list(last.values())
 
 
-def judge_names(judgments: Iterable[Record]) -> list[str]:
+def judge_names(judgments: Iterable[Judged]) -> list[str]:
     """LLM judges that appear in ``judgments``, in first-seen order (BERTScore excluded).
 
-    >>> judge_names([{"judge": "b/x"}, {"judge": "bertscore"}, {"judge": "a/y"}, {"judge": "b/x"}])
+    >>> lines = [{"instance_id": "i", "task": "er", "judge": j, "valid": True} for j in ("b/x", "bertscore")]
+    >>> judge_names([*lines, {**lines[0], "judge": "a/y"}])
     ['b/x', 'a/y']
     """
-    return list(dict.fromkeys(str(j["judge"]) for j in judgments if j.get("judge") != BERTSCORE_JUDGE))
+    return list(dict.fromkeys(j.judge for j in as_judgments(judgments) if j.judge != BERTSCORE_JUDGE))
 
 
-def _intensity(record: Record, scores: Mapping[str, Any]) -> float:
+def _intensity(record: PredictionLine, scores: Mapping[str, Any]) -> float:
     if isinstance(scores.get("s_int"), int | float):
         return float(scores["s_int"])
-    gold, pred = record.get("gold") or {}, record.get("prediction") or {}
-    predicted = pred.get("intensity") if record.get("valid") and isinstance(pred, Mapping) else None
-    gold_value = gold.get("intensity") if isinstance(gold, Mapping) else None
+    gold, pred = record.gold, record.prediction
+    predicted = pred.get("intensity") if record.valid and isinstance(pred, dict) else None
+    gold_value = gold.get("intensity") if isinstance(gold, dict) else None
     if not isinstance(gold_value, int) or not isinstance(predicted, int):
         return 1.0
     return intensity_score(predicted, gold_value)
 
 
-def _judge_means(task: str, lines: Sequence[Record]) -> dict[str, float | None]:
-    valid = [line["scores"] for line in lines if line.get("valid")]
+def _judge_means(task: str, lines: Sequence[JudgmentLine]) -> dict[str, float | None]:
+    valid = [line.scores for line in lines if line.valid]
     keys = JUDGE_SCORE_KEYS[task]
     if not valid:
         return dict.fromkeys(keys)
-    means: dict[str, float | None] = {k: fmean(float(s[k]) for s in valid) for k in keys}
+    means: dict[str, float | None] = {k: fmean(number(s[k]) for s in valid) for k in keys}
     return means
 
 
-def merged_scores(record: Record, lines: Sequence[Record], judged: bool) -> dict[str, Any]:
+def number(value: float | None) -> float:
+    """A valid judgment line's score as a float (a null one is a broken line)."""
+    if value is None:
+        raise TypeError("a valid judgment line has a null score")
+    return float(value)
+
+
+def merged_scores(record: PredictionLine, lines: Sequence[JudgmentLine], judged: bool) -> dict[str, Any]:
     """The ``scores`` of one ER/VP record with its judgment lines folded in.
 
     ``judged`` says whether the run was judged at all (then an invalid prediction gets the judge floors).
 
-    >>> rec = {"task": "er", "valid": True, "scores": {"s_int": 3.0}}
-    >>> lines = [{"judge": "a/x", "valid": True, "scores": {"s_emo": 4.0}},
-    ...          {"judge": "b/y", "valid": True, "scores": {"s_emo": 5.0}},
-    ...          {"judge": "bertscore", "valid": True, "scores": {"bertscore_f1": 0.8}}]
+    >>> rec = PredictionLine(instance_id="i", task="er", valid=True, scores={"s_int": 3.0})
+    >>> lines = [JudgmentLine(instance_id="i", task="er", judge=j, valid=True, scores=s) for j, s in [
+    ...     ("a/x", {"s_emo": 4.0}), ("b/y", {"s_emo": 5.0}), ("bertscore", {"bertscore_f1": 0.8})]]
     >>> merged_scores(rec, lines, judged=True)
     {'s_int': 3.0, 'bertscore_f1': 0.8, 's_emo': 4.5, 's_er': 3.75}
-    >>> merged_scores({"task": "vp", "valid": False, "scores": {}}, [], judged=True)
+    >>> merged_scores(PredictionLine(instance_id="i", task="vp"), [], judged=True)
     {'pairing': 0.0, 'viewpoint': 0.0, 'total': 0.0, 'llm': 1.0}
     """
-    task = str(record["task"])
-    scores: dict[str, Any] = dict(record.get("scores") or {})
-    bert = [line for line in lines if line.get("judge") == BERTSCORE_JUDGE and line.get("valid")]
+    task = record.task
+    scores: dict[str, Any] = dict(record.scores)
+    bert = [line for line in lines if line.judge == BERTSCORE_JUDGE and line.valid]
     if bert:
-        scores["bertscore_f1"] = float(bert[-1]["scores"]["bertscore_f1"])
-    verdicts = [line for line in lines if line.get("judge") != BERTSCORE_JUDGE]
-    if not record.get("valid"):
+        scores["bertscore_f1"] = number(bert[-1].scores["bertscore_f1"])
+    verdicts = [line for line in lines if line.judge != BERTSCORE_JUDGE]
+    if not record.valid:
         if judged:
             floors = {"s_emo": 1.0} if task == "er" else {"pairing": 0.0, "viewpoint": 0.0, "total": 0.0}
             scores.update(floors)
@@ -134,7 +158,7 @@ def merged_scores(record: Record, lines: Sequence[Record], judged: bool) -> dict
     return _derived(task, record, scores)
 
 
-def _derived(task: str, record: Record, scores: dict[str, Any]) -> dict[str, Any]:
+def _derived(task: str, record: PredictionLine, scores: dict[str, Any]) -> dict[str, Any]:
     if task == "er":
         s_int = _intensity(record, scores)
         scores["s_er"] = None if scores.get("s_emo") is None else er_score(scores["s_emo"], s_int)
@@ -143,38 +167,38 @@ def _derived(task: str, record: Record, scores: dict[str, Any]) -> dict[str, Any
     return scores
 
 
-def judged_records(predictions: Iterable[Record], judgments: Iterable[Record]) -> list[dict[str, Any]]:
+def judged_records(predictions: Iterable[Predicted], judgments: Iterable[Judged]) -> list[dict[str, Json]]:
     """Prediction records with their judgments folded into ``scores`` (other tasks pass through unchanged)."""
-    by_instance: dict[str, list[Record]] = {}
-    judgment_list = list(judgments)
+    by_instance: dict[str, list[JudgmentLine]] = {}
+    judgment_list = as_judgments(judgments)
     for line in judgment_list:
-        by_instance.setdefault(str(line["instance_id"]), []).append(line)
+        by_instance.setdefault(line.instance_id, []).append(line)
     judged = bool(judge_names(judgment_list))
-    out = []
-    for record in predictions:
-        if record.get("task") in JUDGED_TASKS:
-            lines = current_lines(record, by_instance.get(str(record["instance_id"]), []))
-            record = {**record, "scores": merged_scores(record, lines, judged)}
-        out.append(dict(record))
+    out: list[dict[str, Json]] = []
+    for given in predictions:
+        record = as_prediction(given)
+        if record.task in JUDGED_TASKS:
+            lines = current_lines(record, by_instance.get(record.instance_id, []))
+            record = record.model_copy(update={"scores": merged_scores(record, lines, judged)})
+        out.append(record.to_json())
     return out
 
 
-def judge_values(judgments: Iterable[Record], task: str) -> dict[str, dict[str, float | None]]:
+def judge_values(judgments: Iterable[JudgmentLine], task: str) -> dict[str, dict[str, float | None]]:
     """Per judge, per instance, the score compared across judges (ER ``s_emo``, VP ``total``); ``None`` for an
     unscored verdict.
 
-    >>> line = {"judge": "a/x", "task": "vp", "instance_id": "i", "valid": True, "scores": {"total": 5.0}}
-    >>> judge_values([line, {**line, "instance_id": "j", "valid": False, "scores": {}}], "vp")
+    >>> line = JudgmentLine(judge="a/x", task="vp", instance_id="i", valid=True, scores={"total": 5.0})
+    >>> judge_values([line, line.model_copy(update={"instance_id": "j", "valid": False})], "vp")
     {'a/x': {'i': 5.0, 'j': None}}
     """
     key = AGREEMENT_KEY[task]
     out: dict[str, dict[str, float | None]] = {}
     for line in judgments:
-        if line.get("task") != task or line.get("judge") == BERTSCORE_JUDGE:
+        if line.task != task or line.judge == BERTSCORE_JUDGE:
             continue
-        scores = line.get("scores") or {}
-        value = float(scores[key]) if line.get("valid") and key in scores else None
-        out.setdefault(str(line["judge"]), {})[str(line["instance_id"])] = value
+        value = line.scores[key] if line.valid and key in line.scores else None
+        out.setdefault(line.judge, {})[line.instance_id] = None if value is None else float(value)
     return out
 
 
@@ -182,10 +206,10 @@ SCALES = {"er": tuple(range(1, 6)), "vp": tuple(range(0, 7))}
 """The ordinal value domain of the compared judge score."""
 
 
-def judge_agreement(judgments: Iterable[Record]) -> dict[str, Any]:
+def judge_agreement(judgments: Iterable[Judged]) -> dict[str, Any]:
     """Inter-judge agreement per task (:func:`rescue_bench.judge.agreement.inter_judge_agreement`): ordinal
     Krippendorff's alpha, exact agreement and MAE of ER ``s_emo`` (1-5) and VP ``total`` (0-6)."""
-    lines = list(judgments)
+    lines = as_judgments(judgments)
     out: dict[str, Any] = {}
     for task in JUDGED_TASKS:
         ratings = judge_values(lines, task)

@@ -225,7 +225,7 @@ async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[Ju
 
 def fingerprint(record: PredictionLine) -> str:
     """:func:`~rescue_bench.judge.merge.prediction_fingerprint` of a typed prediction line."""
-    return prediction_fingerprint({"valid": record.valid, "prediction": record.prediction})
+    return prediction_fingerprint(record.valid, record.prediction)
 
 
 async def judge_records(
@@ -286,7 +286,7 @@ def _done(
         if j.judge == judge
         and (j.valid or not retry_unscored)
         and (bertscore_hash is None or j.raw_field("hash") == bertscore_hash)
-        and is_current(j.to_json(), fingerprints.get(j.instance_id, ""))
+        and is_current(j, fingerprints.get(j.instance_id, ""))
     }
 
 

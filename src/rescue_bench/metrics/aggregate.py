@@ -32,40 +32,50 @@ from rescue_bench.metrics.classification import (
 )
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
-from rescue_bench.metrics.spec import KIND_SPECS, LEGACY_SPECS, MetricSpec
-from rescue_bench.records import Prediction, TaskKind
+from rescue_bench.metrics.spec import MetricSpec
+from rescue_bench.records import Prediction
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
 Record = Mapping[str, Any]
+"""A ``predictions.jsonl`` line as JSON; :func:`aggregate_task` types each once (:func:`typed_records`)."""
 SCOPES = ("couple", "family", "all")
 REQUIRED_FIELDS = ("instance_id", "sample_id", "scenario", "gold", "valid")
 N_POSITION_BINS = 10
 
 
-def top1(record: Record) -> str:
+def as_line(record: PredictionLine | Record) -> PredictionLine:
+    return record if isinstance(record, PredictionLine) else PredictionLine.from_json(record)
+
+
+def top1(record: PredictionLine | Record) -> str:
     """The first answer of a valid prediction (a label, or the head of a ranked list), else ``<invalid>``.
 
-    >>> top1({"valid": True, "prediction": ["b", "a"]}), top1({"valid": False, "prediction": ["b"]})
+    >>> line = PredictionLine(instance_id="i", task="rpp", valid=True, prediction=["b", "a"])
+    >>> top1(line), top1(line.model_copy(update={"valid": False}))
     ('b', '<invalid>')
     """
-    value = record.get("prediction")
-    if not record.get("valid") or value is None:
+    if isinstance(record, PredictionLine):
+        valid, value = record.valid, record.prediction
+    else:  # report.analysis still passes the file's objects, some of them partial in its tests
+        valid, value = bool(record.get("valid")), record.get("prediction")
+    if not valid or value is None:
         return INVALID
     if isinstance(value, list | tuple):
         return str(value[0]) if value else INVALID
     return str(value)
 
 
-def rank_scores(record: Record) -> list[float]:
+def rank_scores(record: PredictionLine) -> list[float]:
     """``recall_at_1..3, mrr`` of a record's scores; zeros for an invalid prediction or a missing score.
 
     >>> scores = {"recall_at_1": 0.0, "recall_at_2": 1.0, "recall_at_3": 1.0, "mrr": 0.5}
-    >>> rank_scores({"valid": True, "scores": scores})
+    >>> rank_scores(PredictionLine(instance_id="i", task="stp", valid=True, scores=scores))
     [0.0, 1.0, 1.0, 0.5]
     """
-    if not record.get("valid"):
+    if not record.valid:
         return [0.0] * len(RANK_KEYS)
-    scores = record.get("scores") or {}
+    scores = record.scores
     return [float(scores.get(key) or 0.0) for key in RANK_KEYS]
 
 
@@ -74,16 +84,16 @@ class MetricPlan:
     """How a task's headline metrics come from records: per-record features, and a vectorised map of their
     sums to metric values."""
 
-    features: Callable[[Record], list[float]]
+    features: Callable[[PredictionLine], list[float]]
     from_sums: SumsFn
     width: int
 
-    def matrix(self, records: Sequence[Record]) -> FloatArray:
+    def matrix(self, records: Sequence[PredictionLine]) -> FloatArray:
         return np.asarray([self.features(r) for r in records], dtype=np.float64).reshape(
             len(records), self.width
         )
 
-    def values(self, records: Sequence[Record]) -> dict[str, float]:
+    def values(self, records: Sequence[PredictionLine]) -> dict[str, float]:
         return {k: float(v) for k, v in self.from_sums(self.matrix(records).sum(axis=0)).items()}
 
 
@@ -91,9 +101,9 @@ def _binary_plan(spec: MetricSpec) -> MetricPlan:
     positive, negative = spec.binary_labels or ("yes", "no")
     columns = {positive: 0, negative: 1}
 
-    def features(record: Record) -> list[float]:
+    def features(record: PredictionLine) -> list[float]:
         row = np.zeros(6)
-        row[3 * (0 if record["gold"] == positive else 1) + columns.get(top1(record), 2)] = 1.0
+        row[3 * (0 if record.gold == positive else 1) + columns.get(top1(record), 2)] = 1.0
         return row.tolist()
 
     def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
@@ -107,9 +117,13 @@ def _multiclass_plan(labels: Sequence[str]) -> MetricPlan:
     size = len(labels) + 1  # last row: gold outside the set; last column: invalid prediction
     index = {label: i for i, label in enumerate(labels)}
 
-    def features(record: Record) -> list[float]:
+    def features(record: PredictionLine) -> list[float]:
         row = np.zeros(size * size + 3)
-        row[size * index.get(record["gold"], size - 1) + index.get(top1(record), size - 1)] = 1.0
+        gold = record.gold if isinstance(record.gold, str) else None
+        row[
+            size * (size - 1 if gold is None else index.get(gold, size - 1))
+            + index.get(top1(record), size - 1)
+        ] = 1.0
         row[size * size :] = rank_scores(record)[1:]
         return row.tolist()
 
@@ -136,8 +150,8 @@ def metric_plan(spec: MetricSpec, labels: Sequence[str] = ()) -> MetricPlan:
 
     >>> from rescue_bench.metrics.spec import RANKING_TOP3
     >>> plan = metric_plan(RANKING_TOP3)
-    >>> hit = {"valid": True, "scores": {"recall_at_1": 1.0, "mrr": 1.0}}
-    >>> plan.values([hit, {"valid": False}])["recall_at_1"]
+    >>> hit = PredictionLine(instance_id="i", task="stp", valid=True, scores={"recall_at_1": 1.0, "mrr": 1.0})
+    >>> plan.values([hit, hit.model_copy(update={"valid": False})])["recall_at_1"]
     0.5
     """
     if spec.kind == "binary":
@@ -149,17 +163,13 @@ def metric_plan(spec: MetricSpec, labels: Sequence[str] = ()) -> MetricPlan:
     generation = spec.generation
     if generation is None:
         raise ConfigError(f"a {spec.kind} MetricSpec has no generation metrics")
-    return MetricPlan(
-        lambda r: generation.features(r.get("scores") or {}, bool(r.get("valid"))), generation.from_sums, 7
-    )
+    return MetricPlan(lambda r: generation.features(r.scores, r.valid), generation.from_sums, 7)
 
 
-def _generation_summary(spec: MetricSpec, records: Sequence[Record]) -> dict[str, Any]:
+def _generation_summary(spec: MetricSpec, records: Sequence[PredictionLine]) -> dict[str, Any]:
     if spec.generation is None:
         raise ConfigError(f"a {spec.kind} MetricSpec has no generation metrics")
-    return generation_summary(
-        spec.generation, [r.get("scores") or {} for r in records], [bool(r["valid"]) for r in records]
-    )
+    return generation_summary(spec.generation, [r.scores for r in records], [r.valid for r in records])
 
 
 def check_records(task: str, records: Iterable[Record], spec: MetricSpec | None = None) -> None:
@@ -178,27 +188,35 @@ def check_records(task: str, records: Iterable[Record], spec: MetricSpec | None 
             )
 
 
-def scope_records(records: Sequence[Record]) -> dict[str, list[Record]]:
+def typed_records(task: str, records: Sequence[Record], spec: MetricSpec) -> list[PredictionLine]:
+    """The records checked (:func:`check_records`, one-line errors) and typed, once per aggregation."""
+    check_records(task, records, spec)
+    return [as_line(r) for r in records]
+
+
+def scope_records(records: Sequence[PredictionLine]) -> dict[str, list[PredictionLine]]:
     """Records per scope: each scenario that has instances, and ``all`` (always present).
 
-    >>> {k: len(v) for k, v in scope_records([{"scenario": "family"}, {"scenario": "family"}]).items()}
+    >>> line = PredictionLine(instance_id="i", task="itp", scenario="family")
+    >>> {k: len(v) for k, v in scope_records([line, line]).items()}
     {'family': 2, 'all': 2}
     """
-    scopes: dict[str, list[Record]] = {s: [r for r in records if r["scenario"] == s] for s in SCENARIOS}
+    scopes: dict[str, list[PredictionLine]] = {s: [r for r in records if r.scenario == s] for s in SCENARIOS}
     out = {scope: rs for scope, rs in scopes.items() if rs}
     out["all"] = list(records)
     return out
 
 
 def scope_labels(
-    records: Sequence[Record], labels_by_scenario: Mapping[str, Sequence[str]] | None
+    records: Sequence[PredictionLine], labels_by_scenario: Mapping[str, Sequence[str]] | None
 ) -> list[str]:
     """The label set of a scope: the union (in order) of the label sets of the scenarios present.
 
-    >>> scope_labels([{"scenario": "couple"}], {"couple": ["a", "b"], "family": ["b", "c"]})
+    >>> line = PredictionLine(instance_id="i", task="rpp", scenario="couple")
+    >>> scope_labels([line], {"couple": ["a", "b"], "family": ["b", "c"]})
     ['a', 'b']
     """
-    present = [s for s in SCENARIOS if any(r["scenario"] == s for r in records)]
+    present = [s for s in SCENARIOS if any(r.scenario == s for r in records)]
     labels: dict[str, None] = {}
     for scenario in present:
         chosen = labels_by_scenario[scenario] if labels_by_scenario else relation_labels(scenario)
@@ -206,11 +224,8 @@ def scope_labels(
     return list(labels)
 
 
-def _counts(records: Sequence[Record]) -> dict[str, int]:
-    predictions = [
-        Prediction(str(r["instance_id"]), None, bool(r["valid"]), tuple(r.get("problems") or ()))
-        for r in records
-    ]
+def _counts(records: Sequence[PredictionLine]) -> dict[str, int]:
+    predictions = [Prediction(r.instance_id, None, r.valid, r.problems) for r in records]
     return {
         "valid": sum(p.valid for p in predictions),
         "parse_failures": sum(p.parse_failure for p in predictions),
@@ -218,9 +233,9 @@ def _counts(records: Sequence[Record]) -> dict[str, int]:
     }
 
 
-def _extras(spec: MetricSpec, records: Sequence[Record], labels: Sequence[str]) -> dict[str, Any]:
+def _extras(spec: MetricSpec, records: Sequence[PredictionLine], labels: Sequence[str]) -> dict[str, Any]:
     kind = spec.kind
-    golds = [r["gold"] for r in records]
+    golds: list[Any] = [r.gold for r in records]
     preds: list[str | None] = [None if (t := top1(r)) == INVALID else t for r in records]
     if kind == "binary":
         m = binary_metrics(golds, preds)
@@ -237,13 +252,14 @@ def _extras(spec: MetricSpec, records: Sequence[Record], labels: Sequence[str]) 
     return {key: summary[key] for key in ("n_judged", "n_unscored", "n_bertscore")}
 
 
-def relative_position(record: Record) -> float | None:
+def relative_position(record: PredictionLine) -> float | None:
     """``meta["relative_position"]`` (or ``meta["position"]``, as the RPP task writes it) when numeric.
 
-    >>> relative_position({"meta": {"position": 0.25}}), relative_position({"meta": {"position": "x"}})
+    >>> line = PredictionLine(instance_id="i", task="rpp", meta={"position": 0.25})
+    >>> relative_position(line), relative_position(line.model_copy(update={"meta": {"position": "x"}}))
     (0.25, None)
     """
-    meta = record.get("meta") or {}
+    meta = record.meta or {}
     for key in ("relative_position", "position"):
         value = meta.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool):
@@ -251,13 +267,14 @@ def relative_position(record: Record) -> float | None:
     return None
 
 
-def position_summary(records: Sequence[Record], n_bins: int = N_POSITION_BINS) -> dict[str, Any]:
+def position_summary(records: Sequence[PredictionLine], n_bins: int = N_POSITION_BINS) -> dict[str, Any]:
     """Top-1 accuracy and gold counts per relative-position bin (:func:`relative_position`; RPP).
 
     Records without a numeric position are counted in ``n_without_position`` and left out of the bins.
 
-    >>> hit = {"gold": "a", "valid": True, "prediction": ["a"], "meta": {"relative_position": 0.5}}
-    >>> recs = [hit, {"gold": "a"}]
+    >>> hit = PredictionLine(instance_id="i", task="rpp", gold="a", valid=True, prediction=["a"],
+    ...                      meta={"relative_position": 0.5})
+    >>> recs = [hit, PredictionLine(instance_id="j", task="rpp", gold="a")]
     >>> out = position_summary(recs, n_bins=2)
     >>> out["n_without_position"], [(b["n"], b["accuracy"]) for b in out["bins"]]
     (1, [(0, 0.0), (1, 1.0)])
@@ -265,14 +282,16 @@ def position_summary(records: Sequence[Record], n_bins: int = N_POSITION_BINS) -
     placed = [(position, r) for r in records if (position := relative_position(r)) is not None]
     bins = accuracy_by_position(
         [position for position, _ in placed],
-        [float(top1(r) == r["gold"]) for _, r in placed],
-        [str(r["gold"]) for _, r in placed],
+        [float(top1(r) == r.gold) for _, r in placed],
+        [str(r.gold) for _, r in placed],
         n_bins,
     )
     return {"n_bins": n_bins, "n_without_position": len(records) - len(placed), "bins": bins}
 
 
-def point_values(spec: MetricSpec, records: Sequence[Record], labels: Sequence[str] = ()) -> dict[str, Any]:
+def point_values(
+    spec: MetricSpec, records: Sequence[PredictionLine], labels: Sequence[str] = ()
+) -> dict[str, Any]:
     """The headline metrics of ``records`` (``None`` for a judge or BERTScore mean never computed)."""
     if spec.kind == "generation":
         summary = _generation_summary(spec, records)
@@ -282,7 +301,7 @@ def point_values(spec: MetricSpec, records: Sequence[Record], labels: Sequence[s
 
 def summarize_scope(
     spec: MetricSpec,
-    records: Sequence[Record],
+    records: Sequence[PredictionLine],
     labels: Sequence[str] = (),
     *,
     n_resamples: int = 1000,
@@ -294,12 +313,12 @@ def summarize_scope(
     point = point_values(spec, records, labels)
     cis = cluster_bootstrap_cis(
         plan.matrix(records),
-        [r["sample_id"] for r in records],
+        [r.sample_id for r in records],
         plan.from_sums,
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
-        strata=[r["scenario"] for r in records],
+        strata=[r.scenario for r in records],
     )
     out: dict[str, Any] = {"n": len(records), **point}
     out["ci"] = {name: None if point[name] is None else list(cis[name]) for name in point}
@@ -310,7 +329,7 @@ def summarize_scope(
 
 def aggregate_task(
     task: str,
-    spec: MetricSpec | TaskKind,
+    spec: MetricSpec,
     records: Sequence[Record],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
@@ -320,8 +339,7 @@ def aggregate_task(
 ) -> dict[str, Any]:
     """The ``scores.json`` entry of a task: ``{"couple"|"family"|"all": summary}`` (:func:`summarize_scope`).
 
-    ``spec`` is the task's :class:`MetricSpec` (``task.INFO.metrics``). A bare kind is accepted for a built-in
-    task only, during the move of callers to specs (:data:`rescue_bench.metrics.spec.LEGACY_SPECS`).
+    ``spec`` is the task's :class:`MetricSpec` (``task.INFO.metrics``).
 
     ``labels_by_scenario`` gives the closed label sets of a multiclass task (default: the RPP relation
     taxonomy); macro-F1 runs over the labels of the scope's scenarios (their union for ``all``).
@@ -329,10 +347,8 @@ def aggregate_task(
     Raises:
         DataError: a record lacks a required field or has an unknown scenario.
     """
-    spec = resolve_spec(task, spec)
-    check_records(task, records, spec)
     out: dict[str, Any] = {}
-    for scope, members in scope_records(records).items():
+    for scope, members in scope_records(typed_records(task, records, spec)).items():
         labels = scope_labels(members, labels_by_scenario) if spec.kind == "multiclass" else ()
         out[scope] = summarize_scope(
             spec,
@@ -353,26 +369,18 @@ def split_by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
     return grouped
 
 
-def resolve_spec(
-    task: str, spec: MetricSpec | TaskKind | None, specs: Mapping[str, MetricSpec] = LEGACY_SPECS
-) -> MetricSpec:
-    """``spec`` itself, or (a bare kind or ``None``: transitional) the spec of ``task`` in ``specs``, else the
-    spec a bare non-generation kind stands for (:data:`~rescue_bench.metrics.spec.KIND_SPECS`)."""
-    if isinstance(spec, MetricSpec):
-        return spec
+def spec_of(task: str, specs: Mapping[str, MetricSpec]) -> MetricSpec:
+    """The spec of ``task`` in ``specs`` (``rescue_bench.tasks.metric_specs()``); a :class:`ConfigError`
+    for a task it does not know."""
     found = specs.get(task)
-    if found is None and spec is not None and spec in KIND_SPECS:
-        return KIND_SPECS[spec]
     if found is None:
         raise ConfigError(f"unknown task {task!r}; expected one of {', '.join(specs)}")
-    if spec is not None and spec != found.kind:
-        raise ConfigError(f"task {task!r} is {found.kind}, not {spec}")
     return found
 
 
 def aggregate_run(
     records_by_task: Mapping[str, Sequence[Record]],
-    specs: Mapping[str, MetricSpec] | None = None,
+    specs: Mapping[str, MetricSpec],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
@@ -382,14 +390,12 @@ def aggregate_run(
     """The ``scores.json`` dict of a run: an :func:`aggregate_task` entry per task, and ``_meta``.
 
     ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``);
-    ``labels_by_scenario`` applies to the multiclass tasks. Without ``specs`` (transitional) only the built-in
-    tasks are known.
+    ``labels_by_scenario`` applies to the multiclass tasks.
     """
-    known = LEGACY_SPECS if specs is None else specs
     scores: dict[str, Any] = {
         task: aggregate_task(
             task,
-            spec := resolve_spec(task, None, known),
+            spec := spec_of(task, specs),
             records,
             labels_by_scenario=labels_by_scenario if spec.kind == "multiclass" else None,
             n_resamples=n_resamples,

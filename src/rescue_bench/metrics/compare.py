@@ -17,18 +17,19 @@ from scipy.stats import binom, binomtest
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     Record,
-    check_records,
     metric_plan,
     point_values,
     rank_scores,
-    resolve_spec,
     scope_labels,
     scope_records,
+    spec_of,
     top1,
+    typed_records,
 )
 from rescue_bench.metrics.bootstrap import paired_cluster_bootstrap_cis
-from rescue_bench.metrics.spec import LEGACY_SPECS, MetricSpec
+from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.records import TaskKind
+from rescue_bench.rundir import PredictionLine
 
 
 def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, Any]:
@@ -56,31 +57,32 @@ def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, A
     return {"n": len(a_correct), "a_only": a_only, "b_only": b_only, "p_exact": p_exact, "p_mid": p_mid}
 
 
-def correct_top1(kind: TaskKind, record: Record) -> bool:
+def correct_top1(kind: TaskKind, record: PredictionLine) -> bool:
     """Top-1 correctness: the answer equals gold (ITP, RPP), or recall@1 of the record's scores (STP, SSP).
 
-    >>> correct_top1("binary", {"valid": True, "prediction": "yes", "gold": "yes"})
+    >>> line = PredictionLine(instance_id="i", task="itp", valid=True, prediction="yes", gold="yes")
+    >>> correct_top1("binary", line)
     True
     """
     if kind == "ranking":
         return rank_scores(record)[0] == 1.0
-    return bool(top1(record) == record["gold"])
+    return bool(top1(record) == record.gold)
 
 
 def shared_instances(
-    task: str, records_a: Sequence[Record], records_b: Sequence[Record]
-) -> tuple[list[Record], list[Record], dict[str, int]]:
+    task: str, records_a: Sequence[PredictionLine], records_b: Sequence[PredictionLine]
+) -> tuple[list[PredictionLine], list[PredictionLine], dict[str, int]]:
     """Records of both runs on their shared instance ids (sorted), and how many ids each run has alone.
 
     Raises:
         ConfigError: a shared instance has a different gold answer or scenario in the two runs.
     """
-    by_a = {r["instance_id"]: r for r in records_a}
-    by_b = {r["instance_id"]: r for r in records_b}
+    by_a = {r.instance_id: r for r in records_a}
+    by_b = {r.instance_id: r for r in records_b}
     shared = sorted(set(by_a) & set(by_b))
     for instance_id in shared:
         a, b = by_a[instance_id], by_b[instance_id]
-        if a["gold"] != b["gold"] or a["scenario"] != b["scenario"]:
+        if a.gold != b.gold or a.scenario != b.scenario:
             raise ConfigError(
                 f"{task}: the runs disagree on the gold answer or scenario of {instance_id}; "
                 "they were built from different data or task settings and cannot be compared"
@@ -91,8 +93,8 @@ def shared_instances(
 
 def compare_scope(
     spec: MetricSpec,
-    records_a: Sequence[Record],
-    records_b: Sequence[Record],
+    records_a: Sequence[PredictionLine],
+    records_b: Sequence[PredictionLine],
     labels: Sequence[str] = (),
     *,
     n_resamples: int = 1000,
@@ -104,12 +106,12 @@ def compare_scope(
     cis = paired_cluster_bootstrap_cis(
         plan.matrix(records_a),
         plan.matrix(records_b),
-        [r["sample_id"] for r in records_a],
+        [r.sample_id for r in records_a],
         plan.from_sums,
         n_resamples=n_resamples,
         confidence=confidence,
         seed=seed,
-        strata=[r["scenario"] for r in records_a],
+        strata=[r.scenario for r in records_a],
     )
     values_a = point_values(spec, records_a, labels)
     values_b = point_values(spec, records_b, labels)
@@ -137,24 +139,21 @@ def compare_task(
     records_a: Sequence[Record],
     records_b: Sequence[Record],
     *,
-    spec: MetricSpec | None = None,
+    spec: MetricSpec,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Paired comparison of one task: instance counts, then ``couple``/``family``/``all`` scopes as in
-    ``scores.json`` (see :func:`compare_scope`). ``spec`` is the task's :class:`MetricSpec` (transitional:
-    a built-in task's when absent).
+    ``scores.json`` (see :func:`compare_scope`). ``spec`` is the task's :class:`MetricSpec`.
 
     Raises:
         ConfigError: unknown task, or the runs disagree on a gold answer.
         DataError: a record lacks a required field.
     """
-    spec = resolve_spec(task, spec)
-    check_records(task, records_a, spec)
-    check_records(task, records_b, spec)
-    aligned_a, aligned_b, counts = shared_instances(task, records_a, records_b)
+    lines_a, lines_b = typed_records(task, records_a, spec), typed_records(task, records_b, spec)
+    aligned_a, aligned_b, counts = shared_instances(task, lines_a, lines_b)
     out: dict[str, Any] = dict(counts)
     scopes_a = scope_records(aligned_a)
     scopes_b = scope_records(aligned_b)
@@ -175,7 +174,7 @@ def compare_task(
 def compare_runs(
     records_by_task_a: Mapping[str, Sequence[Record]],
     records_by_task_b: Mapping[str, Sequence[Record]],
-    specs: Mapping[str, MetricSpec] | None = None,
+    specs: Mapping[str, MetricSpec],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
@@ -184,17 +183,16 @@ def compare_runs(
 ) -> dict[str, Any]:
     """:func:`compare_task` for every task both runs have; ``_meta`` lists tasks only one run has.
 
-    ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``;
-    transitional: the built-in tasks when absent); ``labels_by_scenario`` applies to the multiclass tasks.
+    ``specs`` maps task names to their :class:`MetricSpec` (``rescue_bench.tasks.metric_specs()``);
+    ``labels_by_scenario`` applies to the multiclass tasks.
     """
-    known = LEGACY_SPECS if specs is None else specs
     tasks = [task for task in records_by_task_a if task in records_by_task_b]
     out: dict[str, Any] = {
         task: compare_task(
             task,
             records_by_task_a[task],
             records_by_task_b[task],
-            spec=(spec := resolve_spec(task, None, known)),
+            spec=(spec := spec_of(task, specs)),
             labels_by_scenario=labels_by_scenario if spec.kind == "multiclass" else None,
             n_resamples=n_resamples,
             confidence=confidence,

@@ -64,22 +64,3 @@ VIEWPOINT_SCORES = MetricSpec(
     generation=VIEWPOINT,
 )
 """Viewpoint lists: judge pairing 0-2 and viewpoint 0-4, their total mapped onto 1-5 (``llm``), BERTScore."""
-
-KIND_SPECS: dict[TaskKind, MetricSpec] = {
-    "binary": BINARY_YES_NO,
-    "multiclass": MULTICLASS_TOP3,
-    "ranking": RANKING_TOP3,
-}
-"""TRANSITIONAL: the spec a bare kind stands for, for a task outside :data:`LEGACY_SPECS` (a generation task
-always needs its own spec)."""
-LEGACY_SPECS: dict[str, MetricSpec] = {
-    "itp": BINARY_YES_NO,
-    "rpp": MULTICLASS_TOP3,
-    "stp": RANKING_TOP3,
-    "ssp": RANKING_TOP3,
-    "er": EMOTION_SCORES,
-    "vp": VIEWPOINT_SCORES,
-}
-"""TRANSITIONAL: the built-in tasks' specs for callers that do not pass specs yet (``engine/scoring.py``,
-``report/build.py``, ``judge/runner.py``). Each task's own spec is ``INFO.metrics`` in its module, and a test
-checks this table against them; delete it once those callers pass ``rescue_bench.tasks.metric_specs()``."""

@@ -1,16 +1,49 @@
 """A chat completion's JSON body to a :class:`Reply`: answer, reasoning apart, usage with reasoning tokens.
 
-Read from the decoded JSON rather than the SDK's ``ChatCompletion`` model: compatible servers omit or add
-fields freely (``reasoning_content``, ``reasoning``), and only these few matter.
+Read through small models of the few fields that matter (unknown keys ignored), not the SDK's
+``ChatCompletion``: that one requires fields (``id``, ``created``, ``object``) that compatible servers omit,
+and it has no ``reasoning_content`` / ``reasoning``, which they add.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.errors import ModerationRefusal, RetryableError
-from rescue_bench.records import Reply, Usage
+from rescue_bench.records import Json, Reply, Usage
+
+
+class Open(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+
+class Message(Open):
+    content: Json = None
+    reasoning_content: Json = None
+    reasoning: Json = None
+
+
+class Choice(Open):
+    message: Message
+    finish_reason: Json = None
+
+
+class Completion(Open):
+    choices: Annotated[list[Json], Field(min_length=1)]
+    usage: Json = None
+
+
+class TokenDetails(Open):
+    reasoning_tokens: Json = None
+
+
+class CompletionUsage(Open):
+    prompt_tokens: Json = None
+    completion_tokens: Json = None
+    completion_tokens_details: Json = None
 
 
 def parse_reply(data: Any, latency: float) -> Reply:
@@ -21,21 +54,22 @@ def parse_reply(data: Any, latency: float) -> Reply:
     'hi'
     """
     try:
-        choice = data["choices"][0]
-        message = choice["message"]
-    except (KeyError, IndexError, TypeError):
+        body = Completion.model_validate(data)
+        choice = Choice.model_validate(body.choices[0])
+    except ValidationError:
         raise RetryableError("response without choices") from None
-    text = message.get("content") or ""
-    finish = choice.get("finish_reason")
+    message = choice.message
+    text = message.content or ""
+    finish = choice.finish_reason
     if finish == "content_filter" and not text:
         raise ModerationRefusal("finish_reason content_filter")
-    reasoning = message.get("reasoning_content") or message.get("reasoning")
+    reasoning = message.reasoning_content or message.reasoning
     return Reply(
         text=text if isinstance(text, str) else json.dumps(text),
         reasoning=reasoning if isinstance(reasoning, str) else None,
-        usage=parse_usage(data.get("usage")),
+        usage=parse_usage(body.usage),
         latency=latency,
-        finish_reason=finish,
+        finish_reason=finish if isinstance(finish, str) else None,
     )
 
 
@@ -48,8 +82,15 @@ def parse_usage(usage: Any) -> Usage:
     """
     if not isinstance(usage, dict):
         return Usage()
-    details = usage.get("completion_tokens_details") or {}
-    reasoning = details.get("reasoning_tokens") if isinstance(details, dict) else 0
-    return Usage(
-        int(usage.get("prompt_tokens") or 0), int(usage.get("completion_tokens") or 0), int(reasoning or 0)
-    )
+    counts = CompletionUsage.model_validate(usage)
+    details = counts.completion_tokens_details
+    reasoning = TokenDetails.model_validate(details).reasoning_tokens if isinstance(details, dict) else 0
+    return Usage(_tokens(counts.prompt_tokens), _tokens(counts.completion_tokens), _tokens(reasoning))
+
+
+def _tokens(value: Json) -> int:
+    """A token count as the server sent it (a number, or its digits); a malformed one raises ValueError, which
+    the caller reports as an unreadable body."""
+    if isinstance(value, list | dict):
+        raise ValueError("a token count is not a number")
+    return int(value or 0)

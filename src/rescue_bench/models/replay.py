@@ -8,7 +8,6 @@ recorded failure, not a model call.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,8 +15,15 @@ from pathlib import Path
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.models.base import Capabilities, GenerationParams
 from rescue_bench.records import Instance, Json, Reply, Request
-
-REQUESTS_FILE = "requests.jsonl"
+from rescue_bench.rundir import (
+    REQUESTS_FILE,
+    RUN_FILE,
+    Manifest,
+    RequestLine,
+    RunDirError,
+    read_json_object,
+    read_requests,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +45,8 @@ class ReplayProvider:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
         self.name = f"replay/{run_dir}"
-        self._saved = load_saved_replies(self.run_dir / REQUESTS_FILE)
-        self._source_model = _source_model(self.run_dir / "run.json")
+        self._saved = load_saved_replies(self.run_dir)
+        self._source_model = _source_model(self.run_dir)
 
     def identity(self) -> dict[str, Json]:
         return {
@@ -73,69 +79,46 @@ class ReplayProvider:
         return None
 
 
-def load_saved_replies(path: Path) -> dict[str, SavedReply]:
+def load_saved_replies(run_dir: Path) -> dict[str, SavedReply]:
     """Saved outcomes by content key; a later success replaces an earlier failure (``--retry-failed``).
 
     Raises:
-        ConfigError: the file does not exist.
-        DataError: a line is not a JSON object with a string ``request_key``.
+        ConfigError: the run has no ``requests.jsonl``.
+        DataError: a line has no ``request_key``.
+        RunDirError: a line is not a request line (:class:`~rescue_bench.rundir.RequestLine`).
     """
+    path = run_dir / REQUESTS_FILE
     if not path.is_file():
         raise ConfigError(f"replay: {path} not found; replay/<run-dir> needs the directory of a finished run")
     saved: dict[str, SavedReply] = {}
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            key, outcome = parse_saved_line(line, f"{path}:{number}")
-            earlier = saved.get(key)
-            if earlier is None or earlier.error is not None or outcome.error is None:
-                saved[key] = outcome
+    for line in read_requests(run_dir):
+        if "request_key" not in line.model_fields_set:
+            raise DataError(f"{path}: a line has no field 'request_key'")
+        outcome = saved_reply(line)
+        earlier = saved.get(line.request_key)
+        if earlier is None or earlier.error is not None or outcome.error is None:
+            saved[line.request_key] = outcome
     return saved
 
 
-def parse_saved_line(line: str, where: str) -> tuple[str, SavedReply]:
-    """The content key and outcome of one ``requests.jsonl`` line; ``where`` (file:line) prefixes errors.
+def saved_reply(line: RequestLine) -> SavedReply:
+    """The outcome of one ``requests.jsonl`` line (a failure when it saved no reply text).
 
-    >>> key, saved = parse_saved_line('{"request_key": "k1", "error": null, "reply": {"text": "{}"}}', "f:1")
-    >>> key, saved.text, saved.error
-    ('k1', '{}', None)
-    >>> parse_saved_line('{"reply": {}}', "runs/a/requests.jsonl:3")
-    Traceback (most recent call last):
-    ...
-    rescue_bench.errors.DataError: runs/a/requests.jsonl:3: no string field 'request_key'
+    >>> saved_reply(RequestLine(request_key="k1", reply={"text": "{}"}))
+    SavedReply(text='{}', reasoning=None, finish_reason=None, error=None)
+    >>> saved_reply(RequestLine(request_key="k1")).error
+    'no reply text was saved'
     """
-    try:
-        record = json.loads(line)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
-    if not isinstance(record, dict):
-        raise DataError(f"{where}: expected a JSON object")
-    key = record.get("request_key")
-    if not isinstance(key, str):
-        raise DataError(f"{where}: no string field 'request_key'")
-    raw_reply = record.get("reply")
-    reply: dict[str, Json] = raw_reply if isinstance(raw_reply, dict) else {}
-    error = record.get("error")
-    text = reply.get("text")
-    if error is None and not isinstance(text, str):
+    reply = line.reply
+    error = line.error
+    if error is None and "text" not in reply.model_fields_set:
         error = "no reply text was saved"
-    return key, SavedReply(
-        text=text if isinstance(text, str) else "",
-        reasoning=_str_or_none(reply.get("reasoning")),
-        finish_reason=_str_or_none(reply.get("finish_reason")),
-        error=None if error is None else str(error),
-    )
+    return SavedReply(reply.text, reply.reasoning, reply.finish_reason, error)
 
 
-def _str_or_none(value: Json) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _source_model(run_json: Path) -> Json:
+def _source_model(run_dir: Path) -> Json:
     """The model identity recorded in the saved run's ``run.json``, if readable (it is informative only)."""
     try:
-        meta = json.loads(run_json.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return Manifest.from_json(read_json_object(run_dir / RUN_FILE) or {}).model
+    except RunDirError:
         return None
-    return meta.get("model") if isinstance(meta, dict) else None

@@ -9,6 +9,7 @@ from typing import Any
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import split_by_task
 from rescue_bench.metrics.compare import compare_runs
+from rescue_bench.report.entries import ComparedScope, ComparisonMeta
 from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value
 from rescue_bench.rundir import RunData
 from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics, task_info
@@ -39,23 +40,21 @@ def comparison_table(
     for task in [t for t in TASK_NAMES if t in result]:
         entry = result[task]
         for scope in [s for s in scopes if s in entry]:
-            block = entry[scope]
-            test = block.get("mcnemar")
+            block = ComparedScope.model_validate(entry[scope])
+            test = block.mcnemar
             metrics = headline(task) if every_metric else paper_metrics(task)
-            for metric in metrics:
-                m = block["metrics"].get(metric)
-                if m is None:
-                    continue
-                ci = m.get("ci") or [None, None]
+            for metric in [name for name in metrics if name in block.metrics]:
+                m = block.metrics[metric]
+                ci = m.ci or [None, None]
                 rows.append(
                     (
                         task.upper(),
                         SCOPE_NAMES[scope],
                         metric,
-                        block["n"],
-                        _cell(task, m["a"]),
-                        _cell(task, m["b"]),
-                        _cell(task, m["diff"], ci[0], ci[1]),
+                        block.n,
+                        _cell(task, m.a),
+                        _cell(task, m.b),
+                        _cell(task, m.diff, ci[0], ci[1]),
                         None,
                     )
                 )
@@ -65,16 +64,16 @@ def comparison_table(
                         task.upper(),
                         SCOPE_NAMES[scope],
                         "top-1 correct (McNemar)",
-                        block["n"],
+                        block.n,
                         f"{test['a_only']} right only in A",
                         f"{test['b_only']} right only in B",
                         None,
                         f"{test['p_exact']:.4g}",
                     )
                 )
-    meta = result.get("_meta") or {}
-    only = [f"{names[0]} only: {', '.join(meta['tasks_only_a'])}"] if meta.get("tasks_only_a") else []
-    only += [f"{names[1]} only: {', '.join(meta['tasks_only_b'])}"] if meta.get("tasks_only_b") else []
+    meta = ComparisonMeta.model_validate(result.get("_meta", {}))
+    only = [f"{names[0]} only: {', '.join(meta.tasks_only_a)}"] if meta.tasks_only_a else []
+    only += [f"{names[1]} only: {', '.join(meta.tasks_only_b)}"] if meta.tasks_only_b else []
     note = (
         f"A = {names[0]}, B = {names[1]}, on the instances both runs have. CI: paired cluster bootstrap over "
         "conversations. McNemar: exact two-sided p on discordant top-1 results (instances treated as "

@@ -13,9 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue_bench.pricing import Prices
+from rescue_bench.records import Json
 from rescue_bench.report import analysis
+from rescue_bench.report.entries import Agreement, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.rundir import RunData
+from rescue_bench.rundir import RunData, Scores, ScoresMeta
 from rescue_bench.tasks import judged_tasks, paper_columns, percent_tasks
 
 PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = tuple(
@@ -79,18 +81,14 @@ def display_names(runs: Sequence[RunData]) -> list[str]:
     return [f"{n} ({run.path.name})" if names.count(n) > 1 else n for n, run in zip(names, runs, strict=True)]
 
 
-def metric_cell(
-    scores: Mapping[str, Any] | None, task: str, scope: str, metric: str, scale: float, digits: int
-) -> Cell:
+def metric_cell(scores: Scores | None, task: str, scope: str, metric: str, scale: float, digits: int) -> Cell:
     """The value and CI of one metric from ``scores.json`` (``None`` when absent)."""
-    entry = ((scores or {}).get(task) or {}).get(scope) or {}
-    value = entry.get(metric)
-    ci = (entry.get("ci") or {}).get(metric) or [None, None]
-    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-    return Cell(number, ci[0], ci[1], scale, digits)
+    entry = ScopeEntry.of(scores, task, scope)
+    low, high = entry.bounds(metric)
+    return Cell(entry.metric(metric), low, high, scale, digits)
 
 
-def _metric_row(scores: Mapping[str, Any] | None, scope: str) -> list[Value]:
+def _metric_row(scores: Scores | None, scope: str) -> list[Value]:
     return [
         metric_cell(scores, task, scope, metric, scale, digits)
         for task, metric, _, scale, digits in PAPER_COLUMNS
@@ -104,7 +102,7 @@ def _names(tasks: Sequence[str], joiner: str) -> str:
 def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
     """Table 5: one row per run (both scenarios pooled), then the published rows when asked for."""
     rows: list[tuple[Value, ...]] = [
-        (name, "this toolkit", *_metric_row(run.scores, "all"))
+        (name, "this toolkit", *_metric_row(run.score_record, "all"))
         for name, run in zip(display_names(runs), runs, strict=True)
     ]
     if with_paper:
@@ -135,8 +133,8 @@ def per_scenario(runs: Sequence[RunData]) -> Table:
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
         for scope in ("couple", "family", "all"):
-            if any(scope in (run.scores or {}).get(task, {}) for task, *_ in PAPER_COLUMNS):
-                rows.append((name, SCOPE_NAMES[scope], *_metric_row(run.scores, scope)))
+            if any(scope in _tasks(run).get(task, {}) for task, *_ in PAPER_COLUMNS):
+                rows.append((name, SCOPE_NAMES[scope], *_metric_row(run.score_record, scope)))
     return Table(
         "per_scenario",
         "Per-scenario results (paper Table 11 layout)",
@@ -188,22 +186,22 @@ def judges(runs: Sequence[RunData]) -> Table:
     """The judges of each run and, with several judges, their agreement (ER ``s_emo``, VP total)."""
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
-        meta = (run.scores or {}).get("_meta") or {}
-        listed = ", ".join(meta.get("judges") or []) or "none"
-        agreement = meta.get("judge_agreement") or {}
+        meta = run.score_record.meta if run.score_record is not None else ScoresMeta()
+        listed = ", ".join(meta.judges) or "none"
+        agreement = meta.judge_agreement or {}
         for task in judged_tasks():
-            entry = agreement.get(task)
-            if entry:
-                alpha = entry.get("alpha_ordinal")
+            if agreement.get(task):
+                entry = Agreement.model_validate(agreement[task])
+                alpha = entry.alpha_ordinal
                 rows.append(
                     (
                         name,
                         task.upper(),
                         listed,
-                        entry.get("n_items"),
+                        entry.n_items,
                         None if alpha is None else Cell(alpha, digits=3),
-                        Cell(entry.get("exact_agreement"), scale=100.0, digits=1),
-                        Cell(entry.get("mae"), digits=3),
+                        Cell(entry.exact_agreement, scale=100.0, digits=1),
+                        Cell(entry.mae, digits=3),
                     )
                 )
         if not agreement:
@@ -218,32 +216,32 @@ def judges(runs: Sequence[RunData]) -> Table:
     )
 
 
-def _count(entry: Mapping[str, Any], key: str) -> int:
-    value = entry.get(key)
-    return int(value) if isinstance(value, int | float) else 0
+def _tasks(run: RunData) -> dict[str, dict[str, dict[str, Json]]]:
+    """``scores.json``'s task entries (``{}`` for a run without scores)."""
+    return run.score_record.tasks if run.score_record is not None else {}
 
 
 def failures(runs: Sequence[RunData]) -> Table:
     """Parse failures, invalid labels and unscored judge verdicts per run and task (both scenarios)."""
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
-        for task, scopes in (run.scores or {}).items():
-            entry = scopes.get("all") if isinstance(scopes, Mapping) and not task.startswith("_") else None
-            if not entry:
+        for task, scopes in _tasks(run).items():
+            if not scopes.get("all"):
                 continue
-            n = _count(entry, "n")
-            parse, invalid = _count(entry, "parse_failures"), _count(entry, "invalid_labels")
+            entry = ScopeEntry.model_validate(scopes["all"])
+            n = entry.count("n")
+            parse, invalid = entry.count("parse_failures"), entry.count("invalid_labels")
             rows.append(
                 (
                     name,
                     task.upper(),
                     n,
-                    _count(entry, "valid"),
+                    entry.count("valid"),
                     parse,
                     Cell(parse / n if n else 0.0, scale=100.0, digits=1),
                     invalid,
                     Cell(invalid / n if n else 0.0, scale=100.0, digits=1),
-                    entry.get("n_unscored") if task in judged_tasks() else None,
+                    entry.n_unscored if task in judged_tasks() else None,
                 )
             )
     return Table(
@@ -276,12 +274,10 @@ def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
     """
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
-        counts = run.run.get("counts") or {}
-        for task, entry in counts.items():
-            if isinstance(entry, Mapping):
-                rows.append(_usage_row(name, task.upper(), entry, run.name, prices))
-        for judge, entry in run.judging.counts.items():
-            rows.append(_usage_row(name, f"judge {judge}", entry.model_dump(), judge, prices))
+        for task, entry in run.manifest.counts.items():
+            rows.append(_usage_row(name, task.upper(), UsageEntry.of(entry), run.name, prices))
+        for judge, tally in run.judging.counts.items():
+            rows.append(_usage_row(name, f"judge {judge}", UsageEntry.of(tally.model_dump()), judge, prices))
     return Table(
         "usage",
         "Requests, tokens and cost",
@@ -292,22 +288,26 @@ def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
 
 
 def _usage_row(
-    name: str, part: str, entry: Mapping[str, Any], model: str, prices: PriceOf | None
+    name: str, part: str, entry: UsageEntry, model: str, prices: PriceOf | None
 ) -> tuple[Value, ...]:
-    tokens = entry.get("tokens") or entry.get("usage") or {}
-    prompt, completion = int(tokens.get("prompt_tokens") or 0), int(tokens.get("completion_tokens") or 0)
-    cost = entry.get("cost_usd", entry.get("cost"))
-    if not isinstance(cost, int | float) and prices is not None and prompt + completion:
+    tokens = entry.counted
+    prompt, completion = _whole(tokens.prompt_tokens), _whole(tokens.completion_tokens)
+    cost = entry.recorded_cost()
+    if cost is None and prices is not None and prompt + completion:
         cost = prices(model).cost(prompt, completion)
     return (
         name,
         part,
-        entry.get("requests"),
-        tokens.get("prompt_tokens"),
-        tokens.get("completion_tokens"),
-        tokens.get("reasoning_tokens"),
-        Cell(float(cost), digits=4) if isinstance(cost, int | float) else None,
+        entry.requests,
+        tokens.prompt_tokens,
+        tokens.completion_tokens,
+        tokens.reasoning_tokens,
+        Cell(float(cost), digits=4) if cost is not None else None,
     )
+
+
+def _whole(value: Json) -> int:
+    return int(value) if isinstance(value, int | float | str) and value else 0
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:

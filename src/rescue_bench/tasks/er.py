@@ -14,8 +14,8 @@ from __future__ import annotations
 import functools
 import math
 import random
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -43,6 +43,8 @@ class Options(BaseModel):
     """ER's own settings (``--er-checkpoints-per-sample``, ``--er-min-dialogue-words``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
+    """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
     checkpoints_per_sample: int = Field(5, ge=1, description="ER: checkpoints per conversation at most.")
     min_dialogue_words: int = Field(5, ge=0, description="ER: words a checkpoint row has at least.")
 

@@ -17,7 +17,8 @@ the target row itself; it is always told who speaks at the target row.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -36,6 +37,11 @@ class Options(BaseModel):
     """RPP's own settings (``--rpp-gold-field``, ``--rpp-include-current-turn``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    V1_KEYS: ClassVar[Mapping[str, str]] = {
+        "rpp_gold_field": "gold_field",
+        "rpp_include_current_turn": "include_current_turn",
+    }
+    """Format 1's flat ``run.json`` config keys of these options (read by ``engine.manifest_v1``)."""
     gold_field: GoldField = Field(
         "auto", description="RPP gold: auto (relation_cycle_state, else relation_pattern) or one of them."
     )

@@ -9,7 +9,8 @@ context window. The therapist row itself is never shown.
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -29,6 +30,8 @@ class Options(BaseModel):
     """SSP's own settings (``--ssp-include-target-emotion``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    V1_KEYS: ClassVar[Mapping[str, str]] = {"ssp_include_target_emotion": "include_target_emotion"}
+    """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
     include_target_emotion: bool = Field(
         False,
         description="SSP: also give the target's latest internal emotion.",

@@ -14,8 +14,8 @@ import functools
 import json
 import random
 from collections import Counter
-from collections.abc import Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, Final
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -35,6 +35,8 @@ class Options(BaseModel):
     """VP's own settings (``--vp-checkpoints-per-sample``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
+    """Format 1 had one flat key for ER's and VP's checkpoints (read by ``engine.manifest_v1``)."""
     checkpoints_per_sample: int = Field(5, ge=1, description="VP: checkpoints per conversation at most.")
 
 
