@@ -200,4 +200,5 @@ INFO = TaskInfo(
     percent=True,
     gold_labels=relation_labels,
     pattern_analyses=True,
+    relation_intensive=True,
 )

@@ -177,4 +177,5 @@ INFO = TaskInfo(
     percent=True,
     video=True,
     gold_labels=strategy_labels,
+    relation_intensive=True,
 )

@@ -244,4 +244,5 @@ INFO = TaskInfo(
     majority_answers=majority_answers,
     judged=True,
     video=True,
+    relation_intensive=True,
 )
