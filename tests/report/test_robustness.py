@@ -130,3 +130,55 @@ def test_circular_eval_is_never_above_plain_accuracy(base: RunData) -> None:
         assert rows[task]["circular"].value == pytest.approx(expected)
         assert rows[task]["circular"].value <= rows[task]["plain"].value
         assert rows[task]["rotations"] == k
+
+
+# -- relation-aware report parts and the local-cue vs relation-intensive profile ---------------------------
+
+
+@pytest.fixture(scope="module")
+def scored(base: RunData) -> RunData:
+    from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
+    from rescue_bench.metrics.relational import relational_analyses
+    from rescue_bench.tasks import metric_specs
+
+    records = base.predictions
+    scores = aggregate_run(split_by_task(records), metric_specs(), n_resamples=50)
+    scores["_relational"] = relational_analyses(records, DEMO, n_resamples=50)
+    return RunData.of(Path("scored"), base.run, records, scores=scores)
+
+
+def test_relational_tables_and_figures(scored: RunData) -> None:
+    from rescue_bench.report.relational import relational_data, relational_figures, relational_tables
+
+    data = [relational_data(scored)]
+    assert data[0]["_meta"]["format"] == 1  # read back from scores.json's _relational
+    tables = {t.key: t for t in relational_tables([scored], ["random"], data)}
+    assert {"relational_rpp_transition", "relational_stp_target_type", "relational_er_intensity"} <= set(
+        tables
+    )
+    segment = tables["relational_rpp_segment"]
+    rpp = [p for p in scored.predictions if p["task"] == "rpp"]
+    assert sum(int(row[3]) for row in segment.rows) == len(rpp)  # type: ignore[arg-type]
+    pngs = relational_figures(["random"], data)
+    assert [f.key for f in pngs] == [
+        "rpp_transition_accuracy_random_couple",
+        "rpp_transition_accuracy_random_family",
+    ]
+    assert all(f.png.startswith(b"\x89PNG") for f in pngs)
+
+
+def test_profile_groups_tasks_as_the_paper(scored: RunData) -> None:
+    from rescue_bench.report.analysis import group_means, task_groups, task_profile
+    from rescue_bench.report.relational import profile_figure, profile_table
+
+    assert list(task_groups()) == ["itp", "er", "rpp", "stp", "ssp", "vp"]
+    assert set(task_groups().values()) == {"local cues", "relation-intensive"}
+    profile = task_profile(scored.scores)
+    rpp = [p for p in scored.predictions if p["task"] == "rpp"]
+    assert profile["rpp"] == pytest.approx(100 * accuracy(rpp))
+    assert profile["er"] is None and profile["vp"] is None  # not judged
+    means = group_means(profile)
+    assert means["local cues"] == pytest.approx(profile["itp"])
+    figure = profile_figure([scored, scored], ["a", "b"])
+    assert figure is not None and figure.png.startswith(b"\x89PNG")
+    assert len(profile_table([scored], ["a"]).rows) == 1
