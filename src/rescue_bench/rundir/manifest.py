@@ -65,7 +65,7 @@ class Manifest(Line):
     timings: dict[str, Json] = Field(default_factory=dict)
     stop_reason: str | None = None
     perturbation: dict[str, Json] | None = None
-    """``tasks.perturb.perturbation_record`` of a perturbed run (names, seed, invariants); absent otherwise."""
+    """``tasks.perturb.perturbation_record`` of a perturbed run (names, seed, invariants), else absent."""
     # The old layout: written by the judge pass before judging.json existed; read, never written.
     judge_counts: dict[str, JudgeCounts] | None = None
     judge_prompt_hashes: dict[str, str] | None = None

@@ -127,8 +127,8 @@ class TaskInfo:
     options: type[BaseModel] | None = None
     """The task's own settings (a frozen pydantic model), or ``None``."""
     relation_intensive: bool = False
-    """The paper's grouping (Sec. 5.3): ``True`` for the relation-intensive tasks (RPP, STP, SSP, VP), ``False``
-    for the local affective and intervention cues (ITP, ER); the report's profile figure groups by it."""
+    """The paper's grouping (Sec. 5.3): ``True`` for the relation-intensive tasks (RPP, STP, SSP, VP),
+    ``False`` for the local affective and intervention cues (ITP, ER); the report's profile groups by it."""
 
     def __post_init__(self) -> None:
         if self.kind != self.metrics.kind:
