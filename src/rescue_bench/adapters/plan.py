@@ -17,7 +17,7 @@ from typing import Any
 from rescue_bench.data.load import load_samples
 from rescue_bench.engine.batch import config_from_manifest
 from rescue_bench.errors import ConfigError
-from rescue_bench.metrics.aggregate import point_values, scope_labels, scope_records
+from rescue_bench.metrics.aggregate import as_line, point_values, scope_labels, scope_records
 from rescue_bench.records import Instance, Json, Prediction, Request
 from rescue_bench.tasks import batch_size, get_task, make_batches
 from rescue_bench.tasks.base import GoldField, Task, TaskConfig, resolve_mode
@@ -171,7 +171,7 @@ def corpus_values(task: Task, records: Sequence[Record]) -> dict[str, float | No
     """Headline metrics per scope (``<scope>_<metric>``) of ``records``: ``scores.json``'s point values."""
     spec = task.INFO.metrics
     out: dict[str, float | None] = {}
-    for scope, members in scope_records(records).items():
+    for scope, members in scope_records([as_line(r) for r in records]).items():
         labels = scope_labels(members, None) if spec.kind == "multiclass" else ()
         for name, value in point_values(spec, members, labels).items():
             out[f"{scope}_{name}"] = None if value is None else float(value)

@@ -71,7 +71,10 @@ def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
     if (out / "predictions.jsonl").exists():
         raise ConfigError(f"{out} already holds a run; choose a new --out")
     out.mkdir(parents=True, exist_ok=True)
-    fingerprints = {str(r["instance_id"]): prediction_fingerprint(r) for r in imported.predictions}
+    fingerprints = {
+        str(r["instance_id"]): prediction_fingerprint(bool(r["valid"]), r.get("prediction"))
+        for r in imported.predictions
+    }
     judgments = [
         {**j, "prediction_hash": fingerprints.get(str(j["instance_id"]))} for j in imported.judgments
     ]

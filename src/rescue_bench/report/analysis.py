@@ -224,3 +224,83 @@ def gold_transitions(records: Sequence[Record], scenario: str | None = None) -> 
     present = [s for s in SCENARIOS if scenario in (None, s) and any(x.scenario == s for x in samples)]
     labels = list(dict.fromkeys(label for s in present for label in _labels(task, s)))
     return transitions(samples, labels)
+
+
+# -- relation-aware analyses and the paper's task grouping (docs/robustness.md) -----------------------------
+LOCAL_CUES = "local cues"
+RELATION_INTENSIVE = "relation-intensive"
+JUDGE_SCALE = 5.0
+"""The judge scores of ER and VP (``llm``) run from 1 to 5; the profile shows them as a share of 5."""
+
+
+def task_groups() -> dict[str, str]:
+    """Each task's group in the paper's reading (Sec. 5.3), from ``TaskInfo.relation_intensive``, local cues
+    first."""
+    infos = sorted(task_infos(), key=lambda info: info.relation_intensive)
+    return {info.name: RELATION_INTENSIVE if info.relation_intensive else LOCAL_CUES for info in infos}
+
+
+def profile_metric(task: str) -> str:
+    """The metric a task shows in the profile: F1 for a binary task, else its first paper column."""
+    info = task_info(task)
+    if "f1" in info.headline:
+        return "f1"
+    return info.paper_columns[0].metric if info.paper_columns else info.headline[0]
+
+
+def task_profile(scores: Mapping[str, Any] | None) -> dict[str, float | None]:
+    """A run's pooled score per task on a 0-100 scale (percent metrics x 100, judge scores as % of 5), in
+    :func:`task_groups` order; ``None`` where the run has no value (an unjudged ER or VP)."""
+    out: dict[str, float | None] = {}
+    for task in task_groups():
+        value = ((scores or {}).get(task) or {}).get("all", {}).get(profile_metric(task))
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            out[task] = None
+        else:
+            out[task] = (
+                100.0 * float(value) if task_info(task).percent else 100.0 * float(value) / JUDGE_SCALE
+            )
+    return out
+
+
+def group_means(profile: Mapping[str, float | None]) -> dict[str, float | None]:
+    """Mean profile value per task group, over the tasks that have a value."""
+    groups = task_groups()
+    out: dict[str, float | None] = {}
+    for group in dict.fromkeys(groups.values()):
+        values = [v for t, v in profile.items() if groups.get(t) == group and v is not None]
+        out[group] = sum(values) / len(values) if values else None
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionGrid:
+    """RPP accuracy per gold transition of one scenario: ``accuracy[i][j]`` for labels[i] -> labels[j]
+    (``None`` where no instance made that transition), with counts. Row 0 may be ``start``."""
+
+    scenario: str
+    labels: tuple[str, ...]
+    sources: tuple[str, ...]
+    counts: tuple[tuple[int, ...], ...]
+    accuracy: tuple[tuple[float | None, ...], ...]
+
+
+def transition_grid(relational: Mapping[str, Any], scenario: str) -> TransitionGrid | None:
+    """The ``rpp_transition`` analysis of ``scores.json``'s ``_relational`` as a grid, or ``None``."""
+    analysis = relational.get("rpp_transition")
+    if not isinstance(analysis, dict):
+        return None
+    cells: dict[tuple[str, str], tuple[int, float]] = {}
+    for group in analysis["groups"]:
+        if group["scenario"] == scenario and " -> " in group["group"]:
+            source, target = group["group"].split(" -> ", 1)
+            cells[(source, target)] = (int(group["n"]), float(group["values"].get("accuracy", 0.0)))
+    if not cells:
+        return None
+    known = _labels(pattern_task(), scenario) if scenario in SCENARIOS else ()
+    seen = {t for _, t in cells} | {s for s, _ in cells}
+    labels = tuple(label for label in (*known, *sorted(seen - set(known) - {"start"})) if label in seen)
+    sources = (("start",) if any(s == "start" for s, _ in cells) else ()) + labels
+    counts = tuple(tuple(cells.get((s, t), (0, 0.0))[0] for t in labels) for s in sources)
+    accuracy = tuple(tuple(cells[(s, t)][1] if (s, t) in cells else None for t in labels) for s in sources)
+    return TransitionGrid(scenario, labels, sources, counts, accuracy)

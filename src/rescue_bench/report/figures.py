@@ -3,7 +3,9 @@
 * confusion matrices (RPP and SSP per scenario, STP by target kind), coloured by row share, with counts;
 * RPP accuracy by relative position, 10 bins, with standard-error bands (paper Fig. 4);
 * gold relation-pattern distribution per position bin (paper Fig. 5);
-* the row-normalised gold transition heatmap, self-transitions excluded (paper Fig. 3).
+* the row-normalised gold transition heatmap, self-transitions excluded (paper Fig. 3);
+* RPP accuracy per gold transition (previous -> current pattern), and each model's profile over the paper's
+  local-cue and relation-intensive tasks (docs/robustness.md).
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure as MplFigure
 
 from rescue_bench.data.stats import Transitions
-from rescue_bench.report.analysis import Confusion
+from rescue_bench.report.analysis import Confusion, TransitionGrid
 
 DPI = 110
 
@@ -149,4 +151,66 @@ def transitions_png(transitions: Transitions, title: str) -> bytes:
     ax.set_ylabel("current pattern")
     ax.set_title(f"{title} (n = {transitions.total} transitions)", fontsize=10)
     fig.colorbar(image, ax=ax, label="% of the row")
+    return _png(fig)
+
+
+def transition_accuracy_png(grid: TransitionGrid, title: str) -> bytes:
+    """RPP accuracy (%) per gold transition (previous -> current pattern), with counts; blank cells had no
+    instance. The diagonal holds the stable segments."""
+    values = np.asarray(
+        [[np.nan if a is None else 100 * a for a in row] for row in grid.accuracy], dtype=float
+    ).reshape(len(grid.sources), len(grid.labels))
+    fig = MplFigure(
+        figsize=(max(4.5, 0.7 * len(grid.labels) + 3.0), max(3.5, 0.55 * len(grid.sources) + 2.0))
+    )
+    ax = fig.subplots()
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="RdYlGn", vmin=0, vmax=100, aspect="auto")
+    for (i, j), n in np.ndenumerate(np.asarray(grid.counts).reshape(values.shape)):
+        if n:
+            ax.text(j, i, f"{values[i, j]:.0f}\nn={n}", ha="center", va="center", fontsize=6.5)
+    ax.set_xticks(
+        range(len(grid.labels)), [_pretty(x) for x in grid.labels], rotation=45, ha="right", fontsize=8
+    )
+    ax.set_yticks(range(len(grid.sources)), [_pretty(x) for x in grid.sources], fontsize=8)
+    ax.set_xlabel("current gold pattern")
+    ax.set_ylabel("previous gold pattern")
+    ax.set_title(title, fontsize=10)
+    fig.colorbar(image, ax=ax, label="RPP accuracy (%)")
+    return _png(fig)
+
+
+def profile_png(profiles: Mapping[str, Mapping[str, float | None]], groups: Mapping[str, str]) -> bytes:
+    """Grouped bars: each model's score per task (0-100), tasks grouped as local cues then relation-intensive,
+    with each group's mean as a dashed line per model. A missing value is left out (no bar)."""
+    tasks = list(groups)
+    fig = MplFigure(figsize=(max(6.0, 1.1 * len(tasks) + 2.0), 3.8))
+    ax = fig.subplots()
+    width = 0.8 / max(1, len(profiles))
+    colours = colormaps["tab10"](np.linspace(0.0, 1.0, 10))
+    for k, (name, profile) in enumerate(profiles.items()):
+        x = [
+            i + (k - (len(profiles) - 1) / 2) * width
+            for i, t in enumerate(tasks)
+            if profile.get(t) is not None
+        ]
+        y = [float(profile[t] or 0.0) for t in tasks if profile.get(t) is not None]
+        ax.bar(x, y, width=width, label=name, color=colours[k % len(colours)])
+        for group in dict.fromkeys(groups.values()):
+            members = [i for i, t in enumerate(tasks) if groups[t] == group and profile.get(t) is not None]
+            if members:
+                mean = sum(float(profile[tasks[i]] or 0.0) for i in members) / len(members)
+                span = [i for i, t in enumerate(tasks) if groups[t] == group]
+                ax.hlines(
+                    mean, span[0] - 0.4, span[-1] + 0.4, colors=colours[k % len(colours)], linestyles="dashed"
+                )
+    boundary = [i for i in range(1, len(tasks)) if groups[tasks[i]] != groups[tasks[i - 1]]]
+    for i in boundary:
+        ax.axvline(i - 0.5, color="grey", linewidth=0.8)
+    ax.set_xticks(range(len(tasks)), [f"{t.upper()}\n({groups[t]})" for t in tasks], fontsize=7)
+    ax.set_ylim(0, 100)
+    ax.set_ylabel("score (% of maximum)")
+    ax.set_title("Local cues vs relation-intensive tasks (dashed: group mean)", fontsize=10)
+    ax.grid(axis="y", alpha=0.3)
+    if profiles:
+        ax.legend(fontsize=7, loc="upper right")
     return _png(fig)

@@ -67,6 +67,8 @@ class Manifest(Line):
     counts: dict[str, dict[str, Json]] = Field(default_factory=dict)
     timings: dict[str, Json] = Field(default_factory=dict)
     stop_reason: str | None = None
+    perturbation: dict[str, Json] | None = None
+    """``tasks.perturb.perturbation_record`` of a perturbed run (names, seed, invariants), else absent."""
     # The old layout: written by the judge pass before judging.json existed; read, never written.
     judge_counts: dict[str, JudgeCounts] | None = None
     judge_prompt_hashes: dict[str, str] | None = None
@@ -146,20 +148,32 @@ class ScoresMeta(BaseModel):
     judge_agreement: dict[str, Json] | None = None
 
 
+RESERVED_KEYS = frozenset({"_meta", "_relational"})
+"""Keys of ``scores.json`` that are not tasks."""
+
+
 class Scores(Line):
     """``scores.json``: per task and scope (``couple``, ``family``, ``all``) the metrics, n and CIs."""
 
     tasks: dict[str, dict[str, dict[str, Json]]] = Field(default_factory=dict)
     meta: ScoresMeta = Field(default=ScoresMeta(), alias="_meta")
+    relational: dict[str, Json] | None = Field(default=None, alias="_relational")
+    """Relation-aware analyses (``metrics.relational.relational_analyses``); absent in older files."""
 
     @classmethod
     def of(cls, obj: dict[str, Json], where: str = "scores.json") -> Scores:
-        """Read the file's object, whose task entries sit beside ``_meta``."""
-        tasks = {k: v for k, v in obj.items() if k != "_meta"}
-        return cls.from_json({"tasks": tasks, "_meta": obj.get("_meta") or {}}, where)
+        """Read the file's object, whose task entries sit beside ``_meta`` (and ``_relational``)."""
+        tasks = {k: v for k, v in obj.items() if k not in RESERVED_KEYS}
+        record: dict[str, Json] = {"tasks": tasks, "_meta": obj.get("_meta") or {}}
+        if obj.get("_relational") is not None:
+            record["_relational"] = obj["_relational"]
+        return cls.from_json(record, where)
 
     def to_json(self) -> dict[str, Json]:
-        return {**self.tasks, "_meta": self.meta.model_dump(mode="json", exclude_unset=True)}
+        out = {**self.tasks, "_meta": self.meta.model_dump(mode="json", exclude_unset=True)}
+        if self.relational is not None:
+            out["_relational"] = self.relational
+        return out
 
     def entry(self, task: str, scope: str = "all") -> dict[str, Json]:
         return self.tasks.get(task, {}).get(scope, {})

@@ -143,6 +143,9 @@ class TaskInfo:
     App. E.2) are about this task's labels."""
     options: type[BaseModel] | None = None
     """The task's own settings (a frozen pydantic model), or ``None``."""
+    relation_intensive: bool = False
+    """The paper's grouping (Sec. 5.3): ``True`` for the relation-intensive tasks (RPP, STP, SSP, VP),
+    ``False`` for the local affective and intervention cues (ITP, ER); the report's profile groups by it."""
 
     def __post_init__(self) -> None:
         if self.kind != self.metrics.kind:

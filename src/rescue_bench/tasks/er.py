@@ -252,4 +252,5 @@ INFO = TaskInfo(
     judged=True,
     video=True,
     options=Options,
+    relation_intensive=False,
 )

@@ -178,4 +178,5 @@ INFO = TaskInfo(
     random_answer=random_answer,
     majority_answers=majority_label,
     percent=True,
+    relation_intensive=False,
 )

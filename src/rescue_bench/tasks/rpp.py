@@ -225,4 +225,5 @@ INFO = TaskInfo(
     gold_labels=relation_labels,
     pattern_analyses=True,
     options=Options,
+    relation_intensive=True,
 )

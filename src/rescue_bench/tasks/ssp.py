@@ -196,4 +196,5 @@ INFO = TaskInfo(
     video=True,
     gold_labels=strategy_labels,
     options=Options,
+    relation_intensive=True,
 )

@@ -146,4 +146,5 @@ INFO = TaskInfo(
     majority_answers=majority_ranking,
     percent=True,
     target_kinds=True,
+    relation_intensive=True,
 )

@@ -258,4 +258,5 @@ INFO = TaskInfo(
     judged=True,
     video=True,
     options=Options,
+    relation_intensive=True,
 )

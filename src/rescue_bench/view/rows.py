@@ -11,8 +11,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rescue_bench.judge.merge import AGREEMENT_KEY, BERTSCORE_JUDGE, JUDGED_TASKS, current_lines
-from rescue_bench.metrics.aggregate import top1
+from rescue_bench.judge.merge import (
+    AGREEMENT_KEY,
+    BERTSCORE_JUDGE,
+    JUDGED_TASKS,
+    as_judgments,
+    as_prediction,
+    current_lines,
+)
+from rescue_bench.metrics.aggregate import as_line, top1
 from rescue_bench.metrics.compare import correct_top1
 from rescue_bench.report.analysis import stp_kind
 from rescue_bench.tasks import mcnemar_tasks, task_info
@@ -96,9 +103,9 @@ def disagreement(record: Mapping[str, Any], lines: Sequence[Mapping[str, Any]]) 
     key = AGREEMENT_KEY[task]
     values = [
         v
-        for line in current_lines(record, lines)
-        if line.get("judge") != BERTSCORE_JUDGE and line.get("valid")
-        if (v := _number((line.get("scores") or {}).get(key))) is not None
+        for line in current_lines(as_prediction(record), as_judgments(lines))
+        if line.judge != BERTSCORE_JUDGE and line.valid
+        if (v := _number(line.scores.get(key))) is not None
     ]
     return max(values) - min(values) if len(values) >= 2 else None
 
@@ -121,7 +128,7 @@ def _previous_golds(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
 
 
 def _correct(task: str, record: Mapping[str, Any]) -> bool | None:
-    return correct_top1(task_info(task).kind, record) if task in mcnemar_tasks() else None
+    return correct_top1(task_info(task).kind, as_line(record)) if task in mcnemar_tasks() else None
 
 
 def make_row(

@@ -22,7 +22,7 @@ from inspect_ai.solver import TaskState
 
 from rescue_bench.adapters.inspect.messages import chat_messages, response_schema
 from rescue_bench.adapters.plan import Record, batch_records, corpus_values
-from rescue_bench.judge.merge import merged_scores
+from rescue_bench.judge.merge import as_judgments, as_prediction, merged_scores
 from rescue_bench.judge.runner import Judge, judge_group, plan_groups
 from rescue_bench.records import Instance, Reply, Request, Usage
 from rescue_bench.rundir import PredictionLine
@@ -85,7 +85,12 @@ async def judged(records: Sequence[Record], model: Model) -> tuple[list[Record],
     for line in lines:
         by_instance.setdefault(str(line["instance_id"]), []).append(line)
     merged = [
-        {**r, "scores": merged_scores(r, by_instance.get(str(r["instance_id"]), []), judged=True)}
+        {
+            **r,
+            "scores": merged_scores(
+                as_prediction(r), as_judgments(by_instance.get(str(r["instance_id"]), [])), judged=True
+            ),
+        }
         for r in records
     ]
     return merged, lines

@@ -1,0 +1,127 @@
+"""Name perturbations: participants' names exchanged (``name-swap``) or replaced by role labels
+(``anonymize``), consistently in everything a prompt shows and in the gold.
+
+The mapping is applied to the *built* instances (transcript lines, the people line, candidates, the speaker,
+the SSP target, the gold), never to the sample, so the instance set cannot change: word counts (ER's
+``min_dialogue_words``) and speaker equalities that select instances are read from the original sample.
+Every mapped instance records the inverse mapping in ``meta["perturbation"]["names"]``, which
+:func:`restore_names` uses to compare its answers with an unperturbed run's.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
+from string import ascii_uppercase
+from typing import Any
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.records import Instance, Json
+from rescue_bench.tasks.context import clean
+from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS
+
+NameMap = dict[str, str]
+META_KEY = "perturbation"
+
+
+def participants(sample: Sample) -> tuple[str, ...]:
+    """The sample's participants, cleaned, without empties, group speakers or repeats, in order."""
+    names = (clean(p) for p in sample.participants)
+    return tuple(dict.fromkeys(n for n in names if n and n not in NON_CLIENT_SPEAKERS))
+
+
+def swap_map(sample: Sample, seed: int) -> NameMap:
+    """A seeded cyclic exchange of the participants' names (two names are swapped); empty for fewer than two.
+
+    A cycle over a seeded order moves every name, so no participant keeps their own name.
+    """
+    names = list(participants(sample))
+    if len(names) < 2:
+        return {}
+    random.Random(f"{seed}:name-swap:{sample.sample_id}").shuffle(names)
+    return {name: names[(i + 1) % len(names)] for i, name in enumerate(names)}
+
+
+def role_map(sample: Sample) -> NameMap:
+    """``Partner A``, ``Partner B``... (couple) or ``Member 1``, ``Member 2``... (family), in order of first
+    appearance. The release has no family roles, so parents and children cannot be told apart."""
+    names = participants(sample)
+    if sample.scenario == "couple":
+        labels = [f"Partner {ascii_uppercase[i % 26]}{i // 26 or ''}" for i in range(len(names))]
+    else:
+        labels = [f"Member {i + 1}" for i in range(len(names))]
+    return dict(zip(names, labels, strict=True))
+
+
+def text_mapper(mapping: Mapping[str, str]) -> Callable[[str], str]:
+    """Replace whole names (not inside a longer word) in one pass, so a swap never maps a name twice.
+
+    >>> swap = text_mapper({"Tom": "Nadia", "Nadia": "Tom"})
+    >>> swap("[3] Nadia -> Tom: Tom's right, Tommy.")
+    "[3] Tom -> Nadia: Nadia's right, Tommy."
+    """
+    if not mapping:
+        return lambda text: text
+    names = sorted(mapping, key=lambda n: (-len(n), n))
+    pattern = re.compile(r"(?<![A-Za-z0-9])(?:" + "|".join(map(re.escape, names)) + r")(?![A-Za-z0-9])")
+    return lambda text: pattern.sub(lambda m: mapping[m.group(0)], text)
+
+
+def map_json(value: Json, mapper: Callable[[str], str], memo: dict[int, Json] | None = None) -> Json:
+    """``value`` with every string (not dict keys) mapped; containers keep their type. ``memo`` maps shared
+    dicts once, so rendered rows shared by a sample's instances stay shared."""
+    if isinstance(value, str):
+        return mapper(value)
+    if isinstance(value, dict):
+        if memo is not None and id(value) in memo:
+            return memo[id(value)]
+        out = {key: map_json(item, mapper, memo) for key, item in value.items()}
+        if memo is not None:
+            memo[id(value)] = out
+        return out
+    if isinstance(value, list):
+        return [map_json(item, mapper, memo) for item in value]
+    if isinstance(value, tuple):
+        return tuple(map_json(item, mapper, memo) for item in value)
+    return value
+
+
+def with_meta(inst: Instance, key: str, value: Json) -> dict[str, Json]:
+    """``inst.meta`` with ``meta["perturbation"][key] = value`` (a new dict; the instance's is shared)."""
+    record = dict(inst.meta.get(META_KEY) or {})
+    record[key] = value
+    return {**inst.meta, META_KEY: record}
+
+
+def rename(instances: Sequence[Instance], mapping: NameMap) -> list[Instance]:
+    """The instances with ``mapping`` applied to gold, candidates and context; the inverse goes to meta."""
+    if not mapping:
+        return list(instances)
+    mapper = text_mapper(mapping)
+    memo: dict[int, Json] = {}
+    inverse = {new: old for old, new in mapping.items()}
+    return [
+        replace(
+            inst,
+            gold=map_json(inst.gold, mapper),
+            candidates=tuple(mapper(c) for c in inst.candidates),
+            context=map_json(inst.context, mapper, memo),
+            meta=with_meta(inst, "names", inverse),
+        )
+        for inst in instances
+    ]
+
+
+def restore_names(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A prediction record of a renamed instance with gold and prediction mapped back to the original
+    names (exact: every name in them came from the mapping); other records are returned as a copy."""
+    meta = record.get("meta") or {}
+    inverse = (meta.get(META_KEY) or {}).get("names") if isinstance(meta, dict) else None
+    out = dict(record)
+    if isinstance(inverse, dict) and inverse:
+        mapper = text_mapper({str(k): str(v) for k, v in inverse.items()})
+        out["gold"] = map_json(record.get("gold"), mapper)
+        out["prediction"] = map_json(record.get("prediction"), mapper)
+    return out
