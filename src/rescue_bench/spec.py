@@ -33,6 +33,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, ResponseFormat
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task, TaskConfig, resolve_mode
+from rescue_bench.tasks.perturb import parse_perturbations
 
 VIDEO_BATCH_SIZE = 1
 """Instances per request in video mode when ``batch_size`` is not given, as in the reference scripts."""
@@ -149,7 +150,24 @@ class RunSpec(_Spec):
     engine: EngineSpec = EngineSpec()
     budget: BudgetSpec = BudgetSpec()
     video: VideoSpec = VideoSpec()
+    perturb: tuple[str, ...] = Field(
+        (),
+        description="Perturbations of what the model is shown, a comma list: label-order[:K], name-swap, "
+        "anonymize, shuffle-window, context:N, no-cues (docs/robustness.md). Instance ids stay those of the "
+        "unperturbed run, so `compare BASE PERTURBED` pairs them.",
+    )
     out: Path | None = Field(None, description="Run directory (default: runs/<model>_<data>).")
+
+    @field_validator("perturb", mode="before")
+    @classmethod
+    def _perturbations(cls, value: object) -> object:
+        names = value.split(",") if isinstance(value, str) else value
+        if not isinstance(names, list | tuple):
+            return value
+        try:
+            return tuple(str(p) for p in parse_perturbations([str(n) for n in names]))
+        except ConfigError as exc:
+            raise ValueError(str(exc)) from None
 
     @field_validator("model", mode="before")
     @classmethod

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from rescue_bench.engine.store import read_jsonl
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
+from rescue_bench.rundir import read_jsonl
 
 jsonschema = pytest.importorskip("jsonschema")
 pq = pytest.importorskip("pyarrow.parquet", reason="the adapters extra is not installed")

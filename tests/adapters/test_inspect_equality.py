@@ -92,9 +92,8 @@ def test_the_tasks_are_registered_under_the_package_name() -> None:
 def test_an_imported_log_is_the_run_directory_of_the_same_replies(
     logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
 ) -> None:
-    from rescue_bench.report.rundir import load_run
-
     from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.rundir import load_run
 
     out = tmp_path / "imported"
     scores = import_logs([Path(log.location) for log in logs], out)
@@ -147,9 +146,9 @@ def test_a_sample_without_a_score_counts_as_failed_not_dropped(
     logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
 ) -> None:
     from inspect_ai.log import write_eval_log
-    from rescue_bench.report.rundir import load_run
 
     from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.rundir import load_run
 
     log = next(lg for lg in logs if lg.eval.task.endswith("stp")).model_copy(deep=True)
     assert log.samples is not None

@@ -26,9 +26,10 @@ from rescue_bench.models.base import Capabilities
 from rescue_bench.records import Instance, Json, ProblemKind
 from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, describe_changes
 from rescue_bench.spec import RunSpec, validate_spec
-from rescue_bench.tasks import TASKS
+from rescue_bench.tasks import TASKS, make_batches
 from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.context import context_size
+from rescue_bench.tasks.perturb import perturbation_record, perturbed_task
 
 PLAIN: Final = Capabilities()
 """What planning assumes of a model it has not built (``estimate``): an endpoint's reference batch sizes."""
@@ -55,6 +56,8 @@ def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str,
         "disable_thinking": model.disable_thinking,
         "task_options": options,
         "video": video_record(spec),
+        # Only a perturbed run has the key, so the config of every unperturbed run is as it was.
+        **({"perturbation": perturbation_record(spec.perturb, model.seed or 0)} if spec.perturb else {}),
     }
 
 
@@ -169,9 +172,7 @@ def plan_task(
     name: str, tasks: Mapping[str, Task], samples: Sequence[Sample], spec: RunSpec, capabilities: Capabilities
 ) -> TaskPlan:
     """One task's instances of every sample, and its batches."""
-    from rescue_bench.tasks import make_batches
-
-    task = tasks[name]
+    task = perturbed_task(tasks[name], spec.perturb, spec.model.seed or 0)
     cfg = spec.task_config(tasks)
     instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
     size = default_batch_size(task, cfg, capabilities)

@@ -6,19 +6,19 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from rescue_bench.judge.merge import judged_records
-from rescue_bench.metrics.aggregate import split_by_task
 from rescue_bench.metrics.compare import compare_runs
 from rescue_bench.report.entries import ComparedScope, ComparisonMeta
+from rescue_bench.report.robustness import run_records
 from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value
 from rescue_bench.rundir import RunData
 from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics, task_info
 
 
 def compare_run_data(a: RunData, b: RunData, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Paired comparison of two runs, ER/VP judge scores folded in from their judgments."""
-    records_a = split_by_task(judged_records(a.predictions, a.judgments))
-    records_b = split_by_task(judged_records(b.predictions, b.judgments))
+    """Paired comparison of two runs, ER/VP judge scores folded in from their judgments; the answers of a
+    renamed run (``--perturb name-swap|anonymize``) are mapped back to the original names first."""
+    records_a = run_records(a)
+    records_b = run_records(b)
     return compare_runs(records_a, records_b, metric_specs(), n_resamples=n_resamples, seed=seed)
 
 
