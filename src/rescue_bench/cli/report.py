@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -74,7 +75,26 @@ def compare(
     typer.echo(table.note)
 
 
+class _EchoWarnings(logging.Handler):
+    """Shows the run directory's and the engine's warnings on stderr (lines set aside, a cache given up).
+
+    Without it they would rely on logging's last-resort handler, which any other library's logging setup
+    silences.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        typer.echo(record.getMessage(), err=True)
+
+
+WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")
+"""Loggers whose warnings every command shows (the run directory is read by run, report, score, review)."""
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``report`` and ``compare`` to the root app."""
+    """Add ``report`` and ``compare`` to the root app, and show the run directory's warnings on stderr."""
     app.command("report")(report)
     app.command("compare")(compare)
+    for name in WARNING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _EchoWarnings) for h in logger.handlers):
+            logger.addHandler(_EchoWarnings(logging.WARNING))
