@@ -86,7 +86,8 @@ class FullDisk:
         return self
 
     def __exit__(self, *exc: object) -> None:
-        self._db.execute("ROLLBACK") if self._db.in_transaction else None
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
 
 
 def test_a_full_disk_for_the_cache_warns_once_and_the_run_goes_on(
