@@ -25,11 +25,23 @@ def report(
         Path | None,
         typer.Option("--prices", help="JSON prices (USD per million tokens) for the cost column."),
     ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Report unfinished runs too, every table and file marked PARTIAL with the counts.",
+        ),
+    ] = False,
 ) -> None:
-    """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex."""
+    """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex.
+
+    An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
+    """
     from rescue_bench.report.build import build_report, write_report
 
-    built = build_report(runs, with_paper=with_paper, prices=prices)
+    built = build_report(runs, with_paper=with_paper, prices=prices, allow_partial=partial)
+    if built.banner:
+        typer.echo(f"warning: {built.banner}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     typer.echo(
