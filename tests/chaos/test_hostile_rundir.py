@@ -203,3 +203,17 @@ def test_a_failed_atomic_write_keeps_the_old_file_and_removes_the_temporary(
         atomic_write_json(path, {"status": "finished"})
     assert json.loads(path.read_text()) == {"status": "running"}
     assert sorted(os.listdir(tmp_path)) == ["run.json"]
+
+
+def test_a_junk_request_line_is_named_and_does_not_stop_the_run(finished: Path, tmp_path: Path) -> None:
+    out = finished  # the baseline sends no requests: its requests.jsonl is written here by hand
+    (out / "requests.jsonl").write_text('{"request_key": "k", "task": "itp"}\nnot json\n')
+    resumed = run_into(out)
+    assert resumed.exit_code == 0, resumed.output
+    assert (
+        f"{out / 'requests.jsonl'}:2: not valid JSON" in resumed.output
+        and "left out of the counts" in resumed.output
+    )
+    assert json.loads((out / "run.json").read_text())["counts"]["itp"]["requests"] == 1
+    report = invoke("report", str(out), "--out", str(tmp_path / "rep"))
+    assert report.exit_code == 1 and "delete line 2 of" in report.output
