@@ -117,3 +117,59 @@ def test_gives_up_after_max_retries() -> None:
     )
     assert result.value is None and result.attempts == 3
     assert result.error == "HTTP 503 (gave up after 3 attempts)"
+
+
+# --- a hostile Retry-After (issue 13) ---------------------------------------------------------------------
+
+
+def test_a_huge_retry_after_is_capped_and_said_once_per_run(caplog: pytest.LogCaptureFixture) -> None:
+    policy = RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=600.0)
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def parked() -> str:
+        raise RetryableError("HTTP 429", retry_after=86_400.0)
+
+    async def both() -> None:
+        for _ in range(2):  # two requests of one run share its policy
+            await call_with_retries(
+                parked, policy=policy, limiter=Limiter(1), rng=random.Random(0), sleep=fake_sleep
+            )
+
+    caplog.set_level("WARNING")
+    asyncio.run(both())
+    assert len(waits) == 6 and all(600.0 <= w <= 601.0 for w in waits)
+    said = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
+    assert said == [
+        "warning: a server sent Retry-After: 86400 s; waiting 600 s at most (the cap on Retry-After). "
+        "Said once per run"
+    ]
+    caplog.clear()
+    modest = RetryPolicy(max_retry_after=600.0)
+    assert 30.0 <= modest.delay(1, 30.0, random.Random(0)) <= 31.0 and not caplog.records
+
+
+def test_a_retry_that_would_wait_past_the_deadline_fails_at_once() -> None:
+    waits: list[float] = []
+
+    async def fake_sleep(seconds: float) -> None:
+        waits.append(seconds)
+
+    async def parked() -> str:
+        raise RetryableError("HTTP 503", retry_after=120.0)
+
+    policy = RetryPolicy(max_retries=5, deadline=time.monotonic() + 10.0)
+    result = asyncio.run(
+        call_with_retries(parked, policy=policy, limiter=Limiter(1), rng=random.Random(0), sleep=fake_sleep)
+    )
+    assert waits == [] and result.value is None and result.attempts == 1
+    assert result.error is not None and "would pass the run's deadline" in result.error
+    soon = RetryPolicy(max_retries=1, base_delay=0.01, deadline=time.monotonic() + 60.0)
+
+    async def quick() -> str:
+        raise RetryableError("HTTP 503", retry_after=1.0)
+
+    done = asyncio.run(call_with_retries(quick, policy=soon, limiter=Limiter(1), sleep=fake_sleep))
+    assert len(waits) == 1 and done.attempts == 2  # a wait within the deadline is waited

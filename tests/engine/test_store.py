@@ -32,12 +32,15 @@ def test_torn_last_line_is_skipped_and_cut(tmp_path: Path) -> None:
     assert [r["instance_id"] for r in read_jsonl(path)] == ["a", "b", "c"]
 
 
-def test_terminated_but_garbled_last_line(tmp_path: Path) -> None:
+def test_terminated_but_garbled_last_line_is_damage_not_a_torn_write(tmp_path: Path) -> None:
+    # Each record is one write ending in a newline: a terminated line that does not parse was not torn by a
+    # kill, and is reported (with the way out), never cut off silently.
     path = tmp_path / "p.jsonl"
     path.write_bytes(b'{"instance_id": "a"}\n{"instance_id": \n')
-    assert [r["instance_id"] for r in read_jsonl(path)] == ["a"]
+    with pytest.raises(RunDirError, match=r"p\.jsonl:2: not valid JSON .*delete line 2 of .*re-run"):
+        list(read_jsonl(path))
     cut_torn_tail(path)
-    assert path.read_bytes() == b'{"instance_id": "a"}\n'
+    assert path.read_bytes() == b'{"instance_id": "a"}\n{"instance_id": \n'
 
 
 def test_damage_in_the_middle_is_an_error(tmp_path: Path) -> None:

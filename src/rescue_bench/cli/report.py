@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Annotated
 
@@ -24,11 +25,23 @@ def report(
         Path | None,
         typer.Option("--prices", help="JSON prices (USD per million tokens) for the cost column."),
     ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial",
+            help="Report unfinished runs too, every table and file marked PARTIAL with the counts.",
+        ),
+    ] = False,
 ) -> None:
-    """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex."""
+    """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex.
+
+    An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
+    """
     from rescue_bench.report.build import build_report, write_report
 
-    built = build_report(runs, with_paper=with_paper, prices=prices)
+    built = build_report(runs, with_paper=with_paper, prices=prices, allow_partial=partial)
+    if built.banner:
+        typer.echo(f"warning: {built.banner}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     typer.echo(
@@ -74,7 +87,26 @@ def compare(
     typer.echo(table.note)
 
 
+class _EchoWarnings(logging.Handler):
+    """Shows the run directory's and the engine's warnings on stderr (lines set aside, a cache given up).
+
+    Without it they would rely on logging's last-resort handler, which any other library's logging setup
+    silences.
+    """
+
+    def emit(self, record: logging.LogRecord) -> None:
+        typer.echo(record.getMessage(), err=True)
+
+
+WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")
+"""Loggers whose warnings every command shows (the run directory is read by run, report, score, review)."""
+
+
 def register(app: typer.Typer) -> None:
-    """Add ``report`` and ``compare`` to the root app."""
+    """Add ``report`` and ``compare`` to the root app, and show the run directory's warnings on stderr."""
     app.command("report")(report)
     app.command("compare")(compare)
+    for name in WARNING_LOGGERS:
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _EchoWarnings) for h in logger.handlers):
+            logger.addHandler(_EchoWarnings(logging.WARNING))

@@ -8,13 +8,20 @@ Only successful replies are stored (raw text, reasoning, finish reason, usage), 
 
 WAL mode plus a busy timeout make the file safe for several processes at once; within a process the engine
 calls it from one event-loop thread.
+
+The cache only saves requests, so it never stops a run: a file that cannot be opened or read (damaged, not a
+database) or written (a full disk) is named in one warning, with the way to clear it, and the run goes on
+without the cache. ``cache stats`` and ``cache clear --model`` on a damaged file are a one-line
+:class:`CacheError`; ``cache clear`` (everything) removes the damaged file.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
+import logging
 import os
 import sqlite3
 import time
@@ -24,8 +31,11 @@ from typing import Any
 
 import platformdirs
 
+from rescue_bench.errors import BenchError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.records import Json, Reply, Request, Usage
+
+log = logging.getLogger("rescue_bench.engine.cache")
 
 CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
 KEY_VERSION = 3
@@ -117,26 +127,94 @@ class CacheStats:
     by_model: dict[str, int]
 
 
+class CacheError(BenchError):
+    """The cache file cannot be used (damaged, unreadable) for a command that needs it."""
+
+
+CacheFailure = (sqlite3.Error, OSError)
+"""What a cache file can raise: a damaged or foreign file, a full disk, a read-only or vanished directory."""
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    db = sqlite3.connect(path, timeout=60.0, isolation_level=None, check_same_thread=False)
+    try:
+        db.execute("PRAGMA busy_timeout = 60000")
+        db.execute("PRAGMA journal_mode = WAL")
+        # NORMAL keeps the cache consistent across crashes of the process; only a power cut can lose the
+        # newest rows, which are then asked again.
+        db.execute("PRAGMA synchronous = NORMAL")
+        db.execute(_SCHEMA)
+    except CacheFailure:
+        db.close()
+        raise
+    return db
+
+
 class ResponseCache:
-    """A handle on the cache file; cheap lookups and single-row inserts, each its own transaction."""
+    """A handle on the cache file; cheap lookups and single-row inserts, each its own transaction.
+
+    :attr:`usable` turns false, after one warning, when the file fails: lookups then miss and stores are
+    dropped, so the run goes on without the cache.
+    """
 
     def __init__(self, path: Path | None = None) -> None:
         self.path = path or default_cache_path()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(self.path, timeout=60.0, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA busy_timeout = 60000")
-        self._db.execute("PRAGMA journal_mode = WAL")
-        # NORMAL keeps the cache consistent across crashes of the process; only a power cut can lose the
-        # newest rows, which are then asked again.
-        self._db.execute("PRAGMA synchronous = NORMAL")
-        self._db.execute(_SCHEMA)
         self._pending: dict[str, tuple[Any, ...]] = {}
         self._flush_scheduled = False
+        self.failure: str | None = None
+        """Why the cache was given up, once it was."""
+        self._db: sqlite3.Connection | None = None
+        try:
+            self._db = _connect(self.path)
+        except CacheFailure as exc:
+            self._give_up(exc, "cannot be opened")
+
+    @property
+    def usable(self) -> bool:
+        return self._db is not None
+
+    def _give_up(self, exc: BaseException, doing: str) -> None:
+        """Stop using the file for the rest of this handle's life, saying so once."""
+        db, self._db = self._db, None
+        self._pending.clear()
+        if db is not None:
+            with contextlib.suppress(*CacheFailure):  # closing a failed handle may fail the same way
+                db.close()
+        if self.failure is None:
+            self.failure = f"{exc.__class__.__name__}: {exc}"
+            log.warning(
+                "warning: response cache %s %s (%s); going on without the cache. To clear it, run "
+                "`rescue-bench cache clear` or delete the file",
+                self.path,
+                doing,
+                self.failure,
+            )
+
+    def _require(self) -> sqlite3.Connection:
+        if self._db is None:
+            raise self._unusable()
+        return self._db
+
+    def _unusable(self) -> CacheError:
+        return CacheError(
+            f"response cache {self.path} cannot be used ({self.failure}); "
+            f"clear it with `rescue-bench cache clear`, or delete {self.path}"
+        )
 
     def get(self, key: str) -> tuple[Reply, dict[str, Json]] | None:
-        """The stored reply (marked ``cached``) and its meta, or ``None``."""
+        """The stored reply (marked ``cached``) and its meta, or ``None`` (also when the cache failed)."""
         pending = self._pending.get(key)
-        row = pending[4:] if pending is not None else self._db.execute(_SELECT, (key,)).fetchone()
+        if pending is not None:
+            row = pending[4:]
+        elif self._db is None:
+            return None
+        else:
+            try:
+                row = self._db.execute(_SELECT, (key,)).fetchone()
+            except CacheFailure as exc:
+                self._give_up(exc, "cannot be read")
+                return None
         if row is None:
             return None
         text, reasoning, finish, p_tok, c_tok, r_tok, meta = row
@@ -160,7 +238,7 @@ class ResponseCache:
         before anything else can await: a process killed later cannot lose it. Outside a loop, each row is
         written at once.
         """
-        if not reply.ok:
+        if not reply.ok or self._db is None:
             return
         self._pending[key] = (
             key,
@@ -185,22 +263,37 @@ class ResponseCache:
             loop.call_soon(self.flush)
 
     def flush(self) -> None:
-        """Write the pending rows in one transaction."""
+        """Write the pending rows in one transaction; a failure (a full disk) gives the cache up."""
         self._flush_scheduled = False
-        if self._pending:
+        if self._pending and self._db is not None:
             rows = list(self._pending.values())
-            with self._db:
-                self._db.execute("BEGIN")
-                self._db.executemany(
-                    "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
-                )
+            try:
+                with self._db:
+                    self._db.execute("BEGIN")
+                    self._db.executemany(
+                        "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", rows
+                    )
+            except CacheFailure as exc:
+                self._give_up(exc, "cannot be written")
             self._pending.clear()
 
     def stats(self) -> CacheStats:
+        """What the cache holds.
+
+        Raises:
+            CacheError: the file cannot be used (named, with how to clear it).
+        """
         self.flush()
-        entries = self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
+        try:
+            return self._stats(self._require())
+        except CacheFailure as exc:
+            self._give_up(exc, "cannot be read")
+            raise self._unusable() from None
+
+    def _stats(self, db: sqlite3.Connection) -> CacheStats:
+        entries = db.execute("SELECT COUNT(*) FROM responses").fetchone()[0]
         by_model = dict(
-            self._db.execute(
+            db.execute(
                 "SELECT provider || '/' || model, COUNT(*) FROM responses GROUP BY 1 ORDER BY 2 DESC"
             ).fetchall()
         )
@@ -208,20 +301,43 @@ class ResponseCache:
         return CacheStats(self.path, int(entries), size, {str(k): int(v) for k, v in by_model.items()})
 
     def clear(self, model: str | None = None) -> int:
-        """Delete every entry, or those of one ``provider/model``; return how many went."""
+        """Delete every entry, or those of one ``provider/model``; return how many went.
+
+        A damaged file cannot be cleared entry by entry: clearing everything removes it (0 is returned, its
+        entries could not be counted); clearing one model raises :class:`CacheError`.
+        """
         self.flush()
-        if model is None:
-            cursor = self._db.execute("DELETE FROM responses")
-        else:
-            cursor = self._db.execute("DELETE FROM responses WHERE provider || '/' || model = ?", (model,))
-        deleted = cursor.rowcount
-        self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        self._db.execute("VACUUM")
+        if self._db is None and model is None:
+            self._remove_files()
+            return 0
+        db = self._require()
+        try:
+            if model is None:
+                cursor = db.execute("DELETE FROM responses")
+            else:
+                cursor = db.execute("DELETE FROM responses WHERE provider || '/' || model = ?", (model,))
+            deleted = cursor.rowcount
+            db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            db.execute("VACUUM")
+        except CacheFailure as exc:
+            self._give_up(exc, "cannot be cleared")
+            raise self._unusable() from None
         return int(deleted)
+
+    def _remove_files(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            path = self.path.with_name(self.path.name + suffix)
+            try:
+                path.unlink(missing_ok=True)
+            except OSError as exc:
+                raise CacheError(f"cannot delete {path} ({exc.strerror}); delete it by hand") from None
+        log.warning("warning: removed the damaged response cache %s", self.path)
 
     def close(self) -> None:
         self.flush()
-        self._db.close()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
 
     def __enter__(self) -> ResponseCache:
         return self

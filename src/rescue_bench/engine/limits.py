@@ -2,10 +2,11 @@
 
 * :class:`Limiter`: a global in-flight limit (an ``asyncio.Semaphore``) plus optional requests-per-minute and
   tokens-per-minute limits (``aiolimiter``), shared by every task of a run.
-* :class:`RetryPolicy`: exponential backoff with full jitter that honours ``Retry-After``. Only
-  :class:`RetryableError` (429, 5xx, timeouts, connection errors, unreadable bodies) is retried; anything else
-  fails at once, because retrying a 401 or an unknown model only burns time (the reference scripts did so 45
-  times).
+* :class:`RetryPolicy`: exponential backoff with full jitter that honours ``Retry-After`` up to a cap (a
+  longer one is cut to the cap, with one warning per run) and never past the run's deadline, if it has one.
+  Only :class:`RetryableError` (429, 5xx, timeouts, connection errors, unreadable bodies) is retried;
+  anything else fails at once, because retrying a 401 or an unknown model only burns time (the reference
+  scripts did so 45 times).
 * :class:`ModerationRefusal`: a content-moderation refusal; the engine retries it once with sensitive words
   masked.
 """
@@ -13,15 +14,25 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import random
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from aiolimiter import AsyncLimiter
 
 from rescue_bench.errors import ConfigError, RetryableError
+
+log = logging.getLogger("rescue_bench.engine.limits")
+
+
+@dataclass(slots=True)
+class _Notice:
+    """Whether the capped ``Retry-After`` was reported already (once per policy, which is once per run)."""
+
+    said: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +44,28 @@ class RetryPolicy:
     max_delay: float = 60.0
     max_retry_after: float = 600.0
     """Upper bound on a server's ``Retry-After``, so a bogus header cannot park a run for a day."""
+    deadline: float | None = None
+    """``time.monotonic()`` by which every wait must be over (a run-level deadline), if the run has one: a
+    retry that would have to wait past it is given up instead."""
+    notice: _Notice = field(default_factory=_Notice, compare=False, repr=False)
+
+    def capped(self, retry_after: float) -> float:
+        """``retry_after`` cut to :attr:`max_retry_after`; the first cut of this policy is a warning.
+
+        >>> RetryPolicy(max_retry_after=10).capped(3.0), RetryPolicy(max_retry_after=10).capped(-5)
+        (3.0, 0.0)
+        """
+        if retry_after <= self.max_retry_after:
+            return max(0.0, retry_after)
+        if not self.notice.said:
+            self.notice.said = True
+            log.warning(
+                "warning: a server sent Retry-After: %g s; waiting %g s at most (the cap on Retry-After). "
+                "Said once per run",
+                retry_after,
+                self.max_retry_after,
+            )
+        return self.max_retry_after
 
     def delay(self, retry_number: int, retry_after: float | None, rng: random.Random) -> float:
         """Seconds to wait before retry ``retry_number`` (1-based).
@@ -50,7 +83,11 @@ class RetryPolicy:
             return jittered
         #  Honour the server, and spread the herd a little so every client does not come back in the same
         # instant.
-        return min(self.max_retry_after, max(0.0, retry_after)) + rng.uniform(0.0, min(ceiling, 1.0))
+        return self.capped(retry_after) + rng.uniform(0.0, min(ceiling, 1.0))
+
+    def past_deadline(self, wait: float) -> bool:
+        """Whether waiting ``wait`` seconds from now would end after :attr:`deadline`."""
+        return self.deadline is not None and time.monotonic() + wait > self.deadline
 
 
 class Limiter:
@@ -112,7 +149,8 @@ async def call_with_retries(
     """Run ``call`` inside a limiter slot, retrying :class:`RetryableError` by ``policy``.
 
     Other exceptions (``ProviderError``, :class:`ModerationRefusal`) propagate at once. The slot is released
-    while waiting between attempts, so a backing-off request does not block the others.
+    while waiting between attempts, so a backing-off request does not block the others. A wait that would end
+    past the policy's deadline is not waited: the request fails at once, saying why.
     """
     rng = rng or random.Random()
     attempts = 0
@@ -130,4 +168,8 @@ async def call_with_retries(
         except RetryableError as exc:
             if attempts > policy.max_retries:
                 return Attempted(None, f"{exc} (gave up after {attempts} attempts)", attempts, latency)
-            await sleep(policy.delay(attempts, exc.retry_after, rng))
+            wait = policy.delay(attempts, exc.retry_after, rng)
+            if policy.past_deadline(wait):
+                why = f"waiting {wait:.1f} s to retry would pass the run's deadline"
+                return Attempted(None, f"{exc} (gave up after {attempts} attempts: {why})", attempts, latency)
+            await sleep(wait)

@@ -2,10 +2,15 @@
 
 ``report RUN... --out DIR`` writes ``report.md`` (+ ``figures/*.png``), a self-contained ``report.html``,
 ``results.xlsx``, ``results.csv`` and ``table.tex``.
+
+Only finished runs are reported as they are: a run that is not finished (killed, stopped by its budget, not
+every planned instance done) is refused, naming its counts, unless the caller asks for a partial report, in
+which every table, figure title and file says PARTIAL with the counts. A run without predictions is an error.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -13,6 +18,7 @@ from pathlib import Path
 
 from rescue_bench import __version__
 from rescue_bench.data.stats import Transitions
+from rescue_bench.errors import BenchError, DataError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
@@ -23,6 +29,67 @@ from rescue_bench.rundir import RunData, Scores, load_run
 from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
 
+PARTIAL = "PARTIAL"
+
+
+class UnfinishedRunError(BenchError):
+    """A run asked to be reported is not finished (and no partial report was asked for)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far one run got: its status and, per planned task, instances done and planned."""
+
+    run: str
+    status: str
+    tasks: tuple[tuple[str, int, int], ...]
+    """(task, done, planned)"""
+
+    @property
+    def finished(self) -> bool:
+        return self.status == "finished" and all(done >= planned for _, done, planned in self.tasks)
+
+    def describe(self) -> str:
+        """``runs/x (status stopped): itp 40/120, rpp 98/98 instances done``"""
+        counts = ", ".join(f"{task} {done}/{planned}" for task, done, planned in self.tasks)
+        return f"{self.run} (status {self.status}): {counts or 'no counts'} instances done"
+
+
+def progress(run: RunData) -> Progress:
+    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions.
+
+    Raises:
+        DataError: the run holds no predictions.
+    """
+    if not run.prediction_lines:
+        raise DataError(f"{run.path} holds no predictions: there is nothing to report")
+    done = Counter(p.task for p in run.prediction_lines)
+    planned = {
+        task: count["instances"]
+        for task, count in run.manifest.counts.items()
+        if isinstance(count.get("instances"), int)
+    }
+    # A directory written before counts were recorded has only its status to go by.
+    tasks = tuple((task, min(done[task], n), n) for task, n in planned.items())
+    return Progress(str(run.path), run.manifest.status, tasks)
+
+
+def check_finished(runs: Sequence[RunData], *, allow_partial: bool) -> tuple[Progress, ...]:
+    """The unfinished runs' progress (empty when all are finished).
+
+    Raises:
+        DataError: a run holds no predictions.
+        UnfinishedRunError: a run is not finished and ``allow_partial`` is false.
+    """
+    unfinished = tuple(p for p in (progress(run) for run in runs) if not p.finished)
+    if unfinished and not allow_partial:
+        listed = "; ".join(p.describe() for p in unfinished)
+        raise UnfinishedRunError(
+            f"not finished: {listed}. Resume with the same `rescue-bench run` command, "
+            "or pass --partial for a report marked PARTIAL"
+        )
+    return unfinished
+
 
 @dataclass(frozen=True, slots=True)
 class Report:
@@ -31,9 +98,31 @@ class Report:
     tables: tuple[Table, ...]
     figures: tuple[Figure, ...]
     version: str = __version__
+    partial: tuple[str, ...] = ()
+    """One line per unfinished run (:meth:`Progress.describe`) of a partial report; empty otherwise."""
 
     def table(self, key: str) -> Table:
         return next(t for t in self.tables if t.key == key)
+
+    @property
+    def banner(self) -> str:
+        """``PARTIAL: <counts of each unfinished run>``, or empty for a report of finished runs."""
+        return f"{PARTIAL}: " + "; ".join(self.partial) if self.partial else ""
+
+
+def marked_partial(report: Report, unfinished: Sequence[Progress]) -> Report:
+    """The report with PARTIAL and the counts in its title, every table's title and note, every figure."""
+    if not unfinished:
+        return report
+    lines = tuple(p.describe() for p in unfinished)
+    banner = f"{PARTIAL}: " + "; ".join(lines)
+    tables = tuple(
+        replace(t, title=f"{t.title} [{PARTIAL}]", note=f"{t.note} {banner}".strip()) for t in report.tables
+    )
+    figures_ = tuple(replace(f, title=f"{f.title} [{PARTIAL}]") for f in report.figures)
+    return replace(
+        report, title=f"{report.title} [{PARTIAL}]", tables=tables, figures=figures_, partial=lines
+    )
 
 
 def with_scores(run: RunData) -> RunData:
@@ -110,16 +199,23 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
 
 
 def build_report(
-    run_dirs: Sequence[str | Path], *, with_paper: bool = False, prices: Path | None = None
+    run_dirs: Sequence[str | Path],
+    *,
+    with_paper: bool = False,
+    prices: Path | None = None,
+    allow_partial: bool = False,
 ) -> Report:
     """Read the runs and build every table and figure; ``prices`` is a JSON price file for the cost column
     (see :func:`rescue_bench.pricing.load_prices`).
 
     Raises:
-        DataError: a directory is not a readable run.
+        DataError: a directory is not a readable run, or holds no predictions.
+        UnfinishedRunError: a run is not finished and ``allow_partial`` is false.
         ConfigError: the price file is unreadable or lacks a model that used tokens.
     """
-    runs = [with_scores(load_run(path)) for path in run_dirs]
+    loaded = [load_run(path) for path in run_dirs]
+    unfinished = check_finished(loaded, allow_partial=allow_partial)
+    runs = [with_scores(run) for run in loaded]
     names = tables.display_names(runs)
     built = (
         tables.leaderboard(runs, with_paper=with_paper),
@@ -132,7 +228,8 @@ def build_report(
         tables.config(runs),
     )
     title = "RESCUE-Bench report: " + ", ".join(names)
-    return Report(title, tuple(names), built, tuple(run_figures(runs, names)))
+    report = Report(title, tuple(names), built, tuple(run_figures(runs, names)))
+    return marked_partial(report, unfinished)
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

@@ -9,12 +9,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import IO
 
 from rescue_bench.errors import BenchError
 from rescue_bench.records import Json
@@ -34,18 +34,53 @@ SYNC_INTERVAL = 0.1
 
 
 class RunDirError(BenchError):
-    """A run directory whose files cannot be read (not a mere torn last line)."""
+    """A run directory whose files cannot be read or written (not a mere torn last line)."""
+
+
+def rejected_path(path: Path) -> Path:
+    """Where lines set aside from a JSONL file go: ``predictions.jsonl`` -> ``predictions.rejected.jsonl``."""
+    return path.with_name(f"{path.stem}.rejected{path.suffix}")
+
+
+def recovery_hint(path: Path, number: int) -> str:
+    """The manual step that gets a run directory with a bad line going again."""
+    return (
+        f"delete line {number} of {path}, or move it to {rejected_path(path).name}, "
+        "then re-run the same command to resume"
+    )
+
+
+def write_failure(path: Path, exc: OSError) -> RunDirError:
+    """The one-line error for a write that failed (a full disk, a read-only mount)."""
+    reason = exc.strerror or exc.__class__.__name__
+    return RunDirError(
+        f"{path}: cannot write ({reason}); what was written before is kept: "
+        "free some space and re-run the same command to resume"
+    )
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    """Replace ``path`` by ``data`` via a temporary file and ``os.replace``; the temporary goes on failure."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        with tmp.open("wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise write_failure(path, exc) from None
 
 
 def atomic_write_json(path: Path, obj: Json) -> None:
-    """Write JSON via a temporary file and ``os.replace``: readers see the old file or the new one."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("w", encoding="utf-8") as out:
-        json.dump(obj, out, ensure_ascii=False, indent=2, sort_keys=False)
-        out.write("\n")
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    """Write JSON via a temporary file and ``os.replace``: readers see the old file or the new one.
+
+    Raises:
+        RunDirError: the write failed (the old file, if any, is left as it was).
+    """
+    text = json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=False) + "\n"
+    _atomic_write(path, text.encode("utf-8"))
 
 
 def read_json_object(path: Path) -> dict[str, Json] | None:
@@ -62,62 +97,84 @@ def read_json_object(path: Path) -> dict[str, Json] | None:
 
 
 def read_jsonl(path: Path) -> Iterator[dict[str, Json]]:
-    """Records of a JSONL file; a torn (unterminated or unparsable) last line is skipped, a bad one raises."""
+    """Records of a JSONL file; a torn (unterminated) last line is skipped, any bad complete line raises."""
     for _, record in numbered_jsonl(path):
         yield record
 
 
 def numbered_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Json]]]:
     """(line number, record) of a JSONL file, as :func:`read_jsonl`."""
-    if not path.exists():
-        return
-    with path.open("rb") as lines:
-        pending: tuple[int, bytes] | None = None
-        for number, raw in enumerate(lines, start=1):
-            if pending is not None:
-                yield pending[0], _parse_line(path, *pending)
-            pending = (number, raw)
-        if pending is not None:
-            number, raw = pending
-            if raw.endswith(b"\n"):
-                try:
-                    yield number, _parse_line(path, number, raw)
-                except RunDirError:
-                    return
-            # an unterminated last line is a write the process did not finish: ignored
+    for number, raw in raw_lines(path):
+        yield number, _parse_line(path, number, raw)
 
 
 def _parse_line(path: Path, number: int, raw: bytes) -> dict[str, Json]:
+    problem = line_problem(raw)
+    if isinstance(problem, str):
+        raise RunDirError(f"{path}:{number}: {problem}; the file is damaged: {recovery_hint(path, number)}")
+    return problem
+
+
+def line_problem(raw: bytes) -> dict[str, Json] | str:
+    """The record of one JSONL line, or what is wrong with it.
+
+    >>> line_problem(b'{"a": 1}\\n'), line_problem(b"junk\\n"), line_problem(b"[1]\\n")
+    ({'a': 1}, 'not valid JSON (JSONDecodeError)', 'expected a JSON object')
+    """
     if not raw.strip():
-        raise RunDirError(f"{path}:{number}: empty line")
+        return "empty line"
     try:
         record = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise RunDirError(
-            f"{path}:{number}: not valid JSON ({exc.__class__.__name__}); the file is damaged"
-        ) from None
+        return f"not valid JSON ({exc.__class__.__name__})"
     if not isinstance(record, dict):
-        raise RunDirError(f"{path}:{number}: expected a JSON object")
+        return "expected a JSON object"
     return record
 
 
+def raw_lines(path: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, bytes) of every complete line of ``path``; an unterminated last line is left out."""
+    if not path.exists():
+        return
+    with path.open("rb") as lines:
+        for number, raw in enumerate(lines, start=1):
+            if raw.endswith(b"\n"):
+                yield number, raw
+
+
+def set_aside(path: Path, lines: Sequence[bytes]) -> Path:
+    """Append ``lines`` (verbatim) to ``path``'s rejected file, synced; return its path."""
+    target = rejected_path(path)
+    if lines:
+        data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        try:
+            with target.open("ab") as out:
+                out.write(data)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as exc:
+            raise write_failure(target, exc) from None
+    return target
+
+
 def cut_torn_tail(path: Path) -> None:
-    """Truncate ``path`` after its last complete, parsable line, so appends start on a fresh line."""
+    """Truncate an unterminated last line (a write the process did not finish), so appends start afresh.
+
+    A terminated line that does not parse is not a torn write (each record is one ``write`` ending in a
+    newline): it is left where it is, for the reader to report and the store to set aside.
+    """
     if not path.exists():
         return
     data = path.read_bytes()
-    keep = len(data) if data.endswith(b"\n") else data.rfind(b"\n") + 1
-    if keep and keep == len(data):
-        last_start = data.rfind(b"\n", 0, keep - 1) + 1
-        try:
-            json.loads(data[last_start:keep])
-        except ValueError:
-            keep = last_start
+    keep = data.rfind(b"\n") + 1
     if keep != len(data):
-        with path.open("r+b") as out:
-            out.truncate(keep)
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            with path.open("r+b") as out:
+                out.truncate(keep)
+                out.flush()
+                os.fsync(out.fileno())
+        except OSError as exc:
+            raise write_failure(path, exc) from None
 
 
 def jsonl_bytes(records: Sequence[Mapping[str, Json]]) -> bytes:
@@ -128,25 +185,21 @@ def jsonl_bytes(records: Sequence[Mapping[str, Json]]) -> bytes:
 
 
 def atomic_write_jsonl(path: Path, records: Sequence[Mapping[str, Json]]) -> None:
-    """Replace a JSONL file as a whole (compaction), atomically."""
-    tmp = path.with_name(f".{path.name}.tmp")
-    with tmp.open("wb") as out:
-        out.write(jsonl_bytes(records))
-        out.flush()
-        os.fsync(out.fileno())
-    os.replace(tmp, path)
+    """Replace a JSONL file as a whole (compaction), atomically; on failure the old file stays."""
+    _atomic_write(path, jsonl_bytes(records))
 
 
 class JsonlAppender:
     """Append records to a JSONL file: one ``write`` per group of records, flushed at once, then fsync'd.
 
-    The flush hands the bytes to the kernel before :meth:`append` returns, so a killed process loses nothing
-    it appended. The fsync (which guards against a crash of the machine) runs in a background thread as a
-    group commit, at most once per ``sync_interval`` seconds: it can take milliseconds on a busy disk and
-    costs CPU in the kernel (a run of 3,229 requests did 5,811 of them, 0.23 ms of CPU per request, when each
-    append woke the thread), and the event loop must not wait for it. A crash of the machine can thus lose
-    the records of the last ``sync_interval`` seconds, which a resumed run asks again (the response cache
-    answers them). :meth:`close` waits for the last fsync.
+    The unbuffered ``write`` hands the bytes to the kernel before :meth:`append` returns, so a killed
+    process loses nothing it appended. The fsync (which guards against a crash of the machine) runs in a
+    background thread as a group commit, at most once per ``sync_interval`` seconds: it can take
+    milliseconds on a busy disk and costs CPU in the kernel (a run of 3,229 requests did 5,811 of them, 0.23
+    ms of CPU per request, when each append woke the thread), and the event loop must not wait for it. A
+    crash of the machine can thus lose the records of the last ``sync_interval`` seconds, which a resumed
+    run asks again (the response cache answers them).
+    :meth:`close` waits for the last fsync.
     """
 
     def __init__(self, path: Path, *, sync_interval: float = SYNC_INTERVAL) -> None:
@@ -155,36 +208,78 @@ class JsonlAppender:
         self.sync_interval = sync_interval
         self.syncs = 0
         """fsyncs done by the background thread so far."""
-        self._out: IO[bytes] = path.open("ab")
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as exc:
+            raise write_failure(path, exc) from None
+        self._size = os.fstat(self._fd).st_size
+        self._sync_error: OSError | None = None
         self._dirty = threading.Event()
         self._closing = threading.Event()
         self._syncer = threading.Thread(target=self._sync_loop, name=f"fsync-{path.name}", daemon=True)
         self._syncer.start()
 
     def append(self, records: Sequence[Mapping[str, Json]]) -> None:
+        """Write ``records`` at the end of the file, whole or not at all.
+
+        Raises:
+            RunDirError: the write failed (a full disk); the file is cut back to what it held before.
+        """
         if not records:
             return
-        self._out.write(jsonl_bytes(records))
-        self._out.flush()
+        self._raise_sync_error()
+        data = jsonl_bytes(records)
+        try:
+            # Unbuffered: nothing is left in a buffer to be written (torn) later after a failed write.
+            written = 0
+            while written < len(data):
+                written += os.write(self._fd, data[written:])
+        except OSError as exc:
+            self._roll_back()
+            raise write_failure(self.path, exc) from None
+        self._size += len(data)
         # Cheap while the syncer sleeps out its interval: only the first append after a quiet spell wakes it.
         self._dirty.set()
 
+    def _roll_back(self) -> None:
+        """Cut off a partly written group, so the file ends on the last whole record again."""
+        # Shrinking needs no space; if even that fails, the torn line is the one a reader already skips
+        # (unterminated) and the next writer's cut_torn_tail removes.
+        with contextlib.suppress(OSError):
+            os.ftruncate(self._fd, self._size)
+
+    def _raise_sync_error(self) -> None:
+        if self._sync_error is not None:
+            raise write_failure(self.path, self._sync_error)
+
     def _sync_loop(self) -> None:
-        fd = self._out.fileno()
         while True:
             self._dirty.wait()
             if self._closing.is_set():
                 return
             self._dirty.clear()
-            os.fsync(fd)
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:  # reported by the next append or close, in the writer's thread
+                self._sync_error = exc
+                return
             self.syncs += 1
             if self._closing.wait(self.sync_interval):
                 return
 
     def close(self) -> None:
+        """Wait for the last fsync and close the file (a second call does nothing)."""
+        if self._fd < 0:
+            return
         self._closing.set()
         self._dirty.set()
         self._syncer.join()
-        self._out.flush()
-        os.fsync(self._out.fileno())
-        self._out.close()
+        try:
+            self._raise_sync_error()
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                raise write_failure(self.path, exc) from None
+        finally:
+            os.close(self._fd)
+            self._fd = -1

@@ -11,7 +11,10 @@ names what changed. This is the only writer of ``run.json`` (the judge pass writ
 
 from __future__ import annotations
 
+import json
+import logging
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
@@ -25,10 +28,15 @@ from rescue_bench.rundir.files import (
     RUN_FILE,
     SCORES_FILE,
     JsonlAppender,
+    RunDirError,
     atomic_write_json,
     atomic_write_jsonl,
-    numbered_jsonl,
+    line_problem,
+    raw_lines,
     read_json_object,
+    rejected_path,
+    set_aside,
+    write_failure,
 )
 from rescue_bench.rundir.lines import PredictionLine, RequestLine
 from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
@@ -39,22 +47,55 @@ except ImportError:  # no flock on this platform (Windows): runs are unguarded
     fcntl = None  # type: ignore[assignment]
 
 
+log = logging.getLogger("rescue_bench.rundir")
+SHOWN_REJECTS = 5
+"""Lines set aside that are named one by one in the warnings; the rest are counted."""
+
+
+@dataclass(frozen=True, slots=True)
+class RejectedLine:
+    """A line of a JSONL file that the run cannot use: where it is, what is wrong, and its bytes."""
+
+    path: Path
+    number: int
+    reason: str
+    raw: bytes
+
+    def __str__(self) -> str:
+        return f"{self.path}:{self.number}: {self.reason}"
+
+
 class RunStore:
-    """One run directory."""
+    """One run directory.
+
+    Raises:
+        ConfigError: ``root`` exists and is not a directory (checked before anything is written).
+    """
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        if self.root.exists() and not self.root.is_dir():
+            raise ConfigError(f"{self.root} is a file, not a run directory; choose another --out")
         self._requests: JsonlAppender | None = None
         self._predictions: JsonlAppender | None = None
         self._lock: IO[str] | None = None
+        self._lines: dict[str, int] = {}
+        self.rejected: list[RejectedLine] = []
+        """Lines of ``predictions.jsonl`` seen by :meth:`latest_predictions` that the run cannot use (bad
+        JSON, a bad field); compaction adds those naming an instance outside the plan, and sets all aside."""
 
     def lock(self) -> None:
         """Take the directory for this process; a second process on the same run gets a :class:`ConfigError`.
 
         The lock is an ``flock`` on ``.lock``: the kernel releases it when the process dies, even by SIGKILL.
         """
-        self.root.mkdir(parents=True, exist_ok=True)
-        handle = (self.root / LOCK_FILE).open("a")
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            handle = (self.root / LOCK_FILE).open("a")
+        except (FileExistsError, NotADirectoryError):
+            raise ConfigError(f"{self.root}: a part of the path is a file; choose another --out") from None
+        except OSError as exc:
+            raise write_failure(self.root / LOCK_FILE, exc) from None
         if fcntl is not None:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -107,10 +148,15 @@ class RunStore:
         self._predictions = JsonlAppender(self.predictions_file)
 
     def close(self) -> None:
-        for appender in (self._requests, self._predictions):
-            if appender is not None:
-                appender.close()
+        """Close both appenders; a failure of the first (a full disk) still closes the second."""
+        requests, predictions = self._requests, self._predictions
         self._requests = self._predictions = None
+        try:
+            if requests is not None:
+                requests.close()
+        finally:
+            if predictions is not None:
+                predictions.close()
 
     def unlock(self) -> None:
         if self._lock is not None:
@@ -145,44 +191,96 @@ class RunStore:
             atomic_write_json(judging_file, judging.to_json())
 
     def latest_predictions(self) -> dict[str, dict[str, Json]]:
-        """The latest line per instance id; every line is checked as a :class:`PredictionLine` first."""
+        """The latest line per instance id, each checked as a :class:`PredictionLine` first.
+
+        A line that is not a prediction (bad JSON, a misspelt or mistyped field) is not fatal: it is kept in
+        :attr:`rejected`, its instance counts as not done (asked again), and compaction sets the line aside.
+        """
         path = self.predictions_file
-        return {
-            PredictionLine.from_json(record, f"{path}:{number}").instance_id: record
-            for number, record in numbered_jsonl(path)
-        }
+        latest: dict[str, dict[str, Json]] = {}
+        self.rejected, self._lines = [], {}
+        for number, raw in raw_lines(path):
+            record = line_problem(raw)
+            try:
+                if isinstance(record, str):
+                    raise RunDirError(f"{path}:{number}: {record}")
+                iid = PredictionLine.from_json(record, f"{path}:{number}").instance_id
+            except RunDirError as exc:
+                reason = str(exc).removeprefix(f"{path}:{number}: ")
+                self.rejected.append(RejectedLine(path, number, reason, raw))
+                continue
+            latest[iid] = record
+            self._lines[iid] = number
+        return latest
 
     def request_records(self) -> list[dict[str, Json]]:
-        """Every line of ``requests.jsonl``, each checked as a :class:`RequestLine` first."""
+        """Every line of ``requests.jsonl`` that is a :class:`RequestLine`.
+
+        A bad line is named in a warning and left where it is (not counted): the counts then miss one
+        request, while the run's results, which come from ``predictions.jsonl``, are whole.
+        """
         path = self.requests_file
-        records = list(numbered_jsonl(path))
-        for number, record in records:
-            RequestLine.from_json(record, f"{path}:{number}")
-        return [record for _, record in records]
+        records: list[dict[str, Json]] = []
+        for number, raw in raw_lines(path):
+            record = line_problem(raw)
+            try:
+                if isinstance(record, str):
+                    raise RunDirError(f"{path}:{number}: {record}")
+                RequestLine.from_json(record, f"{path}:{number}")
+            except RunDirError as exc:
+                log.warning("warning: %s; line left out of the counts", exc)
+                continue
+            records.append(record)
+        return records
 
     def compact_predictions(
         self, order: Sequence[str], latest: Mapping[str, dict[str, Json]] | None = None
     ) -> list[dict[str, Json]]:
-        """Rewrite ``predictions.jsonl`` with one line per instance (the latest), ids in ``order`` first.
+        """Rewrite ``predictions.jsonl`` with one line per planned instance (the latest), in ``order``.
 
+        ``order`` holds every instance id of the run's plan. A line naming another instance does not belong
+        to this run: it is set aside in ``predictions.rejected.jsonl``, as are the lines
+        :meth:`latest_predictions` could not read, each named (file and line) in a warning; nothing leaves the
+        file unrecorded.
         ``latest`` is the caller's up-to-date view of the file (latest line per id), which saves reading it
         again.
         """
         latest = self.latest_predictions() if latest is None else latest
         ranked = {iid: i for i, iid in enumerate(order)}
+        foreign = [iid for iid in latest if iid not in ranked]
+        rejected = self.rejected + [self._foreign(iid, latest[iid]) for iid in foreign]
         records = sorted(
-            latest.values(),
-            key=lambda r: (ranked.get(str(r["instance_id"]), len(ranked)), str(r["instance_id"])),
+            (r for iid, r in latest.items() if iid in ranked), key=lambda r: ranked[str(r["instance_id"])]
         )
-        reopen = self._predictions is not None
-        if self._predictions is not None:
-            self._predictions.close()
+        appender, self._predictions = self._predictions, None
+        reopen = appender is not None
+        if appender is not None:
+            appender.close()
+        # Set aside first: a failure between the two writes then leaves a line in both files, never in none.
+        set_aside(self.predictions_file, [line.raw for line in sorted(rejected, key=lambda x: x.number)])
         atomic_write_jsonl(self.predictions_file, records)
         self._predictions = JsonlAppender(self.predictions_file) if reopen else None
+        _warn_rejected(rejected, rejected_path(self.predictions_file))
+        self.rejected = []
         return records
+
+    def _foreign(self, iid: str, record: Mapping[str, Json]) -> RejectedLine:
+        raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        reason = f"instance {iid!r} is not in this run's plan"
+        return RejectedLine(self.predictions_file, self._lines.get(iid, 0), reason, raw)
 
     def write_scores(self, scores: Mapping[str, Json]) -> None:
         atomic_write_json(self.scores_file, dict(scores))
+
+
+def _warn_rejected(rejected: Sequence[RejectedLine], target: Path) -> None:
+    if not rejected:
+        return
+    ordered = sorted(rejected, key=lambda x: x.number)
+    for line in ordered[:SHOWN_REJECTS]:
+        log.warning("warning: %s; line set aside in %s", line, target)
+    if len(ordered) > SHOWN_REJECTS:
+        log.warning("warning: %d more lines set aside in %s", len(ordered) - SHOWN_REJECTS, target)
 
 
 def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[str]:
