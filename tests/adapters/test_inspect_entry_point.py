@@ -17,7 +17,9 @@ LOOKUP = "from inspect_ai._util.registry import registry_lookup as r; print(r('t
 
 
 def lookup(extra_path: Path) -> str:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(extra_path), str(REPO_ROOT / "src")])}
+    # Not the checkout's src/ on the path: the build leaves src/rescue_bench.egg-info there, which has no
+    # direct_url.json, and inspect then takes the package for a plain directory and drops its namespace.
+    env = {**os.environ, "PYTHONPATH": str(extra_path)}
     done = subprocess.run(
         [sys.executable, "-c", LOOKUP], env=env, capture_output=True, text=True, timeout=120
     )
