@@ -20,11 +20,12 @@ from typing import Any
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_names
-from rescue_bench.metrics.generation import vp_to_five
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.tasks import judged_tasks
 
 COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
 TASKS = judged_tasks()
+EXPECTED_TASKS = " or ".join(task.upper() for task in TASKS)
 MAX_DIFF = 4
 
 
@@ -33,7 +34,7 @@ class HumanRating:
     item_id: str
     instance_id: str
     task: str
-    """``er`` or ``vp``."""
+    """A judged task (ER, VP)."""
     annotator: str
     score: int
     line: int
@@ -46,7 +47,7 @@ def _rating(row: Mapping[str, str | None], where: str, line: int) -> HumanRating
             raise DataError(f"{where}:{line}: field {name!r} is empty")
     task = values["task"].lower()
     if task not in TASKS:
-        raise DataError(f"{where}:{line}: field 'task' is {values['task']!r}, expected ER or VP")
+        raise DataError(f"{where}:{line}: field 'task' is {values['task']!r}, expected {EXPECTED_TASKS}")
     try:
         score = int(values["human_score"])
     except ValueError:
@@ -100,13 +101,11 @@ def judge_scores(judgments: Iterable[Mapping[str, Any]], judge: str | None = Non
             or judge not in (None, line.get("judge"))
         ):
             continue
-        scores = line.get("scores") or {}
-        if line.get("task") == "er" and "s_emo" in scores:
-            value = float(scores["s_emo"])
-        elif line.get("task") == "vp" and "total" in scores:
-            value = vp_to_five(float(scores["total"]))
-        else:
+        scores, task = line.get("scores") or {}, str(line.get("task"))
+        key = judge_rubric(task).agreement_key if task in TASKS else None
+        if key is None or key not in scores:
             continue
+        value = judge_rubric(task).to_five(float(scores[key]))
         values.setdefault(str(line["instance_id"]), []).append(value)
     return {iid: sum(v) / len(v) for iid, v in values.items()}
 

@@ -21,14 +21,14 @@ from statistics import fmean
 from typing import Any
 
 from rescue_bench.judge.agreement import inter_judge_agreement
-from rescue_bench.metrics.generation import er_score, intensity_score, vp_to_five
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.tasks import judged_tasks
 
 Record = Mapping[str, Any]
 BERTSCORE_JUDGE = "bertscore"
 JUDGED_TASKS = judged_tasks()
-JUDGE_SCORE_KEYS = {"er": ("s_emo",), "vp": ("pairing", "viewpoint", "total")}
-AGREEMENT_KEY = {"er": "s_emo", "vp": "total"}
+JUDGE_SCORE_KEYS = {task: judge_rubric(task).score_keys for task in JUDGED_TASKS}
+AGREEMENT_KEY = {task: judge_rubric(task).agreement_key for task in JUDGED_TASKS}
 """The judge score compared between judges (and with humans)."""
 
 
@@ -83,17 +83,6 @@ def judge_names(judgments: Iterable[Record]) -> list[str]:
     return list(dict.fromkeys(str(j["judge"]) for j in judgments if j.get("judge") != BERTSCORE_JUDGE))
 
 
-def _intensity(record: Record, scores: Mapping[str, Any]) -> float:
-    if isinstance(scores.get("s_int"), int | float):
-        return float(scores["s_int"])
-    gold, pred = record.get("gold") or {}, record.get("prediction") or {}
-    predicted = pred.get("intensity") if record.get("valid") and isinstance(pred, Mapping) else None
-    gold_value = gold.get("intensity") if isinstance(gold, Mapping) else None
-    if not isinstance(gold_value, int) or not isinstance(predicted, int):
-        return 1.0
-    return intensity_score(predicted, gold_value)
-
-
 def _judge_means(task: str, lines: Sequence[Record]) -> dict[str, float | None]:
     valid = [line["scores"] for line in lines if line.get("valid")]
     keys = JUDGE_SCORE_KEYS[task]
@@ -125,8 +114,7 @@ def merged_scores(record: Record, lines: Sequence[Record], judged: bool) -> dict
     verdicts = [line for line in lines if line.get("judge") != BERTSCORE_JUDGE]
     if not record.get("valid"):
         if judged:
-            floors = {"s_emo": 1.0} if task == "er" else {"pairing": 0.0, "viewpoint": 0.0, "total": 0.0}
-            scores.update(floors)
+            scores.update(judge_rubric(task).floors)
         return _derived(task, record, scores) if judged else scores
     if not verdicts:
         return scores
@@ -135,11 +123,8 @@ def merged_scores(record: Record, lines: Sequence[Record], judged: bool) -> dict
 
 
 def _derived(task: str, record: Record, scores: dict[str, Any]) -> dict[str, Any]:
-    if task == "er":
-        s_int = _intensity(record, scores)
-        scores["s_er"] = None if scores.get("s_emo") is None else er_score(scores["s_emo"], s_int)
-    else:
-        scores["llm"] = None if scores.get("total") is None else vp_to_five(scores["total"])
+    derive = judge_rubric(task).derive
+    scores.update(derive(scores, record.get("gold"), record.get("prediction"), bool(record.get("valid"))))
     return scores
 
 
@@ -178,7 +163,7 @@ def judge_values(judgments: Iterable[Record], task: str) -> dict[str, dict[str, 
     return out
 
 
-SCALES = {"er": tuple(range(1, 6)), "vp": tuple(range(0, 7))}
+SCALES = {task: judge_rubric(task).scale for task in JUDGED_TASKS}
 """The ordinal value domain of the compared judge score."""
 
 
