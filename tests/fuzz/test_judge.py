@@ -16,16 +16,16 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mutate
 
-from rescue_bench.judge.rubric import SCORE_FIELDS, JudgeTask, parse_verdicts
+from rescue_bench.judge.rubric import judge_rubric, parse_verdicts
 
 PREFIXES = ("parse_failure:", "missing:", "out_of_range:")
 IDS = (["c1"], ["c1", "c2", "c3"])
 
 
-def check(task: JudgeTask, text: str, ids: list[str]) -> None:
+def check(task: str, text: str, ids: list[str]) -> None:
     verdicts = parse_verdicts(task, text, ids)
     assert sorted(verdicts) == sorted(ids)
-    ranges = {key: (low, high) for _, key, low, high in SCORE_FIELDS[task]}
+    ranges = {f.score_key: (f.low, f.high) for f in judge_rubric(task).fields}
     for verdict in verdicts.values():
         if verdict.valid:
             assert verdict.scores is not None and verdict.problem is None
@@ -38,7 +38,7 @@ def check(task: JudgeTask, text: str, ids: list[str]) -> None:
 
 @pytest.mark.parametrize("path", corpus_files("judge"), ids=lambda p: p.name)
 @pytest.mark.parametrize("task", ["er", "vp"])
-def test_corpus_verdicts(path: Path, task: JudgeTask) -> None:
+def test_corpus_verdicts(path: Path, task: str) -> None:
     for ids in IDS:
         check(task, path.read_text(encoding="utf-8"), ids)
 
@@ -62,13 +62,13 @@ def test_huge_and_non_finite_scores_are_invalid_not_errors() -> None:
 
 @FUZZ
 @given(task=st.sampled_from(["er", "vp"]), text=TEXT | st.text(max_size=300), ids=st.sampled_from(IDS))
-def test_fuzz_any_text(task: JudgeTask, text: str, ids: list[str]) -> None:
+def test_fuzz_any_text(task: str, text: str, ids: list[str]) -> None:
     check(task, text, ids)
 
 
 @FUZZ
 @given(task=st.sampled_from(["er", "vp"]), value=JSON_VALUES, ids=st.sampled_from(IDS), graded=st.booleans())
-def test_fuzz_any_json(task: JudgeTask, value: Any, ids: list[str], graded: bool) -> None:
+def test_fuzz_any_json(task: str, value: Any, ids: list[str], graded: bool) -> None:
     check(task, json.dumps({"graded": value} if graded else value), ids)
 
 
@@ -81,8 +81,8 @@ def test_fuzz_any_json(task: JudgeTask, value: Any, ids: list[str], graded: bool
     delete=st.booleans(),
 )
 def test_fuzz_damaged_verdicts(
-    task: JudgeTask, scores: list[int], path: list[Any], value: Any, delete: bool
+    task: str, scores: list[int], path: list[Any], value: Any, delete: bool
 ) -> None:
-    names = [name for name, *_ in SCORE_FIELDS[task]]
+    names = [f.reply_key for f in judge_rubric(task).fields]
     graded = [{"id": f"c{i}", **dict(zip(names, scores, strict=False)), "verdict": "pass"} for i in (1, 2, 3)]
     check(task, json.dumps(mutate({"graded": graded}, ["graded", *path], value, delete)), ["c1", "c2", "c3"])

@@ -11,9 +11,8 @@ from rescue_bench.judge.bertscore import (
     BertScoreConfig,
     BertScorer,
     InstancePairs,
-    er_pairs,
+    instance_pairs,
     reduce_f1,
-    vp_pairs,
 )
 
 pytest.importorskip("bert_score", reason="the bertscore extra is not installed")
@@ -73,9 +72,12 @@ def test_er_and_vp_instances_share_one_batch(scorer: BertScorer) -> None:
         {"source": "A", "target": "Cy", "viewpoint": "she is always late"},
     ]
     items = [
-        er_pairs("e1", {"emotion": "feels hurt"}, {"emotion": "feels hurt", "intensity": 5}, True),
-        er_pairs("e2", {"emotion": "feels hurt"}, None, False),
-        vp_pairs(
+        instance_pairs(
+            "er", "e1", {"emotion": "feels hurt"}, {"emotion": "feels hurt", "intensity": 5}, True
+        ),
+        instance_pairs("er", "e2", {"emotion": "feels hurt"}, None, False),
+        instance_pairs(
+            "vp",
             "v1",
             gold_vp,
             [
@@ -84,7 +86,7 @@ def test_er_and_vp_instances_share_one_batch(scorer: BertScorer) -> None:
             ],
             True,
         ),
-        vp_pairs("v2", gold_vp, [{"target": "Dee", "viewpoint": "he never listens to me"}], True),
+        instance_pairs("vp", "v2", gold_vp, [{"target": "Dee", "viewpoint": "he never listens to me"}], True),
     ]
     out = scorer.score_instances(items)
     assert out["e1"] == pytest.approx(1.0, abs=1e-6)
@@ -95,7 +97,8 @@ def test_er_and_vp_instances_share_one_batch(scorer: BertScorer) -> None:
 
 
 def test_vp_plan_skips_bad_entries() -> None:
-    plan = vp_pairs(
+    plan = instance_pairs(
+        "vp",
         "v",
         [{"target": "Bo", "viewpoint": "x"}, "junk", {"target": None, "viewpoint": "y"}],
         [{"target": "Bo", "viewpoint": ""}, {"target": "Bo"}, 7],

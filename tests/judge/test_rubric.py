@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from rescue_bench.errors import ConfigError
 from rescue_bench.judge import rubric
 from rescue_bench.judge.rubric import JudgeItem, parse_verdicts, render, render_reask
 
@@ -141,3 +142,18 @@ def test_reask_keeps_only_failed_items_and_differs_from_first() -> None:
     assert "- c1: missing: no verdict" in body
     with pytest.raises(ValueError, match="nothing"):
         render_reask(items, {})
+
+
+# Computed with main before the rubrics moved into tasks/er.py and tasks/vp.py (commit de032ca). Every
+# judgment line records its prompt hash, so a changed rubric or schema byte would show here.
+HASHES_BEFORE_THE_MOVE = {"er": "ae055a4ce9dc", "vp": "86b3c7ef84aa"}
+
+
+@pytest.mark.parametrize("task", sorted(HASHES_BEFORE_THE_MOVE))
+def test_prompt_hashes_did_not_change(task: str) -> None:
+    assert rubric.prompt_hash(task) == HASHES_BEFORE_THE_MOVE[task]
+
+
+def test_an_unjudged_task_has_no_rubric() -> None:
+    with pytest.raises(ConfigError, match="'itp' is not judged"):
+        rubric.judge_rubric("itp")

@@ -127,3 +127,26 @@ def test_a_module_that_is_not_a_task_is_named(monkeypatch: pytest.MonkeyPatch) -
     fake_task(monkeypatch, "fake_noinfo", "xtp", INFO={"name": "xtp"})
     with pytest.raises(ConfigError, match="INFO is a dict, not a TaskInfo"):
         load_tasks([point("xtp", "fake_noinfo")])
+
+
+def test_a_task_is_judged_when_it_has_a_judge_rubric() -> None:
+    assert all(task.INFO.judged == (task.INFO.judge is not None) for task in TASKS.values())
+
+
+def test_judge_floors_and_scales_follow_the_paper_ranges() -> None:
+    """Paper section 4.2: ER emotion 1-5; VP pairing 0-2 plus viewpoint 0-4, a total of 0-6."""
+    er, vp = TASKS["er"].INFO.judge, TASKS["vp"].INFO.judge
+    assert er is not None and vp is not None
+    assert (er.score_keys, er.floors, er.scale) == (("s_emo",), {"s_emo": 1.0}, (1, 2, 3, 4, 5))
+    assert vp.score_keys == ("pairing", "viewpoint", "total")
+    assert vp.floors == {"pairing": 0.0, "viewpoint": 0.0, "total": 0.0}
+    assert vp.scale == tuple(range(7)) and vp.to_five(0) == 1.0 and vp.to_five(6) == 5.0
+
+
+def test_a_rubric_must_name_its_agreement_score() -> None:
+    vp = TASKS["vp"].INFO.judge
+    assert vp is not None
+    with pytest.raises(ValueError, match="lack 'llm'"):
+        replace(vp, agreement_key="llm")
+    with pytest.raises(ValueError, match="repeated"):
+        replace(vp, fields=(*vp.fields, vp.fields[0]))

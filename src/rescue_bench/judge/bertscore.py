@@ -6,13 +6,11 @@ instead; ``distilbert-base-uncased`` (layer 5) matches the reference scripts whe
 model is loaded once, on first use, and the scorer's hash string (model, layer, idf, library versions) is
 recorded in the run.
 
-What is compared:
+What is compared is the task's rule (``INFO.judge.bertscore_pairs``):
 
 * ER: the predicted emotion description against the gold one (one pair per instance).
-* VP: each gold viewpoint is matched to the predicted viewpoints **about the same target** (names compared
-  after :func:`rescue_bench.taxonomy.canonical_form`; the source is not compared, since the gold source is
-  always the speaker and pairing is the judge's job). A gold viewpoint scores the best F1 among those
-  predictions, 0 when there is none; the instance scores the mean over its gold viewpoints.
+* VP: each gold viewpoint against the predicted viewpoints **about the same target** (the best F1 among
+  them, 0 when there is none); the instance scores the mean over its gold viewpoints.
 * An invalid prediction, or an empty text on either side, scores 0.
 """
 
@@ -28,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, prediction_fingerprint
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine, PredictionLine
-from rescue_bench.taxonomy import canonical_form
 
 if TYPE_CHECKING:
     import bert_score
@@ -55,51 +53,13 @@ class InstancePairs:
     groups: tuple[tuple[Pair, ...], ...]
 
 
-def _text(value: Json) -> str:
-    return value.strip() if isinstance(value, str) else ""
+def instance_pairs(task: str, instance_id: str, gold: Json, prediction: Json, valid: bool) -> InstancePairs:
+    """The text pairs of one instance of a judged task, by the task's rule (``INFO.judge.bertscore_pairs``).
 
-
-def er_pairs(instance_id: str, gold: Json, prediction: Json, valid: bool) -> InstancePairs:
-    """The ER pair: predicted against gold emotion description.
-
-    >>> er_pairs("i", {"emotion": "hurt"}, {"emotion": "feels hurt", "intensity": 3}, True).groups
+    >>> instance_pairs("er", "i", {"emotion": "hurt"}, {"emotion": "feels hurt"}, True).groups
     ((('feels hurt', 'hurt'),),)
-    >>> er_pairs("i", {"emotion": "hurt"}, None, False).groups
-    ((),)
     """
-    gold_text = _text(gold.get("emotion")) if isinstance(gold, Mapping) else ""
-    pred_text = _text(prediction.get("emotion")) if valid and isinstance(prediction, Mapping) else ""
-    return InstancePairs(instance_id, (((pred_text, gold_text),) if pred_text and gold_text else (),))
-
-
-def _viewpoints(entries: Json) -> list[tuple[str, str]]:
-    """(canonical target, viewpoint text) of well-formed viewpoint entries."""
-    if not isinstance(entries, list):
-        return []
-    out = []
-    for entry in entries:
-        if isinstance(entry, Mapping) and isinstance(entry.get("target"), str):
-            out.append((canonical_form(entry["target"]), _text(entry.get("viewpoint"))))
-    return out
-
-
-def vp_pairs(instance_id: str, gold: Json, prediction: Json, valid: bool) -> InstancePairs:
-    """One group per gold viewpoint, holding the predicted viewpoints about the same target.
-
-    >>> gold = [{"source": "A", "target": "Bo", "viewpoint": "he never listens"},
-    ...         {"source": "A", "target": "Therapist", "viewpoint": "she takes his side"}]
-    >>> pred = [{"source": "A", "target": "bo", "viewpoint": "he ignores her"},
-    ...         {"source": "A", "target": "Cy", "viewpoint": "x"}]
-    >>> vp_pairs("i", gold, pred, True).groups
-    ((('he ignores her', 'he never listens'),), ())
-    """
-    predicted = _viewpoints(prediction) if valid else []
-    groups = []
-    for target, reference in _viewpoints(gold):
-        if not reference:
-            continue
-        groups.append(tuple((text, reference) for t, text in predicted if t == target and text))
-    return InstancePairs(instance_id, tuple(groups) or ((),))
+    return InstancePairs(instance_id, judge_rubric(task).bertscore_pairs(gold, prediction, valid))
 
 
 def reduce_f1(pairs: InstancePairs, f1: Mapping[Pair, float]) -> float:
@@ -238,10 +198,7 @@ def bertscore_judgments(
 ) -> list[JudgmentLine]:
     """BERTScore lines (judge ``bertscore``) for ER/VP records not in ``done``; invalid predictions get 0."""
     pending = [r for r in records if r.task in JUDGED_TASKS and r.instance_id not in done]
-    plans = [
-        (er_pairs if r.task == "er" else vp_pairs)(r.instance_id, r.gold, r.prediction, r.valid)
-        for r in pending
-    ]
+    plans = [instance_pairs(r.task, r.instance_id, r.gold, r.prediction, r.valid) for r in pending]
     if not plans:
         return []
     f1 = scorer.score_instances(plans)

@@ -20,11 +20,12 @@ from typing import Any
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, Judged, as_judgments, judge_names, number
-from rescue_bench.metrics.generation import vp_to_five
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.tasks import judged_tasks
 
 COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
 TASKS = judged_tasks()
+EXPECTED_TASKS = " or ".join(task.upper() for task in TASKS)
 MAX_DIFF = 4
 
 
@@ -33,7 +34,7 @@ class HumanRating:
     item_id: str
     instance_id: str
     task: str
-    """``er`` or ``vp``."""
+    """A judged task (ER, VP)."""
     annotator: str
     score: int
     line: int
@@ -46,7 +47,7 @@ def _rating(row: Mapping[str, str | None], where: str, line: int) -> HumanRating
             raise DataError(f"{where}:{line}: field {name!r} is empty")
     task = values["task"].lower()
     if task not in TASKS:
-        raise DataError(f"{where}:{line}: field 'task' is {values['task']!r}, expected ER or VP")
+        raise DataError(f"{where}:{line}: field 'task' is {values['task']!r}, expected {EXPECTED_TASKS}")
     try:
         score = int(values["human_score"])
     except ValueError:
@@ -96,13 +97,11 @@ def judge_scores(judgments: Iterable[Judged], judge: str | None = None) -> dict[
     for line in as_judgments(judgments):
         if line.judge == BERTSCORE_JUDGE or not line.valid or judge not in (None, line.judge):
             continue
-        scores = line.scores
-        if line.task == "er" and "s_emo" in scores:
-            value = number(scores["s_emo"])
-        elif line.task == "vp" and "total" in scores:
-            value = vp_to_five(number(scores["total"]))
-        else:
+        scores, task = line.scores, line.task
+        key = judge_rubric(task).agreement_key if task in TASKS else None
+        if key is None or key not in scores:
             continue
+        value = judge_rubric(task).to_five(number(scores[key]))
         values.setdefault(line.instance_id, []).append(value)
     return {iid: sum(v) / len(v) for iid, v in values.items()}
 

@@ -21,15 +21,15 @@ from statistics import fmean
 from typing import Any
 
 from rescue_bench.judge.agreement import inter_judge_agreement
-from rescue_bench.metrics.generation import er_score, intensity_score, vp_to_five
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine, PredictionLine
 from rescue_bench.tasks import judged_tasks
 
 BERTSCORE_JUDGE = "bertscore"
 JUDGED_TASKS = judged_tasks()
-JUDGE_SCORE_KEYS = {"er": ("s_emo",), "vp": ("pairing", "viewpoint", "total")}
-AGREEMENT_KEY = {"er": "s_emo", "vp": "total"}
+JUDGE_SCORE_KEYS = {task: judge_rubric(task).score_keys for task in JUDGED_TASKS}
+AGREEMENT_KEY = {task: judge_rubric(task).agreement_key for task in JUDGED_TASKS}
 """The judge score compared between judges (and with humans)."""
 
 Predicted = PredictionLine | Mapping[str, Any]
@@ -101,17 +101,6 @@ def judge_names(judgments: Iterable[Judged]) -> list[str]:
     return list(dict.fromkeys(j.judge for j in as_judgments(judgments) if j.judge != BERTSCORE_JUDGE))
 
 
-def _intensity(record: PredictionLine, scores: Mapping[str, Any]) -> float:
-    if isinstance(scores.get("s_int"), int | float):
-        return float(scores["s_int"])
-    gold, pred = record.gold, record.prediction
-    predicted = pred.get("intensity") if record.valid and isinstance(pred, dict) else None
-    gold_value = gold.get("intensity") if isinstance(gold, dict) else None
-    if not isinstance(gold_value, int) or not isinstance(predicted, int):
-        return 1.0
-    return intensity_score(predicted, gold_value)
-
-
 def _judge_means(task: str, lines: Sequence[JudgmentLine]) -> dict[str, float | None]:
     valid = [line.scores for line in lines if line.valid]
     keys = JUDGE_SCORE_KEYS[task]
@@ -149,8 +138,7 @@ def merged_scores(record: PredictionLine, lines: Sequence[JudgmentLine], judged:
     verdicts = [line for line in lines if line.judge != BERTSCORE_JUDGE]
     if not record.valid:
         if judged:
-            floors = {"s_emo": 1.0} if task == "er" else {"pairing": 0.0, "viewpoint": 0.0, "total": 0.0}
-            scores.update(floors)
+            scores.update(judge_rubric(task).floors)
         return _derived(task, record, scores) if judged else scores
     if not verdicts:
         return scores
@@ -159,11 +147,8 @@ def merged_scores(record: PredictionLine, lines: Sequence[JudgmentLine], judged:
 
 
 def _derived(task: str, record: PredictionLine, scores: dict[str, Any]) -> dict[str, Any]:
-    if task == "er":
-        s_int = _intensity(record, scores)
-        scores["s_er"] = None if scores.get("s_emo") is None else er_score(scores["s_emo"], s_int)
-    else:
-        scores["llm"] = None if scores.get("total") is None else vp_to_five(scores["total"])
+    derive = judge_rubric(task).derive
+    scores.update(derive(scores, record.gold, record.prediction, record.valid))
     return scores
 
 
@@ -202,7 +187,7 @@ def judge_values(judgments: Iterable[JudgmentLine], task: str) -> dict[str, dict
     return out
 
 
-SCALES = {"er": tuple(range(1, 6)), "vp": tuple(range(0, 7))}
+SCALES = {task: judge_rubric(task).scale for task in JUDGED_TASKS}
 """The ordinal value domain of the compared judge score."""
 
 

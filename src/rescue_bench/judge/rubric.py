@@ -1,12 +1,9 @@
-"""The ER and VP judge rubrics: prompts, JSON schemas and strict verdict parsing.
+"""Judge requests, JSON schemas and strict verdict parsing, for every task with a judge rubric.
 
-The rubrics follow the reference scripts (protocol §6-7) and the paper (§4.2):
-
-* ER: ``emotion_score`` 1-5 of the predicted emotion description against the gold one. Intensity is
-  scored by formula (:func:`rescue_bench.metrics.generation.intensity_score`), never shown to the judge.
-* VP: ``source_target_score`` 0-2 (are the gold source-target pairings recovered?) plus
-  ``viewpoint_score`` 0-4 (how close are the views?). The total 0-6 is computed here, never taken from
-  the judge.
+A judged task's module holds its :class:`~rescue_bench.tasks.base.JudgeRubric` (``INFO.judge``): the rubric
+text (the reference scripts' protocol §6-7 and the paper's §4.2 for ER and VP), what the judge is shown of a
+checkpoint, the integer scores and their ranges, and a total the pass adds up itself (VP's 0-6), never taken
+from the judge. This module turns those into requests and verdicts.
 
 Blindness: a judge request shows only the gold annotation, the prediction value and the speaker's name,
 under opaque ids ``c1``, ``c2``, ... It never shows the candidate model's name, its reasoning or the
@@ -18,61 +15,42 @@ verdict invalid with a reason; the runner asks once more and then leaves it unsc
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
+from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Request
+from rescue_bench.tasks import judged_tasks, task_info
+from rescue_bench.tasks.base import JudgeRubric
 
-JudgeTask = Literal["er", "vp"]
-JUDGE_TASKS: tuple[JudgeTask, ...] = ("er", "vp")
+JUDGE_TASKS: tuple[str, ...] = judged_tasks()
 VERDICT_LABELS = ("strong", "pass", "borderline", "fail")
 JUDGE_MAX_TOKENS = 1800
 
-_ER_RUBRIC = """You are grading a therapy user-understanding task. For each checkpoint, a system \
-predicted the internal emotion of the CURRENT speaker right after they begin speaking. Compare the \
-predicted emotion description with the gold emotion description. Be lenient about paraphrases and \
-near-synonyms.
 
-emotion_score: integer 1-5.
-  1 = wrong or contradictory, 2 = weakly related, 3 = partially matches, 4 = close, 5 = almost exact.
-Do not grade intensity.
+def judge_rubric(task: str) -> JudgeRubric:
+    """The judge rubric of ``task`` (``INFO.judge``); :class:`ConfigError` when the task is not judged.
 
-Return JSON only, exactly in this shape, with one entry per checkpoint id:
-{"graded": [{"id": "c1", "emotion_score": 4, "verdict": "strong|pass|borderline|fail", \
-"notes": "short reason"}]}"""
-
-_VP_RUBRIC = """You are grading a therapy viewpoint-understanding task. For each checkpoint, a system \
-predicted the viewpoints the CURRENT speaker expresses about other people (source, target, viewpoint). \
-Compare the predicted viewpoints with the gold viewpoints. Be lenient about paraphrases.
-
-source_target_score: integer 0-2.
-  0 = the source-target pairings are mostly wrong or missing, 1 = partially recovered,
-  2 = all gold pairings are essentially recovered.
-viewpoint_score: integer 0-4.
-  0 = wrong, 1 = weakly related, 2 = close, 3 = essentially the same, 4 = almost exact.
-
-Return JSON only, exactly in this shape, with one entry per checkpoint id:
-{"graded": [{"id": "c1", "source_target_score": 2, "viewpoint_score": 3, \
-"verdict": "strong|pass|borderline|fail", "notes": "short reason"}]}"""
-
-RUBRICS: dict[JudgeTask, str] = {"er": _ER_RUBRIC, "vp": _VP_RUBRIC}
-
-# Judge field -> (score name in Score.metrics, lowest, highest).
-SCORE_FIELDS: dict[JudgeTask, tuple[tuple[str, str, int, int], ...]] = {
-    "er": (("emotion_score", "s_emo", 1, 5),),
-    "vp": (("source_target_score", "pairing", 0, 2), ("viewpoint_score", "viewpoint", 0, 4)),
-}
+    >>> judge_rubric("er").fields[0].reply_key
+    'emotion_score'
+    """
+    rule = task_info(task).judge
+    if rule is None:
+        raise ConfigError(f"task {task!r} is not judged; judged tasks: {', '.join(JUDGE_TASKS)}")
+    return rule
 
 
-def _schema(task: JudgeTask) -> dict[str, Json]:
+@functools.cache
+def schema(task: str) -> dict[str, Json]:
+    """The JSON schema of a judge reply for ``task``: one entry per checkpoint with each score's range."""
     props: dict[str, Json] = {"id": {"type": "string"}}
-    for name, _, low, high in SCORE_FIELDS[task]:
-        props[name] = {"type": "integer", "enum": list(range(low, high + 1))}
+    for score in judge_rubric(task).fields:
+        props[score.reply_key] = {"type": "integer", "enum": list(range(score.low, score.high + 1))}
     props["verdict"] = {"type": "string", "enum": list(VERDICT_LABELS)}
     props["notes"] = {"type": "string"}
     item = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
@@ -84,16 +62,13 @@ def _schema(task: JudgeTask) -> dict[str, Json]:
     }
 
 
-SCHEMAS: dict[JudgeTask, dict[str, Json]] = {task: _schema(task) for task in JUDGE_TASKS}
-
-
-def prompt_hash(task: JudgeTask) -> str:
+def prompt_hash(task: str) -> str:
     """Hash of the rubric and schema of ``task`` (12 hex digits), recorded with every judgment.
 
     >>> len(prompt_hash("er")), prompt_hash("er") != prompt_hash("vp")
     (12, True)
     """
-    blob = json.dumps([RUBRICS[task], SCHEMAS[task]], sort_keys=True)
+    blob = json.dumps([judge_rubric(task).rubric, schema(task)], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
@@ -102,33 +77,10 @@ class JudgeItem:
     """What the judge sees about one instance: gold and prediction, never the model or the instance id."""
 
     instance_id: str
-    task: JudgeTask
+    task: str
     gold: Json
     prediction: Json
     speaker: str | None = None
-
-
-def _er_view(item: JudgeItem) -> dict[str, Json]:
-    gold = item.gold if isinstance(item.gold, Mapping) else {}
-    pred = item.prediction if isinstance(item.prediction, Mapping) else {}
-    return {
-        "speaker": item.speaker,
-        "gold_emotion": gold.get("emotion"),
-        "predicted_emotion": pred.get("emotion"),
-    }
-
-
-def _vp_view(item: JudgeItem) -> dict[str, Json]:
-    def keep(entries: Json, keys: tuple[str, ...]) -> list[dict[str, Json]]:
-        if not isinstance(entries, list):
-            return []
-        return [{k: e.get(k) for k in keys} for e in entries if isinstance(e, Mapping)]
-
-    return {
-        "speaker": item.speaker,
-        "gold_viewpoints": keep(item.gold, ("source", "target", "viewpoint", "attitude")),
-        "predicted_viewpoints": keep(item.prediction, ("source", "target", "viewpoint")),
-    }
 
 
 def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:
@@ -144,13 +96,15 @@ def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:
     task = items[0].task
     if any(it.task != task for it in items):
         raise ValueError("a judge request holds items of one task only")
-    view = _er_view if task == "er" else _vp_view
-    checkpoints = {f"c{i}": view(it) for i, it in enumerate(items, start=1)}
+    rule = judge_rubric(task)
+    checkpoints = {
+        f"c{i}": rule.view(it.gold, it.prediction, it.speaker) for i, it in enumerate(items, start=1)
+    }
     user = "Checkpoints:\n" + json.dumps(checkpoints, ensure_ascii=False, indent=1) + note
     return Request(
         task=f"{task}_judge",
-        messages=({"role": "system", "content": RUBRICS[task]}, {"role": "user", "content": user}),
-        response_schema=SCHEMAS[task],
+        messages=({"role": "system", "content": rule.rubric}, {"role": "user", "content": user}),
+        response_schema=schema(task),
         instance_ids=tuple(it.instance_id for it in items),
         max_tokens=JUDGE_MAX_TOKENS,
         prompt_hash=prompt_hash(task),
@@ -248,7 +202,7 @@ def _short(text: str, limit: int = 40) -> str:
     return text if len(text) <= limit else text[:limit] + "…"
 
 
-def grade_item(task: JudgeTask, item: Json) -> Verdict:
+def grade_item(task: str, item: Json) -> Verdict:
     """Check one graded entry against the rubric ranges; never clamps.
 
     >>> grade_item("er", {"emotion_score": 4}).scores
@@ -262,8 +216,10 @@ def grade_item(task: JudgeTask, item: Json) -> Verdict:
     """
     if not isinstance(item, Mapping):
         return Verdict(None, f"parse_failure: graded entry is {type(item).__name__}, not an object", item)
+    rule = judge_rubric(task)
     scores: dict[str, float] = {}
-    for name, key, low, high in SCORE_FIELDS[task]:
+    for score in rule.fields:
+        name, low, high = score.reply_key, score.low, score.high
         if name not in item or item[name] is None or item[name] == "":
             return Verdict(None, f"missing: {name}", item)
         value = _integer(item[name])
@@ -271,14 +227,19 @@ def grade_item(task: JudgeTask, item: Json) -> Verdict:
             return Verdict(None, f"parse_failure: {name}={_short(repr(item[name]))} is not an integer", item)
         if not low <= value <= high:
             return Verdict(None, f"out_of_range: {name}={_short(str(value))} (allowed {low}-{high})", item)
-        scores[key] = float(value)
+        scores[score.score_key] = float(value)
+    if rule.total is None:
+        return Verdict(scores, None, item)
+    total = scores[rule.total.key] = sum(scores[score.score_key] for score in rule.fields)
+    claimed = None if rule.total.claimed_key is None else item.get(rule.total.claimed_key)
     notes: tuple[str, ...] = ()
-    if task == "vp":
-        scores["total"] = scores["pairing"] + scores["viewpoint"]
-        claimed = item.get("viewpoint_total_score")
-        if claimed is not None and _integer(claimed) != scores["total"]:
-            notes = (f"judge_total_ignored: {claimed!r} != {scores['total']:g}",)
+    if claimed is not None and _integer(claimed) != total:
+        notes = (f"judge_total_ignored: {claimed!r} != {total:g}",)
     return Verdict(scores, None, item, notes)
+
+
+_REPLY_KEYS = frozenset(score.reply_key for task in JUDGE_TASKS for score in judge_rubric(task).fields)
+"""Score keys of any judged task: a lone object holding one is taken as a graded entry without a list."""
 
 
 def _entries(payload: Json) -> list[Json] | None:
@@ -288,12 +249,12 @@ def _entries(payload: Json) -> list[Json] | None:
         graded = payload.get("graded")
         if isinstance(graded, list):
             return graded
-        if any(name in payload for name, *_ in SCORE_FIELDS["er"] + SCORE_FIELDS["vp"]):
+        if any(name in payload for name in _REPLY_KEYS):
             return [payload]
     return None
 
 
-def parse_verdicts(task: JudgeTask, text: str, opaque_ids: Sequence[str]) -> dict[str, Verdict]:
+def parse_verdicts(task: str, text: str, opaque_ids: Sequence[str]) -> dict[str, Verdict]:
     """One verdict per opaque id: valid, or invalid with the reason (garbage, missing, out of range).
 
     A lone entry without an id is accepted when exactly one checkpoint was asked for. Entries with unknown

@@ -36,7 +36,7 @@ from rescue_bench.judge.merge import (
     judged_records,
     prediction_fingerprint,
 )
-from rescue_bench.judge.rubric import JudgeItem, JudgeTask, Verdict
+from rescue_bench.judge.rubric import JudgeItem, Verdict
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.records import Json, Reply, Request, Usage
 from rescue_bench.rundir import (
@@ -136,8 +136,7 @@ def same_model(judge: str, candidate: str | None) -> bool:
 
 def judge_item(record: PredictionLine) -> JudgeItem:
     """The judge's view of a prediction record: gold, prediction value and speaker, nothing else."""
-    task: JudgeTask = "er" if record.task == "er" else "vp"
-    return JudgeItem(record.instance_id, task, record.gold, record.prediction, record.speaker)
+    return JudgeItem(record.instance_id, record.task, record.gold, record.prediction, record.speaker)
 
 
 def plan_groups(

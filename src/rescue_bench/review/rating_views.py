@@ -17,6 +17,7 @@ from rescue_bench.review.web import (
     redirect,
     render,
 )
+from rescue_bench.tasks import TASK_NAMES, task_info
 
 router = APIRouter(prefix="/ratings")
 
@@ -27,6 +28,12 @@ SCALE = (
     (4, "Mostly the same"),
     (5, "Same meaning"),
 )
+
+
+def title(task: str) -> str:
+    """The page heading: the judged task's human-readable name (the task's name for any other task)."""
+    info = task_info(task) if task in TASK_NAMES else None
+    return info.judge.title if info is not None and info.judge is not None else task.upper()
 
 
 @router.get("")
@@ -50,6 +57,7 @@ def item_page(request: Request, pk: Pk, user: CurrentUser, session: DB) -> Respo
         "rating.html",
         user=user,
         item=item,
+        title=title(item.task),
         scale=SCALE,
         mine=mine,
         total=total,

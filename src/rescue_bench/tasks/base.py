@@ -107,6 +107,86 @@ class PaperColumn:
     decimals: int = 2
 
 
+JudgeView = Callable[[Json, Json, str | None], dict[str, Json]]
+"""What the judge sees of one checkpoint, from (gold, prediction value, speaker); key order is prompt text."""
+DerivedRule = Callable[[Mapping[str, object], Json, Json, bool], dict[str, float | None]]
+"""Scores computed from the merged judge scores and (gold, prediction, valid), such as ER's ``s_er``."""
+TextPairs = tuple[tuple[tuple[str, str], ...], ...]
+"""BERTScore's (candidate, reference) pairs of one instance, one group per gold item."""
+PairRule = Callable[[Json, Json, bool], TextPairs]
+"""The BERTScore pairs of an instance from (gold, prediction, valid); an instance scores the mean over
+groups of the best pair in each group (0 for an empty group)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoreField:
+    """One integer score of the judge's reply, checked against its range and never clamped."""
+
+    reply_key: str
+    """The key in the judge's JSON, such as ``"emotion_score"``."""
+    score_key: str
+    """The key in ``judgments.jsonl`` and the merged scores, such as ``"s_emo"``."""
+    low: int
+    high: int
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeTotal:
+    """A score the judge pass adds up from the fields itself, never taken from the judge."""
+
+    key: str
+    claimed_key: str | None = None
+    """A total the judge may volunteer: ignored, with a note when it disagrees."""
+
+
+@dataclass(frozen=True, slots=True)
+class JudgeRubric:
+    """How an LLM judge scores a task (``judge/`` reads it): rubric, what is shown, scores and their rules."""
+
+    title: str
+    """Human-readable name of the task, as on the rating pages."""
+    rubric: str
+    """The judge's system prompt (hashed into every judgment's ``prompt_hash``)."""
+    view: JudgeView
+    fields: tuple[ScoreField, ...]
+    agreement_key: str
+    """The judge score compared between judges (and with human ratings)."""
+    derive: DerivedRule
+    to_five: Callable[[float], float]
+    """The agreement score on the 1-5 scale of the human ratings (``judge calibrate``)."""
+    bertscore_pairs: PairRule
+    total: JudgeTotal | None = None
+
+    def __post_init__(self) -> None:
+        keys = self.score_keys
+        if not self.fields or len(set(keys)) != len(keys) or self.agreement_key not in keys:
+            raise ValueError(
+                f"judge rubric {self.title!r}: score keys {keys} are repeated or lack {self.agreement_key!r}"
+            )
+
+    @property
+    def score_keys(self) -> tuple[str, ...]:
+        """The judge scores of a judgment line, in order: the fields, then the total."""
+        total = () if self.total is None else (self.total.key,)
+        return (*(f.score_key for f in self.fields), *total)
+
+    def _range(self, key: str) -> tuple[int, int]:
+        if self.total is not None and key == self.total.key:
+            return sum(f.low for f in self.fields), sum(f.high for f in self.fields)
+        return next((f.low, f.high) for f in self.fields if f.score_key == key)
+
+    @property
+    def floors(self) -> dict[str, float]:
+        """The judge scores of an invalid prediction: each score's lowest value."""
+        return {key: float(self._range(key)[0]) for key in self.score_keys}
+
+    @property
+    def scale(self) -> tuple[int, ...]:
+        """The ordinal value domain of the agreement score."""
+        low, high = self._range(self.agreement_key)
+        return tuple(range(low, high + 1))
+
+
 @dataclass(frozen=True, slots=True)
 class TaskInfo:
     """Everything about a task besides its four functions; the registry derives every task list from these.
@@ -128,8 +208,8 @@ class TaskInfo:
     """Output cap of a request."""
     random_answer: RandomRule
     majority_answers: MajorityRule
-    judged: bool = False
-    """Scored by an LLM judge after the run (``judge/``)."""
+    judge: JudgeRubric | None = None
+    """How an LLM judge scores the task after the run (``judge/``); ``None``: not judged."""
     percent: bool = False
     """Metrics are fractions shown as percentages."""
     video: bool = False
@@ -150,6 +230,11 @@ class TaskInfo:
     def __post_init__(self) -> None:
         if self.kind != self.metrics.kind:
             raise ValueError(f"task {self.name!r} is {self.kind} but its metrics are {self.metrics.kind}")
+
+    @property
+    def judged(self) -> bool:
+        """Scored by an LLM judge after the run (``judge/``)."""
+        return self.judge is not None
 
     @property
     def headline(self) -> tuple[str, ...]:

@@ -20,11 +20,20 @@ from typing import Any, ClassVar, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.metrics.generation import intensity_score
+from rescue_bench.metrics.generation import er_score, intensity_score
 from rescue_bench.metrics.spec import EMOTION_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.base import (
+    JudgeRubric,
+    Mode,
+    PaperColumn,
+    ScoreField,
+    TaskConfig,
+    TaskInfo,
+    TextPairs,
+    make_instance,
+)
 from rescue_bench.tasks.context import (
     clean,
     context_size,
@@ -239,6 +248,87 @@ def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
     return [Prediction(inst.id, dict(value), True) for inst in group]
 
 
+# The judge (paper section 4.2, protocol section 6): ``emotion_score`` 1-5 of the predicted emotion text
+# against the gold one. Intensity is scored by formula (``s_int``), never shown to the judge.
+JUDGE_RUBRIC = """You are grading a therapy user-understanding task. For each checkpoint, a system \
+predicted the internal emotion of the CURRENT speaker right after they begin speaking. Compare the \
+predicted emotion description with the gold emotion description. Be lenient about paraphrases and \
+near-synonyms.
+
+emotion_score: integer 1-5.
+  1 = wrong or contradictory, 2 = weakly related, 3 = partially matches, 4 = close, 5 = almost exact.
+Do not grade intensity.
+
+Return JSON only, exactly in this shape, with one entry per checkpoint id:
+{"graded": [{"id": "c1", "emotion_score": 4, "verdict": "strong|pass|borderline|fail", \
+"notes": "short reason"}]}"""
+
+
+def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, Json]:
+    """The speaker and the two emotion descriptions; never the intensity."""
+    gold_map = gold if isinstance(gold, Mapping) else {}
+    pred = prediction if isinstance(prediction, Mapping) else {}
+    return {
+        "speaker": speaker,
+        "gold_emotion": gold_map.get("emotion"),
+        "predicted_emotion": pred.get("emotion"),
+    }
+
+
+def _intensity(scores: Mapping[str, object], gold: Json, prediction: Json, valid: bool) -> float:
+    """``s_int`` as scored at run time, else recomputed from gold and prediction (the floor, 1, without)."""
+    given = scores.get("s_int")
+    if isinstance(given, int | float):
+        return float(given)
+    predicted = prediction.get("intensity") if valid and isinstance(prediction, Mapping) else None
+    gold_value = gold.get("intensity") if isinstance(gold, Mapping) else None
+    if not isinstance(gold_value, int) or not isinstance(predicted, int):
+        return 1.0
+    return intensity_score(predicted, gold_value)
+
+
+def derived_scores(
+    scores: Mapping[str, object], gold: Json, prediction: Json, valid: bool
+) -> dict[str, float | None]:
+    """``s_er = (s_emo + s_int) / 2``, ``None`` while ``s_emo`` is unscored.
+
+    >>> derived_scores({"s_emo": 4.0}, {"intensity": 5}, {"intensity": 3}, True)
+    {'s_er': 3.5}
+    """
+    s_int = _intensity(scores, gold, prediction, valid)
+    s_emo = scores.get("s_emo")
+    return {"s_er": er_score(float(s_emo), s_int) if isinstance(s_emo, int | float) else None}
+
+
+def _text(value: Json) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
+    """The one BERTScore pair: predicted against gold emotion description.
+
+    >>> bertscore_pairs({"emotion": "hurt"}, {"emotion": "feels hurt", "intensity": 3}, True)
+    ((('feels hurt', 'hurt'),),)
+    >>> bertscore_pairs({"emotion": "hurt"}, None, False)
+    ((),)
+    """
+    gold_text = _text(gold.get("emotion")) if isinstance(gold, Mapping) else ""
+    pred_text = _text(prediction.get("emotion")) if valid and isinstance(prediction, Mapping) else ""
+    return (((pred_text, gold_text),) if pred_text and gold_text else (),)
+
+
+JUDGE = JudgeRubric(
+    title="Emotion recognition",
+    rubric=JUDGE_RUBRIC,
+    view=judge_view,
+    fields=(ScoreField("emotion_score", "s_emo", 1, 5),),
+    agreement_key="s_emo",
+    derive=derived_scores,
+    to_five=float,
+    bertscore_pairs=bertscore_pairs,
+)
+
+
 INFO = TaskInfo(
     name=NAME,
     kind=KIND,
@@ -249,7 +339,7 @@ INFO = TaskInfo(
     max_tokens=MAX_TOKENS,
     random_answer=random_answer,
     majority_answers=majority_answers,
-    judged=True,
+    judge=JUDGE,
     video=True,
     options=Options,
     relation_intensive=False,

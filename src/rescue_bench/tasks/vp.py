@@ -20,15 +20,26 @@ from typing import Any, ClassVar, Final
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics.generation import vp_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.base import (
+    JudgeRubric,
+    JudgeTotal,
+    Mode,
+    PaperColumn,
+    ScoreField,
+    TaskConfig,
+    TaskInfo,
+    TextPairs,
+    make_instance,
+)
 from rescue_bench.tasks.context import clean, context_size, pick_evenly, row_records, window
 from rescue_bench.tasks.er import current_block
 from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_frequency, speaker_of
 from rescue_bench.tasks.parsing import field, parse_batch, short
-from rescue_bench.taxonomy import THERAPIST, Scenario, group_label
+from rescue_bench.taxonomy import THERAPIST, Scenario, canonical_form, group_label
 
 
 class Options(BaseModel):
@@ -245,6 +256,103 @@ def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
     return preds
 
 
+# The judge (paper section 4.2, protocol section 7): ``source_target_score`` 0-2 (are the gold source-target
+# pairings recovered?) plus ``viewpoint_score`` 0-4 (how close are the views?). The total 0-6 is computed by
+# the judge pass, never taken from the judge.
+JUDGE_RUBRIC = """You are grading a therapy viewpoint-understanding task. For each checkpoint, a system \
+predicted the viewpoints the CURRENT speaker expresses about other people (source, target, viewpoint). \
+Compare the predicted viewpoints with the gold viewpoints. Be lenient about paraphrases.
+
+source_target_score: integer 0-2.
+  0 = the source-target pairings are mostly wrong or missing, 1 = partially recovered,
+  2 = all gold pairings are essentially recovered.
+viewpoint_score: integer 0-4.
+  0 = wrong, 1 = weakly related, 2 = close, 3 = essentially the same, 4 = almost exact.
+
+Return JSON only, exactly in this shape, with one entry per checkpoint id:
+{"graded": [{"id": "c1", "source_target_score": 2, "viewpoint_score": 3, \
+"verdict": "strong|pass|borderline|fail", "notes": "short reason"}]}"""
+
+
+def _keep(entries: Json, keys: tuple[str, ...]) -> list[dict[str, Json]]:
+    if not isinstance(entries, list):
+        return []
+    return [{k: e.get(k) for k in keys} for e in entries if isinstance(e, Mapping)]
+
+
+def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, Json]:
+    """The speaker, the gold viewpoints (with their attitude) and the predicted ones."""
+    return {
+        "speaker": speaker,
+        "gold_viewpoints": _keep(gold, ("source", "target", "viewpoint", "attitude")),
+        "predicted_viewpoints": _keep(prediction, ("source", "target", "viewpoint")),
+    }
+
+
+def derived_scores(
+    scores: Mapping[str, object], gold: Json, prediction: Json, valid: bool
+) -> dict[str, float | None]:
+    """``llm = vp_to_five(total)``, ``None`` while ``total`` is unscored.
+
+    >>> derived_scores({"total": 6.0}, [], [], True)
+    {'llm': 5.0}
+    """
+    total = scores.get("total")
+    return {"llm": vp_to_five(float(total)) if isinstance(total, int | float) else None}
+
+
+def _text(value: Json) -> str:
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _targeted(entries: Json) -> list[tuple[str, str]]:
+    """(canonical target, viewpoint text) of well-formed viewpoint entries."""
+    if not isinstance(entries, list):
+        return []
+    out = []
+    for entry in entries:
+        if isinstance(entry, Mapping) and isinstance(entry.get("target"), str):
+            out.append((canonical_form(entry["target"]), _text(entry.get("viewpoint"))))
+    return out
+
+
+def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
+    """One group per gold viewpoint, holding the predicted viewpoints about the same target.
+
+    The source is not compared: the gold source is always the speaker and pairing is the judge's job.
+
+    >>> gold = [{"source": "A", "target": "Bo", "viewpoint": "he never listens"},
+    ...         {"source": "A", "target": "Therapist", "viewpoint": "she takes his side"}]
+    >>> pred = [{"source": "A", "target": "bo", "viewpoint": "he ignores her"},
+    ...         {"source": "A", "target": "Cy", "viewpoint": "x"}]
+    >>> bertscore_pairs(gold, pred, True)
+    ((('he ignores her', 'he never listens'),), ())
+    """
+    predicted = _targeted(prediction) if valid else []
+    groups = []
+    for target, reference in _targeted(gold):
+        if not reference:
+            continue
+        groups.append(tuple((text, reference) for t, text in predicted if t == target and text))
+    return tuple(groups) or ((),)
+
+
+JUDGE = JudgeRubric(
+    title="Viewpoint prediction",
+    rubric=JUDGE_RUBRIC,
+    view=judge_view,
+    fields=(
+        ScoreField("source_target_score", "pairing", 0, 2),
+        ScoreField("viewpoint_score", "viewpoint", 0, 4),
+    ),
+    agreement_key="total",
+    derive=derived_scores,
+    to_five=vp_to_five,
+    bertscore_pairs=bertscore_pairs,
+    total=JudgeTotal("total", claimed_key="viewpoint_total_score"),
+)
+
+
 INFO = TaskInfo(
     name=NAME,
     kind=KIND,
@@ -255,7 +363,7 @@ INFO = TaskInfo(
     max_tokens=MAX_TOKENS,
     random_answer=random_answer,
     majority_answers=majority_answers,
-    judged=True,
+    judge=JUDGE,
     video=True,
     options=Options,
     relation_intensive=True,

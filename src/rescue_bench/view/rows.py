@@ -26,7 +26,7 @@ from rescue_bench.tasks import mcnemar_tasks, task_info
 from rescue_bench.taxonomy import relation_labels
 
 FAILURE_KINDS = ("request_failed", "parse_failure", "missing", "invalid_label", "judge_unscored")
-JUDGE_SCORE = {"er": "s_emo", "vp": "total"}
+JUDGE_SCORE = dict(AGREEMENT_KEY)
 """The per-instance judge score shown in the list (the one judges are compared on)."""
 
 
