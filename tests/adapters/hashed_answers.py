@@ -19,7 +19,7 @@ from typing import Any
 
 from tests.fakes.openai_server import ChatRequest, Script, server_error
 
-from rescue_bench.judge.rubric import SCORE_FIELDS, VERDICT_LABELS
+from rescue_bench.judge.rubric import VERDICT_LABELS, judge_rubric
 from rescue_bench.records import Request
 
 _CHECKPOINTS = re.compile(r"Checkpoints:\n(.*?)(\n\nA previous answer|\Z)", re.S)
@@ -80,8 +80,8 @@ def grade(user: str) -> str:
         rng = _rng(json.dumps(view, sort_keys=True))
         task = "er" if "gold_emotion" in view else "vp"
         entry: dict[str, Any] = {"id": cid}
-        for name, _, low, high in SCORE_FIELDS[task]:
-            entry[name] = rng.randint(low, high)
+        for field in judge_rubric(task).fields:
+            entry[field.reply_key] = rng.randint(field.low, field.high)
         entry["verdict"] = rng.choice(VERDICT_LABELS)
         entry["notes"] = ""
         graded.append(entry)

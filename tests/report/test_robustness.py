@@ -16,7 +16,7 @@ from rescue_bench.records import Instance
 from rescue_bench.report.robustness import circular_rows, robustness_rows, robustness_table
 from rescue_bench.report.writers import markdown_table
 from rescue_bench.rundir import RunData
-from rescue_bench.tasks import TASKS
+from rescue_bench.tasks import TASKS, task_info
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.tasks.perturb import (
     apply_perturbations,
@@ -111,7 +111,13 @@ def test_renamed_runs_pair_only_after_mapping_back(base: RunData) -> None:
     variant = run("swapped", "name-swap")
     raw = [p for p in variant.predictions if p["task"] == "stp"]
     with pytest.raises(ConfigError, match="disagree on the gold"):
-        compare_task("stp", raw, [p for p in base.predictions if p["task"] == "stp"], n_resamples=10)
+        compare_task(
+            "stp",
+            raw,
+            [p for p in base.predictions if p["task"] == "stp"],
+            spec=task_info("stp").metrics,
+            n_resamples=10,
+        )
 
 
 def test_circular_eval_is_never_above_plain_accuracy(base: RunData) -> None:

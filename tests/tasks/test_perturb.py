@@ -27,6 +27,7 @@ from rescue_bench.tasks.perturb import (
     rotation_count,
 )
 from rescue_bench.tasks.perturb.names import restore_names, text_mapper
+from rescue_bench.tasks.rpp import Options as rpp_options
 
 DEMO = load_samples("demo")
 MODES = ("dialogue", "audiovisual")
@@ -113,7 +114,7 @@ def _vp(gold: list[dict[str, Any]], mapping: dict[str, str]) -> list[dict[str, A
 @FUZZ
 @given(name=st.sampled_from(NAMES), seed=st.integers(0, 10_000), index=st.integers(0, len(DEMO) - 1))
 def test_the_target_row_is_unchanged(name: str, seed: int, index: int) -> None:
-    cfg = TaskConfig(mode="audiovisual", rpp_include_current_turn=True)
+    cfg = TaskConfig(mode="audiovisual", options={"rpp": rpp_options(include_current_turn=True)})
     renamed = name in ("name-swap", "anonymize")
     for task in ("itp", "rpp", "er", "vp"):
         base = build(task, [DEMO[index]], cfg)

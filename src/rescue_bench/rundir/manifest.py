@@ -67,6 +67,8 @@ class Manifest(Line):
     counts: dict[str, dict[str, Json]] = Field(default_factory=dict)
     timings: dict[str, Json] = Field(default_factory=dict)
     stop_reason: str | None = None
+    imported_from: dict[str, Json] | None = None
+    """Set by ``rescue-bench import``: the harness and the logs the directory was made from."""
     perturbation: dict[str, Json] | None = None
     """``tasks.perturb.perturbation_record`` of a perturbed run (names, seed, invariants), else absent."""
     # The old layout: written by the judge pass before judging.json existed; read, never written.
