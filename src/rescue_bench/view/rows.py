@@ -95,9 +95,10 @@ def _number(value: Any) -> float | None:
 def disagreement(given: Predicted, lines: Sequence[Judged]) -> float | None:
     """Spread of the LLM judges' scores on the instance's present prediction (``None`` below two judges).
 
-    >>> rec = {"task": "er", "valid": True, "prediction": "x"}
-    >>> disagreement(rec, [{"judge": "a", "valid": True, "scores": {"s_emo": 2}},
-    ...                    {"judge": "b", "valid": True, "scores": {"s_emo": 5}}])
+    >>> rec = {"instance_id": "i", "task": "er", "valid": True, "prediction": "x"}
+    >>> line = {"instance_id": "i", "task": "er", "valid": True}
+    >>> disagreement(rec, [{**line, "judge": "a", "scores": {"s_emo": 2}},
+    ...                    {**line, "judge": "b", "scores": {"s_emo": 5}}])
     3.0
     """
     record = as_prediction(given)
