@@ -112,7 +112,7 @@ def test_bad_predictions_file(app: FastAPI, tmp_path: Path) -> None:
         (tmp_path / "predictions.jsonl").write_text(
             '{"task": "er", "valid": true, "prediction": {}}\n{oops\n'
         )
-        with pytest.raises(DataError, match=r"predictions\.jsonl:1: instance_id is missing"):
+        with pytest.raises(DataError, match=r"predictions\.jsonl:1: field 'instance_id'"):
             load_ratings(session, tmp_path, n=5)
         (tmp_path / "predictions.jsonl").write_text('{"task": "itp"}\n{oops\n')
         with pytest.raises(DataError, match=r"predictions\.jsonl:2: not valid JSON"):

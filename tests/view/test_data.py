@@ -103,7 +103,7 @@ def test_a_running_run_is_read_again_when_it_grows(runs: dict[str, Path], tmp_pa
 
 def test_rebuild_uses_the_request_batch_and_the_sample(runs: dict[str, Path]) -> None:
     view = read_run(runs["hostile"])
-    source = read_source(view.data.run, view.path)
+    source = read_source(view.data.manifest, view.path)
     row = next(r for r in view.rows if r.task == "rpp")
     reply = view.replies[str(row.request_key)]
     rebuilt = rebuild(source, row.task, row.sample_id, row.instance_id, reply)

@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 from rescue_bench import __version__
-from rescue_bench.adapters.rundata import Record, RunData, judged, read_run, reply_texts
+from rescue_bench.adapters.rundata import CiSettings, RunData, ScopeEntry, judged, read_run, reply_texts
 from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.errors import DataError
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task
 
 SCHEMA_VERSION = "0.2.1"
@@ -54,9 +55,9 @@ def model_id(data: RunData) -> str:
 
 
 def _source_data(data: RunData, n: int) -> dict[str, Any]:
-    selection = data.run.get("selection") or {}
-    source = str(selection.get("data") or (data.run.get("dataset") or {}).get("source") or "unknown")
-    details = _strings({"data": source, "dataset_hash": (data.run.get("dataset") or {}).get("hash")})
+    manifest = data.manifest
+    source = str(manifest.selection.get("data") or manifest.dataset.get("source") or "unknown")
+    details = _strings({"data": source, "dataset_hash": manifest.dataset.get("hash")})
     if source == "hf" or source.startswith("hf:"):
         repo = source.partition(":")[2] or DEFAULT_HF_REPO
         return {
@@ -71,23 +72,23 @@ def _source_data(data: RunData, n: int) -> dict[str, Any]:
 
 def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: RunData) -> dict[str, Any]:
     low, high = SCALES.get(metric, (0.0, 1.0))
-    meta = (data.scores or {}).get("_meta") or {}
-    ci_meta = meta.get("ci") or {}
-    details: dict[str, Any] = {"score": entry[metric], "num_samples": int(entry.get("n") or 0)}
-    ci = (entry.get("ci") or {}).get(metric)
-    uncertainty: dict[str, Any] = {"num_samples": int(entry.get("n") or 0)}
+    ci_meta = CiSettings.model_validate(data.score_record.meta.ci if data.score_record else {})
+    scope_entry = ScopeEntry.model_validate(entry)
+    details: dict[str, Any] = {"score": entry[metric], "num_samples": scope_entry.n or 0}
+    ci = scope_entry.ci.get(metric)
+    uncertainty: dict[str, Any] = {"num_samples": scope_entry.n or 0}
     if ci is not None:
         uncertainty["confidence_interval"] = {
             "lower": float(ci[0]),
             "upper": float(ci[1]),
-            "confidence_level": float(ci_meta.get("confidence", 0.95)),
-            "method": str(ci_meta.get("method", "percentile cluster bootstrap")) + " over conversations",
+            "confidence_level": ci_meta.confidence,
+            "method": ci_meta.method + " over conversations",
         }
-        uncertainty["num_bootstrap_samples"] = int(ci_meta.get("n_resamples", 1000))
-    config = data.run.get("generation") or {}
+        uncertainty["num_bootstrap_samples"] = ci_meta.n_resamples
+    config = data.manifest.generation
     return {
         "evaluation_name": f"{BENCHMARK}.{task}.{scope}.{metric}",
-        "source_data": _source_data(data, int(entry.get("n") or 0)),
+        "source_data": _source_data(data, scope_entry.n or 0),
         "metric_config": {
             "evaluation_description": f"RESCUE-Bench {task.upper()} {metric} ({scope})",
             "lower_is_better": False,
@@ -102,7 +103,7 @@ def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: 
                 "temperature": config.get("temperature"),
                 "max_tokens": get_task(task).MAX_TOKENS,
             },
-            "additional_details": _strings(data.run.get("config") or {}),
+            "additional_details": _strings(data.manifest.config),
         },
     }
 
@@ -132,31 +133,31 @@ def aggregate_record(data: RunData, *, now: float | None = None) -> dict[str, An
         },
         "eval_library": {
             "name": "rescue-bench",
-            "version": str(data.run.get("package_version") or __version__),
+            "version": data.manifest.package_version or __version__,
         },
         "model_info": {"name": model_id(data), "id": model_id(data)},
         "evaluation_results": results,
     }
 
 
-def instance_record(record: Record, evaluation_id: str, model: str, reply: str | None) -> dict[str, Any]:
+def instance_record(
+    record: PredictionLine, evaluation_id: str, model: str, reply: str | None
+) -> dict[str, Any]:
     """One instance-level record of a prediction line (judgments folded into its scores)."""
-    task = str(record["task"])
+    task = record.task
     kind = get_task(task).KIND
     key, best = GENERATION_PRIMARY[task] if kind == "generation" else PRIMARY[kind]
-    raw_score = (record.get("scores") or {}).get(key)
+    raw_score = record.scores.get(key)
     score = float(raw_score) if raw_score is not None else 0.0
-    raw = (
-        f"RESCUE-Bench {task.upper()} item at row {record['row_index']} of conversation {record['sample_id']}"
-    )
-    reference = [json.dumps(record.get("gold"), ensure_ascii=False)]
-    problems = [str(p) for p in record.get("problems") or []]
+    raw = f"RESCUE-Bench {task.upper()} item at row {record.row_index} of conversation {record.sample_id}"
+    reference = [json.dumps(record.gold, ensure_ascii=False)]
+    problems = list(record.problems)
     return {
         "schema_version": INSTANCE_SCHEMA_VERSION,
         "evaluation_id": evaluation_id,
         "model_id": model,
         "evaluation_name": f"{BENCHMARK}.{task}",
-        "sample_id": str(record["instance_id"]),
+        "sample_id": record.instance_id,
         "sample_hash": hashlib.sha256((raw + reference[0]).encode()).hexdigest(),
         "interaction_type": "single_turn",
         "input": {"raw": raw, "reference": reference},
@@ -165,20 +166,20 @@ def instance_record(record: Record, evaluation_id: str, model: str, reply: str |
             {
                 "turn_idx": 0,
                 "source": "output.raw",
-                "extracted_value": json.dumps(record.get("prediction"), ensure_ascii=False),
+                "extracted_value": json.dumps(record.prediction, ensure_ascii=False),
                 "extraction_method": f"rescue_bench.tasks.{task}.parse",
                 "is_terminal": True,
             }
         ],
-        "evaluation": {"score": score, "is_correct": bool(record.get("valid")) and score >= best},
-        "error": None if record.get("valid") else (problems[0] if problems else "invalid"),
+        "evaluation": {"score": score, "is_correct": record.valid and score >= best},
+        "error": None if record.valid else (problems[0] if problems else "invalid"),
         "metadata": _strings(
             {
                 "task": task,
-                "scenario": record.get("scenario"),
-                "valid": record.get("valid"),
+                "scenario": record.scenario,
+                "valid": record.valid,
                 "problems": "; ".join(problems),
-                "scores": record.get("scores"),
+                "scores": record.scores,
             }
         ),
     }
@@ -192,13 +193,11 @@ def export_eee(run_dir: Path, out: Path, *, now: float | None = None) -> tuple[P
     replies = reply_texts(data)
     lines = [
         json.dumps(
-            instance_record(
-                r, aggregate["evaluation_id"], model_id(data), replies.get(str(r.get("request_key")))
-            ),
+            instance_record(r, aggregate["evaluation_id"], model_id(data), replies.get(str(r.request_key))),
             ensure_ascii=False,
         )
         for r in judged(data)
-        if r.get("task") in TASKS
+        if r.task in TASKS
     ]
     body = "".join(line + "\n" for line in lines).encode()
     aggregate["detailed_evaluation_results"] = {

@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rescue_bench import __version__
-from rescue_bench.adapters.rundata import Record, RunData, judged, read_run, reply_texts
+from rescue_bench.adapters.rundata import RunData, ScopeEntry, judged, read_run, reply_texts
 from rescue_bench.errors import DataError
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task
 
 FREE_TEXT_TASKS = ("er", "vp")
@@ -32,55 +33,57 @@ COLUMNS = ("instance_id", "sample_id", "scenario", "row_index", "valid", "gold",
 
 
 def detail_rows(
-    records: Sequence[Record], replies: Mapping[str, str], *, redact: bool
+    records: Sequence[PredictionLine], replies: Mapping[str, str], *, redact: bool
 ) -> dict[str, list[Any]]:
     """The Parquet columns of one task's records; JSON values are stored as JSON text."""
-    free = bool(records) and records[0]["task"] in FREE_TEXT_TASKS
+    free = bool(records) and records[0].task in FREE_TEXT_TASKS
     columns: dict[str, list[Any]] = {name: [] for name in (*COLUMNS, "scores")}
     if not redact:
         columns["reply"] = []
     for record in records:
-        columns["instance_id"].append(str(record["instance_id"]))
-        columns["sample_id"].append(str(record["sample_id"]))
-        columns["scenario"].append(str(record["scenario"]))
-        columns["row_index"].append(int(record["row_index"]))
-        columns["valid"].append(bool(record["valid"]))
+        columns["instance_id"].append(record.instance_id)
+        columns["sample_id"].append(record.sample_id)
+        columns["scenario"].append(record.scenario)
+        columns["row_index"].append(record.row_index)
+        columns["valid"].append(record.valid)
         hidden = redact and free
-        columns["gold"].append(None if hidden else json.dumps(record.get("gold"), ensure_ascii=False))
-        columns["prediction"].append(
-            None if hidden else json.dumps(record.get("prediction"), ensure_ascii=False)
-        )
-        columns["problems"].append([] if redact else [str(p) for p in record.get("problems") or []])
-        columns["scores"].append(json.dumps(record.get("scores") or {}, sort_keys=True))
+        columns["gold"].append(None if hidden else json.dumps(record.gold, ensure_ascii=False))
+        columns["prediction"].append(None if hidden else json.dumps(record.prediction, ensure_ascii=False))
+        columns["problems"].append([] if redact else list(record.problems))
+        columns["scores"].append(json.dumps(record.scores, sort_keys=True))
         if not redact:
-            columns["reply"].append(replies.get(str(record.get("request_key"))))
+            columns["reply"].append(replies.get(str(record.request_key)))
     return columns
 
 
 def results_json(data: RunData, *, now: float) -> dict[str, Any]:
     """``config_general`` and ``results`` of a run (headline metrics per task and scope, with CIs)."""
-    if data.scores is None:
+    scores = data.score_record
+    if scores is None:
         raise DataError(f"{data.path}: scores.json is missing; finish or score the run first")
     results: dict[str, dict[str, Any]] = {}
-    for task, scopes in data.scores.items():
+    for task, scopes in scores.tasks.items():
         if task not in TASKS:
             continue
         for scope, entry in scopes.items():
-            values: dict[str, Any] = {"n": entry.get("n")}
+            scope_entry = ScopeEntry.model_validate(entry)
+            values: dict[str, Any] = {"n": scope_entry.n}
             for metric in get_task(task).INFO.headline:
                 values[metric] = entry.get(metric)
-                values[f"{metric}_ci"] = (entry.get("ci") or {}).get(metric)
+                values[f"{metric}_ci"] = scope_entry.ci.get(metric)
             results[f"rescue_bench|{task}|{scope}"] = values
+    manifest = data.manifest
     return {
         "config_general": {
             "model_name": data.name,
-            "rescue_bench_version": str(data.run.get("package_version") or __version__),
+            "rescue_bench_version": manifest.package_version or __version__,
             "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-            "config": data.run.get("config"),
-            "generation": data.run.get("generation"),
-            "judges": data.run.get("judges"),
-            "dataset": data.run.get("dataset"),
-            "ci": ((data.scores.get("_meta") or {}).get("ci")),
+            "config": manifest.config,
+            "generation": manifest.generation,
+            "judges": manifest.judges,
+            "dataset": manifest.dataset,
+            # An unset ``ci`` is left out of scores.json, and so exported as null.
+            "ci": scores.meta.ci if "ci" in scores.meta.model_fields_set else None,
         },
         "results": results,
     }
@@ -128,10 +131,10 @@ def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | No
     stamp = time.time() if now is None else now
     results = results_json(data, now=stamp)
     replies = reply_texts(data)
-    by_task: dict[str, list[Record]] = {}
+    by_task: dict[str, list[PredictionLine]] = {}
     for record in judged(data):
-        if record.get("task") in TASKS:
-            by_task.setdefault(str(record["task"]), []).append(record)
+        if record.task in TASKS:
+            by_task.setdefault(record.task, []).append(record)
     (out / "details").mkdir(parents=True, exist_ok=True)
     written = []
     for task, records in by_task.items():

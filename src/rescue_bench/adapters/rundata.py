@@ -12,18 +12,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.merge import judged_records, prediction_fingerprint
+from rescue_bench.judge.merge import as_prediction, judged_records, prediction_fingerprint
 from rescue_bench.judge.runner import rescore_run
-from rescue_bench.rundir import RunData, atomic_write_json, load_run
+from rescue_bench.rundir import PredictionLine, RunData, atomic_write_json, load_run
 
 Record = dict[str, Any]
 FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
 
 __all__ = [
     "FILES",
+    "CiSettings",
     "ImportedRun",
     "RunData",
+    "ScopeEntry",
     "judged",
     "read_run",
     "reply_texts",
@@ -36,14 +40,37 @@ def read_run(path: Path) -> RunData:
     return load_run(path)
 
 
-def judged(data: RunData) -> list[Record]:
-    """The run's prediction records with their judgments folded into ``scores`` (as in ``scores.json``)."""
-    return judged_records(data.predictions, data.judgments)
+def judged(data: RunData) -> list[PredictionLine]:
+    """The run's prediction lines with their judgments folded into ``scores`` (as in ``scores.json``)."""
+    return [as_prediction(r) for r in judged_records(data.prediction_lines, data.judgment_lines)]
 
 
 def reply_texts(data: RunData) -> dict[str, str]:
     """The reply text of each request (``request_key`` -> text; the latest line wins)."""
     return {line.request_key: line.reply.text or "" for line in data.request_lines}
+
+
+class CiSettings(BaseModel):
+    """``scores.json``'s ``_meta.ci``: how the intervals were computed (defaults for files without it)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    method: str = "percentile cluster bootstrap"
+    cluster: str = "sample_id"
+    strata: str = "scenario"
+    confidence: float = 0.95
+    n_resamples: int = 1000
+    seed: int = 0
+
+
+class ScopeEntry(BaseModel):
+    """One task scope of ``scores.json``: its size and CIs; the metrics themselves are keyed by name."""
+
+    # The metric keys differ per task, so they are kept as extra fields and read by name.
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    n: int | None = None
+    ci: dict[str, list[float] | None] = Field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,6 +34,7 @@ from rescue_bench import media
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.tasks import video_tasks
+from rescue_bench.tasks.context import row_index_of, shown_context
 from rescue_bench.workdir import manifest_paths, read_json, read_manifest
 
 VIDEO_TASKS: tuple[str, ...] = video_tasks()
@@ -128,11 +129,10 @@ def check_video_tasks(tasks: Sequence[str]) -> None:
 
 def shown_rows(inst: Instance) -> list[tuple[int, Role]]:
     """The rows an instance shows, in prompt order: earlier rows, then the current row (ER, VP)."""
-    context = inst.context if isinstance(inst.context, dict) else {}
-    rows: list[tuple[int, Role]] = [(int(r["row_index"]), "context") for r in context.get("rows", ())]
-    current = context.get("current")
-    if current is not None:
-        rows.append((int(current["row_index"]), "current"))
+    shown = shown_context(inst.context)
+    rows: list[tuple[int, Role]] = [(row_index_of(r), "context") for r in shown.rows]
+    if shown.current is not None:
+        rows.append((row_index_of(shown.current), "current"))
     return rows
 
 

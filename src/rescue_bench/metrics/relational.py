@@ -27,9 +27,10 @@ from rescue_bench.metrics.aggregate import as_line, rank_scores, top1
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_cis
 from rescue_bench.metrics.classification import FloatArray, safe_div
 from rescue_bench.records import Json
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import GROUP_LABELS, THERAPIST, relation_labels
 
-Record = Mapping[str, Any]
+Record = PredictionLine
 FORMAT = 1
 START = "start"
 NONE = "(none)"
@@ -180,12 +181,12 @@ def record_values(task: str, record: Record) -> dict[str, float]:
     """The per-record values averaged in a group: top-1 ``accuracy`` (ITP, RPP), ``recall_at_1`` and
     ``mrr`` (STP, SSP), the stored scores (ER, VP)."""
     if task in ("itp", "rpp"):
-        return {"accuracy": float(top1(record) == record["gold"])}
+        return {"accuracy": float(top1(record) == record.gold)}
     if task in ("stp", "ssp"):
-        recall, _, _, mrr = rank_scores(as_line(record))
+        recall, _, _, mrr = rank_scores(record)
         return {"recall_at_1": recall, "mrr": mrr}
-    scores = record.get("scores") or {}
-    return {k: float(scores[k]) for k in GENERATION_KEYS if isinstance(scores.get(k), int | float)}
+    scores = record.scores
+    return {k: float(v) for k in GENERATION_KEYS if isinstance(v := scores.get(k), int | float)}
 
 
 Grouper = Callable[[Record, SampleLike | None], str | None]
@@ -207,11 +208,11 @@ def analyse(
     group, per scenario when the groups are scenario labels, else pooled as ``all``."""
     grouped: dict[tuple[str, str], list[Record]] = {}
     for record in records:
-        if record.get("task") != task:
+        if record.task != task:
             continue
-        group = grouper(record, samples.get(str(record.get("sample_id"))))
+        group = grouper(record, samples.get(record.sample_id))
         if group is not None:
-            scope = str(record.get("scenario")) if by_scenario else "all"
+            scope = record.scenario if by_scenario else "all"
             grouped.setdefault((scope, group), []).append(record)
     groups = tuple(
         summarize(scope, group, task, members, n_resamples=n_resamples, seed=seed)
@@ -234,30 +235,29 @@ def summarize(
 
     cis = cluster_bootstrap_cis(
         features,
-        [str(r["sample_id"]) for r in records],
+        [r.sample_id for r in records],
         from_sums,
         n_resamples=n_resamples,
         seed=seed,
-        strata=[str(r.get("scenario")) for r in records],
+        strata=[r.scenario for r in records],
     )
     totals = features.sum(axis=0)
     point = {k: float(totals[i + 1] / totals[0]) for i, k in enumerate(keys)}
-    conversations = len({str(r["sample_id"]) for r in records})
+    conversations = len({r.sample_id for r in records})
     return Group(scope, group, len(records), conversations, point, {k: cis[k] for k in keys})
 
 
 def _previous_pattern(record: Record, sample: SampleLike) -> str | None:
-    meta = record.get("meta") or {}
-    field = meta.get("gold_field") if isinstance(meta, dict) else None
+    field = (record.meta or {}).get("gold_field")
     sequence = pattern_sequence(sample, field if isinstance(field, str) else None)
-    return latest_before(sequence, int(record["row_index"]) - 1)
+    return latest_before(sequence, record.row_index - 1)
 
 
 def by_transition(record: Record, sample: SampleLike | None) -> str | None:
     """``previous -> current`` gold pattern of an RPP record (``start -> current`` for the first)."""
     if sample is None:
         return None
-    return f"{_previous_pattern(record, sample) or START} -> {record['gold']}"
+    return f"{_previous_pattern(record, sample) or START} -> {record.gold}"
 
 
 def by_segment(record: Record, sample: SampleLike | None) -> str | None:
@@ -265,7 +265,7 @@ def by_segment(record: Record, sample: SampleLike | None) -> str | None:
     if sample is None:
         return None
     previous = _previous_pattern(record, sample)
-    return START if previous is None else "stable" if previous == record["gold"] else "changing"
+    return START if previous is None else "stable" if previous == record.gold else "changing"
 
 
 def by_pattern_in_force(record: Record, sample: SampleLike | None) -> str | None:
@@ -273,14 +273,14 @@ def by_pattern_in_force(record: Record, sample: SampleLike | None) -> str | None
     therapist turn (the last one the model sees); ``(none)`` before the first labelled row."""
     if sample is None:
         return None
-    row = int(record["row_index"]) - (0 if record.get("task") == "itp" else 1)
+    row = record.row_index - (0 if record.task == "itp" else 1)
     return latest_before(pattern_sequence(sample), row) or NONE
 
 
 def by_target_type(record: Record, sample: SampleLike | None) -> str | None:
-    if sample is None or not 1 <= int(record["row_index"]) <= len(sample.rows):
+    if sample is None or not 1 <= record.row_index <= len(sample.rows):
         return None
-    return target_type(sample, int(record["row_index"]))
+    return target_type(sample, record.row_index)
 
 
 ANALYSES: tuple[tuple[str, str, str, Grouper, bool], ...] = (
@@ -291,20 +291,25 @@ ANALYSES: tuple[tuple[str, str, str, Grouper, bool], ...] = (
     ("itp_pattern", "itp", "ITP by the relation pattern in force", by_pattern_in_force, True),
     ("stp_pattern", "stp", "STP by the relation pattern in force", by_pattern_in_force, True),
     ("ssp_pattern", "ssp", "SSP by the relation pattern in force", by_pattern_in_force, True),
-    ("er_intensity", "er", "ER by gold intensity band", lambda r, _s: intensity_band(r.get("gold")), False),
-    ("vp_targets", "vp", "VP by number of gold targets", lambda r, _s: target_count(r.get("gold")), False),
+    ("er_intensity", "er", "ER by gold intensity band", lambda r, _s: intensity_band(r.gold), False),
+    ("vp_targets", "vp", "VP by number of gold targets", lambda r, _s: target_count(r.gold), False),
 )
 """(key, task, title, grouper, per scenario) of every analysis, in report order."""
 
 
 def relational_analyses(
-    records: Sequence[Record], samples: Sequence[SampleLike], *, n_resamples: int = 1000, seed: int = 0
+    given: Sequence[PredictionLine | Mapping[str, Any]],
+    samples: Sequence[SampleLike],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
 ) -> dict[str, Json]:
     """Every analysis with data, keyed as :data:`ANALYSES`, for ``scores.json``'s ``_relational``.
 
     ``records`` are prediction records of any tasks (with judge scores merged in, for ER and VP's judge
     metrics); ``samples`` the run's samples (records of other samples are left out).
     """
+    records = [as_line(r) for r in given]
     by_id = {s.sample_id: s for s in samples}
     out: dict[str, Json] = {}
     for key, task, title, grouper, per_scenario in ANALYSES:

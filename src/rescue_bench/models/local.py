@@ -43,6 +43,7 @@ from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import Capabilities, GenerationParams
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
 from rescue_bench.records import Instance, Json, Reply, Request, Usage
+from rescue_bench.tasks.context import chat_message
 
 log = logging.getLogger(__name__)
 
@@ -114,8 +115,9 @@ def render_prompt(messages: Sequence[dict[str, Json]]) -> str:
     """
     parts = []
     for message in messages:
-        text = _text_of(message.get("content"))
-        parts.append(f"{ANSWER_CUE}\n{text}" if message.get("role") == "assistant" else text)
+        typed = chat_message(message)
+        text = _text_of(typed.content)
+        parts.append(f"{ANSWER_CUE}\n{text}" if typed.role == "assistant" else text)
     return "\n\n".join([*parts, ANSWER_CUE]) + "\n"
 
 

@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from rescue_bench.errors import DataError
 from rescue_bench.review.db import Rating, RatingItem, User, utcnow
+from rescue_bench.rundir import PredictionLine, RunDirError
 from rescue_bench.tasks import judged_tasks
 
 RATED_TASKS = judged_tasks()
@@ -56,24 +57,32 @@ def read_candidates(run_dir: Path) -> tuple[list[Candidate], int]:
             if not line.strip():
                 continue
             record = _record(line, path, number)
+            # Lines of other tasks are passed over unread, as the rest of the file is not ours to check.
             if record.get("task") not in RATED_TASKS:
                 continue
-            if not record.get("valid") or record.get("prediction") is None:
+            prediction = _prediction(record, path, number)
+            if not prediction.instance_id:
+                raise DataError(f"{path}:{number}: instance_id is missing")
+            if not prediction.valid or prediction.prediction is None:
                 invalid += 1
                 continue
-            instance_id = record.get("instance_id")
-            if not isinstance(instance_id, str) or not instance_id:
-                raise DataError(f"{path}:{number}: instance_id is missing")
             out.append(
                 Candidate(
-                    instance_id,
-                    record["task"],
-                    record.get("scenario"),
-                    record.get("gold"),
-                    record["prediction"],
+                    prediction.instance_id,
+                    prediction.task,
+                    prediction.scenario,
+                    prediction.gold,
+                    prediction.prediction,
                 )
             )
     return out, invalid
+
+
+def _prediction(record: dict[str, Any], path: Path, number: int) -> PredictionLine:
+    try:
+        return PredictionLine.from_json(record, f"{path}:{number}")
+    except RunDirError as exc:
+        raise DataError(str(exc)) from None
 
 
 def _record(line: str, path: Path, number: int) -> dict[str, Any]:

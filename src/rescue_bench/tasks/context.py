@@ -25,8 +25,11 @@ from __future__ import annotations
 import math
 import re
 import weakref
-from collections.abc import Callable, Hashable, Sequence
-from typing import Any, TypeVar
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TypeVar
+
+from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.schema import Cue, Row, Sample
 from rescue_bench.errors import ConfigError
@@ -185,13 +188,62 @@ def transcript(records: Sequence[RowRecord]) -> str:
     return "\n".join(str(r["line"]) for r in records)
 
 
-def shown_rows(context: dict[str, Any]) -> tuple[int, ...]:
+def row_index_of(record: RowRecord) -> int:
+    """The row a rendered row record is of."""
+    return int(record["row_index"])
+
+
+@dataclass(frozen=True, slots=True)
+class ShownRows:
+    """The rendered rows an instance's context shows: its earlier rows, and the current row (ER, VP, RPP
+    with the current turn); the records themselves, shared with the other instances of the sample."""
+
+    rows: tuple[RowRecord, ...] = ()
+    current: RowRecord | None = None
+
+    @property
+    def indices(self) -> tuple[int, ...]:
+        """Row indices in display order (earlier rows, then the current row)."""
+        current = () if self.current is None else (row_index_of(self.current),)
+        return (*(row_index_of(r) for r in self.rows), *current)
+
+
+def shown_context(context: object) -> ShownRows:
+    """The rows of an instance's context (none for a context without rows, such as a test's).
+
+    >>> shown_context({"rows": [{"row_index": 2, "line": "a"}], "current": {"row_index": 3}}).indices
+    (2, 3)
+    >>> shown_context(None).indices
+    ()
+    """
+    rows: tuple[RowRecord, ...] = ()
+    current: RowRecord | None = None
+    match context:
+        case {"rows": list() | tuple() as listed}:
+            rows = tuple(r for r in listed if isinstance(r, dict))
+    match context:
+        case {"current": dict() as row}:
+            current = row
+    return ShownRows(rows, current)
+
+
+def shown_rows(context: Mapping[str, Json]) -> tuple[int, ...]:
     """Row indices an instance shows, in display order (earlier rows, then the current row)."""
-    rows = [int(r["row_index"]) for r in context.get("rows", ())]
-    current = context.get("current")
-    if current is not None:
-        rows.append(int(current["row_index"]))
-    return tuple(rows)
+    return shown_context(context).indices
+
+
+class ChatMessage(BaseModel):
+    """One chat message of a request: its role and its content (a string, or a list of content parts)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str
+    content: Json = None
+
+
+def chat_message(message: Mapping[str, Json]) -> ChatMessage:
+    """A request's message, typed (``ValueError`` for one without a role or with unknown keys)."""
+    return ChatMessage.model_validate(message)
 
 
 def _spread(n: int, limit: int) -> list[int]:

@@ -25,6 +25,8 @@ from rescue_bench.rundir import (
     REQUESTS_FILE,
     RUN_FILE,
     SCORES_FILE,
+    Manifest,
+    RequestLine,
     RunData,
     load_run,
 )
@@ -32,6 +34,8 @@ from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.view.rows import InstanceRow, index_rows
 
 FILES = (RUN_FILE, PREDICTIONS_FILE, REQUESTS_FILE, JUDGMENTS_FILE, SCORES_FILE)
+FACT_KEYS = ("latency", "usage", "attempts", "cached", "masked", "refused", "single", "batch_id", "time")
+"""The fields of a request line shown as its facts, when recorded."""
 Signature = tuple[tuple[int, int], ...]
 
 
@@ -73,7 +77,7 @@ class RunView:
 
     @property
     def status(self) -> str:
-        return str(self.data.run.get("status") or "unknown")
+        return self.data.manifest.status or "unknown"
 
     @property
     def partial(self) -> bool:
@@ -85,26 +89,20 @@ class RunView:
         return self.data.tasks
 
     def expected(self, task: str) -> int | None:
-        counts = (self.data.run.get("counts") or {}).get(task) or {}
-        value = counts.get("instances") if isinstance(counts, Mapping) else None
+        value = self.data.manifest.counts.get(task, {}).get("instances")
         return int(value) if isinstance(value, int) else None
 
 
-def _reply(record: Mapping[str, Any]) -> ReplyRecord:
-    reply = record.get("reply") or {}
-    facts = {
-        k: record.get(k)
-        for k in ("latency", "usage", "attempts", "cached", "masked", "refused", "single", "batch_id", "time")
-        if k in record
-    }
+def _reply(line: RequestLine) -> ReplyRecord:
+    record = line.to_json()
     return ReplyRecord(
-        request_key=str(record.get("request_key")),
-        instance_ids=tuple(str(i) for i in record.get("instance_ids") or ()),
-        text=reply.get("text") if isinstance(reply, Mapping) else None,
-        reasoning=reply.get("reasoning") if isinstance(reply, Mapping) else None,
-        finish_reason=reply.get("finish_reason") if isinstance(reply, Mapping) else None,
-        error=record.get("error"),
-        facts=facts,
+        request_key=line.request_key,
+        instance_ids=line.instance_ids,
+        text=line.reply.text,
+        reasoning=line.reply.reasoning,
+        finish_reason=line.reply.finish_reason,
+        error=line.error,
+        facts={k: record[k] for k in FACT_KEYS if k in record},
     )
 
 
@@ -116,13 +114,13 @@ def read_run(path: Path, index: int = 0) -> RunView:
     """
     try:
         data = load_run(path)
-        records = tuple(judged_records(data.predictions, data.judgments))
+        records = tuple(judged_records(data.prediction_lines, data.judgment_lines))
     except BenchError as exc:
         raise ViewError(str(exc)) from None
-    replies = {r.request_key: r for r in map(_reply, (line.to_json() for line in data.request_lines))}
+    replies = {r.request_key: r for r in map(_reply, data.request_lines)}
     judgments: dict[str, list[Mapping[str, Any]]] = {}
-    for line in data.judgments:
-        judgments.setdefault(str(line.get("instance_id")), []).append(line)
+    for line in data.judgment_lines:
+        judgments.setdefault(line.instance_id, []).append(line.to_json())
     rows = index_rows(records, judgments, {k: r.text or "" for k, r in replies.items()})
     return RunView(
         index=index,
@@ -195,9 +193,8 @@ class Source:
     """Memo of the instances built per (task, sample), filled by the transcript rebuild."""
 
 
-def _data_path(run: Mapping[str, Any], run_dir: Path) -> str:
-    selection = run.get("selection") or {}
-    data = str(selection.get("data") or "demo")
+def _data_path(run: Manifest, run_dir: Path) -> str:
+    data = str(run.selection.get("data") or "demo")
     if data == "demo" or data.startswith("hf") or Path(data).expanduser().is_absolute():
         return data
     # a relative path was relative to where the run was started: try there, then beside the run directory
@@ -207,12 +204,12 @@ def _data_path(run: Mapping[str, Any], run_dir: Path) -> str:
     return data
 
 
-def read_source(run: Mapping[str, Any], run_dir: Path) -> Source:
+def read_source(run: Manifest, run_dir: Path) -> Source:
     """Load the samples a run used; a problem (missing file, no recorded config) is reported, not raised."""
-    sizes = {str(k): int(v) for k, v in (run.get("batch_sizes") or {}).items()}
-    hashes = {str(k): str(v) for k, v in (run.get("prompt_hashes") or {}).items()}
+    sizes = dict(run.batch_sizes)
+    hashes = dict(run.prompt_hashes)
     try:
-        config = config_from_manifest(dict(run))
+        config = config_from_manifest(run.to_json())
         cfg = config.task_config()
         samples = load_samples(_data_path(run, run_dir))
     except BenchError as exc:
@@ -232,7 +229,7 @@ class SourceCache:
     def get(self, view: RunView) -> Source:
         with self._lock:
             if view.path not in self._loaded:
-                self._loaded[view.path] = read_source(view.data.run, view.path)
+                self._loaded[view.path] = read_source(view.data.manifest, view.path)
             return self._loaded[view.path]
 
 

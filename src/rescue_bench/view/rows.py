@@ -15,13 +15,16 @@ from rescue_bench.judge.merge import (
     AGREEMENT_KEY,
     BERTSCORE_JUDGE,
     JUDGED_TASKS,
+    Judged,
+    Predicted,
     as_judgments,
     as_prediction,
     current_lines,
 )
-from rescue_bench.metrics.aggregate import as_line, top1
+from rescue_bench.metrics.aggregate import top1
 from rescue_bench.metrics.compare import correct_top1
 from rescue_bench.report.analysis import stp_kind
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import mcnemar_tasks, task_info
 from rescue_bench.taxonomy import relation_labels
 
@@ -89,100 +92,103 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def disagreement(record: Mapping[str, Any], lines: Sequence[Mapping[str, Any]]) -> float | None:
+def disagreement(given: Predicted, lines: Sequence[Judged]) -> float | None:
     """Spread of the LLM judges' scores on the instance's present prediction (``None`` below two judges).
 
-    >>> rec = {"task": "er", "valid": True, "prediction": "x"}
-    >>> disagreement(rec, [{"judge": "a", "valid": True, "scores": {"s_emo": 2}},
-    ...                    {"judge": "b", "valid": True, "scores": {"s_emo": 5}}])
+    >>> rec = {"instance_id": "i", "task": "er", "valid": True, "prediction": "x"}
+    >>> line = {"instance_id": "i", "task": "er", "valid": True}
+    >>> disagreement(rec, [{**line, "judge": "a", "scores": {"s_emo": 2}},
+    ...                    {**line, "judge": "b", "scores": {"s_emo": 5}}])
     3.0
     """
-    task = str(record.get("task"))
-    if task not in JUDGED_TASKS:
+    record = as_prediction(given)
+    if record.task not in JUDGED_TASKS:
         return None
-    key = AGREEMENT_KEY[task]
+    key = AGREEMENT_KEY[record.task]
     values = [
         v
-        for line in current_lines(as_prediction(record), as_judgments(lines))
+        for line in current_lines(record, as_judgments(lines))
         if line.judge != BERTSCORE_JUDGE and line.valid
         if (v := _number(line.scores.get(key))) is not None
     ]
     return max(values) - min(values) if len(values) >= 2 else None
 
 
-def _previous_golds(records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+def _previous_golds(records: Sequence[PredictionLine]) -> dict[str, str]:
     """RPP instance id -> the gold of the previous in-taxonomy RPP row of its conversation."""
-    by_sample: dict[str, list[Mapping[str, Any]]] = {}
+    by_sample: dict[str, list[PredictionLine]] = {}
     for r in records:
-        if r.get("task") == "rpp":
-            by_sample.setdefault(str(r.get("sample_id")), []).append(r)
+        if r.task == "rpp":
+            by_sample.setdefault(r.sample_id, []).append(r)
     out: dict[str, str] = {}
     for members in by_sample.values():
-        allowed = set(relation_labels(members[0].get("scenario")))  # type: ignore[arg-type]
+        allowed = set(relation_labels(members[0].scenario))  # type: ignore[arg-type]
         previous = ""
-        for r in sorted(members, key=lambda r: int(r.get("row_index") or 0)):
-            out[str(r["instance_id"])] = previous
-            if str(r.get("gold")) in allowed:
-                previous = str(r.get("gold"))
+        for r in sorted(members, key=lambda r: r.row_index):
+            out[r.instance_id] = previous
+            if str(r.gold) in allowed:
+                previous = str(r.gold)
     return out
 
 
-def _correct(task: str, record: Mapping[str, Any]) -> bool | None:
-    return correct_top1(task_info(task).kind, as_line(record)) if task in mcnemar_tasks() else None
+def _correct(task: str, record: PredictionLine) -> bool | None:
+    return correct_top1(task_info(task).kind, record) if task in mcnemar_tasks() else None
 
 
 def make_row(
     position: int,
-    record: Mapping[str, Any],
-    lines: Sequence[Mapping[str, Any]],
+    given: Predicted,
+    lines: Sequence[Judged],
     reply_text: str,
     prev_gold: str,
 ) -> InstanceRow:
     """The list row of one prediction record (judgments folded in)."""
-    task = str(record.get("task"))
-    scores = record.get("scores") or {}
-    problems = tuple(str(p) for p in record.get("problems") or ())
+    record = as_prediction(given)
+    task = record.task
+    scores = record.scores
+    problems = record.problems
     generation = task in JUDGED_TASKS
-    value = record.get("prediction")
+    value = record.prediction
     predicted = _text(value) if generation and value is not None else top1(record)
-    kinds = stp_kind(str(record.get("gold")), predicted) if task == "stp" else ("", "")
+    kinds = stp_kind(str(record.gold), predicted) if task == "stp" else ("", "")
     return InstanceRow(
         position=position,
-        instance_id=str(record.get("instance_id")),
+        instance_id=record.instance_id,
         task=task,
-        sample_id=str(record.get("sample_id")),
-        scenario=str(record.get("scenario")),
-        row_index=int(record.get("row_index") or 0),
-        gold=_text(record.get("gold")),
+        sample_id=record.sample_id,
+        scenario=record.scenario,
+        row_index=record.row_index,
+        gold=_text(record.gold),
         predicted=predicted,
-        valid=bool(record.get("valid")),
+        valid=record.valid,
         correct=_correct(task, record),
         failure=failure_kind(problems, scores, task),
         problems=problems,
         judge_score=_number(scores.get(JUDGE_SCORE[task])) if generation else None,
         disagreement=disagreement(record, lines),
-        request_key=str(record["request_key"]) if record.get("request_key") else None,
+        request_key=record.request_key or None,
         prev_gold=prev_gold,
         gold_kind=kinds[0],
         pred_kind=kinds[1],
-        search=f"{_text(record.get('prediction'))}\n{reply_text}".lower(),
+        search=f"{_text(record.prediction)}\n{reply_text}".lower(),
     )
 
 
 def index_rows(
-    records: Sequence[Mapping[str, Any]],
-    judgments: Mapping[str, Sequence[Mapping[str, Any]]],
+    given: Sequence[Predicted],
+    judgments: Mapping[str, Sequence[Judged]],
     reply_texts: Mapping[str, str],
 ) -> list[InstanceRow]:
     """One row per record, in file order."""
+    records = [as_prediction(r) for r in given]
     previous = _previous_golds(records)
     return [
         make_row(
             position,
             record,
-            judgments.get(str(record.get("instance_id")), ()),
-            reply_texts.get(str(record.get("request_key")), ""),
-            previous.get(str(record.get("instance_id")), ""),
+            judgments.get(record.instance_id, ()),
+            reply_texts.get(str(record.request_key), ""),
+            previous.get(record.instance_id, ""),
         )
         for position, record in enumerate(records)
     ]

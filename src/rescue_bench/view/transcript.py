@@ -16,6 +16,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.errors import BenchError
 from rescue_bench.records import Instance
 from rescue_bench.tasks import get_task, make_batches
+from rescue_bench.tasks.context import row_index_of, shown_context
 from rescue_bench.view.data import ReplyRecord, Source
 
 THERAPIST = "Therapist"
@@ -60,9 +61,7 @@ def _sides(sample: Sample) -> dict[str, str]:
 
 
 def _shown_rows(instance: Instance) -> set[int]:
-    context = instance.context
-    rows = context.get("rows") if isinstance(context, Mapping) else None
-    return {int(r["row_index"]) for r in rows or () if isinstance(r, Mapping) and "row_index" in r}
+    return {row_index_of(r) for r in shown_context(instance.context).rows if "row_index" in r}
 
 
 def conversation(sample: Sample, instance: Instance) -> tuple[Turn, ...]:

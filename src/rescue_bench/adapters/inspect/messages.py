@@ -7,16 +7,17 @@ from inspect_ai.util import JSONSchema
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Request
+from rescue_bench.tasks.context import chat_message
 
 
 def chat_messages(request: Request) -> list[ChatMessage]:
     """The request's messages, content unchanged (text prompts only: video mode needs the engine)."""
     out: list[ChatMessage] = []
-    for message in request.messages:
-        content = message.get("content")
+    for message in map(chat_message, request.messages):
+        content = message.content
         if not isinstance(content, str):
             raise ConfigError(f"{request.task}: only text prompts can go through inspect_ai")
-        if message.get("role") == "system":
+        if message.role == "system":
             out.append(ChatMessageSystem(content=content))
         else:
             out.append(ChatMessageUser(content=content))

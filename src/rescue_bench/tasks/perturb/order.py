@@ -16,8 +16,9 @@ from typing import Any
 
 from rescue_bench.metrics.aggregate import as_line
 from rescue_bench.metrics.compare import correct_top1
-from rescue_bench.records import Instance, Json, Request
+from rescue_bench.records import Instance, Request
 from rescue_bench.tasks import prompts, task_info
+from rescue_bench.tasks.context import chat_message, row_index_of, shown_context
 from rescue_bench.tasks.perturb.names import with_meta
 from rescue_bench.taxonomy import RELATION_PATTERNS, STRATEGIES, Label
 
@@ -81,11 +82,11 @@ def reorder_label_block(request: Request, batch: Sequence[Instance]) -> Request:
     old = prompts.label_block(labels)
     new = prompts.label_block([by_key[key] for key in first.candidates])
     messages = list(request.messages)
-    system = messages[0]
-    content = system.get("content")
-    if system.get("role") != "system" or not isinstance(content, str) or content.count(old) != 1:
+    system = chat_message(messages[0])
+    content = system.content
+    if system.role != "system" or not isinstance(content, str) or content.count(old) != 1:
         raise ValueError(f"{request.task}: the label list is not in the system message exactly once")
-    messages[0] = {**system, "content": content.replace(old, new)}
+    messages[0] = {**messages[0], "content": content.replace(old, new)}
     return replace(request, messages=tuple(messages))
 
 
@@ -93,12 +94,12 @@ def shuffle_rows(inst: Instance, seed: int) -> Instance:
     """The instance with its shown earlier rows in a seeded order; the row it is about, when it is among
     them (ITP's decision row), stays last."""
     context = inst.context
-    if not isinstance(context, dict) or not context.get("rows"):
+    rows = shown_context(context).rows
+    if not isinstance(context, dict) or not rows:
         return inst
-    rows: Sequence[Mapping[str, Json]] = context["rows"]
-    fixed = [r for r in rows if r.get("row_index") == inst.row_index]
-    movable = [r for r in rows if r.get("row_index") != inst.row_index]
-    keys = [str(r.get("row_index")) for r in movable]
+    fixed = [r for r in rows if row_index_of(r) == inst.row_index]
+    movable = [r for r in rows if row_index_of(r) != inst.row_index]
+    keys = [str(row_index_of(r)) for r in movable]
     order = seeded_shuffle(keys, f"{seed}:shuffle-window:{inst.id}")
     by_key = dict(zip(keys, movable, strict=True))
     shuffled = (*(by_key[k] for k in order), *fixed)
