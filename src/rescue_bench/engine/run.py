@@ -43,7 +43,7 @@ from rescue_bench.engine.video import Hook, make_hook
 from rescue_bench.errors import ProviderError
 from rescue_bench.models.base import Provider
 from rescue_bench.records import Json
-from rescue_bench.rundir import Manifest, PredictionLine, RunStore, read_requests
+from rescue_bench.rundir import Manifest, PredictionLine, RequestLine, RunStore
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
 
@@ -243,7 +243,9 @@ def _finish(
     order = [inst.id for plan in plans for inst in plan.instances]
     records = store.compact_predictions(order, runner.done)
     store.close()
-    counts = count_run(plans, [PredictionLine.from_json(r) for r in records], read_requests(store.root))
+    # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
+    requests = [RequestLine.from_json(r) for r in store.request_records()]
+    counts = count_run(plans, [PredictionLine.from_json(r) for r in records], requests)
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None
     if status == "finished" and complete:
