@@ -26,9 +26,10 @@ from rescue_bench import __version__
 from rescue_bench.adapters.rundata import RunData, ScopeEntry, judged, read_run, reply_texts
 from rescue_bench.errors import DataError
 from rescue_bench.rundir import PredictionLine
-from rescue_bench.tasks import TASKS, get_task
+from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
-FREE_TEXT_TASKS = ("er", "vp")
+FREE_TEXT_TASKS = tasks_of_kind("generation")
+"""Tasks answered in words (redacted with --redact); the viewer uses the same rule."""
 COLUMNS = ("instance_id", "sample_id", "scenario", "row_index", "valid", "gold", "prediction", "problems")
 
 
