@@ -37,6 +37,8 @@ from rescue_bench.tasks.perturb import parse_perturbations
 
 VIDEO_BATCH_SIZE = 1
 """Instances per request in video mode when ``batch_size`` is not given, as in the reference scripts."""
+ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "max"]
+"""How hard a reasoning model thinks; ``none`` sends nothing (the endpoint's default, today's behaviour)."""
 TASKS_CONTEXT = "tasks"
 """Validation-context key of the tasks a spec may name (default: the registry, ``tasks.TASKS``)."""
 
@@ -55,6 +57,23 @@ class ModelSpec(_Spec):
     seed: int | None = Field(None, description="Sent to the model as its seed; seeds baselines.")
     response_format: ResponseFormat = Field("json_schema", description="How the answer's shape is asked for.")
     disable_thinking: bool = Field(False, description="Send the endpoint's switch to turn off thinking.")
+    top_p: float | None = Field(None, gt=0.0, le=1.0, description="Nucleus sampling: top_p sent as is.")
+    max_tokens: int | None = Field(
+        None,
+        ge=1,
+        description="Output cap of every task (default: each task's own cap, with headroom when reasoning).",
+    )
+    reasoning_effort: ReasoningEffort = Field(
+        "none",
+        description="none | minimal | low | medium | high | max: mapped to what the endpoint takes "
+        "(docs/reasoning.md); none keeps the endpoint's default.",
+    )
+    extra_body: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Fields added to every request body as they are."
+    )
+    concurrency: int | None = Field(
+        None, ge=1, description="Requests in flight for this model (default: engine.concurrency)."
+    )
 
     @field_validator("name")
     @classmethod
@@ -65,8 +84,8 @@ class ModelSpec(_Spec):
         return name
 
 
-class JudgeSpec(_Spec):
-    """One judge of ER/VP, asked after the run."""
+class JudgeSpec(ModelSpec):
+    """One judge of the free-text tasks, asked after the run: the same keys as a model, its own settings."""
 
     name: str = Field(description="Judge model for ER/VP, asked after the run (repeatable).")
     base_url: str | None = Field(
@@ -155,6 +174,13 @@ class RunSpec(_Spec):
         description="Perturbations of what the model is shown, a comma list: label-order[:K], name-swap, "
         "anonymize, shuffle-window, context:N, no-cues (docs/robustness.md). Instance ids stay those of the "
         "unperturbed run, so `compare BASE PERTURBED` pairs them.",
+    )
+    repeats: int = Field(
+        1, ge=1, description="Ask every instance this many times (repeat i is its own cache entry)."
+    )
+    judge_repeats: int = Field(1, ge=1, description="Ask every judge this many times per reply.")
+    batch: bool = Field(
+        False, description="Send the run's requests through the endpoint's Batch API (files + batches)."
     )
     out: Path | None = Field(None, description="Run directory (default: runs/<model>_<data>).")
 
