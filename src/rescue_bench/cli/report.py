@@ -1,13 +1,16 @@
-"""CLI commands: ``rescue-bench report RUN... [--out DIR] [--with-paper]`` and ``compare RUN_A RUN_B``."""
+"""CLI commands: ``rescue-bench report RUN... [--out DIR] [--with-paper]`` and ``compare RUN...``."""
 
 from __future__ import annotations
 
 import json
 import logging
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
+
+if TYPE_CHECKING:
+    from rescue_bench.rundir import RunData
 
 Runs = Annotated[list[Path], typer.Argument(help="One or more run directories.", show_default=False)]
 
@@ -54,8 +57,7 @@ def report(
 
 
 def compare(
-    run_a: Annotated[Path, typer.Argument(help="Run A.", show_default=False)],
-    run_b: Annotated[Path, typer.Argument(help="Run B.", show_default=False)],
+    runs: Annotated[list[Path], typer.Argument(help="Two run directories or more.", show_default=False)],
     scopes: Annotated[str, typer.Option("--scopes", help="Comma list of all, couple, family.")] = "all",
     every_metric: Annotated[
         bool, typer.Option("--all-metrics", help="Every headline metric, not only the paper's columns.")
@@ -63,12 +65,22 @@ def compare(
     resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
     seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
     as_json: Annotated[bool, typer.Option("--json", help="Print the full comparison as JSON.")] = False,
+    adjust: Annotated[
+        str,
+        typer.Option(
+            "--adjust", help="Three runs or more: p-value adjustment over the pairs, holm | bh | none."
+        ),
+    ] = "holm",
+    level: Annotated[
+        float, typer.Option("--level", help="Three runs or more: significance level of the rank groups.")
+    ] = 0.05,
 ) -> None:
-    """Paired differences of two runs on their shared instances (bootstrap CIs, McNemar's test)."""
+    """Paired differences of runs on their shared instances (bootstrap CIs, McNemar's test).
+
+    With three runs or more: the matrix of every pair's difference, adjusted p-values and rank groups.
+    """
     from rescue_bench.errors import ConfigError
-    from rescue_bench.report.comparison import compare_run_data, comparison_table
-    from rescue_bench.report.tables import display_names
-    from rescue_bench.report.writers import markdown_table
+    from rescue_bench.metrics.multiplicity import ADJUSTMENTS
     from rescue_bench.rundir import load_run
 
     chosen = tuple(s.strip().lower() for s in scopes.split(",") if s.strip())
@@ -76,7 +88,45 @@ def compare(
         raise ConfigError(f"--scopes: expected a comma list of all, couple, family (got {scopes!r})")
     if resamples < 1:
         raise ConfigError(f"--resamples must be at least 1 (got {resamples})")
-    a, b = load_run(run_a), load_run(run_b)
+    if len(runs) < 2:
+        raise ConfigError("compare needs at least two run directories")
+    method = next((m for m in ADJUSTMENTS if m == adjust.strip().lower()), None)
+    if method is None:
+        raise ConfigError(f"--adjust: expected holm, bh or none (got {adjust!r})")
+    if not 0.0 < level < 1.0:
+        raise ConfigError(f"--level must lie in (0, 1) (got {level})")
+    loaded = [load_run(path) for path in runs]
+    if len(loaded) == 2:
+        _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
+        return
+    from rescue_bench.report.comparison import compare_many_run_data, matrix_tables
+    from rescue_bench.report.writers import markdown_table
+
+    result = compare_many_run_data(loaded, method=method, level=level, n_resamples=resamples, seed=seed)
+    if as_json:
+        typer.echo(result.model_dump_json(indent=2))
+        return
+    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric)
+    for table in tables:
+        typer.echo(f"## {table.title}\n\n{markdown_table(table)}")
+    if tables:
+        typer.echo(tables[0].note)
+
+
+def _compare_two(
+    a: RunData,
+    b: RunData,
+    chosen: tuple[str, ...],
+    every_metric: bool,
+    resamples: int,
+    seed: int,
+    as_json: bool,
+) -> None:
+    """Today's two-run output (kept exactly)."""
+    from rescue_bench.report.comparison import compare_run_data, comparison_table
+    from rescue_bench.report.tables import display_names
+    from rescue_bench.report.writers import markdown_table
+
     result = compare_run_data(a, b, n_resamples=resamples, seed=seed)
     if as_json:
         typer.echo(json.dumps(result, indent=2))

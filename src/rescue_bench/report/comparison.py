@@ -1,5 +1,7 @@
 """The ``compare RUN_A RUN_B`` table: paired differences on the shared instances
-(:func:`rescue_bench.metrics.compare.compare_runs`), with paired cluster-bootstrap CIs and McNemar's test."""
+(:func:`rescue_bench.metrics.compare.compare_runs`), with paired cluster-bootstrap CIs and McNemar's test;
+with three runs or more, the matrices of :func:`rescue_bench.metrics.compare_many.compare_many` (adjusted
+p-values and rank groups)."""
 
 from __future__ import annotations
 
@@ -7,9 +9,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rescue_bench.metrics.compare import compare_runs
+from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, ScopeMatrix, compare_many
+from rescue_bench.metrics.multiplicity import Adjustment
 from rescue_bench.report.entries import ComparedScope, ComparisonMeta
 from rescue_bench.report.robustness import run_records
-from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value
+from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value, display_names
 from rescue_bench.rundir import RunData
 from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics, task_info
 
@@ -86,4 +90,99 @@ def comparison_table(
         ("Task", "Scope", "Metric", "n", "A", "B", "A − B [95% CI]", "McNemar p"),
         tuple(rows),
         note,
+    )
+
+
+def compare_many_run_data(
+    runs: Sequence[RunData],
+    *,
+    method: Adjustment = "holm",
+    level: float = 0.05,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> ManyComparison:
+    """The many-way comparison of ``runs`` (:func:`rescue_bench.metrics.compare_many.compare_many`), the
+    records prepared as for two runs (judgments folded in, renamed answers mapped back)."""
+    return compare_many(
+        [run_records(run) for run in runs],
+        display_names(runs),
+        metric_specs(),
+        method=method,
+        level=level,
+        n_resamples=n_resamples,
+        seed=seed,
+    )
+
+
+def _p(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3g}"
+
+
+def matrix_tables(
+    result: ManyComparison, *, scopes: Sequence[str] = ("all",), every_metric: bool = False
+) -> list[Table]:
+    """Per task, scope and metric: each run's value and rank group, and its difference from every other run
+    (row minus column, 95% CI, adjusted p); McNemar's pairs below for top-1 tasks."""
+    tables = []
+    names = result.runs
+    for entry in [e for t in TASK_NAMES for e in result.tasks if e.task == t]:
+        wanted = headline(entry.task) if every_metric else paper_metrics(entry.task)
+        for scope in [s for s in scopes if s in entry.scopes]:
+            block = entry.scopes[scope]
+            for matrix in [m for m in block.metrics if m.metric in wanted]:
+                tables.append(_matrix_table(entry.task, scope, block.n, matrix, names, result))
+            if block.mcnemar:
+                tables.append(_mcnemar_table(entry.task, scope, block, names, result))
+    return tables
+
+
+def _matrix_table(
+    task: str, scope: str, n: int, matrix: MetricMatrix, names: Sequence[str], result: ManyComparison
+) -> Table:
+    by_pair = {(p.a, p.b): p for p in matrix.pairs}
+    rows: list[tuple[Value, ...]] = []
+    for i, name in enumerate(names):
+        cells: list[Value] = []
+        for j in range(len(names)):
+            pair = by_pair.get((i, j)) or by_pair.get((j, i))
+            if pair is None or pair.diff is None:
+                cells.append(None if i == j else "–")
+                continue
+            sign = 1.0 if pair.a == i else -1.0
+            lo, hi = pair.ci or (None, None)
+            bounds = (None, None) if lo is None or hi is None else sorted((sign * lo, sign * hi))
+            cell = _cell(task, sign * pair.diff, bounds[0], bounds[1]).text()
+            cells.append(f"{cell} p={_p(pair.p_adjusted)}")
+        rows.append((name, _cell(task, matrix.values[i]), matrix.groups[i], *cells))
+    return Table(
+        f"compare_{task}_{matrix.metric}_{scope}",
+        f"{task.upper()} {matrix.metric} ({SCOPE_NAMES[scope]}, n = {n})",
+        ("Model", "Value", "Group", *(f"− {name}" for name in names)),
+        tuple(rows),
+        _note(result),
+    )
+
+
+def _mcnemar_table(
+    task: str, scope: str, block: ScopeMatrix, names: Sequence[str], result: ManyComparison
+) -> Table:
+    rows: tuple[tuple[Value, ...], ...] = tuple(
+        (names[t.a], names[t.b], t.a_only, t.b_only, _p(t.p), _p(t.p_adjusted)) for t in block.mcnemar
+    )
+    return Table(
+        f"mcnemar_{task}_{scope}",
+        f"{task.upper()} top-1 correct, McNemar ({SCOPE_NAMES[scope]}, n = {block.n})",
+        ("A", "B", "right only in A", "right only in B", "p (exact)", f"p ({result.adjust})"),
+        rows,
+        "Exact two-sided McNemar on discordant top-1 results (instances treated as independent).",
+    )
+
+
+def _note(result: ManyComparison) -> str:
+    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
+    return (
+        "Cells: row minus column on the instances all runs share, 95% CI from a paired cluster bootstrap "
+        f"over conversations ({result.n_resamples} resamples), p two-sided, {how} adjustment over "
+        f"the pairs of this metric. Group: runs that share a letter cannot be told apart at level "
+        f"{result.level:g} (a = best)."
     )
