@@ -25,7 +25,7 @@ def test_holm_against_a_hand_computed_case() -> None:
 
 def test_bh_against_a_hand_computed_case() -> None:
     p = [0.01, 0.04, 0.03, 0.005, 0.5]
-    # sorted 0.005, 0.01, 0.03, 0.04, 0.5 times 5/i: 0.025, 0.025, 0.05, 0.05, 0.5; min from the top keeps them
+    # sorted 0.005, 0.01, 0.03, 0.04, 0.5 times 5/i: 0.025, 0.025, 0.05, 0.05, 0.5 (already monotone)
     assert adjust(p, "bh") == pytest.approx([0.025, 0.05, 0.05, 0.025, 0.5])
     assert adjust(p, "none") == p
     assert adjust([], "holm") == []

@@ -27,6 +27,7 @@ COMMAND_MODULES = (
     "review",
     "view",
     "export",
+    "study",
 )
 
 

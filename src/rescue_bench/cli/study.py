@@ -1,0 +1,181 @@
+"""CLI command ``rescue-bench sweep``: run a study (many models, maybe perturbations) and its leaderboard.
+
+``sweep STUDY.toml`` runs the study file; ``sweep --model A --model B ... [run flags]`` the simple case. The
+run flags are those of ``run`` (:mod:`rescue_bench.cli.run_flags`, declared once); only ``--model`` is
+repeatable here. Flags beside a study file override it (``--model`` replaces its models; a model flag such
+as ``--base-url`` applies to every model). ``--print-spec`` prints the effective study as TOML.
+
+Exit codes: 0 every run finished, 1 a run failed (its reason is in ``study.json``) or an error, 2 a usage
+error, 3 a run stopped (budget; re-run to resume), 130 interrupted (resumable).
+"""
+
+from __future__ import annotations
+
+import functools
+import signal
+import tomllib
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
+from rescue_bench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rescue_bench.study import StudyRecord
+
+PLACEHOLDER = "study/none"
+"""The model the run flags are checked with (a study's models come from ``--model`` or the file)."""
+EXIT_FAILED, EXIT_STOPPED = 1, 3
+ModelHelp = "provider/model of a model of the study (repeatable)."
+
+
+@functools.cache
+def _model_option() -> Any:
+    """A repeatable ``--model``, made by typer from a declaration (never called)."""
+
+    def declared(
+        model: Annotated[list[str] | None, typer.Option("--model", "-m", help=ModelHelp)] = None,
+    ) -> None:  # pragma: no cover - only its signature is read
+        """The sweep's models."""
+
+    holder = typer.Typer(add_completion=False)
+    holder.command()(declared)
+    return typer.main.get_command(holder).params[0]
+
+
+class SweepCommand(SpecCommand):
+    """The run flags, with ``--model`` repeatable."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params = [_model_option() if p.name == "model" else p for p in self.params]
+
+
+def load_study_file(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.__class__.__name__})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
+
+
+def study_table(
+    path: Path | None, flags: FlagValues, *, out: Path | None, context_curve: bool
+) -> dict[str, Any]:
+    """The flat study table: the file (if any) with the flags given beside it applied."""
+    if flags.given("spec") is not None:
+        raise ConfigError("--spec: a sweep reads its study file as its argument (sweep STUDY.toml)")
+    data: dict[str, Any] = load_study_file(path) if path is not None else {}
+    models = flags.given("model")
+    given = make_spec(FlagValues({**flags.values, "model": PLACEHOLDER}), out=out)
+    overrides = given.model_dump(mode="json", exclude_unset=True)
+    model_flags = {k: v for k, v in overrides.pop("model", {}).items() if k != "name"}
+    if isinstance(models, list | tuple):
+        data["models"] = [{"name": name} for name in models]
+    if model_flags:
+        entries = data.get("models")
+        data["models"] = [
+            {**({"name": m} if isinstance(m, str) else m), **model_flags}
+            for m in (entries if isinstance(entries, list) else [])
+        ]
+    if "perturb" in overrides:
+        data["perturb"] = [",".join(overrides.pop("perturb"))]
+    if context_curve:
+        data["context_curve"] = True
+    return _merged(data, overrides)
+
+
+def _merged(base: dict[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        inner = out.get(key)
+        out[key] = _merged(inner, value) if isinstance(inner, dict) and isinstance(value, dict) else value
+    return out
+
+
+def sweep(
+    ctx: typer.Context,
+    study_file: Annotated[
+        Path | None, typer.Argument(help="The study file (TOML); or give --model, repeated.")
+    ] = None,
+    out: Annotated[
+        Path | None, typer.Option("--out", help="Study directory (default: studies/study).")
+    ] = None,
+    with_paper: Annotated[
+        bool, typer.Option("--with-paper", help="Add the paper's published Table 5 rows to the leaderboard.")
+    ] = False,
+    context_curve: Annotated[
+        bool, typer.Option("--context-curve", help="Add the runs context:0, 1, 3, 5 and all.")
+    ] = False,
+    adjust: Annotated[
+        str, typer.Option("--adjust", help="Rank groups: p-value adjustment, holm | bh | none.")
+    ] = "holm",
+    level: Annotated[float, typer.Option("--level", help="Rank groups: significance level.")] = 0.05,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+) -> None:
+    """Run every model of a study (each into <out>/<model>/), then write study.json and the leaderboard.
+
+    Re-running resumes: finished runs send nothing, a model added later is the only one asked.
+    """
+    from rescue_bench.metrics.multiplicity import ADJUSTMENTS
+    from rescue_bench.study import StudyOptions, run_study, validate_study, write_study_leaderboard
+
+    flags = flag_values(ctx)
+    method = next((m for m in ADJUSTMENTS if m == adjust.strip().lower()), None)
+    if method is None:
+        raise ConfigError(f"--adjust: expected holm, bh or none (got {adjust!r})")
+    if not 0.0 < level < 1.0:
+        raise ConfigError(f"--level must lie in (0, 1) (got {level})")
+    table = study_table(study_file, flags, out=out, context_curve=context_curve)
+    study = validate_study(table, where=str(study_file) if study_file is not None else "")
+    if study.base.out is None:
+        study = study.model_copy(update={"base": study.base.model_copy(update={"out": study.out})})
+    if flags.print_spec:
+        typer.echo(study.to_toml(), nl=False)
+        return
+    options = StudyOptions(quiet=quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        record = run_study(study, options)
+    except KeyboardInterrupt:
+        typer.echo(f"interrupted; re-run the same command to resume {study.out}", err=True)
+        raise typer.Exit(130) from None
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    paths = write_study_leaderboard(study.out, record, with_paper=with_paper, method=method, level=level)
+    _summary(record, paths)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def _summary(record: StudyRecord, paths: list[Path]) -> None:
+    table = Table(title="Study")
+    for header in ("Run", "Status", "Done", "Invalid", "Cost (USD)", "Reason"):
+        table.add_column(header)
+    for run in record.runs:
+        cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
+        done = f"{run.counts.done}/{run.counts.instances}"
+        table.add_row(run.label, run.status, done, str(run.counts.invalid), cost, run.reason or "")
+    Console(width=None if Console().is_terminal else 200).print(table)
+    for path in paths:
+        typer.echo(f"  {path}")
+    if any(r.status == "failed" for r in record.runs):
+        typer.echo("some runs failed (see study.json); the others are complete", err=True)
+        raise typer.Exit(EXIT_FAILED)
+    if any(r.status != "finished" for r in record.runs):
+        typer.echo("some runs stopped; re-run the same command to resume", err=True)
+        raise typer.Exit(EXIT_STOPPED)
+
+
+def register(app: typer.Typer) -> None:
+    """Add ``sweep`` to the root app."""
+    app.command("sweep", cls=SweepCommand)(sweep)

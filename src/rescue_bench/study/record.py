@@ -1,0 +1,121 @@
+"""``<out>/study.json``: what a study is (its spec) and how each of its runs went, written atomically.
+
+Format 1::
+
+    {"format": 1, "spec": {the flat study table}, "updated": ISO time,
+     "runs": [{"model", "perturbation", "dir" (relative to the study directory), "status", "reason",
+               "counts": {"instances", "done", "invalid", "request_failures"}, "cost_usd", "elapsed_s"}]}
+
+``status`` is ``finished`` (every instance done and scored), ``partial`` (stopped: budget, interrupt;
+resumable), ``failed`` (the endpoint refused: bad key, unknown model; or every request failed) or
+``pending`` (not started).
+A run that did not finish is never shown as complete: the leaderboard marks it PARTIAL.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
+
+from rescue_bench.errors import DataError
+
+STUDY_FILE: Final = "study.json"
+FORMAT: Final = 1
+Status = Literal["pending", "finished", "partial", "failed"]
+
+
+class _Record(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class RunCounts(_Record):
+    """Instances over every task of one run."""
+
+    instances: int = 0
+    done: int = 0
+    invalid: int = 0
+    request_failures: int = 0
+
+    @classmethod
+    def of(cls, counts: Mapping[str, Mapping[str, object]]) -> RunCounts:
+        """Summed from ``run.json``'s per-task counts."""
+
+        def total(key: str) -> int:
+            return sum(int(c.get(key) or 0) for c in counts.values() if isinstance(c.get(key) or 0, int))
+
+        return cls(
+            instances=total("instances"),
+            done=total("done"),
+            invalid=total("invalid"),
+            request_failures=total("request_failures"),
+        )
+
+
+class RunEntry(_Record):
+    model: str
+    perturbation: str = ""
+    dir: str
+    status: Status = "pending"
+    reason: str | None = None
+    counts: RunCounts = Field(default_factory=RunCounts)
+    cost_usd: float | None = None
+    elapsed_s: float | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.perturbation})" if self.perturbation else self.model
+
+
+class StudyRecord(_Record):
+    format: int = FORMAT
+    spec: dict[str, JsonValue]
+    updated: str
+    runs: tuple[RunEntry, ...]
+
+    @property
+    def failed(self) -> tuple[RunEntry, ...]:
+        return tuple(r for r in self.runs if r.status != "finished")
+
+
+def now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def write_record(folder: Path, record: StudyRecord) -> Path:
+    """Write ``study.json`` atomically (a temporary file renamed over it): a kill leaves old or new."""
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / STUDY_FILE
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".study.", suffix=".json")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(record.model_dump_json(indent=2) + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def read_record(folder: Path) -> StudyRecord | None:
+    """The study's record, or ``None`` when there is none yet.
+
+    Raises:
+        DataError: the file is not a study record (named with the field).
+    """
+    path = folder / STUDY_FILE
+    if not path.is_file():
+        return None
+    try:
+        return StudyRecord.model_validate_json(path.read_bytes())
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        field = ".".join(str(p) for p in error["loc"])
+        raise DataError(f"{path}: {field}: {error['msg']}") from None

@@ -1,0 +1,204 @@
+"""The study spec: a run spec with a list of models (and of perturbations), and the runs it stands for.
+
+A study file is a run spec (:class:`~rescue_bench.spec.RunSpec`) without ``model``, plus ``[[models]]``
+tables (each a :class:`~rescue_bench.spec.ModelSpec`), ``perturb = [...]`` (each entry a comma list of
+perturbations, ``""`` the unperturbed base; ``context-curve`` stands for ``context:0``, ``1``, ``3``, ``5``
+and ``all``) and ``context_curve = true`` (the same curve). Each (model, perturbation) is one ordinary run
+spec (:meth:`StudySpec.runs`), derived from the study's own fields, so a key added to the run spec is a key
+of a study with no edit here.
+
+Layout: ``<out>/<model>/`` holds the unperturbed run of each model, ``<out>/<model>/<perturbation>/`` a
+perturbed one; ``<model>`` is the model name with unsafe characters replaced (two models of one name get a
+short hash of their settings added), ``<perturbation>`` the comma list with ``:`` as ``-`` and ``,`` as ``+``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rescue_bench.errors import ConfigError
+from rescue_bench.spec import ModelSpec, RunSpec, to_toml, validate_spec
+from rescue_bench.tasks.perturb import parse_perturbations
+
+CONTEXT_CURVE: Final = ("context:0", "context:1", "context:3", "context:5", "context:all")
+"""The history lengths of ``context-curve`` (issue 17: N in {0, 1, 3, 5, all})."""
+CURVE_NAME: Final = "context-curve"
+STUDY_KEYS: Final = ("models", "perturb", "context_curve")
+"""The keys a study has beyond (or instead of) the run spec's."""
+DEFAULT_OUT: Final = Path("studies") / "study"
+PLACEHOLDER: Final = "study/none"
+"""The base run spec's model when the study names none (the ``models`` error is then the one reported)."""
+
+
+@dataclass(frozen=True, slots=True)
+class StudyRun:
+    """One run of a study: which model and perturbation, its directory, and its ordinary run spec."""
+
+    index: int
+    model: str
+    perturbation: str
+    """The comma list (``""``: unperturbed)."""
+    out: Path
+    spec: RunSpec
+
+    @property
+    def label(self) -> str:
+        """``provider/model`` or ``provider/model (perturbation)``: the leaderboard's row name."""
+        return f"{self.model} ({self.perturbation})" if self.perturbation else self.model
+
+
+class StudySpec(BaseModel):
+    """Many models over one data set, task list and settings (``base``), each maybe under perturbations."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    models: tuple[ModelSpec, ...] = Field(min_length=1, description="The models of the study.")
+    perturb: tuple[str, ...] = Field(("",), description="Perturbation variants ('' = unperturbed).")
+    context_curve: bool = Field(False, description="Add the context:0,1,3,5,all variants.")
+    base: RunSpec
+    """Every other key, as a run spec (its model is the first model; ``perturb`` empty)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flat(cls, data: object) -> object:
+        """A flat study table (a run spec's keys with ``models``) becomes ``models`` + ``base``."""
+        if not isinstance(data, Mapping) or "base" in data:
+            return data
+        if "model" in data:
+            raise ValueError("model: a study lists its models as [[models]] tables (or --model, repeated)")
+        rest = {k: v for k, v in data.items() if k not in STUDY_KEYS}
+        models = data.get("models")
+        first = models[0] if isinstance(models, list | tuple) and models else PLACEHOLDER
+        ours = {k: data[k] for k in STUDY_KEYS if k in data}
+        return {**ours, "base": {**rest, "model": first}}
+
+    @field_validator("models", mode="before")
+    @classmethod
+    def _model_names(cls, value: object) -> object:
+        if isinstance(value, list | tuple):
+            return [{"name": v} if isinstance(v, str) else v for v in value]
+        return value
+
+    @field_validator("perturb", mode="before")
+    @classmethod
+    def _variants(cls, value: object) -> object:
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list | tuple):
+            return value
+        out: list[str] = []
+        for entry in (str(v) for v in value):
+            for variant in CONTEXT_CURVE if entry.strip() == CURVE_NAME else (entry,):
+                out.append(_canonical(variant))
+        if len(set(out)) != len(out):
+            raise ValueError("a perturbation variant is listed twice")
+        return out
+
+    @field_validator("base")
+    @classmethod
+    def _unperturbed(cls, base: RunSpec) -> RunSpec:
+        if base.perturb:
+            raise ValueError("internal: the base spec of a study is unperturbed")
+        return base
+
+    def variants(self) -> tuple[str, ...]:
+        """The perturbation variants, in order, the context curve added when asked for."""
+        curve = CONTEXT_CURVE if self.context_curve else ()
+        return tuple(dict.fromkeys((*self.perturb, *(_canonical(c) for c in curve))))
+
+    @property
+    def out(self) -> Path:
+        return self.base.out or DEFAULT_OUT
+
+    def runs(self) -> list[StudyRun]:
+        """Every (model, variant) as an ordinary run spec, in model then variant order."""
+        slugs = model_slugs(self.models)
+        runs = []
+        for model, slug in zip(self.models, slugs, strict=True):
+            for variant in self.variants():
+                where = self.out / slug / perturb_slug(variant) if variant else self.out / slug
+                spec = self.base.model_copy(
+                    update={"model": model, "perturb": _perturbations(variant), "out": where}
+                )
+                runs.append(StudyRun(len(runs), model.name, variant, where, spec))
+        return runs
+
+    def to_table(self) -> dict[str, Any]:
+        """The flat study table (what a study file holds), as JSON values."""
+        base = self.base.model_dump(mode="json", exclude={"model", "perturb"})
+        models = [m.model_dump(mode="json") for m in self.models]
+        return {**base, "perturb": list(self.perturb), "context_curve": self.context_curve, "models": models}
+
+    def to_toml(self) -> str:
+        return to_toml(self.to_table())
+
+
+def _canonical(variant: str) -> str:
+    """A variant as the run spec writes it (``"name-swap, context:5"`` -> ``"name-swap,context:5"``)."""
+    try:
+        return ",".join(str(p) for p in parse_perturbations(variant))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+
+
+def _perturbations(variant: str) -> tuple[str, ...]:
+    return tuple(str(p) for p in parse_perturbations(variant))
+
+
+def slug(text: str) -> str:
+    """A directory name: letters, digits, ``.``, ``_``, ``-`` and ``+``; anything else becomes ``-``.
+
+    >>> slug("openai/gpt-4o-mini"), perturb_slug("context:0,name-swap")
+    ('openai-gpt-4o-mini', 'context-0+name-swap')
+    """
+    return re.sub(r"[^A-Za-z0-9._+-]+", "-", text).strip("-") or "x"
+
+
+def perturb_slug(variant: str) -> str:
+    return slug(variant.replace(",", "+"))
+
+
+def model_slugs(models: tuple[ModelSpec, ...]) -> list[str]:
+    """Each model's directory name; models that share a name get a hash of their settings added."""
+    names = [slug(m.name) for m in models]
+    out = []
+    for name, model in zip(names, models, strict=True):
+        if names.count(name) > 1:
+            digest = hashlib.sha256(json.dumps(model.model_dump(mode="json"), sort_keys=True).encode())
+            name = f"{name}_{digest.hexdigest()[:8]}"
+        out.append(name)
+    if len(set(out)) != len(out):
+        raise ConfigError("models: the same model is listed twice with the same settings")
+    return out
+
+
+def validate_study(data: Mapping[str, Any], *, where: str = "") -> StudySpec:
+    """A :class:`StudySpec` of a flat study table, or a one-line :class:`ConfigError` naming the key (and
+    the file), in :func:`rescue_bench.spec.validate_spec`'s words."""
+    rest = {k: v for k, v in data.items() if k not in STUDY_KEYS and k != "model"}
+    models = data.get("models")
+    if isinstance(models, list | tuple) and models and "model" not in data:
+        # The run spec's own check first, so that its errors name the key as in a run spec file.
+        first = models[0]
+        validate_spec({**rest, "model": first}, where=where)
+    try:
+        study = StudySpec.model_validate(dict(data))
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        loc = tuple(str(p) for p in error["loc"])
+        loc = loc[1:] if loc[:1] == ("base",) else loc
+        message = "unknown key" if error["type"] == "extra_forbidden" else str(error["msg"])
+        message = message.removeprefix("Value error, ")
+        if not isinstance(models, list | tuple) or not models:
+            loc, message = ("models",), "a study needs at least one [[models]] table (or --model)"
+        raise ConfigError(": ".join(p for p in (where, ".".join(loc), message) if p)) from None
+    model_slugs(study.models)
+    return study
