@@ -138,7 +138,25 @@ class StudySpec(BaseModel):
         return {**base, "perturb": list(self.perturb), "context_curve": self.context_curve, "models": models}
 
     def to_toml(self) -> str:
-        return to_toml(self.to_table())
+        """The study file: the run spec's keys, then ``[[judges]]`` and ``[[models]]`` tables."""
+        table = self.to_table()
+        arrays = {key: table.pop(key) for key in ("judges", "models")}
+        lines = [to_toml(table)]
+        for name, items in arrays.items():
+            for item in items:
+                lines.append(f"\n[[{name}]]\n")
+                lines += [f"{key} = {_inline(value)}\n" for key, value in item.items() if value is not None]
+        return "".join(lines)
+
+
+def _inline(value: object) -> str:
+    """A TOML value, tables inline (``extra_body = { a = 1 }``); scalars as the run spec writes them."""
+    if isinstance(value, Mapping):
+        inner = ", ".join(f"{json.dumps(str(k))} = {_inline(v)}" for k, v in value.items() if v is not None)
+        return "{ " + inner + " }" if inner else "{}"
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_inline(v) for v in value) + "]"
+    return to_toml({"v": value}).partition(" = ")[2].rstrip("\n")
 
 
 def _canonical(variant: str) -> str:
@@ -185,10 +203,10 @@ def validate_study(data: Mapping[str, Any], *, where: str = "") -> StudySpec:
     the file), in :func:`rescue_bench.spec.validate_spec`'s words."""
     rest = {k: v for k, v in data.items() if k not in STUDY_KEYS and k != "model"}
     models = data.get("models")
-    if isinstance(models, list | tuple) and models and "model" not in data:
-        # The run spec's own check first, so that its errors name the key as in a run spec file.
-        first = models[0]
-        validate_spec({**rest, "model": first}, where=where)
+    if "model" not in data:
+        # The run spec's own check first, so that its errors name the key as in a run spec file (the models'
+        # errors come next, as models.<i>.<key>).
+        validate_spec({**rest, "model": PLACEHOLDER}, where=where)
     try:
         study = StudySpec.model_validate(dict(data))
     except ValidationError as exc:
