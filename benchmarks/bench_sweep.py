@@ -3,9 +3,9 @@
 Usage: ``python benchmarks/bench_sweep.py [--models 10] [--samples 191] [--concurrency 32] [--latency 0.5]``.
 
 Setup: the synthetic dataset of :mod:`rescue_bench.data.synth` (``--samples`` fictional samples), all six
-tasks, BERTScore off, no judges, and the fake OpenAI-compatible server of ``tests/fakes/openai_server.py`` in a
-separate process answering every request after ``--latency`` seconds. Each model (``vllm/bench-<i>``, its own
-cache keys) has ``--concurrency`` requests in flight.
+tasks, BERTScore off, no judges, and the fake OpenAI-compatible server of ``tests/fakes/openai_server.py``
+in a separate process answering every request after ``--latency`` seconds. Each model
+(``vllm/bench-<i>``, its own cache keys) has ``--concurrency`` requests in flight.
 
 Printed: requests per model and in all, the wall time of the sweep, the ideal wall time (every model at once,
 each keeping its ``concurrency`` requests in flight: ``requests per model * latency / concurrency``), their
@@ -83,7 +83,8 @@ def main() -> None:
     per_model = max(sent)
     ideal = per_model * args.latency / args.concurrency
     print(
-        f"models {args.models}, samples {args.samples}, concurrency {args.concurrency}, latency {args.latency}"
+        f"models {args.models}, samples {args.samples}, concurrency {args.concurrency}, "
+        f"latency {args.latency}"
     )
     print(f"statuses: {sorted({r.status for r in record.runs})}; instances per model {requests[0]}")
     print(f"requests per model {per_model}, in all {sum(sent)}")

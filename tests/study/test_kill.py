@@ -42,7 +42,8 @@ def test_sigkill_then_resume_is_byte_identical(tmp_path: Path) -> None:
         ]
         clean, killed = tmp_path / "clean", tmp_path / "killed"
         for out in (clean, killed):
-            (tmp_path / f"{out.name}.toml").write_text(study_toml(out, urls, tasks="all", extra="bertscore = false"))
+            text = study_toml(out, urls, tasks="all", extra="bertscore = false")
+            (tmp_path / f"{out.name}.toml").write_text(text)
         env = {**os.environ, "PYTHONUNBUFFERED": "1", "RESCUE_BENCH_CACHE_DIR": str(tmp_path / "cache-clean")}
         done = _run(tmp_path / "clean.toml", env)
         assert done.returncode == 0, done.stderr

@@ -1,4 +1,5 @@
-"""The study file: the issue's example as written, runs derived from the run spec, errors naming key and file."""
+"""The study file: the issue's example as written, runs derived from the run spec, errors naming the key
+and the file."""
 
 from __future__ import annotations
 

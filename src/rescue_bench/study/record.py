@@ -47,7 +47,7 @@ class RunCounts(_Record):
         """Summed from ``run.json``'s per-task counts."""
 
         def total(key: str) -> int:
-            return sum(int(c.get(key) or 0) for c in counts.values() if isinstance(c.get(key) or 0, int))
+            return sum(v for c in counts.values() if isinstance(v := c.get(key), int))
 
         return cls(
             instances=total("instances"),

@@ -121,7 +121,7 @@ class StudySpec(BaseModel):
     def runs(self) -> list[StudyRun]:
         """Every (model, variant) as an ordinary run spec, in model then variant order."""
         slugs = model_slugs(self.models)
-        runs = []
+        runs: list[StudyRun] = []
         for model, slug in zip(self.models, slugs, strict=True):
             for variant in self.variants():
                 where = self.out / slug / perturb_slug(variant) if variant else self.out / slug
