@@ -1,4 +1,4 @@
-"""``run --batch`` against a fake Files + Batches server: same results as online, re-submits, resume, cancel."""
+"""``run --batch`` against a fake Files + Batches server: the online results, re-submits, resume, cancel."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ Scripting: each created batch takes the next :class:`BatchPlan` of ``plans`` (th
 lists the states the batch goes through, one per ``retrieve`` (``validating``, ``in_progress``, then a
 terminal one: ``completed``, ``failed``, ``expired`` or ``cancelled``). When it ends, every input line is
 answered by the handler (a :class:`~tests.fakes.openai_server.Script` with a non-200 status, or one of
-``plan.fail``'s custom-id prefixes, goes to the error file); an ``expired`` or ``cancelled`` batch answers only
-its first ``plan.answered`` lines and puts the rest in the error file (``batch_expired``) or nowhere
+``plan.fail``'s custom-id prefixes, goes to the error file); an ``expired`` or ``cancelled`` batch answers
+only its first ``plan.answered`` lines and puts the rest in the error file (``batch_expired``) or nowhere
 (cancelled), as OpenAI does. ``failed`` has no output at all.
 
 Counters for the tests: :attr:`uploads`, :attr:`created` (batch ids in order), :attr:`retrieves`.

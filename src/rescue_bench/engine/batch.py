@@ -18,13 +18,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_api import BATCH_URL, batch_line
-from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
+from rescue_bench.engine.batch_api import batch_line
+from rescue_bench.engine.batch_results import BatchResultsProvider, parse_results
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
@@ -34,8 +31,8 @@ from rescue_bench.engine.manifest import (
     spec_from_manifest,
 )
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
-from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.models.base import GenerationParams, parse_model_name
+from rescue_bench.errors import ConfigError
+from rescue_bench.models.base import parse_model_name
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset, normalize_base_url
 from rescue_bench.records import Json, Reply, Request

@@ -28,7 +28,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import openai
 
@@ -44,8 +44,8 @@ from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import public_url
 from rescue_bench.records import Instance, Json, Reply, Request
 
-BATCH_URL = "/v1/chat/completions"
-COMPLETION_WINDOW = "24h"
+BATCH_URL: Final = "/v1/chat/completions"
+COMPLETION_WINDOW: Final = "24h"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,8 @@ def check_batchable(provider: Provider) -> OpenAICompatProvider:
     """The provider, if it has a Batch API; else the one-line refusal (before anything is written)."""
     if not provider.capabilities.batch_export or not isinstance(provider, OpenAICompatProvider):
         raise ConfigError(
-            f"--batch: {provider.name} has no Batch API (only OpenAI-compatible endpoints); run without --batch"
+            f"--batch: {provider.name} has no Batch API (only OpenAI-compatible endpoints have one); "
+            "run without --batch"
         )
     return provider
 
@@ -349,10 +350,8 @@ class BatchAsker:
         found: dict[str, Reply] = {}
         for file_id in (state.error_file_id, state.output_file_id):  # an answer wins over an error line
             if file_id:
-                content = await self._call(
-                    "download", lambda f=file_id: self.provider.client.files.content(f)
-                )
-                found.update(parse_results(content.content, f"batch {batch.batch_id} file {file_id}"))
+                data = await self._download(file_id)
+                found.update(parse_results(data, f"batch {batch.batch_id} file {file_id}"))
         cancelled = state.status == "cancelled" and not self.ledger.ended_before(batch.batch_id)
         for cid in batch.custom_ids:
             reply = found.get(cid) or _unanswered(state)
@@ -366,9 +365,14 @@ class BatchAsker:
         if cancelled:
             left = sum(cid not in found for cid in batch.custom_ids)
             self.stop_reason = self.stop_reason or (
-                f"batch {batch.batch_id} was cancelled ({left} of {len(batch.custom_ids)} requests unanswered);"
-                " re-run the same command to submit them again"
+                f"batch {batch.batch_id} was cancelled ({left} of {len(batch.custom_ids)} requests "
+                "unanswered); re-run the same command to submit them again"
             )
+
+    async def _download(self, file_id: str) -> bytes:
+        client = self.provider.client
+        content = await self._call("download", lambda: client.files.content(file_id))
+        return bytes(content.content)
 
     def _settle_budget(self, cid: str, reply: Reply) -> None:
         reserved = self.reserved.pop(cid, None)

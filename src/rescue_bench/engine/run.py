@@ -72,7 +72,7 @@ class RunOptions:
     cache_path: Path | None = None
     engine: EngineOptions | None = None
     """``None``: the spec's engine settings (``batch import`` asks its file with settings of its own)."""
-    batch: BatchOptions = BatchOptions()
+    batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
     """How ``spec.batch`` runs poll and re-submit (:mod:`rescue_bench.engine.batch_api`)."""
 
 
