@@ -59,7 +59,9 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
     assert spec.out is not None
     budget = _budget(spec, spec.out)
     judging = _judging(spec, budget, spec.out)
-    options = RunOptions(quiet=quiet, budget=budget, batch=BatchOptions(poll=batch_poll))
+    # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
+    paid = budget if has_endpoint(spec.model.name) else None
+    options = RunOptions(quiet=quiet, budget=paid, batch=BatchOptions(poll=batch_poll))
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
