@@ -283,6 +283,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
     from rescue_bench.judge.estimate import bertscore_pairs, estimate_judge
 
     total: float | None = 0.0
+    counters: list[str] = []
     if spec.judges:
         table = Table(title="Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)")
         headers = (
@@ -302,8 +303,10 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             total = None if cost is None or total is None else total + cost
             numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)
             cells = [f"{n:,}" for n in numbers]
-            table.add_row(f"{judge.name} ({counter.name})", *cells, "-" if cost is None else f"{cost:.4f}")
+            table.add_row(judge.name, *cells, "-" if cost is None else f"{cost:.4f}")
+            counters.append(f"{judge.name}: {counter.name}")
         Console(width=None if Console().is_terminal else 160).print(table)
+        typer.echo(f"judge tokenizers: {'; '.join(counters)}")
     if wants_bertscore(JudgeSettings(bertscore=spec.bertscore), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
         typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
