@@ -1,4 +1,4 @@
-"""``estimate``: batch prices with ``--batch``, and the judge pass (requests, bounded re-asks, tokens, cost)."""
+"""``estimate``: batch prices with ``--batch``; the judge pass (requests, bounded re-asks, tokens, cost)."""
 
 from __future__ import annotations
 

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_api import batch_line
-from rescue_bench.engine.batch_results import BatchResultsProvider, parse_results
+from rescue_bench.engine.batch_plan import BATCH_URL, batch_line
+from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
@@ -40,6 +40,19 @@ from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
+
+__all__ = [
+    "BATCH_URL",
+    "BatchResultsProvider",
+    "ExportSummary",
+    "batch_line",
+    "config_from_manifest",
+    "custom_id",
+    "export_batch",
+    "import_batch",
+    "read_results",
+    "write_export_note",
+]
 
 
 def export_provider(spec: RunSpec) -> OpenAICompatProvider:

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_api import BatchOptions, BatchSession, ask_by_batch, check_batchable
+from rescue_bench.engine.batch_api import BatchSession, ask_by_batch
+from rescue_bench.engine.batch_plan import BatchOptions, check_batchable
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.manifest import (
