@@ -19,7 +19,9 @@ from tests.engine.conftest import (
 )
 from tests.fakes.batch_server import BatchPlan, FakeBatchServer
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
+from typer.testing import CliRunner
 
+from rescue_bench.cli.main import app
 from rescue_bench.engine.batch import export_batch
 from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.batch_ledger import BatchLedger
@@ -183,3 +185,21 @@ def test_a_provider_without_a_batch_api_is_refused_before_anything_is_written(tm
 def test_batch_options_are_checked() -> None:
     with pytest.raises(ConfigError, match="--batch-poll"):
         BatchOptions(poll=0)
+
+
+def test_the_batch_flag_and_spec_key_and_their_refusals(tmp_path: Path) -> None:
+    cli = CliRunner()
+    spec = tmp_path / "s.toml"
+    spec.write_text('batch = true\n[model]\nname = "openai/gpt-4o-mini"\n')
+    printed = cli.invoke(app, ["run", "--spec", str(spec), "--print-spec"])
+    assert printed.exit_code == 0 and "batch = true" in printed.output
+    flagged = cli.invoke(app, ["run", "--model", "openai/gpt-4o-mini", "--batch", "--print-spec"])
+    assert "batch = true" in flagged.output
+    out = tmp_path / "run"
+    refused = cli.invoke(app, ["run", "--model", "baseline/random", "--batch", "--out", str(out), "-q"])
+    assert refused.exit_code == 2 and "has no Batch API" in refused.output
+    bad = cli.invoke(
+        app, ["run", "--model", "baseline/random", "--batch", "--batch-poll", "0", "--out", str(out)]
+    )
+    assert bad.exit_code == 2 and "--batch-poll must be > 0" in bad.output
+    assert not out.exists()
