@@ -15,6 +15,9 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
 from rescue_bench.rundir import RequestLine
 
+BATCH_DISCOUNT = 0.5
+"""What a Batch API request costs against the same request online (OpenAI's Batch API: half price)."""
+
 
 @dataclass(frozen=True, slots=True)
 class Prices:
@@ -29,6 +32,14 @@ class Prices:
         3.5
         """
         return (prompt_tokens * self.input + completion_tokens * self.output) / 1_000_000
+
+    def batched(self, batch: bool = True) -> Prices:
+        """The prices through a Batch API (:data:`BATCH_DISCOUNT`), or these when ``batch`` is false.
+
+        >>> Prices(2.5, 10.0).batched()
+        Prices(input=1.25, output=5.0)
+        """
+        return Prices(self.input * BATCH_DISCOUNT, self.output * BATCH_DISCOUNT) if batch else self
 
 
 def load_prices(path: Path, model: str) -> Prices:

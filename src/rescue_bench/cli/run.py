@@ -20,12 +20,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.estimate import Budget, TaskEstimate, make_counter
+from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
 from rescue_bench.pricing import Prices, load_prices, spent_so_far
-from rescue_bench.rundir import read_requests
+from rescue_bench.rundir import load_judging, read_requests
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks import paper_columns
 
@@ -33,9 +35,16 @@ __all__ = ["make_prices", "register", "report_result", "summary_table"]
 EXIT_STOPPED = 3
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 OutDir = Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<model>_<data>).")]
+BatchPoll = Annotated[
+    float,
+    typer.Option(
+        "--batch-poll",
+        help="With --batch: seconds before the first poll of a batch, doubled after each (at most 600).",
+    ),
+]
 
 
-def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False) -> None:
+def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll: BatchPoll = 30.0) -> None:
     """Run RESCUE-Bench against a model; re-running the same command resumes.
 
     With --judge, the ER/VP predictions are judged after the run, as `rescue-bench score` does.
@@ -48,8 +57,11 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False) -> None:
         print_spec(spec)
         return
     assert spec.out is not None
-    judging = _judging(spec)
-    options = RunOptions(quiet=quiet, budget=_budget(spec, spec.out))
+    budget = _budget(spec, spec.out)
+    judging = _judging(spec, budget, spec.out)
+    # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
+    paid = budget if has_endpoint(spec.model.name) else None
+    options = RunOptions(quiet=quiet, budget=paid, batch=BatchOptions(poll=batch_poll))
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
@@ -88,8 +100,11 @@ def with_judges(spec: RunSpec) -> RunSpec:
     return spec.model_copy(update={"judges": tuple(judges), "model": model})
 
 
-def _judging(spec: RunSpec) -> JudgeSettings:
-    """The judge settings; each judge's provider is built once, so a missing key stops the run now."""
+def _judging(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSettings:
+    """The judge settings; each judge's provider is built once, so a missing key stops the run now.
+
+    With ``--budget``, each judge gets its guard on the run's one budget, at its own prices.
+    """
     from rescue_bench.models.registry import get_model
 
     first = spec.judges[0] if spec.judges else None
@@ -108,19 +123,40 @@ def _judging(spec: RunSpec) -> JudgeSettings:
         timeout=engine.timeout,
         max_retries=engine.max_retries,
         use_cache=engine.cache,
+        budgets=_judge_budgets(spec, budget, out),
     )
     wants_bertscore(settings, spec.tasks)  # a missing extra asked for by --bertscore fails now, not later
     return settings
 
 
+def _judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
+    """Each judge's guard on the run's budget, counting what it spent in earlier passes (judging.json)."""
+    if budget is None:
+        return {}
+    earlier = load_judging(out).counts if out.is_dir() else {}
+    guards = {}
+    for judge in spec.judges:
+        prices = spec_prices(spec, judge.name)
+        if prices is None:  # pragma: no cover - _budget has already asked for prices
+            raise ConfigError(f"--budget needs prices for the judge {judge.name}")
+        used = earlier.get(judge.name)
+        spent = prices.cost(used.usage.prompt_tokens, used.usage.completion_tokens) if used else 0.0
+        guards[judge.name] = budget.share(prices, make_counter(judge.name), spent=spent)
+    return guards
+
+
 def _judge(result: RunResult, spec: RunSpec, settings: JudgeSettings, quiet: bool) -> RunResult:
     from rescue_bench.judge.after_run import score_after_run
+    from rescue_bench.judge.runner import JudgeStopped
 
     if settings.judges and not quiet:
         typer.echo(f"judging ER/VP with {', '.join(settings.judges)}", err=True)
-    scores = asyncio.run(
-        score_after_run(result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
-    )
+    try:
+        scores = asyncio.run(
+            score_after_run(result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
+        )
+    except JudgeStopped as exc:
+        return replace(result, status="stopped", stop_reason=str(exc))
     return result if scores is None else replace(result, scores=scores)
 
 
@@ -128,10 +164,15 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def spec_prices(spec: RunSpec) -> Prices | None:
-    """The prices of the spec's model (``--prices`` file, or ``--price-in``/``--price-out``), if any."""
+def spec_prices(spec: RunSpec, model: str | None = None) -> Prices | None:
+    """The prices of the spec's model, or of ``model`` (a judge), if any.
+
+    A ``--prices`` file gives each model its entry (or one entry for all); ``--price-in``/``--price-out``
+    price every model of the run. The spec's model through the Batch API (``--batch``) pays batch prices.
+    """
     budget = spec.budget
-    return make_prices(spec.model.name, budget.price_in, budget.price_out, budget.prices)
+    prices = make_prices(model or spec.model.name, budget.price_in, budget.price_out, budget.prices)
+    return None if prices is None else prices.batched(spec.batch and model is None)
 
 
 def make_prices(
@@ -212,9 +253,13 @@ def estimate(ctx: typer.Context) -> None:
     ]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")
+    if spec.batch and price is not None:
+        typer.echo("--batch: priced at Batch API prices (half the online price).")
     typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
-    if spec.judges:
-        typer.echo("Judge requests (--judge) are not in the estimate.")
+    judged = _print_judges(spec, plans)
+    if total is not None and judged is not None:
+        typer.echo(f"whole run, judges included: at most ${total + judged:.4f}")
+        total += judged
     coverage = clip_coverage(spec, plans)
     if coverage is not None:
         typer.echo(
@@ -227,6 +272,54 @@ def estimate(ctx: typer.Context) -> None:
         typer.echo(
             f"the worst case (${total:.2f}) exceeds --budget ${budget:.2f}: the run would stop before the end"
         )
+
+
+def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
+    """The judge pass's table (requests, re-asks, tokens, cost per judge) and BERTScore pairs.
+
+    Returns the judges' cost at most, when every judge has a price (else ``None``).
+    """
+    from rescue_bench.judge.after_run import wants_bertscore
+    from rescue_bench.judge.estimate import bertscore_pairs, estimate_judge
+
+    total: float | None = 0.0
+    counters: list[str] = []
+    if spec.judges:
+        table = Table(title="Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)")
+        headers = (
+            "Judge",
+            "Instances",
+            "Requests",
+            "Re-asks (at most)",
+            "Prompt tokens",
+            "Max output tokens",
+        )
+        for header in (*headers, "Cost (USD, at most)"):
+            table.add_column(header, justify="left" if header == "Judge" else "right")
+        for judge in spec.judges:
+            counter = make_counter(judge.name)
+            row = estimate_judge(judge.name, plans, counter)
+            cost = row.cost(_judge_prices(spec, judge.name))
+            total = None if cost is None or total is None else total + cost
+            numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)
+            cells = [f"{n:,}" for n in numbers]
+            table.add_row(judge.name, *cells, "-" if cost is None else f"{cost:.4f}")
+            counters.append(f"{judge.name}: {counter.name}")
+        Console(width=None if Console().is_terminal else 160).print(table)
+        typer.echo(f"judge tokenizers: {'; '.join(counters)}")
+    if wants_bertscore(JudgeSettings(bertscore=spec.bertscore), spec.tasks):
+        instances, pairs = bertscore_pairs(plans)
+        typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
+    return total if spec.judges else None
+
+
+def _judge_prices(spec: RunSpec, judge: str) -> Prices | None:
+    """The judge's prices for the estimate; a prices file without its entry leaves its cost open."""
+    try:
+        return spec_prices(spec, judge)
+    except ConfigError as exc:
+        typer.echo(f"note: {exc}", err=True)
+        return None
 
 
 def _print_estimate(rows: list[TaskEstimate], price: Prices | None, total: float | None, title: str) -> None:

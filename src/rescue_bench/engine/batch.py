@@ -18,12 +18,10 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-from pydantic import ValidationError
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_results import BatchLine, result_reply
+from rescue_bench.engine.batch_plan import BATCH_URL, batch_line
+from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
@@ -33,27 +31,28 @@ from rescue_bench.engine.manifest import (
     spec_from_manifest,
 )
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
-from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.models.base import Capabilities, GenerationParams, parse_model_name
+from rescue_bench.errors import ConfigError
+from rescue_bench.models.base import parse_model_name
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset, normalize_base_url
-from rescue_bench.records import Instance, Json, Reply, Request
+from rescue_bench.records import Json, Reply, Request
 from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
 
-BATCH_URL = "/v1/chat/completions"
-
-
-def custom_id(request: Request) -> str:
-    """``<task>-<first 32 hex of the content key>``: unique per distinct prompt, and checkable on import."""
-    return f"{request.task}-{request.content_key()[:32]}"
-
-
-def batch_line(provider: OpenAICompatProvider, request: Request, params: GenerationParams) -> dict[str, Json]:
-    body = provider.body(request, params, provider.effective_format(params))
-    return {"custom_id": custom_id(request), "method": "POST", "url": BATCH_URL, "body": body}
+__all__ = [
+    "BATCH_URL",
+    "BatchResultsProvider",
+    "ExportSummary",
+    "batch_line",
+    "config_from_manifest",
+    "custom_id",
+    "export_batch",
+    "import_batch",
+    "read_results",
+    "write_export_note",
+]
 
 
 def export_provider(spec: RunSpec) -> OpenAICompatProvider:
@@ -117,65 +116,18 @@ def config_from_manifest(manifest: dict[str, Json], tasks: dict[str, Task] | Non
 
 
 def read_results(path: Path) -> dict[str, Reply]:
-    """Replies by ``custom_id`` from an OpenAI / vLLM batch output file.
+    """Replies by ``custom_id`` from an OpenAI / vLLM batch output file (:func:`parse_results`).
 
     A line that is not UTF-8 JSON with a string ``custom_id`` is a :class:`DataError` naming ``file:line``; a
     line whose result cannot be read becomes a failed reply, recorded for its request like any failure.
     """
     if not path.is_file():
         raise ConfigError(f"batch results file {path} not found")
-    replies: dict[str, Reply] = {}
-    with path.open("rb") as lines:
-        for number, raw in enumerate(lines, start=1):
-            if not raw.strip():
-                continue
-            try:
-                record = BatchLine.model_validate(_json_line(raw, f"{path}:{number}"))
-            except ValidationError:
-                raise DataError(f"{path}:{number}: no string field 'custom_id'") from None
-            replies[record.custom_id] = result_reply(record)
-    return replies
-
-
-def _json_line(raw: bytes, where: str) -> Any:
     try:
-        return json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise DataError(f"{where}: not UTF-8 text") from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
-    except RecursionError:
-        raise DataError(f"{where}: JSON nested too deeply") from None
-
-
-class BatchResultsProvider:
-    """Answers a run's requests from a batch results file; it never calls a model."""
-
-    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
-    """Results files come from outside; they are recorded in the run, not put in the shared cache."""
-
-    def __init__(self, results: dict[str, Reply], identity: dict[str, Json], name: str) -> None:
-        self._results = results
-        self._identity = identity
-        self.name = name
-        self.used: set[str] = set()
-
-    def identity(self) -> dict[str, Json]:
-        return dict(self._identity)
-
-    def prepare(self, instances: Sequence[Instance]) -> None:
-        return None
-
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
-        key = custom_id(request)
-        reply = self._results.get(key)
-        if reply is None:
-            return Reply.failure(f"batch import: the results file has no answer for {key}")
-        self.used.add(key)
-        return reply
-
-    async def aclose(self) -> None:
-        return None
+        data = path.read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"batch results file {path} cannot be read ({exc.__class__.__name__})") from None
+    return parse_results(data, str(path))
 
 
 def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
@@ -193,7 +145,8 @@ def import_batch(
     manifest = RunStore(run_dir).manifest()
     if manifest is None:
         raise ConfigError(f"{run_dir} has no run.json; give the --run directory that `batch export` made")
-    spec = config_from_manifest(manifest, tasks)
+    # The results are in hand: nothing is submitted, whatever the recorded spec says about --batch.
+    spec = config_from_manifest(manifest, tasks).model_copy(update={"batch": False})
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = BatchResultsProvider(
         read_results(results), dict(identity) if isinstance(identity, dict) else {}, name=spec.model.name

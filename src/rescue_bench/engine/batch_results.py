@@ -1,4 +1,5 @@
-"""The lines of an OpenAI / vLLM Batch API output file, typed, and each one's :class:`Reply`.
+"""The lines of an OpenAI / vLLM Batch API output file, typed, each one's :class:`Reply`, and the provider
+that answers a run's requests from them (``batch import`` and ``run --batch`` both record through it).
 
 The format is a third party's, so these models ignore keys they do not use (``extra="ignore"``); what they
 use is checked strictly (a token count is a non-negative integer, content a string), and a line whose result
@@ -7,11 +8,15 @@ does not fit becomes a failed reply naming the field, recorded for its request l
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
-from rescue_bench.records import Json, Reply, Usage
+from rescue_bench.errors import DataError
+from rescue_bench.models.base import Capabilities, GenerationParams
+from rescue_bench.records import Instance, Json, Reply, Request, Usage
 
 TokenCount = Annotated[int, Field(strict=True, ge=0)]
 
@@ -131,3 +136,74 @@ def _typed(model: type[M], value: Any, name: str) -> M:
         problem = exc.errors(include_url=False)[0]
         where = ".".join([name, *(str(p) for p in problem["loc"])])
         raise _Unreadable(f"{where}: {problem['msg']}") from None
+
+
+def parse_results(data: bytes, where: str) -> dict[str, Reply]:
+    """Replies by ``custom_id`` of a Batch API output (or error) file's bytes.
+
+    A line that is not UTF-8 JSON with a string ``custom_id`` is a :class:`DataError` naming
+    ``where:line``; a line whose result cannot be read becomes a failed reply, recorded for its request like
+    any failure.
+    """
+    replies: dict[str, Reply] = {}
+    for number, raw in enumerate(data.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            record = BatchLine.model_validate(_json_line(raw, f"{where}:{number}"))
+        except ValidationError:
+            raise DataError(f"{where}:{number}: no string field 'custom_id'") from None
+        replies[record.custom_id] = result_reply(record)
+    return replies
+
+
+def _json_line(raw: bytes, where: str) -> Any:
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DataError(f"{where}: not UTF-8 text") from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply") from None
+
+
+def custom_id(request: Request) -> str:
+    """``<task>-<first 32 hex of the content key>``: unique per distinct prompt, and checkable on import."""
+    return f"{request.task}-{request.content_key()[:32]}"
+
+
+class BatchResultsProvider:
+    """Answers a run's requests from batch results (by :func:`custom_id`); it never calls a model.
+
+    ``batch import`` reads a results file from outside: it is recorded in the run, not put in the shared
+    cache (``cacheable=False``). ``run --batch`` fetched the results itself from the run's own endpoint, so
+    it passes that endpoint's identity and ``cacheable=True``: the engine then answers cached requests from
+    the cache and stores the batch's replies there, as an online run would.
+    """
+
+    def __init__(
+        self, results: Mapping[str, Reply], identity: dict[str, Json], name: str, *, cacheable: bool = False
+    ) -> None:
+        self._results = results
+        self._identity = identity
+        self.name = name
+        self.capabilities = Capabilities(cacheable=cacheable, has_endpoint=False, batch_export=False)
+        self.used: set[str] = set()
+
+    def identity(self) -> dict[str, Json]:
+        return dict(self._identity)
+
+    def prepare(self, instances: Sequence[Instance]) -> None:
+        return None
+
+    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        key = custom_id(request)
+        reply = self._results.get(key)
+        if reply is None:
+            return Reply.failure(f"batch import: the results file has no answer for {key}")
+        self.used.add(key)
+        return reply
+
+    async def aclose(self) -> None:
+        return None

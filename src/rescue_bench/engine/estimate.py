@@ -111,28 +111,66 @@ def estimate_requests(
     )
 
 
-class Budget:
-    """Stops a run before it can exceed ``limit`` dollars: each request reserves its worst case first."""
+@dataclass(slots=True)
+class Spend:
+    """Dollars spent and reserved against one limit: shared by every model a run asks (the model, judges)."""
 
-    def __init__(self, limit: float, prices: Prices, counter: TokenCounter, *, spent: float = 0.0) -> None:
+    limit: float
+    spent: float = 0.0
+    reserved: float = 0.0
+
+
+class Budget:
+    """Stops a run before it can exceed ``limit`` dollars: each request reserves its worst case first.
+
+    :meth:`share` gives a guard for another model of the same run (a judge) with its own prices and token
+    counter, drawing on the same :class:`Spend`: whichever part of the run spends the budget, the next
+    request that could pass it is not sent.
+    """
+
+    def __init__(
+        self,
+        limit: float,
+        prices: Prices,
+        counter: TokenCounter,
+        *,
+        spent: float = 0.0,
+        spend: Spend | None = None,
+    ) -> None:
         if limit <= 0:
             raise ConfigError(f"--budget must be positive (got {limit})")
-        self.limit = limit
         self.prices = prices
         self.counter = counter
-        self.spent = spent
-        self.reserved = 0.0
+        self.spend = spend or Spend(limit, spent)
+
+    @property
+    def limit(self) -> float:
+        return self.spend.limit
+
+    @property
+    def spent(self) -> float:
+        return self.spend.spent
+
+    @property
+    def reserved(self) -> float:
+        return self.spend.reserved
+
+    def share(self, prices: Prices, counter: TokenCounter, *, spent: float = 0.0) -> Budget:
+        """A guard for another model of the run, on the same limit (``spent``: what it spent earlier)."""
+        self.spend.spent += spent
+        return Budget(self.limit, prices, counter, spend=self.spend)
 
     def reserve(self, request: Request) -> float:
         worst = self.prices.cost(self.counter.request_tokens(request), request.max_tokens)
-        if self.spent + self.reserved + worst > self.limit:
+        spend = self.spend
+        if spend.spent + spend.reserved + worst > spend.limit:
             raise BudgetExceeded(
-                f"budget ${self.limit:.2f} reached: ${self.spent:.4f} spent, and the next request could cost"
-                f" up to ${worst:.4f}; raise --budget and re-run the same command to continue"
+                f"budget ${spend.limit:.2f} reached: ${spend.spent:.4f} spent, and the next request could "
+                f"cost up to ${worst:.4f}; raise --budget and re-run the same command to continue"
             )
-        self.reserved += worst
+        spend.reserved += worst
         return worst
 
     def settle(self, reserved: float, usage: Usage) -> None:
-        self.reserved -= reserved
-        self.spent += self.prices.cost(usage.prompt_tokens, usage.completion_tokens)
+        self.spend.reserved -= reserved
+        self.spend.spent += self.prices.cost(usage.prompt_tokens, usage.completion_tokens)

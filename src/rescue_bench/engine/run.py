@@ -14,9 +14,10 @@ is :class:`~rescue_bench.engine.runner.Runner`.
 from __future__ import annotations
 
 import asyncio
+import sys
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -24,6 +25,8 @@ from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
+from rescue_bench.engine.batch_api import BatchSession, ask_by_batch
+from rescue_bench.engine.batch_plan import BatchOptions, check_batchable
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.manifest import (
@@ -40,8 +43,9 @@ from rescue_bench.engine.outcomes import prediction_record, request_record
 from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.engine.video import Hook, make_hook
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.models.base import Provider
+from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RequestLine, RunStore
 from rescue_bench.spec import RunSpec, default_out
@@ -69,6 +73,8 @@ class RunOptions:
     cache_path: Path | None = None
     engine: EngineOptions | None = None
     """``None``: the spec's engine settings (``batch import`` asks its file with settings of its own)."""
+    batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
+    """How ``spec.batch`` runs poll and re-submit (:mod:`rescue_bench.engine.batch_api`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,10 +136,11 @@ async def execute_run(
     chosen = select_samples(samples if samples is not None else load_samples(spec.data), spec)
     provider = model or make_model(spec)
     try:
+        batch = _batchable(spec, provider)  # refused before anything is written
         store = RunStore(out)
         store.lock()
         try:
-            return await _session(spec, store, options, known, chosen, provider, hook)
+            return await _session(spec, store, options, known, chosen, provider, hook, batch)
         finally:
             store.unlock()
     finally:
@@ -148,6 +155,7 @@ async def _session(
     samples: Sequence[Sample],
     model: Provider,
     hook: Hook | None,
+    batch: OpenAICompatProvider | None = None,
 ) -> RunResult:
     clock, started = time.perf_counter(), time.time()
     plans = [plan_task(name, tasks, samples, spec, model.capabilities) for name in spec.tasks]
@@ -158,17 +166,23 @@ async def _session(
     store.open()
     model.prepare([inst for plan in plans for inst in plan.instances])
     runner = Runner(store, options.quiet, spec.engine.retry_failed, store.latest_predictions(), hook)
-    for plan in plans:
-        runner.add(plan)
     runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
     engine_options = options.engine or engine_options_of(spec)
     use_cache = engine_options.use_cache and model.capabilities.cacheable
     cache = ResponseCache(options.cache_path) if use_cache else None
     status: Status = "stopped"
     clock = time.perf_counter()
+    budget, asked, stop = options.budget, plans, None
     try:
-        engine = Engine(model, spec.generation_params(), engine_options, cache=cache, budget=options.budget)
+        if batch is not None:
+            answers = await _by_batch(spec, store, plans, batch, runner, options, cache)
+            manifest = _with_batch(manifest, answers)
+            model, asked, stop, budget = answers.provider, answers.plans, answers.stop_reason, None
+        for plan in asked:
+            runner.add(plan)
+        engine = Engine(model, spec.generation_params(), engine_options, cache=cache, budget=budget)
         await runner.run(engine)
+        runner.stop_reason = runner.stop_reason or stop
         status = "stopped" if runner.stop_reason else "finished"
     except ProviderError as exc:
         runner.stop_reason = str(exc)
@@ -180,6 +194,48 @@ async def _session(
         # Also when interrupted: the records are closed and run.json says "stopped", so the run resumes.
         result = _finish(store, runner, plans, spec, _resumed(manifest, previous), status, started)
     return result
+
+
+def _batchable(spec: RunSpec, provider: Provider) -> OpenAICompatProvider | None:
+    """The provider whose Batch API ``spec.batch`` uses, or ``None`` for an online run."""
+    if not spec.batch:
+        return None
+    if spec.is_video:
+        raise ConfigError("--batch sends text only; for --mode video run without --batch")
+    return check_batchable(provider)
+
+
+async def _by_batch(
+    spec: RunSpec,
+    store: RunStore,
+    plans: Sequence[TaskPlan],
+    provider: OpenAICompatProvider,
+    runner: Runner,
+    options: RunOptions,
+    cache: ResponseCache | None,
+) -> BatchSession:
+    notify = None if options.quiet else _to_stderr
+    return await ask_by_batch(
+        provider,
+        spec.generation_params(),
+        store.root,
+        plans,
+        runner.done,
+        retry_failed=spec.engine.retry_failed,
+        options=replace(options.batch, notify=options.batch.notify or notify),
+        cache=cache,
+        budget=options.budget,
+    )
+
+
+def _to_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def _with_batch(manifest: dict[str, Json], answers: BatchSession) -> dict[str, Json]:
+    """``run.json`` with the batch summary under ``options.batch`` (how the run went)."""
+    given = manifest.get("options")
+    return {**manifest, "options": {**(given if isinstance(given, dict) else {}), "batch": answers.summary}}
 
 
 def engine_options_of(spec: RunSpec) -> EngineOptions:

@@ -10,12 +10,12 @@ engine never sees any of it: ``run.json`` stays the engine's alone.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rescue_bench.engine.cache import ResponseCache
-from rescue_bench.engine.execute import Engine, EngineOptions
+from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, BertScoreConfig, BertScorer
 from rescue_bench.judge.merge import JUDGED_TASKS
@@ -46,6 +46,8 @@ class JudgeSettings:
     timeout: float = 120.0
     max_retries: int = 5
     use_cache: bool = True
+    budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
+    """Judge name -> its guard on the run's budget (``run --budget``); none: no limit."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +65,8 @@ class ScorePass:
     """The backbone (HF id or path); ``None`` skips BERTScore."""
     bertscore_layers: int | None = None
     retry_unscored: bool = False
+    budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
+    """Judge name -> its guard on the run's budget; a request that could pass it stops the pass."""
 
 
 def bertscore_available() -> bool:
@@ -147,7 +151,8 @@ async def score_run(
             if not model.capabilities.has_endpoint:
                 raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
             providers.append(model)
-            built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))
+            engine = Engine(model, params, options, cache=cache, budget=spec.budgets.get(name))
+            built.append(Judge(name, _complete(engine)))
         scorer = None
         if spec.bertscore is not None:
             scorer = BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
@@ -195,6 +200,7 @@ async def score_after_run(
             max_retries=settings.max_retries,
             use_cache=settings.use_cache,
             bertscore=DEFAULT_MODEL if bertscore else None,
+            budgets=settings.budgets,
         )
         return (await score_run(out, spec, warn)).scores
     if (out / JUDGMENTS_FILE).is_file():

@@ -24,7 +24,8 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Se
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rescue_bench.errors import ConfigError
+from rescue_bench.engine.execute import BudgetExceeded
+from rescue_bench.errors import BenchError, ConfigError
 from rescue_bench.judge import rubric
 from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
 from rescue_bench.judge.merge import (
@@ -120,6 +121,15 @@ class JudgeTally:
         )
 
 
+class JudgeStopped(BenchError):
+    """The budget stopped the judge pass before a request that could pass it; ``tally`` is what was done."""
+
+    def __init__(self, reason: str, tally: JudgeTally) -> None:
+        super().__init__(f"judge pass stopped: {reason}")
+        self.reason = reason
+        self.tally = tally
+
+
 def same_model(judge: str, candidate: str | None) -> bool:
     """Whether the judge looks like the candidate model (same name, or same model behind another provider).
 
@@ -195,14 +205,21 @@ def _judgment(
 async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[JudgmentLine], JudgeTally]:
     """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid."""
     first_request = rubric.render(items)
-    reply = await judge.complete(first_request)
+    try:
+        reply = await judge.complete(first_request)
+    except BudgetExceeded as exc:
+        raise JudgeStopped(str(exc), JudgeTally()) from None
     first = _verdicts(items, first_request, reply)
     usage, failed, texts = reply.usage, int(not reply.ok), [reply.text or f"<request failed: {reply.error}>"]
     problems = {iid: str(v.problem) for iid, v in first.items() if not v.valid}
     second: dict[str, Verdict] = {}
     if problems:
         retry_request = rubric.render_reask(items, problems)
-        retry_reply = await judge.complete(retry_request)
+        try:
+            retry_reply = await judge.complete(retry_request)
+        except BudgetExceeded as exc:
+            # Nothing of this sample is recorded (a resumed pass asks it again); what it spent is counted.
+            raise JudgeStopped(str(exc), JudgeTally(requests=1, usage=reply.usage)) from None
         second = _verdicts([it for it in items if it.instance_id in problems], retry_request, retry_reply)
         usage, failed = usage + retry_reply.usage, failed + int(not retry_reply.ok)
         texts.append(retry_reply.text or f"<request failed: {retry_reply.error}>")
@@ -242,14 +259,24 @@ async def judge_records(
     groups, tally = plan_groups(records, done, max_per_request)
     gate = asyncio.Semaphore(max(1, concurrency))
 
+    stopped: list[JudgeStopped] = []
+
     async def run(items: list[JudgeItem]) -> JudgeTally:
         async with gate:
-            judgments, counts = await judge_group(items, judge)
+            if stopped:  # the budget is spent: no further sample starts
+                return JudgeTally()
+            try:
+                judgments, counts = await judge_group(items, judge)
+            except JudgeStopped as exc:
+                stopped.append(exc)
+                return exc.tally
         sink([j.model_copy(update={"prediction_hash": fingerprints.get(j.instance_id)}) for j in judgments])
         return counts
 
     for counts in await asyncio.gather(*(run(g) for g in groups)):
         tally = tally + counts
+    if stopped:
+        raise JudgeStopped(stopped[0].reason, tally)
     return tally
 
 
@@ -315,6 +342,7 @@ async def judge_run(
     warnings: list[str] = []
     candidate = data.manifest.candidate
     tallies: dict[str, JudgeTally] = {}
+    stop: JudgeStopped | None = None
     appender = JsonlAppender(Path(run_dir) / JUDGMENTS_FILE)
     try:
         for judge in judges:
@@ -324,15 +352,19 @@ async def judge_run(
                 )
                 warn(warnings[-1])
             done = _done(data.judgment_lines, judge.name, fingerprints, retry_unscored=retry_unscored)
-            tallies[judge.name] = await judge_records(
-                records,
-                judge,
-                done=done,
-                sink=lambda js: appender.append([j.to_json() for j in js]),
-                concurrency=concurrency,
-            )
+            try:
+                tallies[judge.name] = await judge_records(
+                    records,
+                    judge,
+                    done=done,
+                    sink=lambda js: appender.append([j.to_json() for j in js]),
+                    concurrency=concurrency,
+                )
+            except JudgeStopped as exc:
+                tallies[judge.name], stop = exc.tally, exc
+                break
         bert_lines: list[JudgmentLine] = []
-        if scorer is not None:
+        if scorer is not None and stop is None:
             current = _done(
                 data.judgment_lines,
                 BERTSCORE_JUDGE,
@@ -344,6 +376,10 @@ async def judge_run(
             appender.append([j.to_json() for j in bert_lines])
     finally:
         appender.close()
+    if stop is not None:
+        # The judges' spend so far is recorded; scores.json keeps the engine's scores until a pass finishes.
+        record_judging(run_dir, [j for j in judges if j.name in tallies], tallies, None)
+        raise stop
     scores = rescore_run(run_dir)
     record_judging(run_dir, judges, tallies, scorer)
     return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, tuple(warnings), scores)

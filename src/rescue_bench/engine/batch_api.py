@@ -1,0 +1,365 @@
+"""``run --batch``: a run's requests through an OpenAI-compatible Batch API (Files + Batches), end to end.
+
+A session (called by :mod:`rescue_bench.engine.run` once ``run.json`` is written):
+
+1. the requests still to ask are those the online run would send first (:func:`pending_work`); cached ones
+   are left out (the engine answers them from the cache, as online);
+2. they are written as Batch API lines (:func:`batch_line`, the body ``batch export`` writes too), uploaded
+   with ``client.files.create(purpose="batch")`` and submitted with ``client.batches.create``; the batch id
+   goes to ``batches.jsonl`` at once (:mod:`rescue_bench.engine.batch_ledger`), so a killed run resumes
+   polling that batch and never uploads its requests again;
+3. the batch is polled (``client.batches.retrieve``) with a doubling interval, capped; its output and error
+   files are read (``client.files.content``) into replies by the same reader as ``batch import``;
+4. items a batch reply lacks (or that a cut-off reply left unanswered) are the single re-asks of the online
+   run: they are found by the run's own parsing and sent in the next batch;
+5. failed and expired requests are submitted again, at most ``max_resubmits`` times each; then their
+   failure is recorded like any failed request. A batch cancelled (by someone else) stops the session with
+   its reason; re-running submits what it left unanswered.
+
+The replies are then recorded, parsed and scored by the online run's own path
+(:class:`~rescue_bench.engine.batch_results.BatchResultsProvider` behind the engine), so ``run --batch``
+and ``run`` give the same ``predictions.jsonl`` and ``scores.json`` for the same replies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any, Final
+
+import openai
+
+from rescue_bench.engine.batch_ledger import TERMINAL, BatchEvent, BatchLedger, BatchState
+from rescue_bench.engine.batch_plan import (
+    BATCH_URL,
+    BatchOptions,
+    Work,
+    batch_line,
+    check_batchable,
+    pending_work,
+)
+from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
+from rescue_bench.engine.cache import CacheKeys, ResponseCache
+from rescue_bench.engine.execute import BudgetExceeded, BudgetGuard, Outcome
+from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.outcomes import asks_again, predictions_of
+from rescue_bench.errors import ProviderError
+from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.models.presets import public_url
+from rescue_bench.records import Json, Reply, Request
+
+COMPLETION_WINDOW: Final = "24h"
+__all__ = [
+    "BATCH_URL",
+    "BatchOptions",
+    "BatchSession",
+    "Work",
+    "ask_by_batch",
+    "batch_line",
+    "check_batchable",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class BatchAnswers:
+    """What a batch session got: replies by custom id, the batches fully answered, and why it stopped."""
+
+    replies: dict[str, Reply]
+    answered: list[Work]
+    stop_reason: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSession:
+    """What the run records next: the provider holding the replies, the plans cut to what was answered."""
+
+    provider: BatchResultsProvider
+    plans: list[TaskPlan]
+    stop_reason: str | None
+    summary: dict[str, Json]
+    """``batches.jsonl`` summed up (:meth:`BatchLedger.summary`), for ``run.json``."""
+
+
+async def ask_by_batch(
+    provider: OpenAICompatProvider,
+    params: GenerationParams,
+    root: Path,
+    plans: Sequence[TaskPlan],
+    done: Mapping[str, Mapping[str, Json]],
+    *,
+    retry_failed: bool,
+    options: BatchOptions,
+    cache: ResponseCache | None = None,
+    budget: BudgetGuard | None = None,
+) -> BatchSession:
+    """Answer the pending work of ``plans`` through batches; the batches not answered stay pending."""
+    ledger = BatchLedger(root)
+    try:
+        work = pending_work(plans, done, retry_failed)
+        asker = BatchAsker(provider, params, ledger, options, cache=cache, budget=budget)
+        answers = await asker.ask(work)
+    finally:
+        ledger.close()
+    keep = {(id(w.plan), w.index) for w in answers.answered}
+    chosen = [
+        replace(p, batches=tuple(b for i, b in enumerate(p.batches) if (id(p), i) in keep)) for p in plans
+    ]
+    results = BatchResultsProvider(
+        answers.replies, provider.identity(), provider.name, cacheable=cache is not None
+    )
+    return BatchSession(results, chosen, answers.stop_reason, ledger.summary())
+
+
+class BatchAsker:
+    """Submits, polls, collects and re-submits the requests of a run's pending work."""
+
+    def __init__(
+        self,
+        provider: OpenAICompatProvider,
+        params: GenerationParams,
+        ledger: BatchLedger,
+        options: BatchOptions,
+        *,
+        cache: ResponseCache | None = None,
+        budget: BudgetGuard | None = None,
+    ) -> None:
+        self.provider, self.params, self.ledger, self.options = provider, params, ledger, options
+        self.cache, self.budget = cache, budget
+        self._keys = CacheKeys(provider.identity(), params)
+        self.requests: dict[str, Request] = {}
+        """Every request to answer, by custom id."""
+        self.cached: dict[str, Reply] = {}
+        self.replies: dict[str, Reply] = {}
+        self.held: set[str] = set()
+        """Left unanswered by a batch cancelled during this session: not sent again until a re-run."""
+        self.reserved: dict[str, float] = {}
+        self.stop_reason: str | None = None
+
+    async def ask(self, work: Sequence[Work]) -> BatchAnswers:
+        """Answer ``work`` (its first requests, then its single re-asks) through batches."""
+        for item in work:
+            self._want(item.request, item.refresh)
+        await asyncio.gather(*(self._settle(e, resumed=True) for e in self._resumable()))
+        while True:
+            self._add_singles(work)
+            todo = [cid for cid in self.requests if self._to_send(cid)]
+            if self.stop_reason is not None or not todo:
+                break
+            submitted = await self._submit(todo)
+            if submitted is None:
+                break
+            await self._settle(submitted, resumed=False)
+        answered = [w for w in work if self._final(w)]
+        stop = self.stop_reason
+        if stop is None and len(answered) < len(work):
+            stop = (
+                f"batch: {len(work) - len(answered)} requests still unanswered; re-run to submit them again"
+            )
+        known = {**self.replies, **self.cached}
+        return BatchAnswers(known, answered, stop)
+
+    # -- what to send
+    def _want(self, request: Request, refresh: bool) -> None:
+        cid = custom_id(request)
+        if cid in self.requests:
+            return
+        self.requests[cid] = request
+        hit = None if self.cache is None or refresh else self.cache.get(self._keys.of(request.content_key()))
+        if hit is not None:
+            self.cached[cid] = hit[0]
+
+    def _to_send(self, cid: str) -> bool:
+        if cid in self.cached or cid in self.held:
+            return False
+        reply = self.replies.get(cid)
+        if reply is not None and reply.ok:
+            return False
+        return self.ledger.submissions(cid) <= self.options.max_resubmits
+
+    def _reply(self, cid: str) -> Reply | None:
+        """The final reply of a request (cached, answered, or failed for good), else ``None``."""
+        reply = self.cached.get(cid) or self.replies.get(cid)
+        return reply if reply is not None and not self._to_send(cid) else None
+
+    def _final(self, work: Work) -> bool:
+        return (
+            self._reply(custom_id(work.request)) is not None
+            and work.checked
+            and all(self._reply(custom_id(s)) is not None for s in work.singles)
+        )
+
+    def _add_singles(self, work: Sequence[Work]) -> None:
+        """Items a batch reply lacks (or cut off) are asked again singly, as the online run does."""
+        for item in work:
+            reply = self._reply(custom_id(item.request))
+            if item.checked or reply is None:
+                continue
+            item.checked = True
+            if len(item.batch) < 2 or not reply.ok or reply.predictions is not None:
+                continue
+            outcome = Outcome(item.request, item.request.content_key(), "", reply)
+            for inst, pred in zip(item.batch, predictions_of(item.plan, item.batch, outcome), strict=True):
+                if asks_again(pred):
+                    single = item.plan.task.render([inst], item.plan.cfg)
+                    item.singles.append(single)
+                    self._want(single, item.refresh)
+
+    # -- submitting
+    async def _submit(self, todo: Sequence[str]) -> BatchEvent | None:
+        chosen = self._within_budget(todo)
+        if not chosen:
+            return None
+        lines = [batch_line(self.provider, self.requests[cid], self.params) for cid in chosen]
+        data = b"".join(_json_line(line) for line in lines)
+        client = self.provider.client
+        uploaded = await self._call(
+            "upload",
+            lambda: client.files.create(
+                file=("rescue-bench-batch.jsonl", data, "application/jsonl"), purpose="batch"
+            ),
+        )
+        created = await self._call(
+            "create",
+            lambda: client.batches.create(
+                input_file_id=uploaded.id, endpoint=BATCH_URL, completion_window=COMPLETION_WINDOW
+            ),
+        )
+        event = self.ledger.submitted(created.id, uploaded.id, chosen)
+        self._note(f"batch {created.id}: submitted {len(chosen)} requests")
+        return event
+
+    def _within_budget(self, todo: Sequence[str]) -> list[str]:
+        """The requests whose worst case fits the budget (all without one); the first that does not stops."""
+        if self.budget is None:
+            return list(todo)
+        chosen = []
+        for cid in todo:
+            if cid not in self.reserved:
+                try:
+                    self.reserved[cid] = self.budget.reserve(self.requests[cid])
+                except BudgetExceeded as exc:
+                    self.stop_reason = str(exc)
+                    break
+            chosen.append(cid)
+        return chosen
+
+    # -- waiting and collecting
+    def _resumable(self) -> list[BatchEvent]:
+        """Batches of earlier sessions that hold requests still wanted (polled again, never re-uploaded)."""
+        return [e for e in self.ledger.batches() if any(c in self.requests for c in e.custom_ids)]
+
+    async def _settle(self, batch: BatchEvent, *, resumed: bool) -> None:
+        """Poll ``batch`` until it ends (a batch of an earlier session at once), then read its results."""
+        state = self.ledger.state(batch.batch_id)
+        delay, at_once = self.options.poll, resumed
+        while state is None or state.status not in TERMINAL:
+            if not at_once:
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, self.options.poll_cap)
+            at_once = False
+            polled = await self._poll(batch.batch_id)
+            if polled is None:
+                continue
+            if state is None or polled != state:
+                self.ledger.status(polled)
+                self._note(
+                    f"batch {polled.batch_id}: {polled.status} ({polled.completed}/{polled.total} done)"
+                )
+            state = polled
+        await self._collect(batch, state)
+
+    async def _poll(self, batch_id: str) -> BatchState | None:
+        try:
+            found = await self.provider.client.batches.retrieve(batch_id)
+        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+            self._note(f"batch {batch_id}: poll failed ({exc.__class__.__name__}); polling again")
+            return None
+        except openai.APIStatusError as exc:
+            raise self._failure("poll", exc) from None
+        counts = found.request_counts
+        return BatchState(
+            batch_id=found.id,
+            status=found.status,
+            output_file_id=found.output_file_id,
+            error_file_id=found.error_file_id,
+            completed=counts.completed if counts else 0,
+            failed=counts.failed if counts else 0,
+            total=counts.total if counts else 0,
+        )
+
+    async def _collect(self, batch: BatchEvent, state: BatchState) -> None:
+        found: dict[str, Reply] = {}
+        for file_id in (state.error_file_id, state.output_file_id):  # an answer wins over an error line
+            if file_id:
+                data = await self._download(file_id)
+                found.update(parse_results(data, f"batch {batch.batch_id} file {file_id}"))
+        cancelled = state.status == "cancelled" and not self.ledger.ended_before(batch.batch_id)
+        for cid in batch.custom_ids:
+            reply = found.get(cid) or _unanswered(state)
+            if reply is None:
+                self.held.update([cid] if cancelled else [])
+                continue
+            old = self.replies.get(cid)
+            if old is None or not old.ok:
+                self.replies[cid] = reply
+                self._settle_budget(cid, reply)
+        if cancelled:
+            left = sum(cid not in found for cid in batch.custom_ids)
+            self.stop_reason = self.stop_reason or (
+                f"batch {batch.batch_id} was cancelled ({left} of {len(batch.custom_ids)} requests "
+                "unanswered); re-run the same command to submit them again"
+            )
+
+    async def _download(self, file_id: str) -> bytes:
+        client = self.provider.client
+        content = await self._call("download", lambda: client.files.content(file_id))
+        return bytes(content.content)
+
+    def _settle_budget(self, cid: str, reply: Reply) -> None:
+        reserved = self.reserved.pop(cid, None)
+        if self.budget is not None and reserved is not None:
+            self.budget.settle(reserved, reply.usage)
+
+    # -- the endpoint
+    async def _call(self, what: str, call: Callable[[], Any]) -> Any:
+        """An upload, create or download, tried again on transient faults (a few times, then an error)."""
+        for attempt in range(4):
+            try:
+                return await call()
+            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
+                self._note(f"batch {what} failed ({exc.__class__.__name__}); trying again")
+                if attempt == 3:
+                    raise ProviderError(
+                        f"batch {what} failed 4 times ({exc.__class__.__name__}) at "
+                        f"{public_url(self.provider.base_url)}; re-run to resume"
+                    ) from None
+                await asyncio.sleep(min(self.options.poll, 5.0) * 2**attempt)
+            except openai.APIStatusError as exc:
+                raise self._failure(what, exc) from None
+        raise AssertionError("unreachable")
+
+    def _failure(self, what: str, exc: openai.APIStatusError) -> ProviderError:
+        # The status alone: an error body may quote the request, and never the key is worth risking.
+        return ProviderError(
+            f"batch {what}: HTTP {exc.status_code} from {self.provider.name} at "
+            f"{public_url(self.provider.base_url)}; the run is left resumable"
+        )
+
+    def _note(self, message: str) -> None:
+        if self.options.notify is not None:
+            self.options.notify(message)
+
+
+def _unanswered(state: BatchState) -> Reply | None:
+    """The failure of a request with no result line: none for a cancelled batch (it is submitted again)."""
+    if state.status == "cancelled":
+        return None
+    return Reply.failure(f"batch {state.batch_id} {state.status}: no result for this request")
+
+
+def _json_line(line: Mapping[str, Json]) -> bytes:
+    return (json.dumps(line, ensure_ascii=False) + "\n").encode()
