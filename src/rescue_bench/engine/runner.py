@@ -47,6 +47,7 @@ class Runner:
         self.phases: dict[str, float] = {}
         """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
         self._queue: asyncio.Queue[Work | None] = asyncio.Queue()
+        self._work: list[Work] = []
         self._todo: dict[str, tuple[int, int]] = {}
 
     def add(self, plan: TaskPlan) -> None:
@@ -55,7 +56,7 @@ class Runner:
         todo = 0
         for repeat in range(plan.repeats):
             for batch, retry in self._pending(plan, repeat):
-                self._queue.put_nowait((plan, batch, retry, repeat))
+                self._work.append((plan, batch, retry, repeat))
                 todo += len(batch)
         self._todo[plan.name] = (plan.asks, plan.asks - todo)
 
@@ -75,9 +76,30 @@ class Runner:
         return record is None or (self.retry_failed and not record.get("valid"))
 
     async def run(self, engine: Engine) -> None:
-        """Ask every pending batch of the plans added."""
+        """Ask every pending batch of the plans added.
+
+        CircularEval's rotations are asked one repeat after the other, the model prepared with each
+        rotation's instances first: a baseline answers from the instances it was given, by id, and every
+        rotation has the same ids. Other runs ask all their work in one go.
+        """
         self.progress.start(self._todo)
-        n_workers = min(engine.limiter.concurrency * 2 + 4, self._queue.qsize())
+        try:
+            if not any(plan.rotated for plan in self.plans):
+                await self._ask(self._work, engine)
+                return
+            for repeat in range(max(plan.repeats for plan in self.plans)):
+                work = [w for w in self._work if w[3] == repeat]
+                if work and self.stop_reason is None:
+                    if repeat > 0:
+                        engine.provider.prepare([i for p in self.plans for i in _instances(p, repeat)])
+                    await self._ask(work, engine)
+        finally:
+            self.progress.stop()
+
+    async def _ask(self, work: Sequence[Work], engine: Engine) -> None:
+        for item in work:
+            self._queue.put_nowait(item)
+        n_workers = min(engine.limiter.concurrency * 2 + 4, len(work))
         for _ in range(n_workers):
             self._queue.put_nowait(None)  # one "no more work" per worker, after all the work
         try:
@@ -86,8 +108,6 @@ class Runner:
                     group.create_task(self._worker(engine))
         except* ProviderError as errors:
             raise errors.exceptions[0] from None
-        finally:
-            self.progress.stop()
 
     async def _worker(self, engine: Engine) -> None:
         while self.stop_reason is None:
@@ -162,6 +182,13 @@ class Runner:
             failures=sum(not line["valid"] for line in lines),
             tokens=sum(o.reply.usage.total_tokens for o in outcomes if not o.reply.cached),
         )
+
+
+def _instances(plan: TaskPlan, repeat: int) -> list[Instance]:
+    """The instances ``plan`` asks for ``repeat`` (a CircularEval rotation's, or its only ones)."""
+    if repeat >= plan.repeats or not plan.rotated:
+        return list(plan.instances)
+    return [inst for batch in plan.batches_of(repeat) for inst in batch]
 
 
 def with_repeat(record: dict[str, Json], repeat: int) -> dict[str, Json]:
