@@ -133,7 +133,9 @@ def test_resume_asks_only_the_missing_instance_repeats(tmp_path: Path) -> None:
         run(server, out, samples, spec={"repeats": 2}, options=uncached)
         full = server.count
         # Drop repeat 1 of the first sample from the records: a resumed run asks exactly those again.
-        kept = [p for p in lines(out / "predictions.jsonl") if (p.get("repeat"), p["sample_id"]) != (1, "s00")]
+        kept = [
+            p for p in lines(out / "predictions.jsonl") if (p.get("repeat"), p["sample_id"]) != (1, "s00")
+        ]
         (out / "predictions.jsonl").write_text("".join(json.dumps(p) + "\n" for p in kept))
         run(server, out, samples, spec={"repeats": 2}, options=uncached)
         assert server.count - full == 2  # the two batches of s00, repeat 1

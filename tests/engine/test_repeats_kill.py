@@ -45,9 +45,7 @@ def test_sigkill_then_resume_asks_each_instance_repeat_once(tmp_path: Path) -> N
         assert 0 < len(done) < (138 + 66) * REPEATS
         again = subprocess.run(args, env=env, capture_output=True, timeout=300, check=False)
         assert again.returncode == 0, again.stderr.decode()[-2000:]
-        resent = [
-            (request_key(r), r.body.get("seed")) for r in server.requests[killed_at:]
-        ]
+        resent = [(request_key(r), r.body.get("seed")) for r in server.requests[killed_at:]]
     assert not recorded & set(resent), "a request recorded before the kill was sent again"
     lines = list(read_jsonl(out / "predictions.jsonl"))
     keys = Counter((p["instance_id"], p.get("repeat", 0)) for p in lines)

@@ -62,9 +62,7 @@ def test_repeat_noise_widens_the_interval() -> None:
     # alone are identical across resamples (every one is right in one repeat and wrong in the other), so the
     # whole spread comes from the repeats: the mean over two slots is the share of slots that drew repeat 0.
     n = 10
-    data = RepeatSums.of(
-        [[1, 1]] * n + [[1, 0]] * n, [f"s{i}" for i in range(n)] * 2, [0] * n + [1] * n, 2
-    )
+    data = RepeatSums.of([[1, 1]] * n + [[1, 0]] * n, [f"s{i}" for i in range(n)] * 2, [0] * n + [1] * n, 2)
     values = two_level_values(data, accuracy, n_resamples=4000, seed=0)["acc"]
     assert values.mean() == pytest.approx(0.5, abs=0.01)
     # Each value is the mean of 2n independent fair coins: sd = sqrt(0.25 / 20).

@@ -154,9 +154,7 @@ class Engine:
                 attempts=attempts,
             )
             return Outcome(request, content, key, failure, refused=True)
-        masked, attempts = await self._attempts(
-            replace(request, messages=masked_messages), attempts, params
-        )
+        masked, attempts = await self._attempts(replace(request, messages=masked_messages), attempts, params)
         if isinstance(masked, ModerationRefusal):
             failure = Reply.failure(
                 f"content moderation refused the prompt ({masked}), also with {n_masked} "

@@ -157,9 +157,7 @@ def summarize_repeated_scope(
     """One scope of a repeated task: the one-level summary of all asks pooled (counts, tables), whose
     headline metrics are replaced by their mean over repeats with the two-level CI, plus ``repeats``."""
     out = summarize_scope(spec, records, labels, n_resamples=n_resamples, confidence=confidence, seed=seed)
-    per_repeat = [
-        point_values(spec, [r for r in records if r.repeat == k], labels) for k in range(n_repeats)
-    ]
+    per_repeat = [point_values(spec, [r for r in records if r.repeat == k], labels) for k in range(n_repeats)]
     summary = spread(per_repeat)
     plan = metric_plan(spec, labels)
     data = RepeatSums.of(
