@@ -151,7 +151,7 @@ class TaskPlan:
         """Instances times repeats: how many prediction lines the task ends with."""
         return len(self.instances) * self.repeats
 
-    def keys(self) -> list[str]:
+    def line_keys(self) -> list[str]:
         """Every prediction line's key (:func:`~rescue_bench.rundir.line_key`), repeat by repeat."""
         return [line_key(inst.id, r) for r in range(self.repeats) for inst in self.instances]
 

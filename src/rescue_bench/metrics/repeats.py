@@ -194,7 +194,8 @@ def aggregate_repeated_task(
     confidence: float = 0.95,
 ) -> dict[str, Any]:
     """The ``scores.json`` entry of a task asked ``n_repeats`` times, scope by scope
-    (:func:`summarize_repeated_scope`; the layout of :func:`rescue_bench.metrics.aggregate.aggregate_task`)."""
+    (:func:`summarize_repeated_scope`), in the layout of
+    :func:`rescue_bench.metrics.aggregate.aggregate_task`."""
     out: dict[str, Any] = {}
     for scope, members in scope_records(typed_records(task, records, spec)).items():
         labels = scope_labels(members, labels_by_scenario) if spec.kind == "multiclass" else ()
