@@ -148,3 +148,18 @@ def test_repeats_and_circular_eval_are_one_or_the_other(tmp_path: Path) -> None:
     with FakeOpenAIServer(tiny_task.oracle) as server, pytest.raises(ConfigError, match="--repeats"):
         run(server, tmp_path / "run", make_samples(1, 3), spec={"repeats": 2, "perturb": "label-order:all"})
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_the_report_shows_the_repeats_only_for_a_run_with_repeats(tmp_path: Path) -> None:
+    from rescue_bench.report.build import build_report
+
+    samples = make_samples(3, 5)
+    with FakeOpenAIServer(flipping) as server:
+        run(server, tmp_path / "once", samples)
+        run(server, tmp_path / "thrice", samples, spec={"repeats": 3})
+    assert "repeats" not in [t.key for t in build_report([tmp_path / "once"]).tables]
+    table = next(t for t in build_report([tmp_path / "thrice"]).tables if t.key == "repeats")
+    scores = json.loads((tmp_path / "thrice" / "scores.json").read_text())["echo"]["all"]
+    row = next(r for r in table.rows if r[3] == "accuracy")
+    assert row[2] == 3 and row[4].value == scores["accuracy"]  # type: ignore[union-attr]
+    assert [row[6].value, row[7].value] == scores["repeats"]["range"]["accuracy"]  # type: ignore[union-attr]
