@@ -199,8 +199,7 @@ def plan_task(
 ) -> TaskPlan:
     """One task's instances of every sample, and its batches (per rotation, for ``label-order:all``)."""
     seed, circular = spec.model.seed or 0, is_circular(spec.perturb)
-    if circular and spec.repeats > 1:
-        raise ConfigError("--repeats: label-order:all asks each rotation as a repeat; give one or the other")
+    check_repeats(spec, tasks[name], circular)
     first = circular_variants(spec.perturb, 1)[0]
     task = perturbed_task(tasks[name], first, seed)
     cfg = spec.task_config(tasks)
@@ -217,6 +216,20 @@ def plan_task(
     rotations = circular_variants(spec.perturb, rotation_count(instances))[1:]
     rotated = tuple(_batches(perturbed_task(tasks[name], v, seed), samples, cfg, size) for v in rotations)
     return replace(plan, repeats=1 + len(rotated), rotated=rotated)
+
+
+def check_repeats(spec: RunSpec, task: Task, circular: bool) -> None:
+    """Refuse, in one line, the repeat settings a run cannot honour (before anything is written)."""
+    if circular and spec.repeats > 1:
+        raise ConfigError("--repeats: label-order:all asks each rotation as a repeat; give one or the other")
+    if spec.repeats > 1 and task.INFO.judged:
+        # The judge pass (judgments, BERTScore, their aggregation) knows one prediction per instance.
+        raise ConfigError(
+            f"--repeats: {task.NAME} is judged, and the judge pass does not take repeats yet; "
+            "leave ER and VP out of --tasks"
+        )
+    if spec.judge_repeats > 1:
+        raise ConfigError("judge_repeats: judges cannot be repeated yet; leave it at 1")
 
 
 def _batches(
