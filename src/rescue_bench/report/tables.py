@@ -253,7 +253,8 @@ def _repeat_rows(
         low, high = (span.get(metric) if isinstance(span, dict) else None) or (None, None)
         ring: Value = None
         if isinstance(circular, dict) and metric in ("accuracy", "recall_at_1"):
-            ring = Cell(circular["accuracy"], *circular["ci"], scale=scale)
+            low_c, high_c = circular["ci"]
+            ring = Cell(circular["accuracy"], low_c, high_c, scale=scale)
         rows.append(
             (
                 name,
