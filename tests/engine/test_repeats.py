@@ -179,3 +179,13 @@ def test_repeat_settings_the_judge_pass_cannot_honour_are_refused_before_writing
     with pytest.raises(ConfigError, match=message):
         run_benchmark(spec, tmp_path / "run", RunOptions(quiet=True))
     assert not (tmp_path / "run" / "run.json").exists()
+
+
+def test_batch_export_refuses_repeats_before_writing(tmp_path: Path) -> None:
+    from rescue_bench.engine.batch import export_batch
+    from rescue_bench.spec import validate_spec
+
+    spec = validate_spec({"model": "openai/gpt-4o-mini", "data": "demo", "tasks": "rpp", "repeats": 2})
+    with pytest.raises(ConfigError, match="repeats"):
+        export_batch(spec, make_samples(1, 4), tmp_path / "req.jsonl", tmp_path / "run")
+    assert not (tmp_path / "run").exists() and not (tmp_path / "req.jsonl").exists()
