@@ -89,6 +89,8 @@ def export_batch(
     known = TASKS if tasks is None else tasks
     provider = export_provider(config)
     plans = build_plans(samples, config, known, provider.capabilities)
+    if any(plan.repeats > 1 for plan in plans):
+        raise ConfigError("batch export asks each instance once; use `rescue-bench run` for repeats")
     params = config.generation_params()
     manifest = build_manifest(config, samples, plans, provider.identity(), known)
     manifest["status"] = "exported"

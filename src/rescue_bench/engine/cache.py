@@ -98,12 +98,18 @@ class CacheKeys:
 
     def __init__(self, identity: dict[str, Json], params: GenerationParams) -> None:
         provider, settings = _json(_public_identity(identity)), _json(asdict(params))
-        self._head = f'{{"params":{settings},"provider":{provider},"request":'
+        self._head = f'{{"params":{settings},"provider":{provider},'
         self._tail = f',"v":{KEY_VERSION}}}'
 
-    def of(self, content_key: str) -> str:
-        """The key of the request whose ``content_key()`` this is."""
-        return hashlib.sha256((self._head + _json(content_key) + self._tail).encode()).hexdigest()
+    def of(self, content_key: str, repeat: int = 0) -> str:
+        """The key of the request whose ``content_key()`` this is, asked for the ``repeat``-th time.
+
+        Repeat 0 has no ``repeat`` field, so its key is the key of every run before repeats (old caches
+        hit); any other repeat is its own entry, never a hit of another repeat's reply.
+        """
+        again = f'"repeat":{repeat},' if repeat > 0 else ""
+        body = f'{self._head}{again}"request":{_json(content_key)}{self._tail}'
+        return hashlib.sha256(body.encode()).hexdigest()
 
 
 def _json(value: object) -> str:

@@ -113,8 +113,10 @@ class Engine:
         self.stats = EngineStats()
         self._rng = random.Random(self.options.jitter_seed)
 
-    async def ask(self, request: Request, *, refresh: bool = False) -> Outcome:
+    async def ask(self, request: Request, *, refresh: bool = False, repeat: int = 0) -> Outcome:
         """Answer one request; ``refresh`` skips the cache lookup (but still stores the new reply).
+
+        ``repeat`` > 0 asks the request again as its own cache entry, with :func:`repeat_params`.
 
         Raises:
             BudgetExceeded: the request was not sent because it could exceed the budget.
@@ -122,7 +124,7 @@ class Engine:
             model).
         """
         content = request.content_key()
-        key = self._keys.of(content)
+        key = self._keys.of(content, repeat)
         if self.cache is not None and not refresh:
             hit = self.cache.get(key)
             if hit is not None:
@@ -131,7 +133,7 @@ class Engine:
                 self.stats.add(outcome)
                 return outcome
         reserved = self.budget.reserve(request) if self.budget is not None else 0.0
-        outcome = await self._call(request, content, key)
+        outcome = await self._call(request, content, key, repeat_params(self.params, repeat))
         if self.budget is not None:
             self.budget.settle(reserved, outcome.reply.usage)
         if self.cache is not None and outcome.reply.ok:
@@ -141,8 +143,8 @@ class Engine:
         self.stats.add(outcome)
         return outcome
 
-    async def _call(self, request: Request, content: str, key: str) -> Outcome:
-        reply, attempts = await self._attempts(request, 0)
+    async def _call(self, request: Request, content: str, key: str, params: GenerationParams) -> Outcome:
+        reply, attempts = await self._attempts(request, 0, params)
         if not isinstance(reply, ModerationRefusal):
             return Outcome(request, content, key, reply)
         masked_messages, n_masked = mask_messages(request.messages)
@@ -152,7 +154,7 @@ class Engine:
                 attempts=attempts,
             )
             return Outcome(request, content, key, failure, refused=True)
-        masked, attempts = await self._attempts(replace(request, messages=masked_messages), attempts)
+        masked, attempts = await self._attempts(replace(request, messages=masked_messages), attempts, params)
         if isinstance(masked, ModerationRefusal):
             failure = Reply.failure(
                 f"content moderation refused the prompt ({masked}), also with {n_masked} "
@@ -162,10 +164,12 @@ class Engine:
             return Outcome(request, content, key, failure, masked=True, refused=True)
         return Outcome(request, content, key, masked, masked=True, refused=True)
 
-    async def _attempts(self, request: Request, before: int) -> tuple[Reply | ModerationRefusal, int]:
+    async def _attempts(
+        self, request: Request, before: int, params: GenerationParams
+    ) -> tuple[Reply | ModerationRefusal, int]:
         async def once() -> Reply | ModerationRefusal:
             try:
-                return await self.provider.complete(request, self.params)
+                return await self.provider.complete(request, params)
             except ModerationRefusal as exc:
                 return exc
 
@@ -188,6 +192,22 @@ class Engine:
             return value, attempts
         assert isinstance(value, Reply)
         return replace(value, attempts=attempts, latency=result.latency, cached=False), attempts
+
+
+def repeat_params(params: GenerationParams, repeat: int) -> GenerationParams:
+    """The parameters of a request's ``repeat``-th ask: repeat 0 is sent as the run's parameters; a later
+    repeat gets seed = base seed (0 when unset) + repeat, unless the run samples (temperature > 0) with no
+    seed, whose asks differ already. A fixed seed, or greedy decoding with none, would answer every repeat
+    alike on a server that honours seeds; one that ignores them may still do so (docs/repeats.md).
+
+    >>> repeat_params(GenerationParams(), 2).seed, repeat_params(GenerationParams(seed=7), 1).seed
+    (2, 8)
+    >>> repeat_params(GenerationParams(temperature=0.7), 3).seed is None
+    True
+    """
+    if repeat == 0 or (params.temperature > 0 and params.seed is None):
+        return params
+    return replace(params, seed=(params.seed or 0) + repeat)
 
 
 def _rough_tokens(request: Request) -> int:

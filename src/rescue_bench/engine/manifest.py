@@ -24,12 +24,19 @@ from rescue_bench.engine.manifest_v1 import spec_from_v1
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Capabilities
 from rescue_bench.records import Instance, Json, ProblemKind
-from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, describe_changes
+from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, describe_changes, line_key
 from rescue_bench.spec import RunSpec, validate_spec
 from rescue_bench.tasks import TASKS, make_batches
 from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.context import context_size
-from rescue_bench.tasks.perturb import perturbation_record, perturbed_task
+from rescue_bench.tasks.perturb import (
+    ORDERED_KINDS,
+    circular_variants,
+    is_circular,
+    perturbation_record,
+    perturbed_task,
+    rotation_count,
+)
 
 PLAIN: Final = Capabilities()
 """What planning assumes of a model it has not built (``estimate``): an endpoint's reference batch sizes."""
@@ -58,6 +65,7 @@ def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str,
         "video": video_record(spec),
         # Only a perturbed run has the key, so the config of every unperturbed run is as it was.
         **({"perturbation": perturbation_record(spec.perturb, model.seed or 0)} if spec.perturb else {}),
+        **({"repeats": spec.repeats} if spec.repeats > 1 else {}),
     }
 
 
@@ -128,6 +136,24 @@ class TaskPlan:
     instances: tuple[Instance, ...]
     batches: tuple[tuple[Instance, ...], ...]
     prompt_hash: str
+    repeats: int = 1
+    """How often every instance is asked (``repeats``, or a CircularEval task's rotations)."""
+    rotated: tuple[tuple[tuple[Instance, ...], ...], ...] = ()
+    """CircularEval (``label-order:all``): the batches of repeats 1, 2, ... (rotation r is repeat r);
+    empty when every repeat asks :attr:`batches`."""
+
+    def batches_of(self, repeat: int) -> tuple[tuple[Instance, ...], ...]:
+        """The batches asked for ``repeat`` (the same instance ids in every repeat)."""
+        return self.rotated[repeat - 1] if repeat > 0 and self.rotated else self.batches
+
+    @property
+    def asks(self) -> int:
+        """Instances times repeats: how many prediction lines the task ends with."""
+        return len(self.instances) * self.repeats
+
+    def line_keys(self) -> list[str]:
+        """Every prediction line's key (:func:`~rescue_bench.rundir.line_key`), repeat by repeat."""
+        return [line_key(inst.id, r) for r in range(self.repeats) for inst in self.instances]
 
 
 def select_samples(samples: Sequence[Sample], config: RunSpec) -> list[Sample]:
@@ -171,15 +197,46 @@ def check_tasks(spec: RunSpec, tasks: Mapping[str, Task] | None = None) -> Mappi
 def plan_task(
     name: str, tasks: Mapping[str, Task], samples: Sequence[Sample], spec: RunSpec, capabilities: Capabilities
 ) -> TaskPlan:
-    """One task's instances of every sample, and its batches."""
-    task = perturbed_task(tasks[name], spec.perturb, spec.model.seed or 0)
+    """One task's instances of every sample, and its batches (per rotation, for ``label-order:all``)."""
+    seed, circular = spec.model.seed or 0, is_circular(spec.perturb)
+    check_repeats(spec, tasks[name], circular)
+    first = circular_variants(spec.perturb, 1)[0]
+    task = perturbed_task(tasks[name], first, seed)
     cfg = spec.task_config(tasks)
     instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
     size = default_batch_size(task, cfg, capabilities)
     batches = tuple(tuple(b) for b in make_batches(instances, size))
-    return TaskPlan(
+    plan = TaskPlan(
         name, task, replace(cfg, batch_size=size), instances, batches, _prompt_hash(task, batches, cfg)
     )
+    if not circular:
+        return replace(plan, repeats=spec.repeats)
+    if task.INFO.kind not in ORDERED_KINDS:
+        return plan
+    rotations = circular_variants(spec.perturb, rotation_count(instances))[1:]
+    rotated = tuple(_batches(perturbed_task(tasks[name], v, seed), samples, cfg, size) for v in rotations)
+    return replace(plan, repeats=1 + len(rotated), rotated=rotated)
+
+
+def check_repeats(spec: RunSpec, task: Task, circular: bool) -> None:
+    """Refuse, in one line, the repeat settings a run cannot honour (before anything is written)."""
+    if circular and spec.repeats > 1:
+        raise ConfigError("--repeats: label-order:all asks each rotation as a repeat; give one or the other")
+    if spec.repeats > 1 and task.INFO.judged:
+        # The judge pass (judgments, BERTScore, their aggregation) knows one prediction per instance.
+        raise ConfigError(
+            f"--repeats: {task.NAME} is judged, and the judge pass does not take repeats yet; "
+            "leave ER and VP out of --tasks"
+        )
+    if spec.judge_repeats > 1:
+        raise ConfigError("judge_repeats: judges cannot be repeated yet; leave it at 1")
+
+
+def _batches(
+    task: Task, samples: Sequence[Sample], cfg: TaskConfig, size: int
+) -> tuple[tuple[Instance, ...], ...]:
+    instances = [inst for sample in samples for inst in task.build(sample, cfg)]
+    return tuple(tuple(b) for b in make_batches(instances, size))
 
 
 def default_batch_size(task: Task, cfg: TaskConfig, capabilities: Capabilities) -> int:
@@ -251,7 +308,7 @@ def build_manifest(
         "model": dict(identity),
         "generation": asdict(config.generation_params()),
         "judges": [j.name for j in config.judges],
-        "counts": {plan.name: {"instances": len(plan.instances)} for plan in plans},
+        "counts": {plan.name: {"instances": plan.asks} for plan in plans},
         "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},
     }
 
@@ -285,7 +342,8 @@ def count_run(
     for plan in plans:
         preds = [p for p in predictions if p.task == plan.name]
         counts[plan.name] = {
-            "instances": len(plan.instances),
+            "instances": plan.asks,
+            **({"repeats": plan.repeats} if plan.repeats > 1 else {}),
             **_prediction_counts(preds),
             **_request_counts([r for r in requests if r.task == plan.name]),
         }

@@ -296,7 +296,7 @@ def _finish(
     started: float,
 ) -> RunResult:
     clock = time.perf_counter()
-    order = [inst.id for plan in plans for inst in plan.instances]
+    order = [key for plan in plans for key in plan.line_keys()]
     records = store.compact_predictions(order, runner.done)
     store.close()
     # The store's reader names a damaged request line and leaves it out of the counts (results are whole).

@@ -18,10 +18,11 @@ from rescue_bench.engine.progress import Progress
 from rescue_bench.engine.video import Hook, VideoNote, notes
 from rescue_bench.errors import ProviderError
 from rescue_bench.records import Instance, Json, Request
-from rescue_bench.rundir import RunStore
+from rescue_bench.rundir import RunStore, line_key, record_key
 
-Work = tuple[TaskPlan, tuple[Instance, ...], bool]
-"""A batch to ask: its plan, its instances, and whether it re-asks failures (then the cache is not read)."""
+Work = tuple[TaskPlan, tuple[Instance, ...], bool, int]
+"""A batch to ask: its plan, its instances, whether it re-asks failures (then the cache is not read), and
+the repeat it is asked for."""
 
 
 class Runner:
@@ -46,35 +47,59 @@ class Runner:
         self.phases: dict[str, float] = {}
         """Seconds spent loading and planning, asking, and finishing (aggregation) in this session."""
         self._queue: asyncio.Queue[Work | None] = asyncio.Queue()
+        self._work: list[Work] = []
         self._todo: dict[str, tuple[int, int]] = {}
 
     def add(self, plan: TaskPlan) -> None:
         """Schedule the batches of ``plan`` that are still to ask."""
         self.plans.append(plan)
-        pending = self._pending(plan)
-        for batch, retry in pending:
-            self._queue.put_nowait((plan, batch, retry))
-        todo = sum(len(batch) for batch, _ in pending)
-        self._todo[plan.name] = (len(plan.instances), len(plan.instances) - todo)
+        todo = 0
+        for repeat in range(plan.repeats):
+            for batch, retry in self._pending(plan, repeat):
+                self._work.append((plan, batch, retry, repeat))
+                todo += len(batch)
+        self._todo[plan.name] = (plan.asks, plan.asks - todo)
 
-    def _pending(self, plan: TaskPlan) -> list[tuple[tuple[Instance, ...], bool]]:
-        """Batches still to ask, and whether each re-asks failures (then the cache is not read)."""
+    def _pending(self, plan: TaskPlan, repeat: int) -> list[tuple[tuple[Instance, ...], bool]]:
+        """Batches of ``repeat`` still to ask, and whether each re-asks failures (then the cache is not
+        read)."""
         out: list[tuple[tuple[Instance, ...], bool]] = []
-        for batch in plan.batches:
-            todo = tuple(i for i in batch if self._needs(i))
+        for batch in plan.batches_of(repeat):
+            todo = tuple(i for i in batch if self._needs(i, repeat))
             if todo:
-                retry = any(i.id in self.done for i in todo)
+                retry = any(line_key(i.id, repeat) in self.done for i in todo)
                 out.append((todo, retry))
         return out
 
-    def _needs(self, inst: Instance) -> bool:
-        record = self.done.get(inst.id)
+    def _needs(self, inst: Instance, repeat: int) -> bool:
+        record = self.done.get(line_key(inst.id, repeat))
         return record is None or (self.retry_failed and not record.get("valid"))
 
     async def run(self, engine: Engine) -> None:
-        """Ask every pending batch of the plans added."""
+        """Ask every pending batch of the plans added.
+
+        CircularEval's rotations are asked one repeat after the other, the model prepared with each
+        rotation's instances first: a baseline answers from the instances it was given, by id, and every
+        rotation has the same ids. Other runs ask all their work in one go.
+        """
         self.progress.start(self._todo)
-        n_workers = min(engine.limiter.concurrency * 2 + 4, self._queue.qsize())
+        try:
+            if not any(plan.rotated for plan in self.plans):
+                await self._ask(self._work, engine)
+                return
+            for repeat in range(max(plan.repeats for plan in self.plans)):
+                work = [w for w in self._work if w[3] == repeat]
+                if work and self.stop_reason is None:
+                    if repeat > 0:
+                        engine.provider.prepare([i for p in self.plans for i in _instances(p, repeat)])
+                    await self._ask(work, engine)
+        finally:
+            self.progress.stop()
+
+    async def _ask(self, work: Sequence[Work], engine: Engine) -> None:
+        for item in work:
+            self._queue.put_nowait(item)
+        n_workers = min(engine.limiter.concurrency * 2 + 4, len(work))
         for _ in range(n_workers):
             self._queue.put_nowait(None)  # one "no more work" per worker, after all the work
         try:
@@ -83,8 +108,6 @@ class Runner:
                     group.create_task(self._worker(engine))
         except* ProviderError as errors:
             raise errors.exceptions[0] from None
-        finally:
-            self.progress.stop()
 
     async def _worker(self, engine: Engine) -> None:
         while self.stop_reason is None:
@@ -106,11 +129,11 @@ class Runner:
         return attached.request
 
     async def _batch(
-        self, plan: TaskPlan, batch: tuple[Instance, ...], refresh: bool, engine: Engine
+        self, plan: TaskPlan, batch: tuple[Instance, ...], refresh: bool, repeat: int, engine: Engine
     ) -> None:
         video: dict[str, VideoNote] = {}
         try:
-            outcome = await engine.ask(await self._render(plan, batch, video), refresh=refresh)
+            outcome = await engine.ask(await self._render(plan, batch, video), refresh=refresh, repeat=repeat)
             outcomes = [(outcome, False)]
             predictions = predictions_of(plan, batch, outcome)
             # A reply of typed predictions (a baseline) answers every item it can: nothing to ask again.
@@ -118,7 +141,7 @@ class Runner:
                 for index, inst in enumerate(batch):
                     if asks_again(predictions[index]):
                         request = await self._render(plan, [inst], video)
-                        single = await engine.ask(request, refresh=refresh)
+                        single = await engine.ask(request, refresh=refresh, repeat=repeat)
                         outcomes.append((single, True))
                         predictions[index] = predictions_of(plan, (inst,), single)[0]
         except BudgetExceeded as exc:
@@ -128,13 +151,16 @@ class Runner:
             return
         singles = {o.request.instance_ids[0]: o for o, _ in outcomes[1:]}
         lines = [
-            prediction_record(
-                plan.task,
-                inst,
-                pred,
-                singles.get(inst.id, outcome),
-                inst.id in singles,
-                video.get(inst.id),
+            with_repeat(
+                prediction_record(
+                    plan.task,
+                    inst,
+                    pred,
+                    singles.get(inst.id, outcome),
+                    inst.id in singles,
+                    video.get(inst.id),
+                ),
+                repeat,
             )
             for inst, pred in zip(batch, predictions, strict=True)
         ]
@@ -142,12 +168,12 @@ class Runner:
         # the two appends can never make a resumed run send a recorded request again.
         self.store.append_predictions(lines)
         for item, is_single in outcomes:
-            self.store.append_request(request_record(item, single=is_single))
+            self.store.append_request(with_repeat(request_record(item, single=is_single), repeat))
         self._report(plan.name, lines, [o for o, _ in outcomes])
 
     def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:
         for line in lines:
-            self.done[str(line["instance_id"])] = dict(line)
+            self.done[record_key(line)] = dict(line)
         self.progress.update(
             task,
             done=len(lines),
@@ -156,3 +182,16 @@ class Runner:
             failures=sum(not line["valid"] for line in lines),
             tokens=sum(o.reply.usage.total_tokens for o in outcomes if not o.reply.cached),
         )
+
+
+def _instances(plan: TaskPlan, repeat: int) -> list[Instance]:
+    """The instances ``plan`` asks for ``repeat`` (a CircularEval rotation's, or its only ones)."""
+    if repeat >= plan.repeats or not plan.rotated:
+        return list(plan.instances)
+    return [inst for batch in plan.batches_of(repeat) for inst in batch]
+
+
+def with_repeat(record: dict[str, Json], repeat: int) -> dict[str, Json]:
+    """A prediction or request line with its ``repeat``, written only when > 0 (a run without repeats is
+    byte for byte as before)."""
+    return {**record, "repeat": repeat} if repeat > 0 else record

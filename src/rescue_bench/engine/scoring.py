@@ -7,7 +7,9 @@ from typing import Any
 
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task
+from rescue_bench.metrics.repeats import Verdict, aggregate_repeated_task, circular_scopes
 from rescue_bench.records import Json
+from rescue_bench.tasks.perturb import circular_correct
 
 N_RESAMPLES = 1000
 """Bootstrap resamples of the confidence intervals in ``scores.json``."""
@@ -20,7 +22,11 @@ def aggregate_scores(
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
 ) -> dict[str, Any]:
-    """``scores.json``: the aggregation of every task's records, plus ``_meta``."""
+    """``scores.json``: the aggregation of every task's records, plus ``_meta``.
+
+    A task asked several times (``repeats``, CircularEval's rotations) gets the mean over repeats with a
+    two-level CI (:mod:`rescue_bench.metrics.repeats`); CircularEval adds ``circular`` per scope.
+    """
     by_task: dict[str, list[Mapping[str, Json]]] = {plan.name: [] for plan in plans}
     for record in records:
         if record.get("task") in by_task:
@@ -28,9 +34,30 @@ def aggregate_scores(
     scores: dict[str, Any] = {}
     for plan in plans:
         mine = by_task[plan.name]
-        if mine:
-            scores[plan.name] = aggregate_task(
-                plan.name, plan.task.INFO.metrics, mine, seed=seed, n_resamples=n_resamples
+        if not mine:
+            continue
+        spec = plan.task.INFO.metrics
+        if plan.repeats > 1:
+            scores[plan.name] = aggregate_repeated_task(
+                plan.name, spec, mine, plan.repeats, seed=seed, n_resamples=n_resamples
             )
+        else:
+            scores[plan.name] = aggregate_task(plan.name, spec, mine, seed=seed, n_resamples=n_resamples)
+        if plan.rotated:
+            for scope, entry in _circular(plan, mine, seed, n_resamples).items():
+                scores[plan.name][scope]["circular"] = entry
     scores["_meta"] = aggregate_run({}, {}, seed=seed, n_resamples=n_resamples)["_meta"]
     return scores
+
+
+def _circular(
+    plan: TaskPlan, records: Sequence[Mapping[str, Json]], seed: int, n_resamples: int
+) -> dict[str, dict[str, Any]]:
+    """CircularEval per scope: an instance counts only if it is correct under every rotation (repeat)."""
+    rotations: list[list[Mapping[str, Json]]] = [[] for _ in range(plan.repeats)]
+    for record in records:
+        repeat = record.get("repeat", 0)
+        rotations[repeat if isinstance(repeat, int) else 0].append(record)
+    correct = circular_correct(rotations)
+    verdicts = [Verdict(i.sample_id, i.scenario, correct[i.id]) for i in plan.instances if i.id in correct]
+    return circular_scopes(verdicts, seed=seed, n_resamples=n_resamples)

@@ -224,6 +224,7 @@ def build_report(
         tables.label_distributions(runs),
         tables.judges(runs),
         tables.failures(runs),
+        *(t for t in (tables.repeats(runs),) if t.rows),
         tables.usage(runs, None if prices is None else partial(load_prices, prices)),
         tables.config(runs),
     )

@@ -216,6 +216,61 @@ def judges(runs: Sequence[RunData]) -> Table:
     )
 
 
+def repeats(runs: Sequence[RunData]) -> Table:
+    """Tasks asked several times (``repeats``, CircularEval): each headline metric's mean over repeats with
+    its two-level CI, the between-repeat spread, and CircularEval's accuracy (both scenarios). No rows for
+    runs without repeats (the report then leaves the table out)."""
+    rows: list[tuple[Value, ...]] = []
+    for name, run in zip(display_names(runs), runs, strict=True):
+        for task, scopes in _tasks(run).items():
+            entry = scopes.get("all") or {}
+            spread = entry.get("repeats")
+            if not isinstance(spread, dict):
+                continue
+            rows.extend(_repeat_rows(name, task, entry, spread))
+    return Table(
+        "repeats",
+        "Repeats: mean over repeats, spread between them, CircularEval",
+        ("Model", "Task", "Repeats", "Metric", "Mean [95% CI]", "SD", "Min", "Max", "Circular [95% CI]"),
+        tuple(rows),
+        "The CI resamples conversations, then repeats within each (two-level bootstrap, docs/repeats.md); "
+        "SD, min and max are those of the repeats' own values. Circular: correct under every rotation of "
+        "the label list (label-order:all).",
+    )
+
+
+def _repeat_rows(
+    name: str, task: str, entry: Mapping[str, Json], spread: Mapping[str, Json]
+) -> list[tuple[Value, ...]]:
+    scale = 100.0 if task in percent_tasks() else 1.0
+    circular = entry.get("circular")
+    rows: list[tuple[Value, ...]] = []
+    for metric, value in entry.items():
+        ci, sd, span = (entry.get("ci") or {}).get(metric), spread["sd"], spread["range"]
+        if not isinstance(sd, dict) or metric not in sd or not isinstance(value, int | float):
+            continue
+        lo, hi = ci if isinstance(ci, list) else (None, None)
+        low, high = (span.get(metric) if isinstance(span, dict) else None) or (None, None)
+        ring: Value = None
+        if isinstance(circular, dict) and metric in ("accuracy", "recall_at_1"):
+            low_c, high_c = circular["ci"]
+            ring = Cell(circular["accuracy"], low_c, high_c, scale=scale)
+        rows.append(
+            (
+                name,
+                task.upper(),
+                spread.get("k"),
+                metric,
+                Cell(float(value), lo, hi, scale=scale),
+                Cell(sd[metric], scale=scale),
+                Cell(low, scale=scale),
+                Cell(high, scale=scale),
+                ring,
+            )
+        )
+    return rows
+
+
 def _tasks(run: RunData) -> dict[str, dict[str, dict[str, Json]]]:
     """``scores.json``'s task entries (``{}`` for a run without scores)."""
     return run.score_record.tasks if run.score_record is not None else {}

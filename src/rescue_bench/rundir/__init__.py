@@ -30,7 +30,14 @@ from rescue_bench.rundir.files import (
     read_json_object,
     read_jsonl,
 )
-from rescue_bench.rundir.lines import JudgmentLine, PredictionLine, RequestLine, TokenUsage
+from rescue_bench.rundir.lines import (
+    JudgmentLine,
+    PredictionLine,
+    RequestLine,
+    TokenUsage,
+    line_key,
+    record_key,
+)
 from rescue_bench.rundir.manifest import (
     BertScoreSetting,
     JudgeCounts,
@@ -82,6 +89,7 @@ __all__ = [
     "describe_changes",
     "judging_of",
     "latest",
+    "line_key",
     "load_judging",
     "load_run",
     "numbered_jsonl",
@@ -90,4 +98,5 @@ __all__ = [
     "read_judgments",
     "read_predictions",
     "read_requests",
+    "record_key",
 ]

@@ -62,6 +62,16 @@ class PredictionLine(Line):
     scores: dict[str, Number] = Field(default_factory=dict)
     request_key: str | None = None
     single: bool = False
+    repeat: int = Field(0, ge=0)
+    """Which ask of the instance this is (``repeats``, CircularEval rotations); written only when > 0."""
+
+    @property
+    def key(self) -> str:
+        """The line's identity in a run: its instance id, and its repeat when > 0 (:func:`line_key`)."""
+        return line_key(self.instance_id, self.repeat)
+
+    def to_json(self) -> dict[str, Json]:
+        return _without_first_repeat(self.model_dump(mode="json"))
 
     @property
     def kinds(self) -> tuple[ProblemKind, ...]:
@@ -108,6 +118,11 @@ class RequestLine(Line):
     refused: bool = False
     reply: ReplyText = ReplyText()
     time: float | None = None
+    repeat: int = Field(0, ge=0)
+    """The repeat its instances were asked for; written only when > 0."""
+
+    def to_json(self) -> dict[str, Json]:
+        return _without_first_repeat(self.model_dump(mode="json"))
 
 
 class JudgmentLine(Line):
@@ -122,10 +137,38 @@ class JudgmentLine(Line):
     raw: Json = None
     prediction_hash: str | None = None
     """Hash of the prediction this line scored; lines without it predate the field and count as current."""
+    repeat: int = Field(0, ge=0)
+    """Which ask of the judge this is (``judge_repeats``); written only when > 0."""
+
+    def to_json(self) -> dict[str, Json]:
+        return _without_first_repeat(self.model_dump(mode="json"))
 
     def raw_field(self, key: str) -> Json:
         """A key of ``raw`` (an object for verdicts and BERTScore lines), else ``None``."""
         return self.raw.get(key) if isinstance(self.raw, dict) else None
+
+
+def line_key(instance_id: str, repeat: int = 0) -> str:
+    """What identifies a prediction line in a run: the instance id for repeat 0 (every run before repeats),
+    else the id and the repeat, so that each (instance, repeat) is recorded, resumed and compacted once.
+
+    >>> line_key("s1::rpp::3"), line_key("s1::rpp::3", 2)
+    ('s1::rpp::3', 's1::rpp::3#2')
+    """
+    return instance_id if repeat == 0 else f"{instance_id}#{repeat}"
+
+
+def record_key(record: Mapping[str, Json]) -> str:
+    """:func:`line_key` of a ``predictions.jsonl`` object (its ``repeat`` is absent for repeat 0)."""
+    repeat = record.get("repeat", 0)
+    return line_key(str(record["instance_id"]), repeat if isinstance(repeat, int) else 0)
+
+
+def _without_first_repeat(record: dict[str, Json]) -> dict[str, Json]:
+    """``repeat`` is written only when > 0: a run without repeats has the same bytes as before."""
+    if record.get("repeat") == 0:
+        del record["repeat"]
+    return record
 
 
 L = TypeVar("L", bound=Line)

@@ -119,8 +119,8 @@ def load_run(path: str | Path) -> RunData:
     return RunData(
         path=root,
         manifest=manifest,
-        prediction_lines=tuple(latest(read_predictions(root), key=lambda p: p.instance_id)),
-        judgment_lines=tuple(latest(read_judgments(root), key=lambda j: (j.instance_id, j.judge))),
+        prediction_lines=tuple(latest(read_predictions(root), key=lambda p: p.key)),
+        judgment_lines=tuple(latest(read_judgments(root), key=lambda j: (j.instance_id, j.judge, j.repeat))),
         request_lines=tuple(read_requests(root)),
         score_record=None if scores is None else Scores.of(scores, str(root / SCORES_FILE)),
         judging=load_judging(root, manifest),

@@ -38,7 +38,7 @@ from rescue_bench.rundir.files import (
     set_aside,
     write_failure,
 )
-from rescue_bench.rundir.lines import PredictionLine, RequestLine
+from rescue_bench.rundir.lines import PredictionLine, RequestLine, record_key
 from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
 
 try:
@@ -204,7 +204,7 @@ class RunStore:
             try:
                 if isinstance(record, str):
                     raise RunDirError(f"{path}:{number}: {record}")
-                iid = PredictionLine.from_json(record, f"{path}:{number}").instance_id
+                iid = PredictionLine.from_json(record, f"{path}:{number}").key
             except RunDirError as exc:
                 reason = str(exc).removeprefix(f"{path}:{number}: ")
                 self.rejected.append(RejectedLine(path, number, reason, raw))
@@ -250,7 +250,7 @@ class RunStore:
         foreign = [iid for iid in latest if iid not in ranked]
         rejected = self.rejected + [self._foreign(iid, latest[iid]) for iid in foreign]
         records = sorted(
-            (r for iid, r in latest.items() if iid in ranked), key=lambda r: ranked[str(r["instance_id"])]
+            (r for iid, r in latest.items() if iid in ranked), key=lambda r: ranked[record_key(r)]
         )
         appender, self._predictions = self._predictions, None
         reopen = appender is not None

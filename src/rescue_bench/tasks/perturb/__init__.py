@@ -146,7 +146,7 @@ class PerturbedTask:
 
     def __init__(self, task: Task, perturbations: Sequence[Perturbation], seed: int) -> None:
         if any(p.name == "label-order" and p.arg == "all" for p in perturbations):
-            raise ConfigError("label-order:all is several runs: expand it with circular_variants first")
+            raise ConfigError("label-order:all is one task per rotation: expand it with circular_variants")
         self.task = task
         self.perturbations = tuple(perturbations)
         self.seed = seed
@@ -224,6 +224,16 @@ def perturbation_record(names: str | Sequence[str] | Sequence[Perturbation], see
     }
 
 
+def is_circular(names: str | Sequence[str] | Sequence[Perturbation]) -> bool:
+    """Whether the perturbations ask for CircularEval (``label-order:all``): every rotation of the closed
+    label lists, each asked as one repeat of the run (rotation r is repeat r).
+
+    >>> is_circular("label-order:all,name-swap"), is_circular("label-order:2"), is_circular(())
+    (True, False, False)
+    """
+    return any(p.name == "label-order" and p.arg == "all" for p in _parsed(names))
+
+
 def circular_variants(
     names: str | Sequence[str] | Sequence[Perturbation], rotations: int
 ) -> list[tuple[Perturbation, ...]]:
@@ -257,6 +267,7 @@ def _parsed(names: str | Sequence[str] | Sequence[Perturbation]) -> tuple[Pertur
 
 
 __all__ = [
+    "ORDERED_KINDS",
     "PERTURBATIONS",
     "Definition",
     "Perturbation",
@@ -265,6 +276,7 @@ __all__ = [
     "circular_correct",
     "circular_variants",
     "definition",
+    "is_circular",
     "parse_perturbation",
     "parse_perturbations",
     "perturbation_record",
