@@ -81,8 +81,6 @@ def with_judges(spec: RunSpec) -> RunSpec:
             model.name, judge.name, model.base_url, model.api_key_env, judge.base_url, judge.api_key_env
         )
         judges.append(judge.model_copy(update={"base_url": url, "api_key_env": env}))
-    if len({(j.base_url, j.api_key_env) for j in judges}) > 1:
-        raise ConfigError("--judge models behind different providers need --judge-base-url (one endpoint)")
     if judges and not has_endpoint(model.name):
         model = model.model_copy(update={"base_url": None, "api_key_env": None})
     return spec.model_copy(update={"judges": tuple(judges), "model": model})
@@ -92,7 +90,6 @@ def _judging(spec: RunSpec) -> JudgeSettings:
     """The judge settings; each judge's provider is built once, so a missing key stops the run now."""
     from rescue_bench.models.registry import get_model
 
-    first = spec.judges[0] if spec.judges else None
     for judge in spec.judges:
         model = get_model(judge.name, base_url=judge.base_url, api_key_env=judge.api_key_env)
         asyncio.run(model.aclose())
@@ -100,9 +97,7 @@ def _judging(spec: RunSpec) -> JudgeSettings:
             raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
     engine = spec.engine
     settings = JudgeSettings(
-        tuple(j.name for j in spec.judges),
-        first.base_url if first else None,
-        first.api_key_env if first else None,
+        spec.judges,
         spec.bertscore,
         concurrency=engine.concurrency,
         timeout=engine.timeout,
@@ -117,7 +112,7 @@ def _judge(result: RunResult, spec: RunSpec, settings: JudgeSettings, quiet: boo
     from rescue_bench.judge.after_run import score_after_run
 
     if settings.judges and not quiet:
-        typer.echo(f"judging ER/VP with {', '.join(settings.judges)}", err=True)
+        typer.echo(f"judging ER/VP with {', '.join(j.name for j in settings.judges)}", err=True)
     scores = asyncio.run(
         score_after_run(result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
     )
