@@ -11,7 +11,8 @@ from pathlib import Path
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer
 
 from rescue_bench.engine.run import run
-from rescue_bench.rundir import read_jsonl
+from rescue_bench.report import tables
+from rescue_bench.rundir import load_run, read_jsonl
 from rescue_bench.spec import validate_spec
 
 CUT, EMPTY = "cut", "empty"
@@ -80,3 +81,9 @@ def test_truncated_and_empty_replies_after_reasoning_are_counted(tmp_path: Path)
     assert answered and all(r["reply"]["reasoning"].startswith("Draft: ") for r in answered)
     valid = [p for p in predictions.values() if p["valid"]]
     assert len(valid) == len(predictions) - 2 and all(p["prediction"] != "__wrong__" for p in valid)
+    # the report's usage table shows them per task
+    usage = tables.usage([load_run(tmp_path / "run")])
+    (row,) = usage.rows
+    columns = dict(zip(usage.columns, row, strict=True))
+    assert (columns["Truncated replies"], columns["Empty after reasoning"]) == (len(cut), len(empty))
+    assert columns["Reasoning tokens"] == counts["tokens"]["reasoning_tokens"]
