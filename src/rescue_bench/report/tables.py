@@ -293,8 +293,8 @@ def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
             "Cost (USD)",
         ),
         tuple(rows),
-        "Cost: recorded by the run, or tokens x --prices; '–' when neither is known. Truncated replies (at the "
-        "output cap) and replies empty after their reasoning are parse failures, scored as misses.",
+        "Cost: recorded by the run, or tokens x --prices; '–' when neither is known. Truncated replies (at "
+        "the output cap) and replies empty after their reasoning are parse failures, scored as misses.",
     )
 
 
