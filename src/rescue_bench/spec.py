@@ -435,6 +435,8 @@ def _value(value: object) -> str:
         return _string(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_value(v) for v in value if v is not None) + "]"
+    if isinstance(value, Mapping):  # inside an array of tables (a judge's extra_body): an inline table
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + "}"
     raise ConfigError(f"cannot write {type(value).__name__} as TOML")
 
 

@@ -4,6 +4,7 @@ endpoint, with its own key, generation settings and concurrency; a judge named a
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -112,3 +113,21 @@ def test_judge_base_url_flag_applies_to_flag_judges(tmp_path: Path) -> None:
         assert result.exit_code == 0, result.output
         models = {r.model for r in server.requests}
     assert models == {"j1", "j2"}
+
+
+def test_print_spec_round_trips_judge_settings(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'model = "vllm/m"\n[[judges]]\nname = "vllm/j"\nreasoning_effort = "high"\n'
+        "extra_body = { top_k = 5, chat_template_kwargs = { enable_thinking = true } }\n"
+        '[[judges]]\nname = "openai/gpt-4.1"\n'
+    )
+    first = RUNNER.invoke(app, ["run", "--spec", str(spec), "--print-spec"])
+    assert first.exit_code == 0, first.output
+    again = tmp_path / "again.toml"
+    again.write_text(first.output)
+    second = RUNNER.invoke(app, ["run", "--spec", str(again), "--print-spec"])
+    assert second.exit_code == 0 and second.output == first.output
+    judges = tomllib.loads(first.output)["judges"]
+    assert judges[0]["extra_body"] == {"top_k": 5, "chat_template_kwargs": {"enable_thinking": True}}
+    assert [j["reasoning_effort"] for j in judges] == ["high", "none"]
