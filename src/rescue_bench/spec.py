@@ -30,15 +30,14 @@ from pydantic import (
 )
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, ResponseFormat
+from rescue_bench.models.base import GenerationParams, ReasoningEffort, ResponseFormat
+from rescue_bench.models.presets import reasoning_problem
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task, TaskConfig, resolve_mode
 from rescue_bench.tasks.perturb import parse_perturbations
 
 VIDEO_BATCH_SIZE = 1
 """Instances per request in video mode when ``batch_size`` is not given, as in the reference scripts."""
-ReasoningEffort = Literal["none", "minimal", "low", "medium", "high", "max"]
-"""How hard a reasoning model thinks; ``none`` sends nothing (the endpoint's default, today's behaviour)."""
 TASKS_CONTEXT = "tasks"
 """Validation-context key of the tasks a spec may name (default: the registry, ``tasks.TASKS``)."""
 
@@ -82,6 +81,32 @@ class ModelSpec(_Spec):
         if not sep or not provider or not model:
             raise ValueError(f"{name!r} is not of the form provider/model (e.g. openai/gpt-4o)")
         return name
+
+    @model_validator(mode="after")
+    def _reasoning(self) -> ModelSpec:
+        problem = reasoning_problem(
+            self.name.partition("/")[0],
+            self.reasoning_effort,
+            disable_thinking=self.disable_thinking,
+            sampled=self.temperature > 0 or self.top_p is not None,
+        )
+        if problem is not None:
+            raise ValueError(f"reasoning_effort {self.reasoning_effort!r}: {problem}")
+        return self
+
+    def generation_params(self, max_tokens: int | None = None) -> GenerationParams:
+        """How this model (or judge) generates; ``max_tokens`` is the cap of a request that names none."""
+        return GenerationParams(
+            temperature=self.temperature,
+            seed=self.seed,
+            response_format=self.response_format,
+            disable_thinking=self.disable_thinking,
+            extra=dict(self.extra_body),
+            top_p=self.top_p,
+            output_cap=self.max_tokens,
+            reasoning_effort=self.reasoning_effort,
+            **({} if max_tokens is None else {"max_tokens": max_tokens}),
+        )
 
 
 class JudgeSpec(ModelSpec):
@@ -275,13 +300,7 @@ class RunSpec(_Spec):
         return out
 
     def generation_params(self) -> GenerationParams:
-        m = self.model
-        return GenerationParams(
-            temperature=m.temperature,
-            seed=m.seed,
-            response_format=m.response_format,
-            disable_thinking=m.disable_thinking,
-        )
+        return self.model.generation_params()
 
 
 def default_out(spec: RunSpec) -> Path:
@@ -416,6 +435,8 @@ def _value(value: object) -> str:
         return _string(value)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_value(v) for v in value if v is not None) + "]"
+    if isinstance(value, Mapping):  # inside an array of tables (a judge's extra_body): an inline table
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + "}"
     raise ConfigError(f"cannot write {type(value).__name__} as TOML")
 
 

@@ -66,6 +66,8 @@ class Script:
     fault: Fault | None = None
     usage: tuple[int, int] | None = None
     """(prompt_tokens, completion_tokens); default: characters / 4."""
+    reasoning_tokens: int | None = None
+    """Sent as ``usage.completion_tokens_details.reasoning_tokens`` when given."""
     drip: float | None = None
     """Seconds between single bytes of a 200 body (a server that never quite finishes)."""
     chunked: bool = False
@@ -440,6 +442,11 @@ def _completion(script: Script, request: ChatRequest | None) -> dict[str, Any]:
             "prompt_tokens": prompt,
             "completion_tokens": completion,
             "total_tokens": prompt + completion,
+            **(
+                {"completion_tokens_details": {"reasoning_tokens": script.reasoning_tokens}}
+                if script.reasoning_tokens is not None
+                else {}
+            ),
         },
     }
 

@@ -199,8 +199,8 @@ def _estimate(
     price_out: float | None,
 ) -> None:
     from rescue_bench.annotate.run import estimate_workdir
-    from rescue_bench.cli.run import make_prices
     from rescue_bench.engine.estimate import make_counter
+    from rescue_bench.judge.setup import make_prices
 
     prices = make_prices(model, price_in, price_out, None)
     counter = make_counter(model)

@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import ScorePass, score_run
+from rescue_bench.judge.after_run import ScorePass, named_judges, score_run
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
@@ -80,7 +80,7 @@ def score(
     if not run_dir.is_dir():
         raise ConfigError(f"run directory {run_dir} does not exist")
     spec = ScorePass(
-        tuple(judge or ()),
+        named_judges(judge or ()),
         base_url=base_url,
         api_key_env=api_key_env,
         concurrency=concurrency,

@@ -21,13 +21,13 @@ from rich.table import Table
 
 from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
 from rescue_bench.engine.batch_api import BatchOptions
-from rescue_bench.engine.estimate import Budget, TaskEstimate, make_counter
+from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
-from rescue_bench.pricing import Prices, load_prices, spent_so_far
-from rescue_bench.rundir import load_judging, read_requests
+from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, wants_bertscore
+from rescue_bench.judge.setup import judge_settings, make_prices, run_budget, spec_prices, with_judges
+from rescue_bench.pricing import Prices
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks import paper_columns
 
@@ -57,8 +57,8 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
         print_spec(spec)
         return
     assert spec.out is not None
-    budget = _budget(spec, spec.out)
-    judging = _judging(spec, budget, spec.out)
+    budget = run_budget(spec, spec.out)
+    judging = judge_settings(spec, budget, spec.out)
     # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
     paid = budget if has_endpoint(spec.model.name) else None
     options = RunOptions(quiet=quiet, budget=paid, batch=BatchOptions(poll=batch_poll))
@@ -81,76 +81,12 @@ def with_out(spec: RunSpec) -> RunSpec:
     return spec if spec.out is not None else spec.model_copy(update={"out": default_out(spec)})
 
 
-def with_judges(spec: RunSpec) -> RunSpec:
-    """The spec with each judge's endpoint resolved (:func:`judge_endpoint`), checked before anything is sent.
-
-    A baseline has no endpoint: with judges, its --base-url / --api-key-env are the judges'.
-    """
-    model = spec.model
-    judges = []
-    for judge in spec.judges:
-        url, env = judge_endpoint(
-            model.name, judge.name, model.base_url, model.api_key_env, judge.base_url, judge.api_key_env
-        )
-        judges.append(judge.model_copy(update={"base_url": url, "api_key_env": env}))
-    if len({(j.base_url, j.api_key_env) for j in judges}) > 1:
-        raise ConfigError("--judge models behind different providers need --judge-base-url (one endpoint)")
-    if judges and not has_endpoint(model.name):
-        model = model.model_copy(update={"base_url": None, "api_key_env": None})
-    return spec.model_copy(update={"judges": tuple(judges), "model": model})
-
-
-def _judging(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSettings:
-    """The judge settings; each judge's provider is built once, so a missing key stops the run now.
-
-    With ``--budget``, each judge gets its guard on the run's one budget, at its own prices.
-    """
-    from rescue_bench.models.registry import get_model
-
-    first = spec.judges[0] if spec.judges else None
-    for judge in spec.judges:
-        model = get_model(judge.name, base_url=judge.base_url, api_key_env=judge.api_key_env)
-        asyncio.run(model.aclose())
-        if not model.capabilities.has_endpoint:
-            raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
-    engine = spec.engine
-    settings = JudgeSettings(
-        tuple(j.name for j in spec.judges),
-        first.base_url if first else None,
-        first.api_key_env if first else None,
-        spec.bertscore,
-        concurrency=engine.concurrency,
-        timeout=engine.timeout,
-        max_retries=engine.max_retries,
-        use_cache=engine.cache,
-        budgets=_judge_budgets(spec, budget, out),
-    )
-    wants_bertscore(settings, spec.tasks)  # a missing extra asked for by --bertscore fails now, not later
-    return settings
-
-
-def _judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
-    """Each judge's guard on the run's budget, counting what it spent in earlier passes (judging.json)."""
-    if budget is None:
-        return {}
-    earlier = load_judging(out).counts if out.is_dir() else {}
-    guards = {}
-    for judge in spec.judges:
-        prices = spec_prices(spec, judge.name)
-        if prices is None:  # pragma: no cover - _budget has already asked for prices
-            raise ConfigError(f"--budget needs prices for the judge {judge.name}")
-        used = earlier.get(judge.name)
-        spent = prices.cost(used.usage.prompt_tokens, used.usage.completion_tokens) if used else 0.0
-        guards[judge.name] = budget.share(prices, make_counter(judge.name), spent=spent)
-    return guards
-
-
 def _judge(result: RunResult, spec: RunSpec, settings: JudgeSettings, quiet: bool) -> RunResult:
     from rescue_bench.judge.after_run import score_after_run
     from rescue_bench.judge.runner import JudgeStopped
 
     if settings.judges and not quiet:
-        typer.echo(f"judging ER/VP with {', '.join(settings.judges)}", err=True)
+        typer.echo(f"judging ER/VP with {', '.join(j.name for j in settings.judges)}", err=True)
     try:
         scores = asyncio.run(
             score_after_run(result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
@@ -162,40 +98,6 @@ def _judge(result: RunResult, spec: RunSpec, settings: JudgeSettings, quiet: boo
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
-
-
-def spec_prices(spec: RunSpec, model: str | None = None) -> Prices | None:
-    """The prices of the spec's model, or of ``model`` (a judge), if any.
-
-    A ``--prices`` file gives each model its entry (or one entry for all); ``--price-in``/``--price-out``
-    price every model of the run. The spec's model through the Batch API (``--batch``) pays batch prices.
-    """
-    budget = spec.budget
-    prices = make_prices(model or spec.model.name, budget.price_in, budget.price_out, budget.prices)
-    return None if prices is None else prices.batched(spec.batch and model is None)
-
-
-def make_prices(
-    model: str, price_in: float | None, price_out: float | None, prices: Path | None
-) -> Prices | None:
-    """The prices of ``model``: from the ``prices`` file, or ``price_in``/``price_out`` (given together)."""
-    if prices is not None:
-        if price_in is not None or price_out is not None:
-            raise ConfigError("give either --prices or --price-in/--price-out, not both")
-        return load_prices(prices, model)
-    if (price_in is None) != (price_out is None):
-        raise ConfigError("--price-in and --price-out go together")
-    return None if price_in is None or price_out is None else Prices(price_in, price_out)
-
-
-def _budget(spec: RunSpec, out: Path) -> Budget | None:
-    if spec.budget.usd is None:
-        return None
-    prices = spec_prices(spec)
-    if prices is None:
-        raise ConfigError("--budget needs prices: --price-in and --price-out, or --prices FILE")
-    spent = spent_so_far(read_requests(out), prices)
-    return Budget(spec.budget.usd, prices, make_counter(spec.model.name), spent=spent)
 
 
 def report_result(result: RunResult, model: str) -> None:
@@ -279,7 +181,6 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
 
     Returns the judges' cost at most, when every judge has a price (else ``None``).
     """
-    from rescue_bench.judge.after_run import wants_bertscore
     from rescue_bench.judge.estimate import bertscore_pairs, estimate_judge
 
     total: float | None = 0.0

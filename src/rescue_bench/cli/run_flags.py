@@ -17,7 +17,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Final
@@ -51,6 +51,8 @@ class Flag:
     multiple: bool = False
     value: object = None
     """For an on-only flag: the value it sets (``--no-cache`` sets ``engine.cache`` to false)."""
+    parse: Callable[[str], object] | None = None
+    """Turns the flag's text into the spec's value (``--extra-body``'s JSON); errors name the flag."""
 
 
 def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
@@ -79,6 +81,10 @@ FLAGS: Final = (
     _spec_flag("--api-key-env", "model.api_key_env"),
     _spec_flag("--seed", "model.seed", int),
     _spec_flag("--disable-thinking", "model.disable_thinking", bool, value=True),
+    _spec_flag("--reasoning-effort", "model.reasoning_effort"),
+    _spec_flag("--top-p", "model.top_p", float),
+    _spec_flag("--max-tokens", "model.max_tokens", int),
+    _spec_flag("--extra-body", "model.extra_body", parse=lambda text: json_object("--extra-body", text)),
     _spec_flag("--tasks", "tasks", help="all, or a comma list of " + ",".join(TASKS) + "."),
     _spec_flag("--data", "data"),
     _spec_flag("--mode", "mode"),
@@ -255,13 +261,19 @@ def _plain_value(flag: Flag, value: object) -> object:
     """The flag's value as a spec file would give it (paths as strings, repeated flags as lists)."""
     if flag.value is not None:
         return flag.value
+    if flag.parse is not None:
+        return flag.parse(str(value))
     if flag.multiple and isinstance(value, list | tuple):
         return [str(v) if isinstance(v, Path) else v for v in value]
     return str(value) if isinstance(value, Path) else value
 
 
 def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, str]) -> None:
-    """``--judge`` names judges; ``--judge-base-url`` / ``--judge-api-key-env`` are their default endpoint."""
+    """``--judge`` names judges; ``--judge-base-url`` / ``--judge-api-key-env`` are their default endpoint.
+
+    A spec file's ``[[judges]]`` give each judge every key of a model (endpoint, key variable, generation
+    settings, concurrency); the two flags fill in only the endpoint of a judge that names none.
+    """
     names = flags.given("judge")
     defaults = {"base_url": flags.given("judge_base_url"), "api_key_env": flags.given("judge_api_key_env")}
     if names is not None:
@@ -274,6 +286,21 @@ def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, st
         for key, value in defaults.items():
             if value is not None and isinstance(judge, dict) and judge.get(key) is None:
                 judge[key] = value
+
+
+def json_object(flag: str, text: str) -> dict[str, Any]:
+    """The JSON object a flag gives, or a one-line :class:`ConfigError` naming the flag.
+
+    >>> json_object("--extra-body", '{"top_k": 20}')
+    {'top_k': 20}
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag}: give a JSON object, such as '{{\"top_k\": 20}}'")
+    return value
 
 
 def _put(data: dict[str, Any], path: Path_, value: object) -> None:

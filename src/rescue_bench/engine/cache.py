@@ -25,7 +25,7 @@ import logging
 import os
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,7 +97,7 @@ class CacheKeys:
     """
 
     def __init__(self, identity: dict[str, Json], params: GenerationParams) -> None:
-        provider, settings = _json(_public_identity(identity)), _json(asdict(params))
+        provider, settings = _json(_public_identity(identity)), _json(params.key_fields())
         self._head = f'{{"params":{settings},"provider":{provider},'
         self._tail = f',"v":{KEY_VERSION}}}'
 

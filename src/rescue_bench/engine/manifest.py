@@ -25,7 +25,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Capabilities
 from rescue_bench.records import Instance, Json, ProblemKind
 from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, describe_changes, line_key
-from rescue_bench.spec import RunSpec, validate_spec
+from rescue_bench.spec import ModelSpec, RunSpec, validate_spec
 from rescue_bench.tasks import TASKS, make_batches
 from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.context import context_size
@@ -66,7 +66,28 @@ def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str,
         # Only a perturbed run has the key, so the config of every unperturbed run is as it was.
         **({"perturbation": perturbation_record(spec.perturb, model.seed or 0)} if spec.perturb else {}),
         **({"repeats": spec.repeats} if spec.repeats > 1 else {}),
+        **generation_record(model),
     }
+
+
+GENERATION_DEFAULTS: Final[dict[str, Json]] = {
+    "top_p": None,
+    "max_tokens": None,
+    "reasoning_effort": "none",
+    "extra_body": {},
+}
+"""Generation settings newer than the first format-2 config, with the values that keep today's requests."""
+
+
+def generation_record(model: ModelSpec) -> dict[str, Json]:
+    """The newer generation settings not at their defaults (so old runs keep their config and resume).
+
+    >>> m = "openai/m"
+    >>> generation_record(ModelSpec(name=m)), generation_record(ModelSpec(name=m, top_p=0.5))
+    ({}, {'top_p': 0.5})
+    """
+    given = model.model_dump(mode="json", include=set(GENERATION_DEFAULTS))
+    return {k: v for k, v in given.items() if v != GENERATION_DEFAULTS[k]}
 
 
 def video_record(spec: RunSpec) -> dict[str, Json] | None:
@@ -369,6 +390,7 @@ def _prediction_counts(preds: Sequence[PredictionLine]) -> dict[str, Json]:
 
 def _request_counts(reqs: Sequence[RequestLine]) -> dict[str, Json]:
     paid = [r for r in reqs if not r.cached]
+    answered = [r for r in reqs if r.error is None]
     return {
         "requests": len(reqs),
         "single_retries": sum(r.single for r in reqs),
@@ -382,7 +404,17 @@ def _request_counts(reqs: Sequence[RequestLine]) -> dict[str, Json]:
             "completion_tokens": sum(r.usage.completion_tokens for r in paid),
             "reasoning_tokens": sum(r.usage.reasoning_tokens for r in paid),
         },
+        # Replies cut off at the output cap, and replies with no answer after their reasoning: their instances
+        # are parse failures (counted above); these say why, which a reasoning model's run needs to know.
+        "truncated": sum(r.reply.finish_reason == "length" for r in answered),
+        "empty_after_reasoning": sum(_empty_after_reasoning(r) for r in answered),
     }
+
+
+def _empty_after_reasoning(line: RequestLine) -> bool:
+    """A reply that reasoned (text or tokens) and then gave no answer."""
+    reasoned = bool((line.reply.reasoning or "").strip()) or line.usage.reasoning_tokens > 0
+    return reasoned and not line.reply.text.strip()
 
 
 def git_commit() -> str | None:

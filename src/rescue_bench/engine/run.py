@@ -239,10 +239,14 @@ def _with_batch(manifest: dict[str, Json], answers: BatchSession) -> dict[str, J
 
 
 def engine_options_of(spec: RunSpec) -> EngineOptions:
-    """The engine settings of the spec."""
+    """The engine settings of the spec; the model's own in-flight limit (``model.concurrency``) wins."""
     e = spec.engine
     return EngineOptions(
-        concurrency=e.concurrency, rpm=e.rpm, tpm=e.tpm, max_retries=e.max_retries, use_cache=e.cache
+        concurrency=spec.model.concurrency or e.concurrency,
+        rpm=e.rpm,
+        tpm=e.tpm,
+        max_retries=e.max_retries,
+        use_cache=e.cache,
     )
 
 

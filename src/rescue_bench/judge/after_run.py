@@ -14,6 +14,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
@@ -26,6 +28,7 @@ from rescue_bench.models.presets import PRESETS
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.rundir import JUDGMENTS_FILE
+from rescue_bench.spec import JudgeSpec
 
 BERTSCORE_HINT = (
     "BERTScore skipped (ER/VP BERT columns stay empty): bert-score is not installed; "
@@ -35,11 +38,10 @@ BERTSCORE_HINT = (
 
 @dataclass(frozen=True, slots=True)
 class JudgeSettings:
-    """Who judges a run and how: the judges' endpoint is resolved by :func:`judge_endpoint`."""
+    """Who judges a run and how: each judge its own spec (endpoint resolved by :func:`judge_endpoint`,
+    generation settings, concurrency); ``concurrency`` is that of a judge that names none."""
 
-    judges: tuple[str, ...] = ()
-    base_url: str | None = None
-    api_key_env: str | None = None
+    judges: tuple[JudgeSpec, ...] = ()
     bertscore: bool | None = None
     """``None``: on when the ``bertscore`` extra is installed."""
     concurrency: int = 8
@@ -52,9 +54,12 @@ class JudgeSettings:
 
 @dataclass(frozen=True, slots=True)
 class ScorePass:
-    """One ``score`` pass: the judges, their endpoint and limits, and the BERTScore backbone."""
+    """One ``score`` pass: the judges (each with its own settings), limits, and the BERTScore backbone.
 
-    judges: tuple[str, ...] = ()
+    ``base_url`` / ``api_key_env`` / ``concurrency`` apply to the judges whose spec names none.
+    """
+
+    judges: tuple[JudgeSpec, ...] = ()
     base_url: str | None = None
     api_key_env: str | None = None
     concurrency: int = 8
@@ -67,6 +72,18 @@ class ScorePass:
     retry_unscored: bool = False
     budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
     """Judge name -> its guard on the run's budget; a request that could pass it stops the pass."""
+
+
+def named_judges(names: Sequence[str]) -> tuple[JudgeSpec, ...]:
+    """Judges given by name alone (``score --judge M``), every setting at its default.
+
+    >>> [j.name for j in named_judges(["openai/gpt-4.1"])]
+    ['openai/gpt-4.1']
+    """
+    try:
+        return tuple(JudgeSpec(name=name) for name in names)
+    except ValidationError as exc:
+        raise ConfigError(f"--judge: {exc.errors(include_url=False)[0]['msg']}") from None
 
 
 def bertscore_available() -> bool:
@@ -136,23 +153,23 @@ async def score_run(
     Raises:
         ConfigError: a judge is not a chat model, or the run has no ER/VP predictions.
     """
-    options = EngineOptions(
-        concurrency=spec.concurrency, max_retries=spec.max_retries, use_cache=spec.use_cache
-    )
-    params = GenerationParams(temperature=0.0, max_tokens=JUDGE_MAX_TOKENS)
     providers: list[Provider] = []
     cache = ResponseCache() if spec.use_cache else None
     try:
         built: list[Judge] = []
-        for name in spec.judges:
+        for judge in spec.judges:
             model = get_model(
-                name, base_url=spec.base_url, api_key_env=spec.api_key_env, timeout=spec.timeout
+                judge.name,
+                base_url=judge.base_url or spec.base_url,
+                api_key_env=judge.api_key_env or spec.api_key_env,
+                timeout=spec.timeout,
             )
             if not model.capabilities.has_endpoint:
-                raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
+                raise ConfigError(
+                    f"judge {judge.name!r} is not a chat model; use an LLM such as openai/gpt-4o"
+                )
             providers.append(model)
-            engine = Engine(model, params, options, cache=cache, budget=spec.budgets.get(name))
-            built.append(Judge(name, _complete(engine)))
+            built.append(_judge(judge, model, spec, cache))
         scorer = None
         if spec.bertscore is not None:
             scorer = BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
@@ -169,6 +186,23 @@ async def score_run(
             await provider.aclose()
         if cache is not None:
             cache.close()
+
+
+def judge_params(judge: JudgeSpec) -> GenerationParams:
+    """How a judge generates: its own settings, with the rubric's output cap for requests that name none.
+
+    With every setting at its default this is ``GenerationParams(temperature=0.0,
+    max_tokens=JUDGE_MAX_TOKENS)``, as before judges had settings, so their cache entries keep hitting.
+    """
+    return judge.generation_params(max_tokens=JUDGE_MAX_TOKENS)
+
+
+def _judge(judge: JudgeSpec, model: Provider, spec: ScorePass, cache: ResponseCache | None) -> Judge:
+    """One judge asked through its own engine: its settings, its concurrency, the shared cache."""
+    concurrency = judge.concurrency or spec.concurrency
+    options = EngineOptions(concurrency=concurrency, max_retries=spec.max_retries, use_cache=spec.use_cache)
+    engine = Engine(model, judge_params(judge), options, cache=cache, budget=spec.budgets.get(judge.name))
+    return Judge(judge.name, _complete(engine), concurrency=concurrency)
 
 
 def _complete(engine: Engine) -> Complete:
@@ -193,8 +227,6 @@ async def score_after_run(
     if judged and (settings.judges or bertscore):
         spec = ScorePass(
             settings.judges,
-            base_url=settings.base_url,
-            api_key_env=settings.api_key_env,
             concurrency=settings.concurrency,
             timeout=settings.timeout,
             max_retries=settings.max_retries,

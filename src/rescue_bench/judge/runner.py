@@ -63,10 +63,12 @@ RAW_LIMIT = 2000
 
 @dataclass(frozen=True, slots=True)
 class Judge:
-    """A judge model: its ``provider/model`` name and how to ask it."""
+    """A judge model: its ``provider/model`` name, how to ask it, and its own requests in flight (``None``:
+    the pass's)."""
 
     name: str
     complete: Complete
+    concurrency: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,7 +259,7 @@ async def judge_records(
     records = list(records)
     fingerprints = {r.instance_id: fingerprint(r) for r in records}
     groups, tally = plan_groups(records, done, max_per_request)
-    gate = asyncio.Semaphore(max(1, concurrency))
+    gate = asyncio.Semaphore(max(1, judge.concurrency or concurrency))
 
     stopped: list[JudgeStopped] = []
 

@@ -43,7 +43,9 @@ from rescue_bench.models.presets import (
     Preset,
     lower_format,
     public_url,
+    reasoning_fields,
     response_format_field,
+    sends_sampling,
 )
 from rescue_bench.records import Instance, Json, Reply, Request
 
@@ -155,12 +157,12 @@ class OpenAICompatProvider:
         async with self.client.chat.completions.with_streaming_response.create(
             model=model,
             messages=cast("list[ChatCompletionMessageParam]", messages),
-            temperature=temperature,
+            temperature=omit if temperature is None else temperature,  # left out with OpenAI reasoning
             seed=omit if seed is None else seed,
             max_tokens=limit if self.preset.token_field == "max_tokens" else omit,
             max_completion_tokens=limit if self.preset.token_field == "max_completion_tokens" else omit,
             response_format=omit if response_format is None else cast("SDKResponseFormat", response_format),
-            extra_body=body or None,  # the preset's thinking switch and the run's extra fields
+            extra_body=body or None,  # top_p, the preset's thinking/reasoning fields, the run's extra fields
         ) as response:
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > self.max_reply_bytes:
@@ -178,12 +180,15 @@ class OpenAICompatProvider:
 
     def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]:
         """The JSON body of the chat completion request (also the ``body`` of a Batch API line)."""
+        sampling = sends_sampling(self.preset, params.reasoning_effort)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
-            "temperature": params.temperature,
-            self.preset.token_field: request.max_tokens or params.max_tokens,
+            **({"temperature": params.temperature} if sampling else {}),
+            self.preset.token_field: params.cap(request.max_tokens or params.max_tokens),
         }
+        if params.top_p is not None and sampling:
+            body["top_p"] = params.top_p
         if params.seed is not None:
             body["seed"] = params.seed
         response_format = response_format_field(fmt, request, self.preset)
@@ -191,7 +196,8 @@ class OpenAICompatProvider:
             body["response_format"] = response_format
         if params.disable_thinking and self.preset.thinking_off:
             body.update(self.preset.thinking_off)
-        body.update(params.extra)
+        body.update(reasoning_fields(self.preset, params.reasoning_effort))
+        body.update(params.extra)  # last: the run's own fields win over the preset's
         return body
 
     def effective_format(self, params: GenerationParams) -> ResponseFormat:

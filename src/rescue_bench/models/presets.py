@@ -19,6 +19,9 @@ false`` |
 
 When an endpoint rejects the format it is offered, the provider steps down (json_schema, json_object, text)
 and remembers that for the endpoint.
+
+``reasoning_effort`` (none, minimal, low, medium, high, max) is sent as each service takes it
+(:func:`reasoning_fields`; the table is in docs/reasoning.md); ``none`` sends nothing.
 """
 
 from __future__ import annotations
@@ -28,10 +31,14 @@ from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import ResponseFormat
+from rescue_bench.models.base import REASONING_HEADROOM, ReasoningEffort, ResponseFormat
 from rescue_bench.records import Json, Request
 
 TokenField = Literal["max_tokens", "max_completion_tokens"]
+ReasoningStyle = Literal[
+    "openai", "effort", "openrouter", "together", "dashscope", "deepseek", "vllm", "template"
+]
+"""How a service takes a reasoning effort (:func:`reasoning_fields`)."""
 FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text")
 """Response formats from richest to plainest: an endpoint that rejects one is offered the next."""
 
@@ -48,6 +55,7 @@ class Preset:
     """Send the schema inside ``json_object`` (llama.cpp makes it a grammar); others reject the field."""
     thinking_off: dict[str, Json] | None
     token_field: TokenField
+    reasoning: ReasoningStyle
 
 
 _LOCAL_KEY = "sk-no-key-required"
@@ -56,7 +64,7 @@ _LOCAL_KEY = "sk-no-key-required"
 _THINK_TEMPLATE: dict[str, Json] = {"chat_template_kwargs": {"enable_thinking": False}}
 _TABLE: tuple[tuple[object, ...], ...] = (
     # name, base URL, key variables, base-URL variables, key required, best format, schema in json_object,
-    # thinking switch, token field
+    # thinking switch, token field, reasoning style
     (
         "openai",
         "https://api.openai.com/v1",
@@ -67,6 +75,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         {"reasoning_effort": "none"},
         "max_completion_tokens",
+        "openai",
     ),
     (
         "deepseek",
@@ -78,6 +87,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         {"thinking": {"type": "disabled"}},
         "max_tokens",
+        "deepseek",
     ),
     (
         "dashscope",
@@ -89,6 +99,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         {"enable_thinking": False},
         "max_tokens",
+        "dashscope",
     ),
     (
         "openrouter",
@@ -100,6 +111,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         {"reasoning": {"enabled": False}},
         "max_tokens",
+        "openrouter",
     ),
     (
         "together",
@@ -111,6 +123,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         {"reasoning": {"enabled": False}},
         "max_tokens",
+        "together",
     ),
     (
         "vllm",
@@ -122,6 +135,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         _THINK_TEMPLATE,
         "max_tokens",
+        "vllm",
     ),
     (
         "ollama",
@@ -133,6 +147,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         False,
         {"reasoning_effort": "none"},
         "max_tokens",
+        "effort",
     ),
     (
         "llamacpp-server",
@@ -144,6 +159,7 @@ _TABLE: tuple[tuple[object, ...], ...] = (
         True,
         _THINK_TEMPLATE,
         "max_tokens",
+        "template",
     ),
 )
 
@@ -211,3 +227,78 @@ def response_format_field(fmt: ResponseFormat, request: Request, preset: Preset)
         "type": "json_schema",
         "json_schema": {"name": name, "schema": request.response_schema, "strict": False},
     }
+
+
+_EFFORT_LEVELS: dict[ReasoningEffort, str] = {
+    "minimal": "minimal",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "max": "high",
+}
+"""OpenAI's ``reasoning_effort`` values (o-series and gpt-5): ``max`` is its highest, ``high``."""
+_THREE_LEVELS: dict[ReasoningEffort, str] = {**_EFFORT_LEVELS, "minimal": "low"}
+"""Services whose effort has only low, medium and high."""
+
+
+def reasoning_fields(preset: Preset, effort: ReasoningEffort) -> dict[str, Json]:
+    """What the request body gets for ``effort`` on ``preset`` (nothing for ``none``).
+
+    >>> reasoning_fields(PRESETS["openrouter"], "max"), reasoning_fields(PRESETS["openai"], "none")
+    ({'reasoning': {'effort': 'high'}}, {})
+    >>> reasoning_fields(PRESETS["dashscope"], "low")
+    {'enable_thinking': True, 'thinking_budget': 4096}
+    """
+    if effort == "none":
+        return {}
+    style = preset.reasoning
+    if style == "openai":
+        return {"reasoning_effort": _EFFORT_LEVELS[effort]}
+    if style == "effort":
+        return {"reasoning_effort": _THREE_LEVELS[effort]}
+    if style == "openrouter":
+        return {"reasoning": {"effort": _EFFORT_LEVELS[effort]}}
+    if style == "together":
+        return {"reasoning": {"enabled": True}, "reasoning_effort": _THREE_LEVELS[effort]}
+    if style == "dashscope":
+        return {"enable_thinking": True, "thinking_budget": REASONING_HEADROOM[effort]}
+    if style == "deepseek":
+        return {"thinking": {"type": "enabled"}}
+    thinking: dict[str, Json] = {"chat_template_kwargs": {"enable_thinking": True}}
+    return thinking if style == "template" else {**thinking, "reasoning_effort": _THREE_LEVELS[effort]}
+
+
+def sends_sampling(preset: Preset, effort: ReasoningEffort) -> bool:
+    """Whether ``temperature`` and ``top_p`` go with the request: OpenAI's reasoning models refuse any but
+    their defaults, so with reasoning on they are left out there.
+
+    >>> sends_sampling(PRESETS["openai"], "low"), sends_sampling(PRESETS["openai"], "none")
+    (False, True)
+    """
+    return effort == "none" or preset.reasoning != "openai"
+
+
+def reasoning_problem(
+    provider: str, effort: ReasoningEffort, *, disable_thinking: bool = False, sampled: bool = False
+) -> str | None:
+    """Why ``effort`` cannot be asked of a model of ``provider`` (``None``: it can, or the provider is not
+    known here, such as a plugin's, which gets the effort in its :class:`GenerationParams`). ``sampled``: a
+    temperature above 0 or a ``top_p`` is set, which OpenAI's reasoning models would not take.
+
+    >>> reasoning_problem("local", "low")
+    'local/ models have no reasoning switch; use none'
+    >>> reasoning_problem("openai", "high", sampled=True) is None
+    False
+    >>> reasoning_problem("vllm", "high", sampled=True) is None
+    True
+    """
+    if effort == "none":
+        return None
+    if disable_thinking:
+        return "contradicts disable_thinking (give one of them)"
+    if provider in ("local", "baseline", "replay"):
+        return f"{provider}/ models have no reasoning switch; use none"
+    preset = PRESETS.get(provider)
+    if sampled and preset is not None and not sends_sampling(preset, effort):
+        return f"{provider}/ reasoning models take no temperature or top_p (docs/reasoning.md)"
+    return None

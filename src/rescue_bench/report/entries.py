@@ -80,6 +80,9 @@ class UsageEntry(BaseModel):
     requests: Json = None
     tokens: Tokens | None = None
     usage: Tokens | None = None
+    truncated: Json = None
+    """Replies cut off at the output cap (a task's, since reasoning runs were counted)."""
+    empty_after_reasoning: Json = None
     cost_usd: Json = None
     cost: Json = None
 

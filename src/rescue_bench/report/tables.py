@@ -336,9 +336,20 @@ def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
     return Table(
         "usage",
         "Requests, tokens and cost",
-        ("Model", "Part", "Requests", "Prompt tokens", "Completion tokens", "Reasoning tokens", "Cost (USD)"),
+        (
+            "Model",
+            "Part",
+            "Requests",
+            "Prompt tokens",
+            "Completion tokens",
+            "Reasoning tokens",
+            "Truncated replies",
+            "Empty after reasoning",
+            "Cost (USD)",
+        ),
         tuple(rows),
-        "Cost: recorded by the run, or tokens x --prices; '–' when neither is known.",
+        "Cost: recorded by the run, or tokens x --prices; '–' when neither is known. Truncated replies (at "
+        "the output cap) and replies empty after their reasoning are parse failures, scored as misses.",
     )
 
 
@@ -357,6 +368,8 @@ def _usage_row(
         tokens.prompt_tokens,
         tokens.completion_tokens,
         tokens.reasoning_tokens,
+        entry.truncated,
+        entry.empty_after_reasoning,
         Cell(float(cost), digits=4) if cost is not None else None,
     )
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rescue_bench.data.load import load_samples
@@ -27,12 +27,13 @@ from rescue_bench.engine.manifest import build_plans, check_tasks, select_sample
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
 from rescue_bench.engine.video import check_video_config
 from rescue_bench.errors import BenchError
-from rescue_bench.judge.after_run import JudgeSettings, score_after_run
+from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, score_after_run
+from rescue_bench.judge.runner import JudgeStopped
+from rescue_bench.judge.setup import judge_settings, run_budget, spec_prices, with_judges
 from rescue_bench.pricing import spent_so_far
 from rescue_bench.rundir import read_requests
 from rescue_bench.study.progress import StudyProgress
 from rescue_bench.study.record import RunCounts, RunEntry, StudyRecord, now, read_record, write_record
-from rescue_bench.study.setup import budget_of, engine_of, judge_settings, prices_of, with_judges
 from rescue_bench.study.spec import StudyRun, StudySpec
 
 REFRESH_S = 0.5
@@ -76,9 +77,12 @@ def prepare(study: StudySpec) -> list[Prepared]:
         spec = with_judges(run.spec)
         check_tasks(spec)
         check_video_config(spec)
-        prices_of(spec)
+        run_budget(spec, run.out)  # a budget without prices is named now
         prepared.append(
-            Prepared(StudyRun(run.index, run.model, run.perturbation, run.out, spec), judge_settings(spec))
+            Prepared(
+                StudyRun(run.index, run.model, run.perturbation, run.out, spec),
+                judge_settings(spec, None, run.out),
+            )
         )
     return prepared
 
@@ -103,7 +107,7 @@ async def _run_all(
     entries = [_entry(study, p.run) for p in prepared]
     state = _State(study, entries, study.out)
     state.save()
-    rows = [(p.run.label, p.run.out, total, prices_of(p.run.spec)) for p in prepared]
+    rows = [(p.run.label, p.run.out, total, spec_prices(p.run.spec)) for p in prepared]
     progress = StudyProgress.of(rows, options.quiet)
     progress.start()
     watcher = asyncio.create_task(_watch(progress))
@@ -135,13 +139,17 @@ async def _one(
     clock = time.perf_counter()
     progress.tallies[index].status = "running"
     try:
-        budget = budget_of(run.spec, run.out)
-        run_options = RunOptions(
-            quiet=True, budget=budget, cache_path=options.cache_path, engine=engine_of(run.spec)
-        )
+        budget = run_budget(run.spec, run.out)
+        # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
+        paid = budget if has_endpoint(run.spec.model.name) else None
+        run_options = RunOptions(quiet=True, budget=paid, cache_path=options.cache_path)
         result = await execute_run(run.spec, run.out, run_options, samples=samples)
         if result.status == "finished":
-            await score_after_run(run.out, run.spec.tasks, item.judging, options.warn)
+            judging = replace(item.judging, budgets=judge_settings(run.spec, budget, run.out).budgets)
+            try:
+                await score_after_run(run.out, run.spec.tasks, judging, options.warn)
+            except JudgeStopped as exc:
+                result = replace(result, status="stopped", stop_reason=str(exc))
         entry = _finished(state.entries[index], result)
     except BenchError as exc:
         entry = state.entries[index].model_copy(update={"status": "failed", "reason": str(exc)})
@@ -172,7 +180,7 @@ def _finished(entry: RunEntry, result: RunResult) -> RunEntry:
 
 
 def _cost(run: StudyRun) -> float | None:
-    prices = prices_of(run.spec)
+    prices = spec_prices(run.spec)
     if prices is None or not run.out.is_dir():
         return None
     return round(spent_so_far(read_requests(run.out), prices), 6)

@@ -1,0 +1,114 @@
+"""What a run needs before it starts, besides its model: its judges' endpoints and settings, its budget.
+
+``rescue-bench run`` and each run of a study (``rescue-bench sweep``) take these from here, so a study's
+run is the run that ``rescue-bench run --spec`` of the same spec would make: judges share the candidate's
+endpoint when behind the same provider (:func:`~rescue_bench.judge.after_run.judge_endpoint`), each judge
+gets its guard on the run's one budget at its own prices, and a budget needs prices.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from rescue_bench.engine.estimate import Budget, make_counter
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
+from rescue_bench.models.registry import get_model
+from rescue_bench.pricing import Prices, load_prices, spent_so_far
+from rescue_bench.rundir import load_judging, read_requests
+from rescue_bench.spec import RunSpec
+
+__all__ = ["judge_settings", "make_prices", "run_budget", "spec_prices", "with_judges"]
+
+
+def with_judges(spec: RunSpec) -> RunSpec:
+    """The spec with each judge's endpoint resolved (:func:`judge_endpoint`), checked before anything is sent.
+
+    A baseline has no endpoint: with judges, its --base-url / --api-key-env are the judges'.
+    """
+    model = spec.model
+    judges = []
+    for judge in spec.judges:
+        url, env = judge_endpoint(
+            model.name, judge.name, model.base_url, model.api_key_env, judge.base_url, judge.api_key_env
+        )
+        judges.append(judge.model_copy(update={"base_url": url, "api_key_env": env}))
+    if judges and not has_endpoint(model.name):
+        model = model.model_copy(update={"base_url": None, "api_key_env": None})
+    return spec.model_copy(update={"judges": tuple(judges), "model": model})
+
+
+def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSettings:
+    """The judge settings; each judge's provider is built once, so a missing key stops the run now.
+
+    With a budget, each judge gets its guard on the run's one budget, at its own prices.
+    """
+    for judge in spec.judges:
+        model = get_model(judge.name, base_url=judge.base_url, api_key_env=judge.api_key_env)
+        asyncio.run(model.aclose())
+        if not model.capabilities.has_endpoint:
+            raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
+    engine = spec.engine
+    settings = JudgeSettings(
+        spec.judges,
+        spec.bertscore,
+        concurrency=engine.concurrency,
+        timeout=engine.timeout,
+        max_retries=engine.max_retries,
+        use_cache=engine.cache,
+        budgets=_judge_budgets(spec, budget, out),
+    )
+    wants_bertscore(settings, spec.tasks)  # a missing extra asked for by --bertscore fails now, not later
+    return settings
+
+
+def _judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
+    """Each judge's guard on the run's budget, counting what it spent in earlier passes (judging.json)."""
+    if budget is None:
+        return {}
+    earlier = load_judging(out).counts if out.is_dir() else {}
+    guards = {}
+    for judge in spec.judges:
+        prices = spec_prices(spec, judge.name)
+        if prices is None:  # pragma: no cover - run_budget has already asked for prices
+            raise ConfigError(f"--budget needs prices for the judge {judge.name}")
+        used = earlier.get(judge.name)
+        spent = prices.cost(used.usage.prompt_tokens, used.usage.completion_tokens) if used else 0.0
+        guards[judge.name] = budget.share(prices, make_counter(judge.name), spent=spent)
+    return guards
+
+
+def spec_prices(spec: RunSpec, model: str | None = None) -> Prices | None:
+    """The prices of the spec's model, or of ``model`` (a judge), if any.
+
+    A ``--prices`` file gives each model its entry (or one entry for all); ``--price-in``/``--price-out``
+    price every model of the run. The spec's model through the Batch API (``--batch``) pays batch prices.
+    """
+    budget = spec.budget
+    prices = make_prices(model or spec.model.name, budget.price_in, budget.price_out, budget.prices)
+    return None if prices is None else prices.batched(spec.batch and model is None)
+
+
+def make_prices(
+    model: str, price_in: float | None, price_out: float | None, prices: Path | None
+) -> Prices | None:
+    """The prices of ``model``: from the ``prices`` file, or ``price_in``/``price_out`` (given together)."""
+    if prices is not None:
+        if price_in is not None or price_out is not None:
+            raise ConfigError("give either --prices or --price-in/--price-out, not both")
+        return load_prices(prices, model)
+    if (price_in is None) != (price_out is None):
+        raise ConfigError("--price-in and --price-out go together")
+    return None if price_in is None or price_out is None else Prices(price_in, price_out)
+
+
+def run_budget(spec: RunSpec, out: Path) -> Budget | None:
+    """The run's budget guard, counting what its directory already spent (``None`` without a budget)."""
+    if spec.budget.usd is None:
+        return None
+    prices = spec_prices(spec)
+    if prices is None:
+        raise ConfigError("--budget needs prices: --price-in and --price-out, or --prices FILE")
+    spent = spent_so_far(read_requests(out), prices) if out.is_dir() else 0.0
+    return Budget(spec.budget.usd, prices, make_counter(spec.model.name), spent=spent)
