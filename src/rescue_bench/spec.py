@@ -88,7 +88,8 @@ class ModelSpec(_Spec):
             self.name.partition("/")[0],
             self.reasoning_effort,
             disable_thinking=self.disable_thinking,
-            sampled=self.temperature > 0 or self.top_p is not None,
+            # top_p 1.0 is the service's default: no sampling setting to lose (the study example).
+            sampled=self.temperature > 0 or (self.top_p is not None and self.top_p < 1.0),
         )
         if problem is not None:
             raise ValueError(f"reasoning_effort {self.reasoning_effort!r}: {problem}")

@@ -100,7 +100,10 @@ def test_repeat_zero_keeps_the_key_of_every_run_before_repeats() -> None:
     params = GenerationParams(seed=3)
     keys = CacheKeys(identity, params)
     content = "c0ffee"
-    blob = {"params": asdict(params), "provider": identity, "request": content, "v": KEY_VERSION}
+    # The fields GenerationParams had before repeats and reasoning settings (key version 3).
+    before = ("temperature", "max_tokens", "seed", "response_format", "disable_thinking", "extra")
+    fields = {name: asdict(params)[name] for name in before}
+    blob = {"params": fields, "provider": identity, "request": content, "v": KEY_VERSION}
     text = json.dumps(blob, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert keys.of(content) == keys.of(content, 0) == hashlib.sha256(text.encode()).hexdigest()
     assert len({keys.of(content, r) for r in range(4)}) == 4
