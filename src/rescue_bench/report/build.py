@@ -137,7 +137,7 @@ def _by_dataset(runs: Sequence[RunData]) -> list[RunData]:
     """One run per distinct dataset (gold-only figures are the same for runs on the same data)."""
     seen: dict[object, RunData] = {}
     for run in runs:
-        seen.setdefault(run.manifest.dataset.get("hash") or run.path, run)
+        seen.setdefault(run.manifest.dataset.hash or run.path, run)
     return list(seen.values())
 
 

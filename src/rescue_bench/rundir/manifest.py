@@ -43,6 +43,27 @@ class BertScoreSetting(BaseModel):
     hash: str
 
 
+class DatasetInfo(BaseModel):
+    """``run.json``'s ``dataset``: the source, its content hash and its sample counts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str | None = None
+    hash: str | None = None
+    samples: int | None = None
+    couple: int | None = None
+    family: int | None = None
+
+
+class Selection(BaseModel):
+    """``run.json``'s ``selection``: the ``--data`` source and the sample ids asked for (``None``: all)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data: str | None = None
+    sample_ids: list[str] | None = None
+
+
 class ModelIdentity(BaseModel):
     """The names in ``run.json``'s ``model``: a provider's identity (``provider``, ``model``, and keys of its
     own, such as ``base_url`` or ``sha256``), or ``name`` in older directories."""
@@ -83,8 +104,8 @@ class Manifest(Line):
     package_version: str | None = None
     python: str | None = None
     git_commit: str | None = None
-    dataset: dict[str, Json] = Field(default_factory=dict)
-    selection: dict[str, Json] = Field(default_factory=dict)
+    dataset: DatasetInfo = DatasetInfo()
+    selection: Selection = Selection()
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     batch_sizes: dict[str, int] = Field(default_factory=dict)
     model: Json = None

@@ -361,6 +361,7 @@ INFO = TaskInfo(
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
+    instance_score=("s_er", 5.0),
     video=True,
     options=Options,
     relation_intensive=False,

@@ -385,6 +385,7 @@ INFO = TaskInfo(
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
+    instance_score=("total", 6.0),
     video=True,
     options=Options,
     relation_intensive=True,

@@ -200,7 +200,7 @@ class Source:
 
 
 def _data_path(run: Manifest, run_dir: Path) -> str:
-    data = str(run.selection.get("data") or "demo")
+    data = run.selection.data or "demo"
     if data == "demo" or data.startswith("hf") or Path(data).expanduser().is_absolute():
         return data
     # a relative path was relative to where the run was started: try there, then beside the run directory
