@@ -50,7 +50,7 @@ from rescue_bench.taxonomy import Scenario
 
 class EmotionAnswer(BaseModel):
     """An ER answer as stored (``Prediction.value``): the emotion text and its intensity, ``None`` when the
-    model gave none that could be read."""
+    model gave none that could be read. Readers of a gold that may be partial read it this way too."""
 
     model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
@@ -265,9 +265,9 @@ def random_answer(inst: Instance, rng: random.Random) -> Prediction:
 
 def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
     """The commonest gold emotion and the commonest gold intensity of the group, for every instance."""
-    golds = [gold for inst in group if (gold := EmotionGold.of(inst.gold)) is not None]
+    golds = [gold for inst in group if (gold := EmotionAnswer.of(inst.gold)) is not None]
     emotion = most_common(gold.emotion for gold in golds)
-    intensity = most_common(gold.intensity for gold in golds)
+    intensity = most_common(gold.intensity for gold in golds if gold.intensity is not None)
     value = {"emotion": emotion[0] if emotion else "", "intensity": intensity[0] if intensity else None}
     return [Prediction(inst.id, dict(value), True) for inst in group]
 
@@ -290,7 +290,7 @@ Return JSON only, exactly in this shape, with one entry per checkpoint id:
 
 def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, Json]:
     """The speaker and the two emotion descriptions; never the intensity."""
-    gold_record, answer = EmotionGold.of(gold), EmotionAnswer.of(prediction)
+    gold_record, answer = EmotionAnswer.of(gold), EmotionAnswer.of(prediction)
     return {
         "speaker": speaker,
         "gold_emotion": gold_record.emotion if gold_record else None,
@@ -304,8 +304,8 @@ def _intensity(scores: Mapping[str, object], gold: Json, prediction: Json, valid
     if isinstance(given, int | float):
         return float(given)
     answer = EmotionAnswer.of(prediction) if valid else None
-    gold_record = EmotionGold.of(gold)
-    if gold_record is None or answer is None or answer.intensity is None:
+    gold_record = EmotionAnswer.of(gold)
+    if gold_record is None or gold_record.intensity is None or answer is None or answer.intensity is None:
         return 1.0
     return intensity_score(answer.intensity, gold_record.intensity)
 
@@ -331,7 +331,7 @@ def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
     >>> bertscore_pairs({"emotion": "hurt"}, None, False)
     ((),)
     """
-    gold_record = EmotionGold.of(gold)
+    gold_record = EmotionAnswer.of(gold)
     answer = EmotionAnswer.of(prediction) if valid else None
     gold_text = gold_record.emotion.strip() if gold_record else ""
     pred_text = answer.emotion.strip() if answer else ""
