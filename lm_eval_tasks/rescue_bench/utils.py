@@ -16,6 +16,7 @@ from typing import Any
 import datasets
 
 from rescue_bench.adapters.plan import Plan, TaskArgs, batch_records, corpus_values, plan
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import get_task
 
 SETTINGS = tuple(name for name in TaskArgs.__dataclass_fields__ if name != "task")
@@ -69,16 +70,18 @@ def ssp_dataset(**metadata: Any) -> datasets.DatasetDict:
 def process_results(doc: dict[str, Any], results: list[str]) -> dict[str, Any]:
     """The batch's prediction records (parsed and scored by the task), under every metric name."""
     the_plan = _plan(doc["args"])
-    records = batch_records(the_plan.task, the_plan.batches[doc["batch"]], results[0] if results else None)
+    lines = batch_records(the_plan.task, the_plan.batches[doc["batch"]], results[0] if results else None)
+    # lm-eval keeps (and may log) what we return, so the lines travel as their JSON objects.
+    records = [line.to_json() for line in lines]
     return {f"{metric}_{scope}": records for metric in the_plan.task.INFO.headline for scope in SCOPES}
 
 
 def _aggregation(metric: str, scope: str) -> Any:
     def aggregate(items: list[list[dict[str, Any]]]) -> float:
-        records = [r for batch in items for r in batch]
+        records = [PredictionLine.from_json(r) for batch in items for r in batch]
         if not records:
             return float("nan")
-        value = corpus_values(get_task(str(records[0]["task"])), records).get(f"{scope}_{metric}")
+        value = corpus_values(get_task(records[0].task), records).get(f"{scope}_{metric}")
         return float("nan") if value is None else value
 
     aggregate.__name__ = f"{metric}_{scope}"

@@ -11,6 +11,7 @@ import pytest
 
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.calibrate import calibrate, read_ratings, table12_rows
+from rescue_bench.rundir import JudgmentLine
 
 # Paper Table 12: annotator, task, exact, diff=1, diff=2 (50 items each)
 TABLE12 = (
@@ -51,6 +52,10 @@ def table12_data(rng: random.Random) -> tuple[list[dict[str, Any]], list[list[st
     return judgments, ratings
 
 
+def typed(judgments: list[dict[str, Any]]) -> list[JudgmentLine]:
+    return [JudgmentLine.from_json(j) for j in judgments]
+
+
 def _write(path: Path, rows: list[list[str]]) -> Path:
     with path.open("w", newline="") as handle:
         csv.writer(handle).writerows(rows)
@@ -73,7 +78,7 @@ def test_reproduces_table12_from_its_counts(tmp_path: Path) -> None:
         }
     )
     rows.append(["extra", "x::er::1", "ER", "Annotator4", "3"])
-    result = calibrate(read_ratings(_write(tmp_path / "ratings.csv", rows)), judgments)
+    result = calibrate(read_ratings(_write(tmp_path / "ratings.csv", rows)), typed(judgments))
     table = {(r[0], r[1]): r for r in table12_rows(result)}
     assert table[("Annotator1", "VP")] == ("Annotator1", "VP", 50, 39, 10, 1, 0, 0, 0.24)
     assert table[("Annotator2", "VP")] == ("Annotator2", "VP", 50, 42, 8, 0, 0, 0, 0.16)
@@ -97,10 +102,10 @@ def test_several_judges_mean_or_one_named(tmp_path: Path) -> None:
             [["item_id", "instance_id", "task", "annotator", "human_score"], ["1", "a", "er", "A", "3"]],
         )
     )
-    assert calibrate(ratings, lines).rows[0].exact == 1  # mean 3.0
-    assert calibrate(ratings, lines, judge="y/two").rows[0].mae == 1.0
+    assert calibrate(ratings, typed(lines)).rows[0].exact == 1  # mean 3.0
+    assert calibrate(ratings, typed(lines), judge="y/two").rows[0].mae == 1.0
     with pytest.raises(ConfigError, match="did not judge"):
-        calibrate(ratings, lines, judge="z/three")
+        calibrate(ratings, typed(lines), judge="z/three")
     with pytest.raises(ConfigError, match="no judge verdicts"):
         calibrate(ratings, [])
 
@@ -137,4 +142,4 @@ def test_nothing_matching_is_an_error(tmp_path: Path) -> None:
         )
     )
     with pytest.raises(ConfigError, match="none of the 1 ratings"):
-        calibrate(ratings, lines)
+        calibrate(ratings, typed(lines))

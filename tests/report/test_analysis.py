@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 
 from rescue_bench.report import analysis
+from rescue_bench.rundir import PredictionLine
 
 
 def rpp(
@@ -17,19 +16,19 @@ def rpp(
     *,
     scenario: str = "couple",
     position: float | None = None,
-) -> dict[str, Any]:
+) -> PredictionLine:
     meta = {} if position is None else {"position": position}
-    return {
-        "instance_id": f"{sample}::rpp::{row}",
-        "task": "rpp",
-        "sample_id": sample,
-        "scenario": scenario,
-        "row_index": row,
-        "gold": gold,
-        "valid": pred is not None,
-        "prediction": None if pred is None else [pred],
-        "meta": meta,
-    }
+    return PredictionLine(
+        instance_id=f"{sample}::rpp::{row}",
+        task="rpp",
+        sample_id=sample,
+        scenario=scenario,
+        row_index=row,
+        gold=gold,
+        valid=pred is not None,
+        prediction=None if pred is None else [pred],
+        meta=meta,
+    )
 
 
 RECORDS = [
@@ -66,7 +65,9 @@ def test_per_label_accuracy() -> None:
 def test_position_bins_accept_either_meta_key() -> None:
     records = [
         *RECORDS,
-        {**rpp("c", 1, "attack_attack", "attack_attack"), "meta": {"relative_position": 0.45}},
+        rpp("c", 1, "attack_attack", "attack_attack").model_copy(
+            update={"meta": {"relative_position": 0.45}}
+        ),
     ]
     bins = analysis.position_bins(records, "couple")
     assert [b["n"] for b in bins] == [1, 1, 0, 1, 1, 1, 0, 0, 0, 2]
@@ -86,16 +87,19 @@ def test_transitions_follow_row_order_within_samples() -> None:
 
 def test_stp_kinds_and_distribution() -> None:
     stp = [
-        {
-            "task": "stp",
-            "scenario": "couple",
-            "gold": g,
-            "valid": p is not None,
-            "prediction": None if p is None else [p],
-        }
-        for g, p in (("Couple", "Couple"), ("Ann", "Ann"), ("Ann", "Bo"), ("Ann", "Couple"), ("Bo", None))
+        PredictionLine(
+            instance_id=f"s::stp::{i}",
+            task="stp",
+            scenario="couple",
+            gold=g,
+            valid=p is not None,
+            prediction=None if p is None else [p],
+        )
+        for i, (g, p) in enumerate(
+            (("Couple", "Couple"), ("Ann", "Ann"), ("Ann", "Bo"), ("Ann", "Couple"), ("Bo", None))
+        )
     ]
-    c = analysis.stp_confusion(stp)
+    c = analysis.target_confusion(stp)
     assert c.rows == ("group", "individual")
     assert c.counts == ((1, 0, 0, 0), (1, 1, 1, 1))
     dist = analysis.label_distribution(stp + RECORDS)

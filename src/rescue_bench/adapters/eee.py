@@ -42,8 +42,8 @@ PRIMARY: dict[str, tuple[str, float]] = {
     "multiclass": ("correct", 1.0),
     "ranking": ("recall_at_1", 1.0),
 }
-"""The per-instance score of a kind and the value that counts as correct."""
-GENERATION_PRIMARY: dict[str, tuple[str, float]] = {"er": ("s_er", 5.0), "vp": ("total", 6.0)}
+"""The per-instance score of a kind and the value that counts as correct (a generation task names its own,
+``TaskInfo.instance_score``)."""
 
 
 def _strings(values: Mapping[str, Any]) -> dict[str, str]:
@@ -56,8 +56,8 @@ def model_id(data: RunData) -> str:
 
 def _source_data(data: RunData, n: int) -> dict[str, Any]:
     manifest = data.manifest
-    source = str(manifest.selection.get("data") or manifest.dataset.get("source") or "unknown")
-    details = _strings({"data": source, "dataset_hash": manifest.dataset.get("hash")})
+    source = manifest.selection.data or manifest.dataset.source or "unknown"
+    details = _strings({"data": source, "dataset_hash": manifest.dataset.hash})
     if source == "hf" or source.startswith("hf:"):
         repo = source.partition(":")[2] or DEFAULT_HF_REPO
         return {
@@ -145,8 +145,8 @@ def instance_record(
 ) -> dict[str, Any]:
     """One instance-level record of a prediction line (judgments folded into its scores)."""
     task = record.task
-    kind = get_task(task).KIND
-    key, best = GENERATION_PRIMARY[task] if kind == "generation" else PRIMARY[kind]
+    info = get_task(task).INFO
+    key, best = info.instance_score or PRIMARY[info.kind]
     raw_score = record.scores.get(key)
     score = float(raw_score) if raw_score is not None else 0.0
     raw = f"RESCUE-Bench {task.upper()} item at row {record.row_index} of conversation {record.sample_id}"

@@ -82,7 +82,7 @@ def results_json(data: RunData, *, now: float) -> dict[str, Any]:
             "config": manifest.config,
             "generation": manifest.generation,
             "judges": manifest.judges,
-            "dataset": manifest.dataset,
+            "dataset": manifest.dataset.model_dump(mode="json", exclude_unset=True),
             # An unset ``ci`` is left out of scores.json, and so exported as null.
             "ci": scores.meta.ci if "ci" in scores.meta.model_fields_set else None,
         },

@@ -12,17 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.engine.batch import config_from_manifest
 from rescue_bench.errors import ConfigError
-from rescue_bench.metrics.aggregate import as_line, point_values, scope_labels, scope_records
+from rescue_bench.metrics.aggregate import point_values, scope_labels, scope_records
 from rescue_bench.records import Instance, Json, Prediction, Request
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import batch_size, get_task, make_batches
 from rescue_bench.tasks.base import GoldField, Task, TaskConfig, resolve_mode
-
-Record = dict[str, Any]
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,23 +130,23 @@ def predictions_of(
     ]
 
 
-def prediction_record(task: Task, inst: Instance, pred: Prediction, *, single: bool) -> Record:
+def prediction_record(task: Task, inst: Instance, pred: Prediction, *, single: bool) -> PredictionLine:
     """One ``predictions.jsonl`` line (docs/design.md), scored by the task itself."""
-    return {
-        "instance_id": inst.id,
-        "task": inst.task,
-        "sample_id": inst.sample_id,
-        "scenario": inst.scenario,
-        "row_index": inst.row_index,
-        "gold": inst.gold,
-        "valid": pred.valid,
-        "prediction": pred.value,
-        "problems": list(pred.problems),
-        "meta": inst.meta,
-        "scores": task.score(pred, inst).metrics,
-        "request_key": None,
-        "single": single,
-    }
+    return PredictionLine(
+        instance_id=inst.id,
+        task=inst.task,
+        sample_id=inst.sample_id,
+        scenario=inst.scenario,
+        row_index=inst.row_index,
+        gold=inst.gold,
+        valid=pred.valid,
+        prediction=pred.value,
+        problems=pred.problems,
+        meta=inst.meta,
+        scores=task.score(pred, inst).metrics,
+        request_key=None,
+        single=single,
+    )
 
 
 def batch_records(
@@ -158,7 +156,7 @@ def batch_records(
     *,
     error: str | None = None,
     truncated: bool = False,
-) -> list[Record]:
+) -> list[PredictionLine]:
     """The prediction lines of one batch's reply."""
     preds = predictions_of(task, batch, text, error=error, truncated=truncated)
     return [
@@ -167,11 +165,11 @@ def batch_records(
     ]
 
 
-def corpus_values(task: Task, records: Sequence[Record]) -> dict[str, float | None]:
+def corpus_values(task: Task, records: Sequence[PredictionLine]) -> dict[str, float | None]:
     """Headline metrics per scope (``<scope>_<metric>``) of ``records``: ``scores.json``'s point values."""
     spec = task.INFO.metrics
     out: dict[str, float | None] = {}
-    for scope, members in scope_records([as_line(r) for r in records]).items():
+    for scope, members in scope_records(list(records)).items():
         labels = scope_labels(members, None) if spec.kind == "multiclass" else ()
         for name, value in point_values(spec, members, labels).items():
             out[f"{scope}_{name}"] = None if value is None else float(value)

@@ -15,11 +15,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.merge import as_prediction, judged_records, prediction_fingerprint
+from rescue_bench.judge.merge import fingerprint_of, judged_lines
 from rescue_bench.judge.runner import rescore_run
-from rescue_bench.rundir import PredictionLine, RunData, atomic_write_json, load_run
+from rescue_bench.rundir import (
+    JudgmentLine,
+    PredictionLine,
+    RequestLine,
+    RunData,
+    atomic_write_json,
+    load_run,
+)
+from rescue_bench.rundir.lines import Line
 
-Record = dict[str, Any]
 FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
 
 __all__ = [
@@ -42,7 +49,7 @@ def read_run(path: Path) -> RunData:
 
 def judged(data: RunData) -> list[PredictionLine]:
     """The run's prediction lines with their judgments folded into ``scores`` (as in ``scores.json``)."""
-    return [as_prediction(r) for r in judged_records(data.prediction_lines, data.judgment_lines)]
+    return judged_lines(data.prediction_lines, data.judgment_lines)
 
 
 def reply_texts(data: RunData) -> dict[str, str]:
@@ -78,15 +85,15 @@ class ImportedRun:
     """A run made elsewhere (an inspect log), in the shapes of our files."""
 
     run: Mapping[str, Any]
-    requests: list[Record]
-    predictions: list[Record]
-    judgments: list[Record]
+    requests: list[RequestLine]
+    predictions: list[PredictionLine]
+    judgments: list[JudgmentLine]
 
 
-def _write_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+def _write_jsonl(path: Path, records: Iterable[Line]) -> None:
     with path.open("w", encoding="utf-8") as out:
         for record in records:
-            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            out.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
 
 
 def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
@@ -98,12 +105,9 @@ def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
     if (out / "predictions.jsonl").exists():
         raise ConfigError(f"{out} already holds a run; choose a new --out")
     out.mkdir(parents=True, exist_ok=True)
-    fingerprints = {
-        str(r["instance_id"]): prediction_fingerprint(bool(r["valid"]), r.get("prediction"))
-        for r in imported.predictions
-    }
+    fingerprints = {r.instance_id: fingerprint_of(r) for r in imported.predictions}
     judgments = [
-        {**j, "prediction_hash": fingerprints.get(str(j["instance_id"]))} for j in imported.judgments
+        j.model_copy(update={"prediction_hash": fingerprints.get(j.instance_id)}) for j in imported.judgments
     ]
     atomic_write_json(out / "run.json", dict(imported.run))
     _write_jsonl(out / "requests.jsonl", imported.requests)

@@ -34,7 +34,7 @@ from rescue_bench import media
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.tasks import video_tasks
-from rescue_bench.tasks.context import row_index_of, shown_context
+from rescue_bench.tasks.context import chat_message, row_index_of, shown_context
 from rescue_bench.workdir import manifest_paths, read_json, read_manifest
 
 VIDEO_TASKS: tuple[str, ...] = video_tasks()
@@ -192,8 +192,8 @@ def _clip_parts(number: int, clip: Clip, settings: VideoSettings, source: MediaS
 def _with_parts(request: Request, parts: list[Json]) -> Request:
     """The request with ``parts`` put before the text of its last user message."""
     messages = list(request.messages)
-    last = max(i for i, m in enumerate(messages) if m.get("role") == "user")
-    content = messages[last]["content"]
+    last = max(i for i, m in enumerate(messages) if chat_message(m).role == "user")
+    content = chat_message(messages[last]).content
     text_parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
     messages[last] = {**messages[last], "content": [*parts, *text_parts]}
     return replace(request, messages=tuple(messages))

@@ -19,8 +19,9 @@ from typing import Any
 
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
-from rescue_bench.judge.merge import BERTSCORE_JUDGE, Judged, as_judgments, judge_names, number
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_names, number
 from rescue_bench.judge.rubric import judge_rubric
+from rescue_bench.rundir import JudgmentLine
 from rescue_bench.tasks import judged_tasks
 
 COLUMNS = ("item_id", "instance_id", "task", "annotator", "human_score")
@@ -84,17 +85,17 @@ def read_ratings(path: Path) -> list[HumanRating]:
     return ratings
 
 
-def judge_scores(judgments: Iterable[Judged], judge: str | None = None) -> dict[str, float]:
+def judge_scores(judgments: Iterable[JudgmentLine], judge: str | None = None) -> dict[str, float]:
     """Instance id -> the judge score on 1-5 (mean over judges unless ``judge`` is given); unscored left out.
 
-    >>> lines = [{"instance_id": "a", "task": "vp", "judge": "x/j", "valid": True, "scores": {"total": 3.0}},
-    ...          {"instance_id": "b", "task": "er", "judge": "x/j", "valid": True, "scores": {"s_emo": 4.0}},
-    ...          {"instance_id": "b", "task": "er", "judge": "y/k", "valid": True, "scores": {"s_emo": 5.0}}]
+    >>> lines = [JudgmentLine(instance_id=i, task=t, judge=j, valid=True, scores=s) for i, t, j, s in [
+    ...     ("a", "vp", "x/j", {"total": 3.0}), ("b", "er", "x/j", {"s_emo": 4.0}),
+    ...     ("b", "er", "y/k", {"s_emo": 5.0})]]
     >>> judge_scores(lines), judge_scores(lines, "y/k")
     ({'a': 3.0, 'b': 4.5}, {'b': 5.0})
     """
     values: dict[str, list[float]] = {}
-    for line in as_judgments(judgments):
+    for line in judgments:
         if line.judge == BERTSCORE_JUDGE or not line.valid or judge not in (None, line.judge):
             continue
         scores, task = line.scores, line.task
@@ -124,7 +125,7 @@ class Calibration:
 
 
 def calibrate(
-    ratings: Sequence[HumanRating], judgments: Sequence[Mapping[str, Any]], judge: str | None = None
+    ratings: Sequence[HumanRating], judgments: Sequence[JudgmentLine], judge: str | None = None
 ) -> Calibration:
     """Pair every rating with the judge score of its instance and tabulate (paper Table 12 layout).
 

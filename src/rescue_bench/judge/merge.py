@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from statistics import fmean
 from typing import Any
 
@@ -31,19 +31,6 @@ JUDGED_TASKS = judged_tasks()
 JUDGE_SCORE_KEYS = {task: judge_rubric(task).score_keys for task in JUDGED_TASKS}
 AGREEMENT_KEY = {task: judge_rubric(task).agreement_key for task in JUDGED_TASKS}
 """The judge score compared between judges (and with humans)."""
-
-Predicted = PredictionLine | Mapping[str, Any]
-"""A prediction line, or its JSON object (readers that still hold the file's dicts)."""
-Judged = JudgmentLine | Mapping[str, Any]
-
-
-def as_prediction(record: Predicted) -> PredictionLine:
-    """The typed line of a prediction given either way (the one place a dict becomes a line)."""
-    return record if isinstance(record, PredictionLine) else PredictionLine.from_json(record)
-
-
-def as_judgments(lines: Iterable[Judged]) -> list[JudgmentLine]:
-    return [j if isinstance(j, JudgmentLine) else JudgmentLine.from_json(j) for j in lines]
 
 
 def prediction_fingerprint(valid: bool, prediction: Json) -> str:
@@ -91,14 +78,14 @@ def current_lines(record: PredictionLine, lines: Iterable[JudgmentLine]) -> list
     return list(last.values())
 
 
-def judge_names(judgments: Iterable[Judged]) -> list[str]:
+def judge_names(judgments: Iterable[JudgmentLine]) -> list[str]:
     """LLM judges that appear in ``judgments``, in first-seen order (BERTScore excluded).
 
-    >>> lines = [{"instance_id": "i", "task": "er", "judge": j, "valid": True} for j in ("b/x", "bertscore")]
-    >>> judge_names([*lines, {**lines[0], "judge": "a/y"}])
+    >>> lines = [JudgmentLine(instance_id="i", task="er", judge=j, valid=True) for j in ("b/x", "bertscore")]
+    >>> judge_names([*lines, lines[0].model_copy(update={"judge": "a/y"})])
     ['b/x', 'a/y']
     """
-    return list(dict.fromkeys(j.judge for j in as_judgments(judgments) if j.judge != BERTSCORE_JUDGE))
+    return list(dict.fromkeys(j.judge for j in judgments if j.judge != BERTSCORE_JUDGE))
 
 
 def _judge_means(task: str, lines: Sequence[JudgmentLine]) -> dict[str, float | None]:
@@ -152,21 +139,29 @@ def _derived(task: str, record: PredictionLine, scores: dict[str, Any]) -> dict[
     return scores
 
 
-def judged_records(predictions: Iterable[Predicted], judgments: Iterable[Judged]) -> list[dict[str, Json]]:
-    """Prediction records with their judgments folded into ``scores`` (other tasks pass through unchanged)."""
+def judged_lines(
+    predictions: Iterable[PredictionLine], judgments: Iterable[JudgmentLine]
+) -> list[PredictionLine]:
+    """Prediction lines with their judgments folded into ``scores`` (other tasks pass through unchanged)."""
     by_instance: dict[str, list[JudgmentLine]] = {}
-    judgment_list = as_judgments(judgments)
+    judgment_list = list(judgments)
     for line in judgment_list:
         by_instance.setdefault(line.instance_id, []).append(line)
     judged = bool(judge_names(judgment_list))
-    out: list[dict[str, Json]] = []
-    for given in predictions:
-        record = as_prediction(given)
+    out: list[PredictionLine] = []
+    for record in predictions:
         if record.task in JUDGED_TASKS:
             lines = current_lines(record, by_instance.get(record.instance_id, []))
             record = record.model_copy(update={"scores": merged_scores(record, lines, judged)})
-        out.append(record.to_json())
+        out.append(record)
     return out
+
+
+def judged_records(
+    predictions: Iterable[PredictionLine], judgments: Iterable[JudgmentLine]
+) -> list[dict[str, Json]]:
+    """:func:`judged_lines` as the file's JSON objects (for readers that still take dicts)."""
+    return [record.to_json() for record in judged_lines(predictions, judgments)]
 
 
 def judge_values(judgments: Iterable[JudgmentLine], task: str) -> dict[str, dict[str, float | None]]:
@@ -191,10 +186,10 @@ SCALES = {task: judge_rubric(task).scale for task in JUDGED_TASKS}
 """The ordinal value domain of the compared judge score."""
 
 
-def judge_agreement(judgments: Iterable[Judged]) -> dict[str, Any]:
+def judge_agreement(judgments: Iterable[JudgmentLine]) -> dict[str, Any]:
     """Inter-judge agreement per task (:func:`rescue_bench.judge.agreement.inter_judge_agreement`): ordinal
     Krippendorff's alpha, exact agreement and MAE of ER ``s_emo`` (1-5) and VP ``total`` (0-6)."""
-    lines = as_judgments(judgments)
+    lines = list(judgments)
     out: dict[str, Any] = {}
     for task in JUDGED_TASKS:
         ratings = judge_values(lines, task)

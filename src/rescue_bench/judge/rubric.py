@@ -23,6 +23,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pydantic import BaseModel, ConfigDict
+
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Request
 from rescue_bench.tasks import judged_tasks, task_info
@@ -242,11 +244,32 @@ _REPLY_KEYS = frozenset(score.reply_key for task in JUDGE_TASKS for score in jud
 """Score keys of any judged task: a lone object holding one is taken as a graded entry without a list."""
 
 
+class _Graded(BaseModel):
+    """The judge's reply object: its ``graded`` list (other keys are the judge's, and ignored)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    graded: Json = None
+
+
+class _EntryId(BaseModel):
+    """The checkpoint id of one graded entry, under either name a judge uses."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    id: Json = None
+    checkpoint_id: Json = None
+
+    @property
+    def key(self) -> Json:
+        return self.id if "id" in self.model_fields_set else self.checkpoint_id
+
+
 def _entries(payload: Json) -> list[Json] | None:
     if isinstance(payload, list):
         return payload
     if isinstance(payload, Mapping):
-        graded = payload.get("graded")
+        graded = _Graded.model_validate(payload).graded
         if isinstance(graded, list):
             return graded
         if any(name in payload for name in _REPLY_KEYS):
@@ -274,7 +297,7 @@ def parse_verdicts(task: str, text: str, opaque_ids: Sequence[str]) -> dict[str,
         return {oid: Verdict(None, "parse_failure: no 'graded' list in the reply") for oid in opaque_ids}
     by_id: dict[str, Json] = {}
     for entry in entries:
-        key = entry.get("id", entry.get("checkpoint_id")) if isinstance(entry, Mapping) else None
+        key = _EntryId.model_validate(entry).key if isinstance(entry, Mapping) else None
         if key is None and len(opaque_ids) == 1 and len(entries) == 1:
             key = opaque_ids[0]
         if isinstance(key, str | int):

@@ -393,8 +393,8 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0.
     """
     data = load_run(run_dir)
-    judgments = data.judgments
-    records = judged_records(data.predictions, judgments)
+    judgments = data.judgment_lines
+    records = judged_records(data.prediction_lines, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
     scores = aggregate_run(split_by_task(records), metric_specs(), n_resamples=n_resamples, seed=seed)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -33,32 +33,34 @@ from rescue_bench.metrics.classification import (
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Prediction
+from rescue_bench.records import Json, Prediction
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
-Record = Mapping[str, Any]
-"""A ``predictions.jsonl`` line as JSON; :func:`aggregate_task` types each once (:func:`typed_records`)."""
+LineInput = PredictionLine | Mapping[str, Json]
+"""What the entry points (:func:`aggregate_task`, :func:`aggregate_run`, :func:`split_by_task`) take: a
+prediction line, or its JSON object as read from ``predictions.jsonl``, typed once on entry
+(:func:`typed_records`); everything past them works on :class:`PredictionLine`."""
 SCOPES = ("couple", "family", "all")
 REQUIRED_FIELDS = ("instance_id", "sample_id", "scenario", "gold", "valid")
 N_POSITION_BINS = 10
 
 
-def as_line(record: PredictionLine | Record) -> PredictionLine:
-    return record if isinstance(record, PredictionLine) else PredictionLine.from_json(record)
+L = TypeVar("L", PredictionLine, Mapping[str, Json])
 
 
-def top1(record: PredictionLine | Record) -> str:
+def as_line(record: LineInput, where: str = "") -> PredictionLine:
+    return record if isinstance(record, PredictionLine) else PredictionLine.from_json(record, where)
+
+
+def top1(record: PredictionLine) -> str:
     """The first answer of a valid prediction (a label, or the head of a ranked list), else ``<invalid>``.
 
     >>> line = PredictionLine(instance_id="i", task="rpp", valid=True, prediction=["b", "a"])
     >>> top1(line), top1(line.model_copy(update={"valid": False}))
     ('b', '<invalid>')
     """
-    if isinstance(record, PredictionLine):
-        valid, value = record.valid, record.prediction
-    else:  # report.analysis still passes the file's objects, some of them partial in its tests
-        valid, value = bool(record.get("valid")), record.get("prediction")
+    valid, value = record.valid, record.prediction
     if not valid or value is None:
         return INVALID
     if isinstance(value, list | tuple):
@@ -172,26 +174,38 @@ def _generation_summary(spec: MetricSpec, records: Sequence[PredictionLine]) -> 
     return generation_summary(spec.generation, [r.scores for r in records], [r.valid for r in records])
 
 
-def check_records(task: str, records: Iterable[Record], spec: MetricSpec | None = None) -> None:
-    """Raise a one-line :class:`DataError` for a record without a required field or with a bad scenario."""
+def _typed(task: str, number: int, record: LineInput) -> PredictionLine:
+    """One record typed; a JSON object must hold every :data:`REQUIRED_FIELDS` (they have defaults in the
+    typed line, but a file line without them is broken)."""
+    if isinstance(record, PredictionLine):
+        return record
+    line = as_line(record, f"{task} prediction record {number}")
+    missing = [name for name in REQUIRED_FIELDS if name not in record]
+    if missing:
+        raise DataError(
+            f"{task} prediction record {number} ({line.instance_id}): missing field {missing[0]!r}"
+        )
+    return line
+
+
+def check_records(task: str, records: Iterable[PredictionLine], spec: MetricSpec | None = None) -> None:
+    """Raise a one-line :class:`DataError` for a record with a bad scenario (or a bad binary gold)."""
     for number, record in enumerate(records, start=1):
-        where = f"{task} prediction record {number} ({record.get('instance_id', '?')})"
-        missing = [name for name in REQUIRED_FIELDS if name not in record]
-        if missing:
-            raise DataError(f"{where}: missing field {missing[0]!r}")
-        if record["scenario"] not in SCENARIOS:
-            raise DataError(f"{where}: field 'scenario' is {record['scenario']!r}, expected couple or family")
+        where = f"{task} prediction record {number} ({record.instance_id})"
+        if record.scenario not in SCENARIOS:
+            raise DataError(f"{where}: field 'scenario' is {record.scenario!r}, expected couple or family")
         labels = spec.binary_labels if spec is not None else None
-        if labels is not None and record["gold"] not in labels:
+        if labels is not None and record.gold not in labels:
             raise DataError(
-                f"{where}: field 'gold' is {record['gold']!r}, expected {labels[0]!r} or {labels[1]!r}"
+                f"{where}: field 'gold' is {record.gold!r}, expected {labels[0]!r} or {labels[1]!r}"
             )
 
 
-def typed_records(task: str, records: Sequence[Record], spec: MetricSpec) -> list[PredictionLine]:
-    """The records checked (:func:`check_records`, one-line errors) and typed, once per aggregation."""
-    check_records(task, records, spec)
-    return [as_line(r) for r in records]
+def typed_records(task: str, records: Sequence[LineInput], spec: MetricSpec) -> list[PredictionLine]:
+    """The records typed and checked (one-line errors naming the record and field), once per aggregation."""
+    lines = [_typed(task, number, record) for number, record in enumerate(records, start=1)]
+    check_records(task, lines, spec)
+    return lines
 
 
 def scope_records(records: Sequence[PredictionLine]) -> dict[str, list[PredictionLine]]:
@@ -330,7 +344,7 @@ def summarize_scope(
 def aggregate_task(
     task: str,
     spec: MetricSpec,
-    records: Sequence[Record],
+    records: Sequence[LineInput],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
     n_resamples: int = 1000,
@@ -361,11 +375,15 @@ def aggregate_task(
     return out
 
 
-def split_by_task(records: Iterable[Record]) -> dict[str, list[Record]]:
-    """Group ``predictions.jsonl`` records by their ``task`` field, in first-seen order."""
-    grouped: dict[str, list[Record]] = {}
-    for record in records:
-        grouped.setdefault(str(record.get("task")), []).append(record)
+def split_by_task(records: Iterable[L]) -> dict[str, list[L]]:
+    """Group ``predictions.jsonl`` records by their ``task`` field, in first-seen order (each given as it
+    came: typed lines stay lines, JSON objects are typed to read their task)."""
+    grouped: dict[str, list[L]] = {}
+    for number, record in enumerate(records, start=1):
+        line = (
+            record if isinstance(record, PredictionLine) else as_line(record, f"prediction record {number}")
+        )
+        grouped.setdefault(line.task, []).append(record)
     return grouped
 
 
@@ -379,7 +397,7 @@ def spec_of(task: str, specs: Mapping[str, MetricSpec]) -> MetricSpec:
 
 
 def aggregate_run(
-    records_by_task: Mapping[str, Sequence[Record]],
+    records_by_task: Mapping[str, Sequence[LineInput]],
     specs: Mapping[str, MetricSpec],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,

@@ -16,7 +16,7 @@ from scipy.stats import binom, binomtest
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
-    Record,
+    LineInput,
     metric_plan,
     point_values,
     rank_scores,
@@ -136,8 +136,8 @@ def compare_scope(
 
 def compare_task(
     task: str,
-    records_a: Sequence[Record],
-    records_b: Sequence[Record],
+    records_a: Sequence[LineInput],
+    records_b: Sequence[LineInput],
     *,
     spec: MetricSpec,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
@@ -172,8 +172,8 @@ def compare_task(
 
 
 def compare_runs(
-    records_by_task_a: Mapping[str, Sequence[Record]],
-    records_by_task_b: Mapping[str, Sequence[Record]],
+    records_by_task_a: Mapping[str, Sequence[LineInput]],
+    records_by_task_b: Mapping[str, Sequence[LineInput]],
     specs: Mapping[str, MetricSpec],
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,

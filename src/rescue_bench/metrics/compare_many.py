@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
-    Record,
+    LineInput,
     metric_plan,
     point_values,
     scope_labels,
@@ -212,7 +212,7 @@ def _matrix(
 
 
 def compare_many(
-    records: Sequence[Mapping[str, Sequence[Record]]],
+    records: Sequence[Mapping[str, Sequence[LineInput]]],
     names: Sequence[str],
     specs: Mapping[str, MetricSpec],
     *,

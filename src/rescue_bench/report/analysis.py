@@ -12,20 +12,23 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.data.stats import Transitions, transitions
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import top1
 from rescue_bench.metrics.classification import INVALID, accuracy_by_position
+from rescue_bench.metrics.relational import ANALYSES, analyses_of, by_transition
+from rescue_bench.records import Json
+from rescue_bench.rundir import PredictionLine, Scores
 from rescue_bench.tasks import task_info, task_infos
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, SCENARIOS, Scenario
 
-Record = Mapping[str, Any]
 N_BINS = 10
-STP_GOLD = ("group", "individual")
-STP_PRED = ("group", "same person", "other person", INVALID)
+KIND_GOLD = ("group", "individual")
+"""Gold kinds of a task whose answers are people (:func:`target_kind`)."""
+KIND_PRED = ("group", "same person", "other person", INVALID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,16 +39,19 @@ class Confusion:
     rows: tuple[str, ...]
     columns: tuple[str, ...]
     counts: tuple[tuple[int, ...], ...]
+    task: str = ""
+    scenario: str | None = None
+    """The scenario counted, ``None`` for both."""
 
     @property
     def total(self) -> int:
         return sum(map(sum, self.counts))
 
 
-def of_task(records: Iterable[Record], task: str, scenario: str | None = None) -> list[Record]:
-    return [
-        r for r in records if r.get("task") == task and (scenario is None or r.get("scenario") == scenario)
-    ]
+def of_task(
+    records: Iterable[PredictionLine], task: str, scenario: str | None = None
+) -> list[PredictionLine]:
+    return [r for r in records if r.task == task and (scenario is None or r.scenario == scenario)]
 
 
 def _labels(task: str, scenario: Scenario) -> tuple[str, ...]:
@@ -71,32 +77,33 @@ def pattern_task() -> str:
     return chosen[0]
 
 
-def label_confusion(records: Sequence[Record], task: str, scenario: Scenario) -> Confusion:
+def label_confusion(records: Sequence[PredictionLine], task: str, scenario: Scenario) -> Confusion:
     """RPP or SSP confusion of one scenario over its taxonomy; off-taxonomy golds are listed after it.
 
-    >>> recs = [{"task": "rpp", "scenario": "couple", "gold": "attack_attack", "valid": True,
-    ...          "prediction": ["attack_attack"]}, {"task": "rpp", "scenario": "couple",
-    ...          "gold": "attack_attack", "valid": False, "prediction": None}]
-    >>> c = label_confusion(recs, "rpp", "couple")
+    >>> hit = PredictionLine(instance_id="i", task="rpp", scenario="couple", gold="attack_attack",
+    ...                      valid=True, prediction=["attack_attack"])
+    >>> c = label_confusion([hit, hit.model_copy(update={"valid": False})], "rpp", "couple")
     >>> c.counts[c.rows.index("attack_attack")][c.columns.index("attack_attack")], c.columns[-1], c.total
     (1, '<invalid>', 2)
     """
     members = of_task(records, task, scenario)
     known = _labels(task, scenario)
-    extra = sorted({str(r["gold"]) for r in members} - set(known))
+    extra = sorted({str(r.gold) for r in members} - set(known))
     rows = (*known, *extra)
     columns = (*rows, INVALID)
-    counts = Counter((str(r["gold"]), top1(r) if top1(r) in rows else INVALID) for r in members)
+    counts = Counter((str(r.gold), top1(r) if top1(r) in rows else INVALID) for r in members)
     table = tuple(tuple(counts[(g, p)] for p in columns) for g in rows)
-    return Confusion(f"{task.upper()} confusion ({scenario})", rows, columns, table)
+    return Confusion(f"{task.upper()} confusion ({scenario})", rows, columns, table, task, scenario)
 
 
-def stp_kind(gold: str, predicted: str) -> tuple[str, str]:
-    """STP gold and prediction as kinds, since target names differ between conversations.
+def target_kind(gold: str, predicted: str) -> tuple[str, str]:
+    """Gold and prediction of a task whose answers are people (STP) as kinds, since names differ between
+    conversations.
 
-    >>> stp_kind("Couple", "Ann"), stp_kind("Ann", "Ann"), stp_kind("Ann", "Bo"), stp_kind("Ann", "<invalid>")
-    (('group', 'other person'), ('individual', 'same person'), ('individual', 'other person'), \
-('individual', '<invalid>'))
+    >>> target_kind("Couple", "Ann"), target_kind("Ann", "Ann"), target_kind("Ann", "Bo")
+    (('group', 'other person'), ('individual', 'same person'), ('individual', 'other person'))
+    >>> target_kind("Ann", "<invalid>")
+    ('individual', '<invalid>')
     """
     gold_kind = "group" if gold in NON_CLIENT_SPEAKERS else "individual"
     if predicted == INVALID:
@@ -106,17 +113,19 @@ def stp_kind(gold: str, predicted: str) -> tuple[str, str]:
     return gold_kind, "same person" if predicted == gold else "other person"
 
 
-def stp_confusion(records: Sequence[Record], scenario: str | None = None, task: str = "") -> Confusion:
+def target_confusion(
+    records: Sequence[PredictionLine], scenario: str | None = None, task: str = ""
+) -> Confusion:
     """Confusion by target kind of a task with people as answers (default: the first, STP)."""
     task = task or target_kind_tasks()[0]
     members = of_task(records, task, scenario)
-    counts = Counter(stp_kind(str(r["gold"]), top1(r)) for r in members)
-    table = tuple(tuple(counts[(g, p)] for p in STP_PRED) for g in STP_GOLD)
+    counts = Counter(target_kind(str(r.gold), top1(r)) for r in members)
+    table = tuple(tuple(counts[(g, p)] for p in KIND_PRED) for g in KIND_GOLD)
     title = f"{task.upper()} confusion by target kind ({scenario or 'all'})"
-    return Confusion(title, STP_GOLD, STP_PRED, table)
+    return Confusion(title, KIND_GOLD, KIND_PRED, table, task, scenario)
 
 
-def confusions(records: Sequence[Record]) -> list[Confusion]:
+def confusions(records: Sequence[PredictionLine]) -> list[Confusion]:
     """Every confusion matrix the run has data for: label tasks (RPP, SSP) per scenario, STP pooled."""
     out = [
         label_confusion(records, task, scenario)
@@ -124,28 +133,28 @@ def confusions(records: Sequence[Record]) -> list[Confusion]:
         for scenario in SCENARIOS
         if of_task(records, task, scenario)
     ]
-    out += [stp_confusion(records, task=task) for task in target_kind_tasks() if of_task(records, task)]
+    out += [target_confusion(records, task=task) for task in target_kind_tasks() if of_task(records, task)]
     return out
 
 
-def per_label_accuracy(records: Sequence[Record]) -> list[dict[str, Any]]:
+def per_label_accuracy(records: Sequence[PredictionLine]) -> list[dict[str, Any]]:
     """RPP top-1 accuracy per scenario and gold label (paper App. E.2), taxonomy order."""
     task = pattern_task()
     out = []
     for scenario in SCENARIOS:
         members = of_task(records, task, scenario)
-        golds = Counter(str(r["gold"]) for r in members)
+        golds = Counter(str(r.gold) for r in members)
         known = _labels(task, scenario)
         for label in [*known, *sorted(set(golds) - set(known))]:
             if golds[label]:
-                hits = sum(top1(r) == label for r in members if r["gold"] == label)
+                hits = sum(top1(r) == label for r in members if r.gold == label)
                 out.append(
                     {"scenario": scenario, "label": label, "n": golds[label], "accuracy": hits / golds[label]}
                 )
     return out
 
 
-def label_distribution(records: Sequence[Record]) -> list[dict[str, Any]]:
+def label_distribution(records: Sequence[PredictionLine]) -> list[dict[str, Any]]:
     """Gold label counts and shares per task and scenario: RPP patterns, SSP strategies, STP target kinds."""
     out: list[dict[str, Any]] = []
     kinds = target_kind_tasks()
@@ -155,10 +164,10 @@ def label_distribution(records: Sequence[Record]) -> list[dict[str, Any]]:
             if not members:
                 continue
             if task in kinds:
-                golds = Counter(stp_kind(str(r["gold"]), INVALID)[0] for r in members)
-                order: Sequence[str] = STP_GOLD
+                golds = Counter(target_kind(str(r.gold), INVALID)[0] for r in members)
+                order: Sequence[str] = KIND_GOLD
             else:
-                golds = Counter(str(r["gold"]) for r in members)
+                golds = Counter(str(r.gold) for r in members)
                 order = [*_labels(task, scenario), *sorted(set(golds) - set(_labels(task, scenario)))]
             out += [
                 {
@@ -173,14 +182,15 @@ def label_distribution(records: Sequence[Record]) -> list[dict[str, Any]]:
     return out
 
 
-def relative_position(record: Record) -> float | None:
+def relative_position(record: PredictionLine) -> float | None:
     """The instance's relative position in its conversation, from ``meta`` (``relative_position`` or
     ``position``), or ``None``.
 
-    >>> relative_position({"meta": {"position": 0.25}}), relative_position({"meta": {}})
+    >>> line = PredictionLine(instance_id="i", task="rpp", meta={"position": 0.25})
+    >>> relative_position(line), relative_position(line.model_copy(update={"meta": None}))
     (0.25, None)
     """
-    meta = record.get("meta") or {}
+    meta = record.meta or {}
     for key in ("relative_position", "position"):
         value = meta.get(key)
         if isinstance(value, int | float) and not isinstance(value, bool) and 0.0 <= value <= 1.0:
@@ -189,34 +199,34 @@ def relative_position(record: Record) -> float | None:
 
 
 def position_bins(
-    records: Sequence[Record], scenario: str | None = None, n_bins: int = N_BINS
+    records: Sequence[PredictionLine], scenario: str | None = None, n_bins: int = N_BINS
 ) -> list[dict[str, Any]]:
     """RPP top-1 accuracy, its binomial standard error and gold counts per relative-position bin."""
     members = of_task(records, pattern_task(), scenario)
     placed = [(p, r) for r in members if (p := relative_position(r)) is not None]
     return accuracy_by_position(
         [p for p, _ in placed],
-        [float(top1(r) == r["gold"]) for _, r in placed],
-        [str(r["gold"]) for _, r in placed],
+        [float(top1(r) == r.gold) for _, r in placed],
+        [str(r.gold) for _, r in placed],
         n_bins,
     )
 
 
-def gold_transitions(records: Sequence[Record], scenario: str | None = None) -> Transitions:
+def gold_transitions(records: Sequence[PredictionLine], scenario: str | None = None) -> Transitions:
     """Transitions between consecutive RPP gold labels within each conversation (paper Fig. 3), counted by
     :func:`rescue_bench.data.stats.transitions` over the gold sequence the run holds."""
     task = pattern_task()
-    by_sample: dict[str, list[Record]] = {}
+    by_sample: dict[str, list[PredictionLine]] = {}
     for r in of_task(records, task, scenario):
-        by_sample.setdefault(str(r["sample_id"]), []).append(r)
+        by_sample.setdefault(r.sample_id, []).append(r)
     samples = [
         Sample(
             sample_id=sid,
-            scenario=rs[0]["scenario"],
+            scenario=cast(Scenario, rs[0].scenario),
             participants=(),
             rows=tuple(
-                Row(row_index=int(r["row_index"]), relation_cycle_state=str(r["gold"]))
-                for r in sorted(rs, key=lambda r: int(r["row_index"]))
+                Row(row_index=r.row_index, relation_cycle_state=str(r.gold))
+                for r in sorted(rs, key=lambda r: r.row_index)
             ),
         )
         for sid, rs in by_sample.items()
@@ -248,12 +258,15 @@ def profile_metric(task: str) -> str:
     return info.paper_columns[0].metric if info.paper_columns else info.headline[0]
 
 
-def task_profile(scores: Mapping[str, Any] | None) -> dict[str, float | None]:
+def task_profile(scores: Mapping[str, Json] | None) -> dict[str, float | None]:
     """A run's pooled score per task on a 0-100 scale (percent metrics x 100, judge scores as % of 5), in
-    :func:`task_groups` order; ``None`` where the run has no value (an unjudged ER or VP)."""
+    :func:`task_groups` order; ``None`` where the run has no value (an unjudged ER or VP).
+
+    ``scores`` is ``scores.json``'s object, read as :class:`Scores`."""
+    record = Scores.of(dict(scores or {}))
     out: dict[str, float | None] = {}
     for task in task_groups():
-        value = ((scores or {}).get(task) or {}).get("all", {}).get(profile_metric(task))
+        value = record.entry(task).get(profile_metric(task))
         if not isinstance(value, int | float) or isinstance(value, bool):
             out[task] = None
         else:
@@ -285,16 +298,20 @@ class TransitionGrid:
     accuracy: tuple[tuple[float | None, ...], ...]
 
 
-def transition_grid(relational: Mapping[str, Any], scenario: str) -> TransitionGrid | None:
-    """The ``rpp_transition`` analysis of ``scores.json``'s ``_relational`` as a grid, or ``None``."""
-    analysis = relational.get("rpp_transition")
-    if not isinstance(analysis, dict):
+TRANSITION_KEY = next(key for key, _task, _title, grouper, _split in ANALYSES if grouper is by_transition)
+"""The key of the gold-transition analysis in ``_relational``."""
+
+
+def transition_grid(relational: Mapping[str, Json], scenario: str) -> TransitionGrid | None:
+    """The gold-transition analysis of ``scores.json``'s ``_relational`` as a grid, or ``None``."""
+    found = [a for a in analyses_of(relational) if a.key == TRANSITION_KEY]
+    if not found:
         return None
     cells: dict[tuple[str, str], tuple[int, float]] = {}
-    for group in analysis["groups"]:
-        if group["scenario"] == scenario and " -> " in group["group"]:
-            source, target = group["group"].split(" -> ", 1)
-            cells[(source, target)] = (int(group["n"]), float(group["values"].get("accuracy", 0.0)))
+    for group in found[0].groups:
+        if group.scenario == scenario and " -> " in group.group:
+            source, target = group.group.split(" -> ", 1)
+            cells[(source, target)] = (group.n, group.values["accuracy"])
     if not cells:
         return None
     known = _labels(pattern_task(), scenario) if scenario in SCENARIOS else ()

@@ -129,7 +129,7 @@ def with_scores(run: RunData) -> RunData:
     """The run, with ``scores`` aggregated in memory (judgments folded in) when ``scores.json`` is missing."""
     if run.score_record is not None:
         return run
-    records = judged_records(run.predictions, run.judgments)
+    records = judged_records(run.prediction_lines, run.judgment_lines)
     return replace(run, score_record=Scores.of(aggregate_run(split_by_task(records), metric_specs())))
 
 
@@ -137,7 +137,7 @@ def _by_dataset(runs: Sequence[RunData]) -> list[RunData]:
     """One run per distinct dataset (gold-only figures are the same for runs on the same data)."""
     seen: dict[object, RunData] = {}
     for run in runs:
-        seen.setdefault(run.manifest.dataset.get("hash") or run.path, run)
+        seen.setdefault(run.manifest.dataset.hash or run.path, run)
     return list(seen.values())
 
 
@@ -148,7 +148,7 @@ def _slug(text: str) -> str:
 def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     """Confusion matrices per run; position curves for all runs; gold-only figures per dataset."""
     out: list[Figure] = []
-    predictions = {id(run): run.predictions for run in runs}  # the JSON view, built once per run
+    predictions = {id(run): run.prediction_lines for run in runs}
     for name, run in zip(names, runs, strict=True):
         for confusion in analysis.confusions(predictions[id(run)]):
             key = _slug(f"{name}_{confusion.title}")

@@ -31,7 +31,7 @@ def relational_data(run: RunData, samples: Sequence[SampleLike] | None = None) -
         return dict(stored)
     if samples is None:
         return {}
-    return relational_analyses(judged_records(run.predictions, run.judgments), samples)
+    return relational_analyses(judged_records(run.prediction_lines, run.judgment_lines), samples)
 
 
 def _cell(

@@ -70,7 +70,7 @@ def perturbation_name(run: RunData) -> str:
 
 def run_records(run: RunData) -> dict[str, list[Record]]:
     """The run's records by task, judgments folded in and renamed answers mapped back."""
-    records = judged_records(run.predictions, run.judgments)
+    records = judged_records(run.prediction_lines, run.judgment_lines)
     return split_by_task(restore_names(r) for r in records)
 
 

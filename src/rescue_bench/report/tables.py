@@ -149,7 +149,7 @@ def per_label(runs: Sequence[RunData]) -> Table:
     rows = [
         (name, item["scenario"], item["label"], item["n"], Cell(item["accuracy"], scale=100.0, digits=2))
         for name, run in zip(display_names(runs), runs, strict=True)
-        for item in analysis.per_label_accuracy(run.predictions)
+        for item in analysis.per_label_accuracy(run.prediction_lines)
     ]
     return Table(
         "per_label",
@@ -172,7 +172,7 @@ def label_distributions(runs: Sequence[RunData]) -> Table:
             Cell(d["share"], scale=100.0, digits=1),
         )
         for name, run in zip(display_names(runs), runs, strict=True)
-        for d in analysis.label_distribution(run.predictions)
+        for d in analysis.label_distribution(run.prediction_lines)
     ]
     return Table(
         "label_distribution",

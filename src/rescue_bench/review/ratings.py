@@ -16,10 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from rescue_bench.errors import DataError
+from rescue_bench.records import Json
 from rescue_bench.review.db import Rating, RatingItem, User, utcnow
 from rescue_bench.rundir import PredictionLine, RunDirError
 from rescue_bench.tasks import judged_tasks
@@ -45,6 +47,15 @@ class RatingLoad:
     available: dict[str, int]
 
 
+class _TaskOf(BaseModel):
+    """The one field read of a line before it is known to be ours: its task (the rest is checked only for
+    the rated tasks)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    task: Json = None
+
+
 def read_candidates(run_dir: Path) -> tuple[list[Candidate], int]:
     """Valid ER/VP predictions of a run, and how many invalid ones were passed over."""
     path = run_dir / "predictions.jsonl"
@@ -58,7 +69,7 @@ def read_candidates(run_dir: Path) -> tuple[list[Candidate], int]:
                 continue
             record = _record(line, path, number)
             # Lines of other tasks are passed over unread, as the rest of the file is not ours to check.
-            if record.get("task") not in RATED_TASKS:
+            if _TaskOf.model_validate(record).task not in RATED_TASKS:
                 continue
             prediction = _prediction(record, path, number)
             if not prediction.instance_id:

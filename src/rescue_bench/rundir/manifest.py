@@ -10,7 +10,7 @@ before it held the same facts in ``run.json`` (``judge_counts``, ``judge_prompt_
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.records import Json
 from rescue_bench.rundir.lines import Line, TokenUsage
@@ -43,6 +43,54 @@ class BertScoreSetting(BaseModel):
     hash: str
 
 
+class DatasetInfo(BaseModel):
+    """``run.json``'s ``dataset``: the source, its content hash and its sample counts."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    source: str | None = None
+    hash: str | None = None
+    samples: int | None = None
+    couple: int | None = None
+    family: int | None = None
+
+
+class Selection(BaseModel):
+    """``run.json``'s ``selection``: the ``--data`` source and the sample ids asked for (``None``: all)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    data: str | None = None
+    sample_ids: list[str] | None = None
+
+
+class ModelIdentity(BaseModel):
+    """The names in ``run.json``'s ``model``: a provider's identity (``provider``, ``model``, and keys of its
+    own, such as ``base_url`` or ``sha256``), or ``name`` in older directories."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)  # each provider declares its own identity keys
+
+    name: str | None = None
+    provider: str | None = None
+    model: str | None = None
+
+
+class ConfigFacts(BaseModel):
+    """The two facts this leaf reads from ``config``; the rest is the run spec's (``rescue_bench.spec``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    model: str | None = None
+    seed: int | None = Field(default=None, strict=True)
+
+
+def _facts(config: dict[str, Json]) -> ConfigFacts:
+    try:
+        return ConfigFacts.model_validate(config)
+    except ValidationError:  # a config of another shape names no candidate and no seed
+        return ConfigFacts()
+
+
 class Manifest(Line):
     """``run.json``."""
 
@@ -56,8 +104,8 @@ class Manifest(Line):
     package_version: str | None = None
     python: str | None = None
     git_commit: str | None = None
-    dataset: dict[str, Json] = Field(default_factory=dict)
-    selection: dict[str, Json] = Field(default_factory=dict)
+    dataset: DatasetInfo = DatasetInfo()
+    selection: Selection = Selection()
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     batch_sizes: dict[str, int] = Field(default_factory=dict)
     model: Json = None
@@ -93,18 +141,20 @@ class Manifest(Line):
         if isinstance(model, str):
             return model
         if not isinstance(model, dict):
-            value = self.config.get("model")
-            return value if isinstance(value, str) else None
-        if isinstance(model.get("name"), str):
-            return str(model["name"])
-        if model.get("provider") and model.get("model"):
-            return f"{model['provider']}/{model['model']}"
+            return _facts(self.config).model
+        try:
+            identity = ModelIdentity.model_validate(model)
+        except ValidationError:
+            return None
+        if identity.name is not None:
+            return identity.name
+        if identity.provider and identity.model:
+            return f"{identity.provider}/{identity.model}"
         return None
 
     @property
     def seed(self) -> int | None:
-        value = self.config.get("seed")
-        return value if isinstance(value, int) and not isinstance(value, bool) else None
+        return _facts(self.config).seed
 
 
 class Judging(Line):
@@ -166,10 +216,8 @@ class Scores(Line):
     def of(cls, obj: dict[str, Json], where: str = "scores.json") -> Scores:
         """Read the file's object, whose task entries sit beside ``_meta`` (and ``_relational``)."""
         tasks = {k: v for k, v in obj.items() if k not in RESERVED_KEYS}
-        record: dict[str, Json] = {"tasks": tasks, "_meta": obj.get("_meta") or {}}
-        if obj.get("_relational") is not None:
-            record["_relational"] = obj["_relational"]
-        return cls.from_json(record, where)
+        reserved = {k: v for k, v in obj.items() if k in RESERVED_KEYS and v is not None}
+        return cls.from_json({"tasks": tasks, **reserved}, where)
 
     def to_json(self) -> dict[str, Json]:
         out = {**self.tasks, "_meta": self.meta.model_dump(mode="json", exclude_unset=True)}

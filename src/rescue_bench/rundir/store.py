@@ -39,7 +39,7 @@ from rescue_bench.rundir.files import (
     write_failure,
 )
 from rescue_bench.rundir.lines import PredictionLine, RequestLine, record_key
-from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
+from rescue_bench.rundir.manifest import DatasetInfo, Judging, Manifest, judging_of
 
 try:
     import fcntl
@@ -303,7 +303,7 @@ def describe_changes(old: Mapping[str, Json], new: Mapping[str, Json]) -> list[s
     for key in sorted((set(old_model) | set(new_model)) - {"base_url"}):
         if old_model.get(key) != new_model.get(key):
             changes.append(f"model {key}: {old_model.get(key)!r} -> {new_model.get(key)!r}")
-    old_hash, new_hash = _section(old, "dataset").get("hash"), _section(new, "dataset").get("hash")
+    old_hash, new_hash = (DatasetInfo.model_validate(_section(m, "dataset")).hash for m in (old, new))
     if old_hash != new_hash:
         changes.append(f"dataset content (hash {str(old_hash)[:12]} -> {str(new_hash)[:12]})")
     old_prompts, new_prompts = _section(old, "prompt_hashes"), _section(new, "prompt_hashes")

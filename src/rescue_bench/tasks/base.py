@@ -223,6 +223,9 @@ class TaskInfo:
     App. E.2) are about this task's labels."""
     options: type[BaseModel] | None = None
     """The task's own settings (a frozen pydantic model), or ``None``."""
+    instance_score: tuple[str, float] | None = None
+    """A generation task's per-instance score and its full mark (ER ``s_er`` 5, VP ``total`` 6), for
+    instance-level exports (``adapters.eee``); other kinds use their kind's (``correct``, ``recall_at_1``)."""
     relation_intensive: bool = False
     """The paper's grouping (Sec. 5.3): ``True`` for the relation-intensive tasks (RPP, STP, SSP, VP),
     ``False`` for the local affective and intervention cues (ITP, ER); the report's profile groups by it."""

@@ -15,9 +15,9 @@ import functools
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, ClassVar, Final, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics.generation import er_score, intensity_score
@@ -46,6 +46,30 @@ from rescue_bench.tasks.context import (
 from rescue_bench.tasks.guesses import most_common
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import Scenario
+
+
+class EmotionAnswer(BaseModel):
+    """An ER answer as stored (``Prediction.value``): the emotion text and its intensity, ``None`` when the
+    model gave none that could be read. Readers of a gold that may be partial read it this way too."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    emotion: str = ""
+    intensity: int | None = None
+
+    @classmethod
+    def of(cls, value: Json) -> Self | None:
+        """``value`` read as this record; ``None`` for anything else (the ``null`` of a failed answer)."""
+        try:
+            return cls.model_validate(value)
+        except ValidationError:
+            return None
+
+
+class EmotionGold(EmotionAnswer):
+    """An ER gold (``Instance.gold``): the speaker's emotion and its intensity 0-10."""
+
+    intensity: int
 
 
 class Options(BaseModel):
@@ -227,8 +251,9 @@ def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
 
 def score(pred: Prediction, inst: Instance) -> Score:
     """``s_int`` = max(1, 5 - |pred - gold|); a missing or invalid intensity gets the floor, 1."""
-    level = pred.value.get("intensity") if pred.valid and isinstance(pred.value, dict) else None
-    return Score(inst.id, {"s_int": intensity_score(level, int(inst.gold["intensity"]))})
+    answer = EmotionAnswer.of(pred.value) if pred.valid else None
+    gold = EmotionGold.model_validate(inst.gold)
+    return Score(inst.id, {"s_int": intensity_score(answer.intensity if answer else None, gold.intensity)})
 
 
 def random_answer(inst: Instance, rng: random.Random) -> Prediction:
@@ -240,10 +265,9 @@ def random_answer(inst: Instance, rng: random.Random) -> Prediction:
 
 def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
     """The commonest gold emotion and the commonest gold intensity of the group, for every instance."""
-    golds = [inst.gold for inst in group if isinstance(inst.gold, dict)]
-    emotion = most_common(str(gold.get("emotion", "")) for gold in golds)
-    levels = (gold.get("intensity") for gold in golds)
-    intensity = most_common(v for v in levels if isinstance(v, int) and not isinstance(v, bool))
+    golds = [gold for inst in group if (gold := EmotionAnswer.of(inst.gold)) is not None]
+    emotion = most_common(gold.emotion for gold in golds)
+    intensity = most_common(gold.intensity for gold in golds if gold.intensity is not None)
     value = {"emotion": emotion[0] if emotion else "", "intensity": intensity[0] if intensity else None}
     return [Prediction(inst.id, dict(value), True) for inst in group]
 
@@ -266,12 +290,11 @@ Return JSON only, exactly in this shape, with one entry per checkpoint id:
 
 def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, Json]:
     """The speaker and the two emotion descriptions; never the intensity."""
-    gold_map = gold if isinstance(gold, Mapping) else {}
-    pred = prediction if isinstance(prediction, Mapping) else {}
+    gold_record, answer = EmotionAnswer.of(gold), EmotionAnswer.of(prediction)
     return {
         "speaker": speaker,
-        "gold_emotion": gold_map.get("emotion"),
-        "predicted_emotion": pred.get("emotion"),
+        "gold_emotion": gold_record.emotion if gold_record else None,
+        "predicted_emotion": answer.emotion if answer else None,
     }
 
 
@@ -280,11 +303,11 @@ def _intensity(scores: Mapping[str, object], gold: Json, prediction: Json, valid
     given = scores.get("s_int")
     if isinstance(given, int | float):
         return float(given)
-    predicted = prediction.get("intensity") if valid and isinstance(prediction, Mapping) else None
-    gold_value = gold.get("intensity") if isinstance(gold, Mapping) else None
-    if not isinstance(gold_value, int) or not isinstance(predicted, int):
+    answer = EmotionAnswer.of(prediction) if valid else None
+    gold_record = EmotionAnswer.of(gold)
+    if gold_record is None or gold_record.intensity is None or answer is None or answer.intensity is None:
         return 1.0
-    return intensity_score(predicted, gold_value)
+    return intensity_score(answer.intensity, gold_record.intensity)
 
 
 def derived_scores(
@@ -300,10 +323,6 @@ def derived_scores(
     return {"s_er": er_score(float(s_emo), s_int) if isinstance(s_emo, int | float) else None}
 
 
-def _text(value: Json) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
 def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
     """The one BERTScore pair: predicted against gold emotion description.
 
@@ -312,8 +331,10 @@ def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
     >>> bertscore_pairs({"emotion": "hurt"}, None, False)
     ((),)
     """
-    gold_text = _text(gold.get("emotion")) if isinstance(gold, Mapping) else ""
-    pred_text = _text(prediction.get("emotion")) if valid and isinstance(prediction, Mapping) else ""
+    gold_record = EmotionAnswer.of(gold)
+    answer = EmotionAnswer.of(prediction) if valid else None
+    gold_text = gold_record.emotion.strip() if gold_record else ""
+    pred_text = answer.emotion.strip() if answer else ""
     return (((pred_text, gold_text),) if pred_text and gold_text else (),)
 
 
@@ -340,6 +361,7 @@ INFO = TaskInfo(
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
+    instance_score=("s_er", 5.0),
     video=True,
     options=Options,
     relation_intensive=False,

@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics.generation import vp_to_five
@@ -173,13 +173,46 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     )
 
 
-def _entry(raw: object) -> dict[str, Any] | None:
+class ReplyEntry(BaseModel):
+    """One viewpoint entry as a model wrote it: any JSON in each field (cleaned into text by the reader),
+    other keys ignored (the reply is the model's, not ours)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    source: Json = None
+    target: Json = None
+    viewpoint: Json = None
+
+
+class Viewpoint(BaseModel):
+    """A VP answer entry as stored (``Prediction.value`` items), or a gold entry with its ``attitude``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+    source: str = ""
+    target: str
+    viewpoint: str = ""
+    attitude: str | None = None
+
+
+def viewpoints_of(value: Json) -> list[Viewpoint]:
+    """The well-formed entries of a stored VP gold or answer (none for a failed answer's ``null``)."""
+    out = []
+    for item in value if isinstance(value, list) else []:
+        try:
+            out.append(Viewpoint.model_validate(item))
+        except ValidationError:
+            continue
+    return out
+
+
+def _entry(raw: object) -> ReplyEntry | None:
     if isinstance(raw, str):
         try:
             raw = json.loads(raw)
         except (ValueError, RecursionError):
             return None
-    return raw if isinstance(raw, dict) else None
+    return ReplyEntry.model_validate(raw) if isinstance(raw, dict) else None
 
 
 def read_viewpoints(raw: object, speaker: str) -> tuple[list[dict[str, Json]], list[str]]:
@@ -197,12 +230,12 @@ def read_viewpoints(raw: object, speaker: str) -> tuple[list[dict[str, Json]], l
     notes: list[str] = []
     for position, item in enumerate(entries, start=1):
         entry = _entry(item)
-        target = clean(entry.get("target")) if entry else ""
-        text = clean(entry.get("viewpoint")) if entry else ""
+        target = clean(entry.target) if entry else ""
+        text = clean(entry.viewpoint) if entry else ""
         if entry is None or not target or not text:
             notes.append(f"dropped: entry {position} has no target or viewpoint")
             continue
-        out.append({"source": clean(entry.get("source")) or speaker, "target": target, "viewpoint": text})
+        out.append({"source": clean(entry.source) or speaker, "target": target, "viewpoint": text})
     return out, notes
 
 
@@ -240,11 +273,9 @@ def random_answer(inst: Instance, rng: random.Random) -> Prediction:
 
 def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
     """The group's commonest gold viewpoint, about the instance's participant most often a gold target."""
-    items = [
-        item for inst in group if isinstance(inst.gold, list) for item in inst.gold if isinstance(item, dict)
-    ]
-    viewpoint = most_common(str(item.get("viewpoint", "")) for item in items)
-    targets = Counter(str(item.get("target", "")) for item in items)
+    items = [item for inst in group for item in viewpoints_of(inst.gold)]
+    viewpoint = most_common(item.viewpoint for item in items)
+    targets = Counter(item.target for item in items)
     preds = []
     for inst in group:
         target = rank_by_frequency(tuple(other_participants(inst)), targets)
@@ -301,19 +332,9 @@ def derived_scores(
     return {"llm": vp_to_five(float(total)) if isinstance(total, int | float) else None}
 
 
-def _text(value: Json) -> str:
-    return value.strip() if isinstance(value, str) else ""
-
-
 def _targeted(entries: Json) -> list[tuple[str, str]]:
     """(canonical target, viewpoint text) of well-formed viewpoint entries."""
-    if not isinstance(entries, list):
-        return []
-    out = []
-    for entry in entries:
-        if isinstance(entry, Mapping) and isinstance(entry.get("target"), str):
-            out.append((canonical_form(entry["target"]), _text(entry.get("viewpoint"))))
-    return out
+    return [(canonical_form(entry.target), entry.viewpoint.strip()) for entry in viewpoints_of(entries)]
 
 
 def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
@@ -364,6 +385,7 @@ INFO = TaskInfo(
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
+    instance_score=("total", 6.0),
     video=True,
     options=Options,
     relation_intensive=True,

@@ -18,14 +18,17 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch import config_from_manifest
 from rescue_bench.errors import BenchError
-from rescue_bench.judge.merge import judged_records
+from rescue_bench.judge.merge import judged_lines
+from rescue_bench.records import Json
 from rescue_bench.rundir import (
     JUDGMENTS_FILE,
     PREDICTIONS_FILE,
     REQUESTS_FILE,
     RUN_FILE,
     SCORES_FILE,
+    JudgmentLine,
     Manifest,
+    PredictionLine,
     RequestLine,
     RunData,
     load_run,
@@ -34,8 +37,8 @@ from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.view.rows import InstanceRow, index_rows
 
 FILES = (RUN_FILE, PREDICTIONS_FILE, REQUESTS_FILE, JUDGMENTS_FILE, SCORES_FILE)
-FACT_KEYS = ("latency", "usage", "attempts", "cached", "masked", "refused", "single", "batch_id", "time")
-"""The fields of a request line shown as its facts, when recorded."""
+FACT_KEYS = frozenset({"latency", "usage", "attempts", "cached", "masked", "refused", "single", "time"})
+"""The fields of a request line shown as its facts."""
 Signature = tuple[tuple[int, int], ...]
 
 
@@ -53,8 +56,12 @@ class ReplyRecord:
     reasoning: str | None
     finish_reason: str | None
     error: str | None
-    facts: Mapping[str, Any]
-    """Latency, tokens, attempts, cache hit, batch id... as recorded."""
+    line: RequestLine
+
+    @property
+    def facts(self) -> dict[str, Json]:
+        """Latency, tokens, attempts, cache hit... of the request line, in file order."""
+        return self.line.model_dump(mode="json", include=set(FACT_KEYS))
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +74,9 @@ class RunView:
     rows: tuple[InstanceRow, ...]
     by_id: Mapping[str, InstanceRow]
     replies: Mapping[str, ReplyRecord]
-    records: tuple[Mapping[str, Any], ...]
+    records: tuple[PredictionLine, ...]
     """The predictions with their judgments folded in (what reports and comparisons read)."""
-    judgments: Mapping[str, tuple[Mapping[str, Any], ...]] = field(default_factory=dict)
+    judgments: Mapping[str, tuple[JudgmentLine, ...]] = field(default_factory=dict)
 
     @property
     def name(self) -> str:
@@ -94,7 +101,6 @@ class RunView:
 
 
 def _reply(line: RequestLine) -> ReplyRecord:
-    record = line.to_json()
     return ReplyRecord(
         request_key=line.request_key,
         instance_ids=line.instance_ids,
@@ -102,7 +108,7 @@ def _reply(line: RequestLine) -> ReplyRecord:
         reasoning=line.reply.reasoning,
         finish_reason=line.reply.finish_reason,
         error=line.error,
-        facts={k: record[k] for k in FACT_KEYS if k in record},
+        line=line,
     )
 
 
@@ -114,13 +120,13 @@ def read_run(path: Path, index: int = 0) -> RunView:
     """
     try:
         data = load_run(path)
-        records = tuple(judged_records(data.prediction_lines, data.judgment_lines))
+        records = tuple(judged_lines(data.prediction_lines, data.judgment_lines))
     except BenchError as exc:
         raise ViewError(str(exc)) from None
     replies = {r.request_key: r for r in map(_reply, data.request_lines)}
-    judgments: dict[str, list[Mapping[str, Any]]] = {}
+    judgments: dict[str, list[JudgmentLine]] = {}
     for line in data.judgment_lines:
-        judgments.setdefault(line.instance_id, []).append(line.to_json())
+        judgments.setdefault(line.instance_id, []).append(line)
     rows = index_rows(records, judgments, {k: r.text or "" for k, r in replies.items()})
     return RunView(
         index=index,
@@ -194,7 +200,7 @@ class Source:
 
 
 def _data_path(run: Manifest, run_dir: Path) -> str:
-    data = str(run.selection.get("data") or "demo")
+    data = run.selection.data or "demo"
     if data == "demo" or data.startswith("hf") or Path(data).expanduser().is_absolute():
         return data
     # a relative path was relative to where the run was started: try there, then beside the run directory

@@ -1,4 +1,5 @@
-"""Confusion matrices and the RPP transition heatmap as HTML tables whose cells link to their instances.
+"""Confusion matrices and the gold transition heatmap (of the pattern task, RPP) as HTML tables whose
+cells link to their instances.
 
 The counts come from :mod:`rescue_bench.report.analysis` (the report's own matrices); each cell carries the
 instance-list filter that selects exactly the instances it counts, and a shade class (0-10) from its row
@@ -11,7 +12,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from rescue_bench.report.analysis import Confusion, confusions, gold_transitions, of_task
+from rescue_bench.report.analysis import (
+    KIND_GOLD,
+    Confusion,
+    confusions,
+    gold_transitions,
+    of_task,
+    pattern_task,
+)
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import SCENARIOS
 
 
@@ -42,12 +51,10 @@ class Matrix:
 
 
 def _confusion_filters(confusion: Confusion, gold: str, pred: str) -> dict[str, str]:
-    task, _, rest = confusion.title.partition(" ")
-    task = task.lower()
-    if task == "stp":
-        return {"task": "stp", "gold_kind": gold, "pred_kind": pred}
-    scenario = rest.rsplit("(", 1)[-1].rstrip(")")
-    return {"task": task, "scenario": scenario, "gold": gold, "pred": pred}
+    task = confusion.task
+    if confusion.rows == KIND_GOLD:  # by target kind: names differ between conversations
+        return {"task": task, "gold_kind": gold, "pred_kind": pred}
+    return {"task": task, "scenario": confusion.scenario or "", "gold": gold, "pred": pred}
 
 
 def _cells(counts: Sequence[Sequence[int]], make: Any) -> tuple[tuple[Cell, ...], ...]:
@@ -75,17 +82,19 @@ def confusion_matrix(confusion: Confusion) -> Matrix:
     )
 
 
-def transition_matrix(records: Sequence[Mapping[str, Any]], scenario: str) -> Matrix:
-    """Transitions between consecutive RPP gold labels of one scenario (self-transitions excluded)."""
+def transition_matrix(records: Sequence[PredictionLine], scenario: str) -> Matrix:
+    """Transitions between consecutive gold labels of the pattern task (RPP) in one scenario
+    (self-transitions excluded)."""
     found = gold_transitions(records, scenario)
     labels = found.labels
+    task = pattern_task()
 
     def make(i: int, j: int) -> dict[str, str]:
-        return {"task": "rpp", "scenario": scenario, "prev_gold": labels[i], "gold": labels[j]}
+        return {"task": task, "scenario": scenario, "prev_gold": labels[i], "gold": labels[j]}
 
     return Matrix(
-        key=f"rpp-transitions-{scenario}",
-        title=f"RPP gold transitions ({scenario})",
+        key=f"{task}-transitions-{scenario}",
+        title=f"{task.upper()} gold transitions ({scenario})",
         row_title="current pattern",
         column_title="next pattern",
         rows=labels,
@@ -97,8 +106,8 @@ def transition_matrix(records: Sequence[Mapping[str, Any]], scenario: str) -> Ma
     )
 
 
-def all_matrices(records: Sequence[Mapping[str, Any]]) -> list[Matrix]:
+def all_matrices(records: Sequence[PredictionLine]) -> list[Matrix]:
     """Every confusion matrix the run has data for, then the transition heatmap per scenario."""
     out = [confusion_matrix(c) for c in confusions(records)]
-    out += [transition_matrix(records, s) for s in SCENARIOS if of_task(records, "rpp", s)]
+    out += [transition_matrix(records, s) for s in SCENARIOS if of_task(records, pattern_task(), s)]
     return out

@@ -15,17 +15,13 @@ from rescue_bench.judge.merge import (
     AGREEMENT_KEY,
     BERTSCORE_JUDGE,
     JUDGED_TASKS,
-    Judged,
-    Predicted,
-    as_judgments,
-    as_prediction,
     current_lines,
 )
 from rescue_bench.metrics.aggregate import top1
 from rescue_bench.metrics.compare import correct_top1
-from rescue_bench.report.analysis import stp_kind
-from rescue_bench.rundir import PredictionLine
-from rescue_bench.tasks import mcnemar_tasks, task_info
+from rescue_bench.report.analysis import target_kind
+from rescue_bench.rundir import JudgmentLine, PredictionLine
+from rescue_bench.tasks import mcnemar_tasks, task_info, task_infos
 from rescue_bench.taxonomy import relation_labels
 
 FAILURE_KINDS = ("request_failed", "parse_failure", "missing", "invalid_label", "judge_unscored")
@@ -59,10 +55,12 @@ class InstanceRow:
     """Largest minus smallest LLM judge score of the instance (two judges or more)."""
     request_key: str | None
     prev_gold: str
-    """RPP: the previous in-taxonomy gold label of the same conversation (the transition heatmap's row)."""
+    """The pattern task (RPP): the previous in-taxonomy gold label of the same conversation (the transition
+    heatmap's row)."""
     gold_kind: str
     pred_kind: str
-    """STP: gold and prediction as kinds (group, same person, other person), as its confusion matrix."""
+    """A task whose golds are people (STP): gold and prediction as kinds (group, same person, other person),
+    as its confusion matrix."""
     search: str
     """Lower-cased prediction and reply text, for the text search."""
 
@@ -92,22 +90,20 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def disagreement(given: Predicted, lines: Sequence[Judged]) -> float | None:
+def disagreement(record: PredictionLine, lines: Sequence[JudgmentLine]) -> float | None:
     """Spread of the LLM judges' scores on the instance's present prediction (``None`` below two judges).
 
-    >>> rec = {"instance_id": "i", "task": "er", "valid": True, "prediction": "x"}
-    >>> line = {"instance_id": "i", "task": "er", "valid": True}
-    >>> disagreement(rec, [{**line, "judge": "a", "scores": {"s_emo": 2}},
-    ...                    {**line, "judge": "b", "scores": {"s_emo": 5}}])
+    >>> rec = PredictionLine(instance_id="i", task="er", valid=True, prediction="x")
+    >>> line = JudgmentLine(instance_id="i", task="er", judge="a", valid=True, scores={"s_emo": 2})
+    >>> disagreement(rec, [line, line.model_copy(update={"judge": "b", "scores": {"s_emo": 5}})])
     3.0
     """
-    record = as_prediction(given)
     if record.task not in JUDGED_TASKS:
         return None
     key = AGREEMENT_KEY[record.task]
     values = [
         v
-        for line in current_lines(record, as_judgments(lines))
+        for line in current_lines(record, lines)
         if line.judge != BERTSCORE_JUDGE and line.valid
         if (v := _number(line.scores.get(key))) is not None
     ]
@@ -115,10 +111,12 @@ def disagreement(given: Predicted, lines: Sequence[Judged]) -> float | None:
 
 
 def _previous_golds(records: Sequence[PredictionLine]) -> dict[str, str]:
-    """RPP instance id -> the gold of the previous in-taxonomy RPP row of its conversation."""
+    """Instance id of the pattern task (``TaskInfo.pattern_analyses``, RPP) -> the gold of the previous
+    in-taxonomy row of that task in its conversation."""
+    pattern_tasks = {info.name for info in task_infos() if info.pattern_analyses}
     by_sample: dict[str, list[PredictionLine]] = {}
     for r in records:
-        if r.task == "rpp":
+        if r.task in pattern_tasks:
             by_sample.setdefault(r.sample_id, []).append(r)
     out: dict[str, str] = {}
     for members in by_sample.values():
@@ -135,22 +133,25 @@ def _correct(task: str, record: PredictionLine) -> bool | None:
     return correct_top1(task_info(task).kind, record) if task in mcnemar_tasks() else None
 
 
+def _target_kind_tasks() -> set[str]:
+    return {info.name for info in task_infos() if info.target_kinds}
+
+
 def make_row(
     position: int,
-    given: Predicted,
-    lines: Sequence[Judged],
+    record: PredictionLine,
+    lines: Sequence[JudgmentLine],
     reply_text: str,
     prev_gold: str,
 ) -> InstanceRow:
     """The list row of one prediction record (judgments folded in)."""
-    record = as_prediction(given)
     task = record.task
     scores = record.scores
     problems = record.problems
     generation = task in JUDGED_TASKS
     value = record.prediction
     predicted = _text(value) if generation and value is not None else top1(record)
-    kinds = stp_kind(str(record.gold), predicted) if task == "stp" else ("", "")
+    kinds = target_kind(str(record.gold), predicted) if task in _target_kind_tasks() else ("", "")
     return InstanceRow(
         position=position,
         instance_id=record.instance_id,
@@ -175,12 +176,11 @@ def make_row(
 
 
 def index_rows(
-    given: Sequence[Predicted],
-    judgments: Mapping[str, Sequence[Judged]],
+    records: Sequence[PredictionLine],
+    judgments: Mapping[str, Sequence[JudgmentLine]],
     reply_texts: Mapping[str, str],
 ) -> list[InstanceRow]:
     """One row per record, in file order."""
-    records = [as_prediction(r) for r in given]
     previous = _previous_golds(records)
     return [
         make_row(

@@ -16,7 +16,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.errors import BenchError
 from rescue_bench.records import Instance
 from rescue_bench.tasks import get_task, make_batches
-from rescue_bench.tasks.context import row_index_of, shown_context
+from rescue_bench.tasks.context import chat_message, row_index_of, shown_context
 from rescue_bench.view.data import ReplyRecord, Source
 
 THERAPIST = "Therapist"
@@ -129,7 +129,7 @@ def rebuild(
         notes.append("The task's prompt template changed since this run: the messages below are today's.")
     return Rebuilt(
         turns=conversation(sample, instance),
-        messages=tuple(Message(str(m.get("role")), _content(m.get("content"))) for m in request.messages),
+        messages=tuple(Message(m.role, _content(m.content)) for m in map(chat_message, request.messages)),
         schema=json.dumps(request.response_schema, ensure_ascii=False, indent=2),
         batch=tuple(i.id for i in batch),
         notes=tuple(notes),

@@ -13,12 +13,17 @@ from pathlib import Path
 from typing import Any
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rescue_bench import __version__
+from rescue_bench.adapters.inspect.scoring import GRADER_ROLE, SampleRecords, sample_records
 from rescue_bench.adapters.inspect.tasks import sample_id
 from rescue_bench.adapters.plan import TaskArgs, batch_records, plan
-from rescue_bench.adapters.rundata import ImportedRun, Record, write_run
+from rescue_bench.adapters.rundata import ImportedRun, write_run
 from rescue_bench.errors import DataError
+from rescue_bench.records import Json
+from rescue_bench.rundir import JudgmentLine, PredictionLine, RequestLine, TokenUsage
+from rescue_bench.rundir.lines import ReplyText
 from rescue_bench.tasks import TASK_NAMES
 
 PREFIX = "rescue_bench/"
@@ -32,15 +37,25 @@ def task_of(log: EvalLog, where: str) -> str:
     return name
 
 
-def _score_metadata(sample: EvalSample) -> dict[str, Any] | None:
-    """Our scorer's metadata of a sample, or ``None`` when the sample was never scored (it errored)."""
+def _score_records(sample: EvalSample, where: str) -> SampleRecords | None:
+    """Our scorer's records of a sample, or ``None`` when the sample was never scored (it errored)."""
     for score in (sample.scores or {}).values():
         if isinstance(score.metadata, dict) and "records" in score.metadata:
-            return score.metadata
+            try:
+                return sample_records(score)
+            except ValidationError as exc:
+                raise DataError(f"{where}: sample {sample.id}: {_first_error(exc)}") from None
     return None
 
 
-def _unscored(log: EvalLog, task: str, scored: set[str], where: str) -> list[tuple[str, list[Record]]]:
+def _first_error(exc: ValidationError) -> str:
+    first = exc.errors()[0]
+    return f"field {'.'.join(str(part) for part in first['loc'])!r}: {first['msg']}"
+
+
+def _unscored(
+    log: EvalLog, task: str, scored: set[str], where: str
+) -> list[tuple[str, list[PredictionLine]]]:
     """Failed records for the batches the log holds no score of (an errored or unfinished sample): counted as
     failed requests, never dropped. Planning them needs the task's data, as the run had."""
     ids = [str(i) for i in (log.eval.dataset.sample_ids or [])]
@@ -55,38 +70,38 @@ def _unscored(log: EvalLog, task: str, scored: set[str], where: str) -> list[tup
     return missing
 
 
-def _request(task: str, sample: EvalSample, records: Sequence[Record]) -> Record:
+def _request(task: str, sample: EvalSample, records: Sequence[PredictionLine]) -> RequestLine:
     output = sample.output
     usage = output.usage if output is not None else None
-    return {
-        "request_key": str(sample.id),
-        "cache_key": None,
-        "task": task,
-        "instance_ids": [r["instance_id"] for r in records],
-        "single": len(records) == 1,
-        "attempts": 1,
-        "latency": sample.total_time or 0.0,
-        "usage": {
-            "prompt_tokens": usage.input_tokens if usage else 0,
-            "completion_tokens": usage.output_tokens if usage else 0,
-            "reasoning_tokens": (usage.reasoning_tokens or 0) if usage else 0,
-        },
-        "error": sample.error.message if sample.error else None,
-        "cached": False,
-        "masked": 0,
-        "refused": False,
-        "reply": {
-            "text": output.completion if output is not None else "",
-            "reasoning": None,
-            "finish_reason": output.stop_reason if output is not None else None,
-        },
-        "time": time.time(),
-    }
+    return RequestLine(
+        request_key=str(sample.id),
+        cache_key=None,
+        task=task,
+        instance_ids=tuple(r.instance_id for r in records),
+        single=len(records) == 1,
+        attempts=1,
+        latency=sample.total_time or 0.0,
+        usage=TokenUsage(
+            prompt_tokens=usage.input_tokens if usage else 0,
+            completion_tokens=usage.output_tokens if usage else 0,
+            reasoning_tokens=(usage.reasoning_tokens or 0) if usage else 0,
+        ),
+        error=sample.error.message if sample.error else None,
+        cached=False,
+        masked=False,
+        refused=False,
+        reply=ReplyText(
+            text=output.completion if output is not None else "",
+            reasoning=None,
+            finish_reason=output.stop_reason if output is not None else None,
+        ),
+        time=time.time(),
+    )
 
 
-def _counts(records: Sequence[Record], requests: int) -> dict[str, int]:
-    problems = [str(r["problems"][0]) if r["problems"] else "" for r in records]
-    valid = sum(bool(r["valid"]) for r in records)
+def _counts(records: Sequence[PredictionLine], requests: int) -> dict[str, int]:
+    problems = [r.problems[0] if r.problems else "" for r in records]
+    valid = sum(r.valid for r in records)
     return {
         "instances": len(records),
         "done": len(records),
@@ -99,25 +114,27 @@ def _counts(records: Sequence[Record], requests: int) -> dict[str, int]:
     }
 
 
-def log_records(log: EvalLog, task: str, where: str) -> tuple[list[Record], list[Record], list[Record]]:
+def log_records(
+    log: EvalLog, task: str, where: str
+) -> tuple[list[RequestLine], list[PredictionLine], list[JudgmentLine]]:
     """The request lines, prediction lines (in batch order) and judgment lines of one task's log."""
-    requests: list[Record] = []
-    predictions: list[Record] = []
-    judgments: list[Record] = []
+    requests: list[RequestLine] = []
+    predictions: list[PredictionLine] = []
+    judgments: list[JudgmentLine] = []
     scored: set[str] = set()
     for sample in log.samples or []:
-        meta = _score_metadata(sample)
-        if meta is None:
+        found = _score_records(sample, where)
+        if found is None:
             continue
         scored.add(str(sample.id))
-        records = [{**r, "request_key": str(sample.id)} for r in meta["records"]]
+        records = [r.model_copy(update={"request_key": str(sample.id)}) for r in found.predictions]
         requests.append(_request(task, sample, records))
         predictions.extend(records)
-        judgments.extend(meta.get("judgments") or [])
+        judgments.extend(found.judgments)
     for key, records in _unscored(log, task, scored, where):
-        predictions.extend({**r, "request_key": key} for r in records)
+        predictions.extend(r.model_copy(update={"request_key": key}) for r in records)
     # Sample ids name the batches in run order (``batch-00001``...); a stable sort keeps each batch's order.
-    predictions.sort(key=lambda r: str(r["request_key"]))
+    predictions.sort(key=lambda r: str(r.request_key))
     return requests, predictions, judgments
 
 
@@ -129,9 +146,9 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
         raise DataError(
             f"the logs are of {len(models)} models ({', '.join(sorted(models))}); import one model"
         )
-    requests: list[Record] = []
-    predictions: list[Record] = []
-    judgments: list[Record] = []
+    requests: list[RequestLine] = []
+    predictions: list[PredictionLine] = []
+    judgments: list[JudgmentLine] = []
     counts: dict[str, dict[str, int]] = {}
     configs: dict[str, Any] = {}
     judges: set[str] = set()
@@ -149,16 +166,31 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
 
 
 def _graders(log: EvalLog) -> list[str]:
-    bound = (log.eval.model_roles or {}).get("grader")
-    configs = bound if isinstance(bound, list) else [] if bound is None else [bound]
+    bound = [config for role, config in (log.eval.model_roles or {}).items() if role == GRADER_ROLE]
+    configs = [c for given in bound for c in (given if isinstance(given, list) else [given])]
     return [str(config.model) for config in configs]
 
 
-def _task_args(log: EvalLog, task: str) -> dict[str, Any]:
+class _OurMetadata(BaseModel):
+    """What our ``@task`` keeps in an inspect task's metadata under ``rescue_bench``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    task_args: dict[str, Json] | None = None
+    temperature: float = 0.0
+    seed: int | None = None
+
+
+class _LogMetadata(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=True)  # inspect and other packages add their own keys
+
+    rescue_bench: _OurMetadata = _OurMetadata()
+
+
+def _task_args(log: EvalLog, task: str) -> dict[str, Json]:
     """The run-spec settings the task was made with (kept in the task's metadata by our ``@task``)."""
-    ours = (log.eval.metadata or {}).get("rescue_bench") or {}
-    args = ours.get("task_args") if isinstance(ours, dict) else None
-    return dict(args) if isinstance(args, dict) else {"task": task}
+    ours = _LogMetadata.model_validate(log.eval.metadata or {}).rescue_bench
+    return dict(ours.task_args) if ours.task_args is not None else {"task": task}
 
 
 def _manifest(

@@ -15,17 +15,19 @@ per sample, one re-ask for invalid verdicts), and :func:`merged_scores` folds th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 from inspect_ai.model import GenerateConfig, Model, model_roles
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, Value, metric, scorer
 from inspect_ai.solver import TaskState
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.adapters.inspect.messages import chat_messages, response_schema
-from rescue_bench.adapters.plan import Record, batch_records, corpus_values
-from rescue_bench.judge.merge import as_judgments, as_prediction, merged_scores
+from rescue_bench.adapters.plan import batch_records, corpus_values
+from rescue_bench.judge.merge import merged_scores
 from rescue_bench.judge.runner import Judge, judge_group, plan_groups
 from rescue_bench.records import Instance, Reply, Request, Usage
-from rescue_bench.rundir import PredictionLine
+from rescue_bench.rundir import JudgmentLine, PredictionLine
 from rescue_bench.tasks import get_task
 
 GRADER_ROLE = "grader"
@@ -36,7 +38,7 @@ def rescue_metrics(task: str) -> Metric:
     """Headline metrics of ``task`` per scope (``all_f1``, ``couple_f1``, ...) from every sample's records."""
 
     def compute(scores: list[SampleScore]) -> Value:
-        records = [r for s in scores for r in (s.score.metadata or {}).get("records", [])]
+        records = [r for s in scores for r in sample_records(s.score).predictions]
         values = corpus_values(get_task(task), records)
         return {name: value for name, value in values.items() if value is not None}
 
@@ -73,24 +75,38 @@ def judge_complete(model: Model) -> Judge:
     return Judge(str(model), complete)
 
 
-async def judged(records: Sequence[Record], model: Model) -> tuple[list[Record], list[Record]]:
+class SampleRecords(BaseModel):
+    """What our scorer keeps in a sample score's ``metadata``: the batch's prediction and judgment lines."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    predictions: tuple[PredictionLine, ...] = Field(default=(), alias="records")
+    judgments: tuple[JudgmentLine, ...] = ()
+
+    def to_metadata(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", by_alias=True)
+
+
+def sample_records(score: Score) -> SampleRecords:
+    """The records our scorer left in ``score`` (none for a score without metadata)."""
+    return SampleRecords.model_validate(score.metadata or {})
+
+
+async def judged(
+    records: Sequence[PredictionLine], model: Model
+) -> tuple[list[PredictionLine], list[JudgmentLine]]:
     """``records`` with the grader's verdicts folded into their scores, and the judgment lines."""
-    groups, _ = plan_groups([PredictionLine.from_json(r) for r in records], frozenset())
-    lines: list[Record] = []
+    groups, _ = plan_groups(list(records), frozenset())
+    lines: list[JudgmentLine] = []
     judge = judge_complete(model)
     for items in groups:
         judgments, _ = await judge_group(items, judge)
-        lines.extend(j.to_json() for j in judgments)
-    by_instance: dict[str, list[Record]] = {}
+        lines.extend(judgments)
+    by_instance: dict[str, list[JudgmentLine]] = {}
     for line in lines:
-        by_instance.setdefault(str(line["instance_id"]), []).append(line)
+        by_instance.setdefault(line.instance_id, []).append(line)
     merged = [
-        {
-            **r,
-            "scores": merged_scores(
-                as_prediction(r), as_judgments(by_instance.get(str(r["instance_id"]), [])), judged=True
-            ),
-        }
+        r.model_copy(update={"scores": merged_scores(r, by_instance.get(r.instance_id, []), judged=True)})
         for r in records
     ]
     return merged, lines
@@ -109,16 +125,16 @@ def rescue_scorer(task_name: str, batches: Mapping[str, Sequence[Instance]]) -> 
             error = output.error if output is not None else None
             truncated = output is not None and output.stop_reason == "max_tokens"
             records = batch_records(task, batch, text, error=error, truncated=truncated)
-            lines: list[Record] = []
+            lines: list[JudgmentLine] = []
             model = grader() if task.INFO.judged else None
             if model is not None:
                 records, lines = await judged(records, model)
-            valid = sum(bool(r["valid"]) for r in records)
+            valid = sum(r.valid for r in records)
             return Score(
                 value=valid / len(records),
                 answer=text,
-                explanation="; ".join(p for r in records for p in r["problems"][:1]) or None,
-                metadata={"records": records, "judgments": lines},
+                explanation="; ".join(p for r in records for p in r.problems[:1]) or None,
+                metadata=SampleRecords(records=tuple(records), judgments=tuple(lines)).to_metadata(),
             )
 
         return score
