@@ -25,6 +25,28 @@ def _count(value: Any) -> int:
     return int(value) if isinstance(value, int | float) else 0
 
 
+class RepeatSpread(BaseModel):
+    """A repeated task's ``repeats`` entry (:func:`rescue_bench.metrics.repeats.summarize_repeated_scope`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    k: int
+    asks: int
+    per_repeat: list[dict[str, float | None]]
+    sd: dict[str, float | None]
+    range: dict[str, Bounds | None]
+
+
+class CircularScore(BaseModel):
+    """CircularEval's ``circular`` entry: correct under every rotation of the label list."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    accuracy: float
+    ci: Bounds
+    n: int
+
+
 class ScopeEntry(BaseModel):
     """One task's summary of one scope (``couple``, ``family``, ``all``) in ``scores.json``."""
 
@@ -36,6 +58,8 @@ class ScopeEntry(BaseModel):
     invalid_labels: Json = None
     n_unscored: Json = None
     ci: dict[str, Bounds | None] = Field(default_factory=dict)
+    repeats: RepeatSpread | None = None
+    circular: CircularScore | None = None
 
     @classmethod
     def of(cls, scores: Scores | None, task: str, scope: str) -> ScopeEntry:

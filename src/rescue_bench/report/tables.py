@@ -15,7 +15,7 @@ from typing import Any
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
 from rescue_bench.report import analysis
-from rescue_bench.report.entries import Agreement, ScopeEntry, UsageEntry
+from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.rundir import RunData, Scores, ScoresMeta
 from rescue_bench.tasks import judged_tasks, paper_columns, percent_tasks
@@ -222,12 +222,10 @@ def repeats(runs: Sequence[RunData]) -> Table:
     runs without repeats (the report then leaves the table out)."""
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
-        for task, scopes in _tasks(run).items():
-            entry = scopes.get("all") or {}
-            spread = entry.get("repeats")
-            if not isinstance(spread, dict):
-                continue
-            rows.extend(_repeat_rows(name, task, entry, spread))
+        for task in _tasks(run):
+            entry = ScopeEntry.of(run.score_record, task, "all")
+            if entry.repeats is not None:
+                rows.extend(_repeat_rows(name, task, entry, entry.repeats))
     return Table(
         "repeats",
         "Repeats: mean over repeats, spread between them, CircularEval",
@@ -239,30 +237,27 @@ def repeats(runs: Sequence[RunData]) -> Table:
     )
 
 
-def _repeat_rows(
-    name: str, task: str, entry: Mapping[str, Json], spread: Mapping[str, Json]
-) -> list[tuple[Value, ...]]:
+def _repeat_rows(name: str, task: str, entry: ScopeEntry, spread: RepeatSpread) -> list[tuple[Value, ...]]:
     scale = 100.0 if task in percent_tasks() else 1.0
-    circular = entry.get("circular")
+    circular = entry.circular
     rows: list[tuple[Value, ...]] = []
-    for metric, value in entry.items():
-        ci, sd, span = (entry.get("ci") or {}).get(metric), spread["sd"], spread["range"]
-        if not isinstance(sd, dict) or metric not in sd or not isinstance(value, int | float):
+    for metric, sd in spread.sd.items():
+        value = entry.metric(metric)
+        if value is None or sd is None:
             continue
-        lo, hi = ci if isinstance(ci, list) else (None, None)
-        low, high = (span.get(metric) if isinstance(span, dict) else None) or (None, None)
+        lo, hi = entry.bounds(metric)
+        low, high = spread.range.get(metric) or (None, None)
         ring: Value = None
-        if isinstance(circular, dict) and metric in ("accuracy", "recall_at_1"):
-            low_c, high_c = circular["ci"]
-            ring = Cell(circular["accuracy"], low_c, high_c, scale=scale)
+        if circular is not None and metric in ("accuracy", "recall_at_1"):
+            ring = Cell(circular.accuracy, circular.ci[0], circular.ci[1], scale=scale)
         rows.append(
             (
                 name,
                 task.upper(),
-                spread.get("k"),
+                spread.k,
                 metric,
-                Cell(float(value), lo, hi, scale=scale),
-                Cell(sd[metric], scale=scale),
+                Cell(value, lo, hi, scale=scale),
+                Cell(sd, scale=scale),
                 Cell(low, scale=scale),
                 Cell(high, scale=scale),
                 ring,

@@ -9,16 +9,21 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.progress import Progress as RichProgress
 
 from rescue_bench.pricing import Prices
-from rescue_bench.rundir import PREDICTIONS_FILE, REQUESTS_FILE
+from rescue_bench.rundir import PREDICTIONS_FILE, REQUESTS_FILE, PredictionLine, RequestLine
+from rescue_bench.rundir.files import RunDirError
+from rescue_bench.rundir.lines import Line
+
+L = TypeVar("L", bound=Line)
 
 
 @dataclass(slots=True)
@@ -59,21 +64,13 @@ class RunTally:
     status: str = "pending"
 
     def refresh(self) -> None:
-        for line in self.predictions.new_lines():
-            record = _object(line)
-            instance = str(record.get("instance_id", ""))
-            if instance:
-                self.done.add(instance)
-                (self.invalid.discard if record.get("valid") else self.invalid.add)(instance)
-        for line in self.requests.new_lines():
-            record = _object(line)
-            usage = record.get("usage")
-            if record.get("cached") or not isinstance(usage, dict):
+        for prediction in _lines(self.predictions.new_lines(), PredictionLine):
+            self.done.add(prediction.key)
+            (self.invalid.discard if prediction.valid else self.invalid.add)(prediction.key)
+        for request in _lines(self.requests.new_lines(), RequestLine):
+            if request.cached:
                 continue
-            prompt, completion = (
-                int(usage.get("prompt_tokens") or 0),
-                int(usage.get("completion_tokens") or 0),
-            )
+            prompt, completion = request.usage.prompt_tokens, request.usage.completion_tokens
             self.tokens += prompt + completion
             if self.prices is not None:
                 self.cost += self.prices.cost(prompt, completion)
@@ -83,13 +80,18 @@ class RunTally:
         return f"{self.status} · failed {len(self.invalid)} · {spent}"
 
 
-def _object(line: str) -> dict[str, object]:
-    """A JSON object line; a damaged line counts as nothing here (the run's own reader names it)."""
-    try:
-        value = json.loads(line)
-    except ValueError:
-        return {}
-    return value if isinstance(value, dict) else {}
+def _lines(texts: Sequence[str], kind: type[L]) -> Iterator[L]:
+    """The records of new lines; a damaged line counts as nothing here (the run's own reader names it)."""
+    for text in texts:
+        try:
+            value = json.loads(text)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            try:
+                yield kind.from_json(value)
+            except RunDirError:
+                continue
 
 
 class StudyProgress:
