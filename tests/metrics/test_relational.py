@@ -10,12 +10,19 @@ import pytest
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
-from rescue_bench.metrics.relational import analyses_of, relational_analyses
-from rescue_bench.tasks import TASKS
+from rescue_bench.metrics.relational import analyses_of, analysis_plan, relational_analyses
+from rescue_bench.rundir import PredictionLine
+from rescue_bench.tasks import TASKS, task_infos
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.taxonomy import relation_labels
 
 DEMO = {s.sample_id: s for s in load_samples("demo")}
+PLAN = analysis_plan(task_infos())
+
+
+def analysed(records: list[dict[str, Any]], samples: list[Sample], n: int) -> dict[str, Any]:
+    lines = [PredictionLine.from_json(r) for r in records]
+    return relational_analyses(lines, samples, PLAN, n_resamples=n)
 
 
 def records_of(sample: Sample) -> list[dict[str, Any]]:
@@ -68,7 +75,7 @@ def groups(result: dict[str, Any], key: str) -> dict[str, tuple[int, dict[str, f
 def case(request: pytest.FixtureRequest) -> tuple[Sample, list[dict[str, Any]], dict[str, Any]]:
     sample = DEMO[request.param]
     records = records_of(sample)
-    return sample, records, relational_analyses(records, [sample], n_resamples=50)
+    return sample, records, analysed(records, [sample], 50)
 
 
 def test_rpp_segments_and_transitions(case: tuple[Sample, list[dict[str, Any]], dict[str, Any]]) -> None:
@@ -162,6 +169,6 @@ def test_cis_bracket_the_values_and_read_back(
 
 def test_records_of_unknown_samples_are_left_out() -> None:
     sample = DEMO["demo_couple/nadia_and_tom_s01"]
-    result = relational_analyses(records_of(sample), [], n_resamples=10)
+    result = analysed(records_of(sample), [], 10)
     assert "rpp_segment" not in result and "stp_target_type" not in result
     assert "er_intensity" in result  # ER and VP need only their gold

@@ -18,15 +18,17 @@ if TYPE_CHECKING:
 
 SHEETS = (
     "leaderboard",
-    "robustness",
     "per_scenario",
     "per_label",
     "label_distribution",
     "judges",
     "failures",
     "usage",
+    "profile",
     "config",
 )
+"""Sheets of every report, in order; a report of perturbed runs adds ``robustness`` after the leaderboard,
+and each relation-aware analysis a sheet ``relational_<task>_<analysis>`` before ``config``."""
 
 
 def text(value: Value, *, ci: bool = True) -> str:
