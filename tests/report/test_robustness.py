@@ -59,7 +59,7 @@ def run(path: str, names: str = "") -> RunData:
         records += [answer(i) for i in instances]
     manifest: dict[str, Any] = {"model": {"name": "baseline/random"}}
     if names:
-        manifest["perturbation"] = perturbation_record(names, SEED)
+        manifest["config"] = {"perturbation": perturbation_record(names, SEED)}
     return RunData.of(Path(path), manifest, records)
 
 

@@ -42,5 +42,7 @@ def aggregate_scores(
     wanted = analysis_plan(p.task.INFO for p in plans)
     if samples is not None and wanted:
         lines = [PredictionLine.from_json(r) for task in by_task.values() for r in task]
-        scores["_relational"] = relational_analyses(lines, samples, wanted, n_resamples=n_resamples, seed=seed)
+        scores["_relational"] = relational_analyses(
+            lines, samples, wanted, n_resamples=n_resamples, seed=seed
+        )
     return scores

@@ -65,9 +65,18 @@ class RobustnessRow:
     """Index of the perturbed run among the variants (for links to its flipped instances)."""
 
 
+class _Perturbed(BaseModel):
+    """The part of ``run.json``'s ``config`` that records the perturbations (the compared configuration)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+    perturbation: PerturbationRecord | None = None
+
+
 def perturbation_of(run: RunData) -> PerturbationRecord | None:
-    """The run's ``perturbation`` record of ``run.json``, typed; ``None`` for an unperturbed run."""
-    return PerturbationRecord.of(run.manifest.perturbation)
+    """The run's perturbation record (``run.json``'s ``config.perturbation``, else a top-level
+    ``perturbation``), typed; ``None`` for an unperturbed run."""
+    found = _Perturbed.model_validate(run.manifest.config).perturbation
+    return found if found is not None else PerturbationRecord.of(run.manifest.perturbation)
 
 
 def perturbation_name(run: RunData) -> str:
