@@ -173,7 +173,7 @@ def robustness_lines(table: Table, model: str) -> list[list[Any]]:
             ("flipped share", flipped),
         )
         for label, cell in cells:
-            if isinstance(cell, Cell):
+            if isinstance(cell, Cell) and cell.value is not None:
                 out.append([model, source, "all", str(task).lower(), label, cell.value, cell.lo, cell.hi])
     return out
 
