@@ -5,11 +5,10 @@ from the JSONL file itself, not through the data layer)."""
 
 from __future__ import annotations
 
-from collections import Counter
-from typing import Any
-
 import json
+from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 

@@ -144,11 +144,8 @@ def test_circular_eval_is_never_above_plain_accuracy(base: RunData) -> None:
 @pytest.fixture(scope="module")
 def scored(base: RunData) -> RunData:
     from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
-    from rescue_bench.metrics.relational import relational_analyses
-    from rescue_bench.tasks import metric_specs
-
-    from rescue_bench.metrics.relational import analysis_plan
-    from rescue_bench.tasks import task_infos
+    from rescue_bench.metrics.relational import analysis_plan, relational_analyses
+    from rescue_bench.tasks import metric_specs, task_infos
 
     records = base.predictions
     scores = aggregate_run(split_by_task(records), metric_specs(), n_resamples=50)

@@ -15,8 +15,21 @@ from rescue_bench.view.app import create_app
 def _run(out: Path, model: str, *args: str) -> Path:
     result = CliRunner().invoke(
         app,
-        ["run", "--model", model, "--data", "demo", "--tasks", "rpp", "--out", str(out)]
-        + ["--no-bertscore", "--no-cache", "--quiet", *args],
+        [
+            "run",
+            "--model",
+            model,
+            "--data",
+            "demo",
+            "--tasks",
+            "rpp",
+            "--out",
+            str(out),
+            "--no-bertscore",
+            "--no-cache",
+            "--quiet",
+            *args,
+        ],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
@@ -41,4 +54,5 @@ def test_routes(tmp_path: Path) -> None:
     assert client.get("/flipped?base=0&run=1&task=nope").status_code == 400
     assert client.get("/robustness?base=7").status_code == 400
     refused = TestClient(create_app([base, other])).get("/robustness?base=0")
-    assert refused.status_code == 400 and "baseline/majority" in refused.text and "Traceback" not in refused.text
+    assert refused.status_code == 400 and "baseline/majority" in refused.text
+    assert "Traceback" not in refused.text

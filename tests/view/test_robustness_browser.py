@@ -25,8 +25,21 @@ pytestmark = pytest.mark.browser
 def _run(out: Path, *args: str) -> Path:
     result = CliRunner().invoke(
         app,
-        ["run", "--model", "baseline/random", "--data", "demo", "--tasks", "rpp,stp", "--out", str(out)]
-        + ["--no-bertscore", "--no-cache", "--quiet", *args],
+        [
+            "run",
+            "--model",
+            "baseline/random",
+            "--data",
+            "demo",
+            "--tasks",
+            "rpp,stp",
+            "--out",
+            str(out),
+            "--no-bertscore",
+            "--no-cache",
+            "--quiet",
+            *args,
+        ],
         catch_exceptions=False,
     )
     assert result.exit_code == 0, result.output
@@ -35,7 +48,8 @@ def _run(out: Path, *args: str) -> Path:
 
 @pytest.fixture
 def pair(tmp_path: Path) -> dict[str, Path]:
-    return {"base": _run(tmp_path / "base"), "shuffled": _run(tmp_path / "shuffled", "--perturb", "label-order")}
+    shuffled = _run(tmp_path / "shuffled", "--perturb", "label-order")
+    return {"base": _run(tmp_path / "base"), "shuffled": shuffled}
 
 
 @pytest.fixture
@@ -71,7 +85,7 @@ def test_a_robustness_cell_opens_the_flipped_instances(live: str, pair: dict[str
 
     base = {str(r["instance_id"]): r for r in records(pair["base"]) if r["task"] == "stp"}
     other = {str(r["instance_id"]): r for r in records(pair["shuffled"]) if r["task"] == "stp"}
-    expected = sorted(i for i in base if i in other and _top(base[i]) != _top(other[i]))  # type: ignore[arg-type]
+    expected = sorted(i for i in base if i in other and _top(base[i]) != _top(other[i]))
     assert expected, "a shuffled label list moves some of the random baseline's answers"
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
