@@ -227,28 +227,44 @@ def build_report(
     names = tables.display_names(runs)
     data = [relational.relational_data(run) for run in runs]
     robust = (robustness.robustness_table(base, variants),) if variants else ()
+    priced = None if prices is None else partial(load_prices, prices)
     built = (
         tables.leaderboard(runs, with_paper=with_paper),
         *robust,
+        *report_tables(runs, names, data, priced),
+    )
+    title = "RESCUE-Bench report: " + ", ".join(names)
+    shown = (*run_figures(runs, names), *relational_part(runs, names, data))
+    report = Report(title, tuple(names), built, shown)
+    return marked_partial(report, unfinished)
+
+
+def report_tables(
+    runs: Sequence[RunData],
+    names: Sequence[str],
+    data: Sequence[relational.Relational],
+    prices: tables.PriceOf | None,
+) -> tuple[Table, ...]:
+    """The tables after the leaderboard (and the robustness table), in report order."""
+    return (
         tables.per_scenario(runs),
         tables.per_label(runs),
         tables.label_distributions(runs),
         tables.judges(runs),
         tables.failures(runs),
-        tables.usage(runs, None if prices is None else partial(load_prices, prices)),
+        tables.usage(runs, prices),
         relational.profile_table(runs, names),
         *relational.relational_tables(names, data),
         tables.config(runs),
     )
-    title = "RESCUE-Bench report: " + ", ".join(names)
+
+
+def relational_part(
+    runs: Sequence[RunData], names: Sequence[str], data: Sequence[relational.Relational]
+) -> list[Figure]:
+    """The transition heatmaps of each run, then the local-cues vs relation-intensive profile."""
     profile = relational.profile_figure(runs, names)
-    shown = (
-        *run_figures(runs, names),
-        *relational.relational_figures(names, data),
-        *((profile,) if profile is not None else ()),
-    )
-    report = Report(title, tuple(names), built, shown)
-    return marked_partial(report, unfinished)
+    return [*relational.relational_figures(names, data), *([profile] if profile is not None else [])]
 
 
 def perturbed_variants(runs: Sequence[RunData]) -> tuple[RunData, list[RunData]]:
