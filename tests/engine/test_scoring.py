@@ -44,6 +44,9 @@ def test_each_task_is_aggregated_once_from_the_recorded_predictions(
     assert result.status == "finished" and calls == {"vp": 1, "itp": 1}
     assert asked_before == {"vp": asked, "itp": asked}  # at the finish, once every request was answered
     written = json.loads((tmp_path / "run" / "scores.json").read_text())
-    plans = build_plans(select_samples(load_samples("demo"), config), config)
-    again = aggregate_scores(plans, list(read_jsonl(tmp_path / "run" / "predictions.jsonl")))
+    samples = select_samples(load_samples("demo"), config)
+    plans = build_plans(samples, config)
+    records = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
+    again = aggregate_scores(plans, records, samples=samples)
     assert written == json.loads(json.dumps(again))
+    assert set(written["_relational"]) == {"itp_pattern", "vp_targets", "_meta"}

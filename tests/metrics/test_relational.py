@@ -1,21 +1,32 @@
-"""The relation-aware analyses on one demo conversation, against counts worked out here from its raw rows
-with simple code of their own (not through ``metrics.relational``)."""
+"""The relation-aware analyses on one demo conversation of each scenario and on the real release samples
+of ../shared/data (skipped, with the reason, when absent), against counts worked out here from the raw rows
+with simple code of their own (not through ``metrics.relational``; for the real samples the rows are read
+from the JSONL file itself, not through the data layer)."""
 
 from __future__ import annotations
 
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
-from rescue_bench.metrics.relational import analyses_of, relational_analyses
-from rescue_bench.tasks import TASKS
+from rescue_bench.metrics.relational import analyses_of, analysis_plan, relational_analyses
+from rescue_bench.rundir import PredictionLine
+from rescue_bench.tasks import TASKS, task_infos
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.taxonomy import relation_labels
 
 DEMO = {s.sample_id: s for s in load_samples("demo")}
+PLAN = analysis_plan(task_infos())
+
+
+def analysed(records: list[dict[str, Any]], samples: list[Sample], n: int) -> dict[str, Any]:
+    lines = [PredictionLine.from_json(r) for r in records]
+    return relational_analyses(lines, samples, PLAN, n_resamples=n)
 
 
 def records_of(sample: Sample) -> list[dict[str, Any]]:
@@ -49,8 +60,11 @@ def records_of(sample: Sample) -> list[dict[str, Any]]:
     return out
 
 
-def raw_labels(sample: Sample) -> dict[int, str]:
-    rows = sample.to_release()["rows"]
+Raw = list[dict[str, Any]]
+Case = tuple[Sample, list[dict[str, Any]], dict[str, Any], Raw]
+
+
+def raw_labels(sample: Sample, rows: Raw) -> dict[int, str]:
     key = (
         "relation_cycle_state"
         if any((r.get("relation_cycle_state") or "").strip() for r in rows)
@@ -60,20 +74,41 @@ def raw_labels(sample: Sample) -> dict[int, str]:
     return {r["row_index"]: r[key].strip() for r in rows if (r.get(key) or "").strip() in allowed}
 
 
+def real_rows(path: Path) -> dict[str, Raw]:
+    """Sample id -> its rows, as the JSON file holds them."""
+    out = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        out[record["sample_id"]] = record["rows"]
+    return out
+
+
 def groups(result: dict[str, Any], key: str) -> dict[str, tuple[int, dict[str, float]]]:
     return {g["group"]: (g["n"], g["values"]) for g in result[key]["groups"]}
 
 
-@pytest.fixture(scope="module", params=["demo_couple/nadia_and_tom_s01", "demo_family/hartley_family_s01"])
-def case(request: pytest.FixtureRequest) -> tuple[Sample, list[dict[str, Any]], dict[str, Any]]:
-    sample = DEMO[request.param]
+REAL = ("alan_and_evelyn/003_s01e02_ct81_segment02", "family_therapy/003/merged")
+
+
+@pytest.fixture(params=["demo_couple/nadia_and_tom_s01", "demo_family/hartley_family_s01", *REAL])
+def case(request: pytest.FixtureRequest) -> Case:
+    if request.param in REAL:
+        path: Path = request.getfixturevalue("real_subset")
+        sample = next(s for s in load_samples(path) if s.sample_id == request.param)
+        rows = real_rows(path)[request.param]
+    else:
+        sample = DEMO[request.param]
+        rows = sample.to_release()["rows"]
     records = records_of(sample)
-    return sample, records, relational_analyses(records, [sample], n_resamples=50)
+    return sample, records, analysed(records, [sample], 50), rows
 
 
-def test_rpp_segments_and_transitions(case: tuple[Sample, list[dict[str, Any]], dict[str, Any]]) -> None:
-    sample, _, result = case
-    labels = raw_labels(sample)
+def test_rpp_segments_and_transitions(case: Case) -> None:
+    sample, records, result, rows = case
+    labels = raw_labels(sample, rows)
+    assert labels, "the sample has labelled rows"
+    rpp_rows = sorted(r["row_index"] for r in records if r["task"] == "rpp")
+    assert rpp_rows == sorted(labels)  # one RPP instance per labelled row
     segments: Counter[str] = Counter()
     transitions: Counter[str] = Counter()
     hits: Counter[str] = Counter()
@@ -92,9 +127,9 @@ def test_rpp_segments_and_transitions(case: tuple[Sample, list[dict[str, Any]], 
     assert {k: n for k, (n, _) in groups(result, "rpp_transition").items()} == dict(transitions)
 
 
-def test_support_target_types(case: tuple[Sample, list[dict[str, Any]], dict[str, Any]]) -> None:
-    sample, records, result = case
-    rows = {r["row_index"]: r for r in sample.to_release()["rows"]}
+def test_support_target_types(case: Case) -> None:
+    _, records, result, raw = case
+    rows = {r["row_index"]: r for r in raw}
     for task in ("stp", "ssp"):
         expected: Counter[str] = Counter()
         for record in records:
@@ -114,9 +149,9 @@ def test_support_target_types(case: tuple[Sample, list[dict[str, Any]], dict[str
         assert {k: n for k, (n, _) in groups(result, f"{task}_target_type").items()} == dict(expected)
 
 
-def test_pattern_in_force(case: tuple[Sample, list[dict[str, Any]], dict[str, Any]]) -> None:
-    sample, records, result = case
-    labels = raw_labels(sample)
+def test_pattern_in_force(case: Case) -> None:
+    sample, records, result, rows = case
+    labels = raw_labels(sample, rows)
     for task in ("itp", "stp", "ssp"):
         expected: Counter[str] = Counter()
         for record in records:
@@ -127,8 +162,8 @@ def test_pattern_in_force(case: tuple[Sample, list[dict[str, Any]], dict[str, An
         assert {k: n for k, (n, _) in groups(result, f"{task}_pattern").items()} == dict(expected)
 
 
-def test_er_bands_and_vp_targets(case: tuple[Sample, list[dict[str, Any]], dict[str, Any]]) -> None:
-    _, records, result = case
+def test_er_bands_and_vp_targets(case: Case) -> None:
+    _, records, result, _ = case
     bands: Counter[str] = Counter()
     scores: dict[str, list[float]] = {}
     for record in (r for r in records if r["task"] == "er"):
@@ -146,10 +181,8 @@ def test_er_bands_and_vp_targets(case: tuple[Sample, list[dict[str, Any]], dict[
     assert {k: n for k, (n, _) in groups(result, "vp_targets").items()} == expected
 
 
-def test_cis_bracket_the_values_and_read_back(
-    case: tuple[Sample, list[dict[str, Any]], dict[str, Any]],
-) -> None:
-    _, _, result = case
+def test_cis_bracket_the_values_and_read_back(case: Case) -> None:
+    _, _, result, _ = case
     analyses = analyses_of(result)
     assert analyses and result["_meta"]["format"] == 1
     for analysis in analyses:
@@ -162,6 +195,6 @@ def test_cis_bracket_the_values_and_read_back(
 
 def test_records_of_unknown_samples_are_left_out() -> None:
     sample = DEMO["demo_couple/nadia_and_tom_s01"]
-    result = relational_analyses(records_of(sample), [], n_resamples=10)
+    result = analysed(records_of(sample), [], 10)
     assert "rpp_segment" not in result and "stp_target_type" not in result
     assert "er_intensity" in result  # ER and VP need only their gold

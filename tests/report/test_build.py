@@ -22,6 +22,9 @@ EXPECTED_FIGURES = {
     "gold_by_position_family",
     "transitions_couple",
     "transitions_family",
+    "rpp_transition_accuracy_baseline_random_couple",
+    "rpp_transition_accuracy_baseline_random_family",
+    "local_vs_relational_profile",
 }
 
 
@@ -68,7 +71,12 @@ def test_xlsx_opens_with_the_expected_sheets(built: tuple[Any, Path]) -> None:
 
     _, out = built
     book = load_workbook(out / "results.xlsx", read_only=True)
-    assert tuple(book.sheetnames) == SHEETS
+    assert tuple(n for n in book.sheetnames if not n.startswith("relational_")) == SHEETS
+    relational = [n for n in book.sheetnames if n.startswith("relational_")]
+    assert {"relational_rpp_transition", "relational_stp_target_type", "relational_er_intensity"} <= set(
+        relational
+    )
+    assert book.sheetnames.index(relational[-1]) == book.sheetnames.index("config") - 1
     rows = list(book["leaderboard"].iter_rows(values_only=True))
     assert rows[0][:5] == ("Model", "Source", "ITP Prec.", "ITP Prec. CI low", "ITP Prec. CI high")
     assert rows[1][0] == "baseline/random" and isinstance(rows[1][2], float)

@@ -59,7 +59,7 @@ def run(path: str, names: str = "") -> RunData:
         records += [answer(i) for i in instances]
     manifest: dict[str, Any] = {"model": {"name": "baseline/random"}}
     if names:
-        manifest["perturbation"] = perturbation_record(names, SEED)
+        manifest["config"] = {"perturbation": perturbation_record(names, SEED)}
     return RunData.of(Path(path), manifest, records)
 
 
@@ -124,7 +124,7 @@ def test_circular_eval_is_never_above_plain_accuracy(base: RunData) -> None:
     k = rotation_count([i for s in DEMO for i in TASKS["ssp"].build(s, TaskConfig())])
     variants = circular_variants("label-order:all", k)
     rotations = [run(f"rot{i}", str(v[0])) for i, v in enumerate(variants[1:], start=1)]
-    rows = {r["task"]: r for r in circular_rows(base, rotations, n_resamples=50)}
+    rows = {r.task: r for r in circular_rows(base, rotations, n_resamples=50)}
     for task in ("rpp", "stp", "ssp"):
         every = [base, *rotations]
         per_id: dict[str, list[bool]] = {}
@@ -133,9 +133,9 @@ def test_circular_eval_is_never_above_plain_accuracy(base: RunData) -> None:
                 if p["task"] == task:
                     per_id.setdefault(p["instance_id"], []).append(accuracy([p]) == 1.0)
         expected = sum(all(v) for v in per_id.values()) / len(per_id)
-        assert rows[task]["circular"].value == pytest.approx(expected)
-        assert rows[task]["circular"].value <= rows[task]["plain"].value
-        assert rows[task]["rotations"] == k
+        assert rows[task].circular.value == pytest.approx(expected)
+        assert rows[task].circular.value <= (rows[task].plain.value or 0.0)
+        assert rows[task].rotations == k
 
 
 # -- relation-aware report parts and the local-cue vs relation-intensive profile ---------------------------
@@ -144,12 +144,13 @@ def test_circular_eval_is_never_above_plain_accuracy(base: RunData) -> None:
 @pytest.fixture(scope="module")
 def scored(base: RunData) -> RunData:
     from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
-    from rescue_bench.metrics.relational import relational_analyses
-    from rescue_bench.tasks import metric_specs
+    from rescue_bench.metrics.relational import analysis_plan, relational_analyses
+    from rescue_bench.tasks import metric_specs, task_infos
 
     records = base.predictions
     scores = aggregate_run(split_by_task(records), metric_specs(), n_resamples=50)
-    scores["_relational"] = relational_analyses(records, DEMO, n_resamples=50)
+    plan = analysis_plan(task_infos())
+    scores["_relational"] = relational_analyses(base.prediction_lines, DEMO, plan, n_resamples=50)
     return RunData.of(Path("scored"), base.run, records, scores=scores)
 
 
@@ -158,7 +159,7 @@ def test_relational_tables_and_figures(scored: RunData) -> None:
 
     data = [relational_data(scored)]
     assert data[0]["_meta"]["format"] == 1  # read back from scores.json's _relational
-    tables = {t.key: t for t in relational_tables([scored], ["random"], data)}
+    tables = {t.key: t for t in relational_tables(["random"], data)}
     assert {"relational_rpp_transition", "relational_stp_target_type", "relational_er_intensity"} <= set(
         tables
     )

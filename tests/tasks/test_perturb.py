@@ -14,6 +14,7 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASK_NAMES, TASKS
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.tasks.perturb import (
@@ -217,18 +218,17 @@ def test_restored_records_have_the_unperturbed_gold(name: str) -> None:
         base = build(task, DEMO, TaskConfig())
         out = build(task, DEMO, TaskConfig(), name, seed=4)
         for b, o in zip(base, out, strict=True):
-            record = {
-                "gold": o.gold,
-                "prediction": o.candidates[:1] if o.candidates else None,
-                "meta": o.meta,
-            }
+            record = PredictionLine(
+                instance_id=o.id,
+                task=task,
+                gold=o.gold,
+                prediction=list(o.candidates[:1]) if o.candidates else None,
+                meta=o.meta,
+            )
             restored = restore_names(record)
-            assert restored["gold"] == b.gold
+            assert restored.gold == b.gold
             if b.candidates:
-                assert (
-                    restored["prediction"] == list(b.candidates[:1])
-                    or restored["prediction"] == b.candidates[:1]
-                )
+                assert restored.prediction == list(b.candidates[:1])
 
 
 def test_deterministic_and_seeded() -> None:
@@ -273,8 +273,8 @@ def test_circular_variants_and_rule() -> None:
     variants = circular_variants("label-order:all,no-cues", k)
     assert [str(v[0]) for v in variants] == [f"label-order:{i}" for i in range(k)]
     assert all(str(v[1]) == "no-cues" for v in variants)
-    hit = {"instance_id": "a", "task": "rpp", "gold": "x", "valid": True, "prediction": ["x"]}
-    miss = {**hit, "prediction": ["y"]}
-    other = {**hit, "instance_id": "b"}
+    hit = PredictionLine(instance_id="a", task="rpp", gold="x", valid=True, prediction=["x"])
+    miss = hit.model_copy(update={"prediction": ["y"]})
+    other = hit.model_copy(update={"instance_id": "b"})
     assert circular_correct([[hit, other], [hit, other]]) == {"a": True, "b": True}
     assert circular_correct([[hit, other], [miss]]) == {"a": False}

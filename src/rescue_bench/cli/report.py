@@ -12,7 +12,10 @@ import typer
 if TYPE_CHECKING:
     from rescue_bench.rundir import RunData
 
-Runs = Annotated[list[Path], typer.Argument(help="One or more run directories.", show_default=False)]
+Runs = Annotated[
+    list[Path],
+    typer.Argument(help="One or more run directories (BASE first for robustness).", show_default=False),
+]
 
 
 def report(
@@ -38,7 +41,9 @@ def report(
 ) -> None:
     """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex.
 
-    An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
+    `report BASE PERTURBED...`: runs made with --perturb after an unperturbed BASE add the robustness table
+    (change from BASE with a paired CI, share of flipped answers); they must share BASE's data, model and
+    tasks. An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
     """
     from rescue_bench.report.build import build_report, write_report
 

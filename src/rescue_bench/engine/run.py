@@ -192,7 +192,7 @@ async def _session(
         if cache is not None:
             cache.close()
         # Also when interrupted: the records are closed and run.json says "stopped", so the run resumes.
-        result = _finish(store, runner, plans, spec, _resumed(manifest, previous), status, started)
+        result = _finish(store, runner, plans, spec, _resumed(manifest, previous), status, started, samples)
     return result
 
 
@@ -298,6 +298,7 @@ def _finish(
     manifest: dict[str, Json],
     status: Status,
     started: float,
+    samples: Sequence[Sample],
 ) -> RunResult:
     clock = time.perf_counter()
     order = [key for plan in plans for key in plan.line_keys()]
@@ -309,7 +310,7 @@ def _finish(
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None
     if status == "finished" and complete:
-        scores = aggregate_scores(plans, records, seed=spec.model.seed or 0)
+        scores = aggregate_scores(plans, records, seed=spec.model.seed or 0, samples=samples)
         store.write_scores(scores)
     else:
         # An unfinished session may have replaced predictions (--retry-failed): old scores would not fit.

@@ -1,14 +1,18 @@
-"""The scores of a run: every task's records aggregated into ``scores.json``."""
+"""The scores of a run: every task's records aggregated into ``scores.json``, with the relation-aware
+analyses of the records (``_relational``, :mod:`rescue_bench.metrics.relational`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rescue_bench.data.schema import Sample
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task
+from rescue_bench.metrics.relational import analysis_plan, relational_analyses
 from rescue_bench.metrics.repeats import Verdict, aggregate_repeated_task, circular_scopes
 from rescue_bench.records import Json
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks.perturb import circular_correct
 
 N_RESAMPLES = 1000
@@ -21,8 +25,10 @@ def aggregate_scores(
     *,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
+    samples: Sequence[Sample] | None = None,
 ) -> dict[str, Any]:
-    """``scores.json``: the aggregation of every task's records, plus ``_meta``.
+    """``scores.json``: the aggregation of every task's records, plus ``_meta``, and with ``samples`` the
+    analyses the planned tasks declare (``TaskInfo.analyses``) as ``_relational``.
 
     A task asked several times (``repeats``, CircularEval's rotations) gets the mean over repeats with a
     two-level CI (:mod:`rescue_bench.metrics.repeats`); CircularEval adds ``circular`` per scope.
@@ -47,6 +53,12 @@ def aggregate_scores(
             for scope, entry in _circular(plan, mine, seed, n_resamples).items():
                 scores[plan.name][scope]["circular"] = entry
     scores["_meta"] = aggregate_run({}, {}, seed=seed, n_resamples=n_resamples)["_meta"]
+    wanted = analysis_plan(p.task.INFO for p in plans)
+    if samples is not None and wanted:
+        lines = [PredictionLine.from_json(r) for task in by_task.values() for r in task]
+        scores["_relational"] = relational_analyses(
+            lines, samples, wanted, n_resamples=n_resamples, seed=seed
+        )
     return scores
 
 
@@ -54,10 +66,10 @@ def _circular(
     plan: TaskPlan, records: Sequence[Mapping[str, Json]], seed: int, n_resamples: int
 ) -> dict[str, dict[str, Any]]:
     """CircularEval per scope: an instance counts only if it is correct under every rotation (repeat)."""
-    rotations: list[list[Mapping[str, Json]]] = [[] for _ in range(plan.repeats)]
+    rotations: list[list[PredictionLine]] = [[] for _ in range(plan.repeats)]
     for record in records:
-        repeat = record.get("repeat", 0)
-        rotations[repeat if isinstance(repeat, int) else 0].append(record)
+        line = PredictionLine.from_json(record)
+        rotations[line.repeat].append(line)
     correct = circular_correct(rotations)
     verdicts = [Verdict(i.sample_id, i.scenario, correct[i.id]) for i in plan.instances if i.id in correct]
     return circular_scopes(verdicts, seed=seed, n_resamples=n_resamples)

@@ -39,6 +39,7 @@ from rescue_bench.judge.merge import (
 )
 from rescue_bench.judge.rubric import JudgeItem, Verdict
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
+from rescue_bench.metrics.relational import analysis_plan, refreshed
 from rescue_bench.records import Json, Reply, Request, Usage
 from rescue_bench.rundir import (
     JUDGING_FILE,
@@ -55,7 +56,7 @@ from rescue_bench.rundir import (
     load_judging,
     load_run,
 )
-from rescue_bench.tasks import metric_specs
+from rescue_bench.tasks import metric_specs, task_infos
 
 Complete = Callable[[Request], Awaitable[Reply]]
 RAW_LIMIT = 2000
@@ -405,6 +406,10 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     meta["bertscore"] = (bert[-1].raw or None) if bert else None
     if len(names) > 1:
         meta["judge_agreement"] = judge_agreement(judgments)
+    if data.score_record is not None and data.score_record.relational is not None:
+        lines = [PredictionLine.from_json(r) for r in records]
+        plan = analysis_plan(task_infos())
+        scores["_relational"] = refreshed(data.score_record.relational, lines, plan, seed=seed)
     atomic_write_json(Path(run_dir) / SCORES_FILE, scores)
     return scores
 

@@ -8,63 +8,49 @@
   before it: ITP's decision row, the last row before STP's and SSP's unseen therapist turn);
 * ER by gold intensity band, VP by the number of distinct gold targets.
 
+Which analyses a task has is the task's own fact (``TaskInfo.analyses``, a tuple of the
+:class:`AnalysisSpec` records defined here); :func:`analysis_plan` reads it from the task registry's infos, so
+no task name is written in this module.
+
 Every group has its count, its number of conversations and a 95% cluster-bootstrap CI per metric
 (conversations resampled within their scenario, :mod:`rescue_bench.metrics.bootstrap`).
 
-The metrics layer cannot import the data layer, so samples are read through the structural
-:class:`SampleLike` (``rescue_bench.data.schema.Sample`` fits it).
+The gold facts and the groupers are in :mod:`rescue_bench.metrics.relational_gold`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict
 
-from rescue_bench.metrics.aggregate import as_line, rank_scores, top1
+from rescue_bench.metrics.aggregate import rank_scores, top1
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_cis
 from rescue_bench.metrics.classification import FloatArray, safe_div
-from rescue_bench.records import Json
+from rescue_bench.metrics.relational_gold import (
+    INTENSITY_BAND,
+    PATTERN_AT_ROW,
+    PATTERN_BEFORE_ROW,
+    SAMPLE_FREE,
+    SEGMENT,
+    TARGET_COUNT,
+    TARGET_TYPE,
+    TRANSITION,
+    AnalysisSpec,
+    SampleLike,
+)
+from rescue_bench.records import Json, TaskKind
 from rescue_bench.rundir import PredictionLine
-from rescue_bench.taxonomy import GROUP_LABELS, THERAPIST, relation_labels
 
-Record = PredictionLine
 FORMAT = 1
-START = "start"
-NONE = "(none)"
-BANDS = ((0, 3, "low (0-3)"), (4, 6, "medium (4-6)"), (7, 10, "high (7-10)"))
+TOP1_KINDS: frozenset[TaskKind] = frozenset({"binary", "multiclass"})
+"""Kinds whose group value is top-1 ``accuracy``; ranking tasks show ``recall_at_1`` and ``mrr``."""
 GENERATION_KEYS = ("llm", "s_emo", "s_int", "total_0_6", "pairing", "viewpoint", "bertscore_f1")
 """Per-record scores of ER and VP shown when every record of the group has them (judge scores only after
 judging)."""
-
-
-class StrategyLike(Protocol):
-    @property
-    def target(self) -> Sequence[str]: ...
-
-
-class RowLike(Protocol):
-    @property
-    def row_index(self) -> int: ...
-    @property
-    def target(self) -> Sequence[str]: ...
-    @property
-    def relation_cycle_state(self) -> str | None: ...
-    @property
-    def relation_pattern(self) -> str | None: ...
-    @property
-    def support_strategy(self) -> Sequence[StrategyLike]: ...
-
-
-class SampleLike(Protocol):
-    @property
-    def sample_id(self) -> str: ...
-    @property
-    def scenario(self) -> str: ...
-    @property
-    def rows(self) -> Sequence[RowLike]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,124 +95,83 @@ class Analysis:
         }
 
 
-def _clean(value: object) -> str:
-    return " ".join(value.split()) if isinstance(value, str) else ""
-
-
-def pattern_field(sample: SampleLike) -> str:
-    """The row field of the sample's relation patterns: ``relation_cycle_state`` when any row has one, else
-    ``relation_pattern`` (the RPP task's ``auto`` gold rule, which release samples need)."""
-    has_cycle = any(_clean(row.relation_cycle_state) for row in sample.rows)
-    return "relation_cycle_state" if has_cycle else "relation_pattern"
-
-
-def pattern_sequence(sample: SampleLike, field: str | None = None) -> dict[int, str]:
-    """Row index -> in-taxonomy gold pattern, for the labelled rows of the sample."""
-    name = field or pattern_field(sample)
-    labels = set(relation_labels(sample.scenario))  # type: ignore[arg-type]
-    out = {}
-    for row in sample.rows:
-        label = _clean(getattr(row, name, None))
-        if label in labels:
-            out[row.row_index] = label
-    return out
-
-
-def latest_before(sequence: Mapping[int, str], row: int) -> str | None:
-    """The pattern of the latest labelled row at or before ``row``, or ``None``.
-
-    >>> latest_before({2: "a", 5: "b"}, 4), latest_before({2: "a"}, 1)
-    ('a', None)
-    """
-    earlier = [r for r in sequence if r <= row]
-    return sequence[max(earlier)] if earlier else None
-
-
-def target_type(sample: SampleLike, row_index: int) -> str:
-    """``one person``, ``group`` or ``several people`` for the annotated move of a therapist row (its first
-    strategy's target, else the row's target, as STP and SSP resolve it)."""
-    row = sample.rows[row_index - 1]
-    first = row.support_strategy[0].target if row.support_strategy else ()
-    names = _names(first) or _names(row.target)
-    if set(names) & set(GROUP_LABELS.values()):
-        return "group"
-    return "one person" if len(names) == 1 else "several people"
-
-
-def _names(values: Sequence[str]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys(n for n in (_clean(v) for v in values) if n and n != THERAPIST))
-
-
-def intensity_band(gold: object) -> str | None:
-    """The band of an ER gold intensity.
-
-    >>> intensity_band({"intensity": 7}), intensity_band({"intensity": 2}), intensity_band({})
-    ('high (7-10)', 'low (0-3)', None)
-    """
-    level = gold.get("intensity") if isinstance(gold, dict) else None
-    if not isinstance(level, int | float) or isinstance(level, bool):
-        return None
-    return next((name for lo, hi, name in BANDS if lo <= level <= hi), None)
-
-
-def target_count(gold: object) -> str | None:
-    """``1``, ``2`` or ``3+`` distinct gold targets of a VP instance."""
-    if not isinstance(gold, list):
-        return None
-    n = len({_clean(g.get("target")) for g in gold if isinstance(g, dict)} - {""})
-    return None if n == 0 else str(n) if n < 3 else "3+"
-
-
-def record_values(task: str, record: Record) -> dict[str, float]:
-    """The per-record values averaged in a group: top-1 ``accuracy`` (ITP, RPP), ``recall_at_1`` and
-    ``mrr`` (STP, SSP), the stored scores (ER, VP)."""
-    if task in ("itp", "rpp"):
+def record_values(kind: TaskKind, record: PredictionLine) -> dict[str, float]:
+    """The per-record values averaged in a group: top-1 ``accuracy`` (binary, multiclass), ``recall_at_1``
+    and ``mrr`` (ranking), the stored scores (generation)."""
+    if kind in TOP1_KINDS:
         return {"accuracy": float(top1(record) == record.gold)}
-    if task in ("stp", "ssp"):
+    if kind == "ranking":
         recall, _, _, mrr = rank_scores(record)
         return {"recall_at_1": recall, "mrr": mrr}
     scores = record.scores
-    return {k: float(v) for k in GENERATION_KEYS if isinstance(v := scores.get(k), int | float)}
+    present = {k: float(v) for k, v in scores.items() if v is not None}
+    return {k: present[k] for k in GENERATION_KEYS if k in present}
 
 
-Grouper = Callable[[Record, SampleLike | None], str | None]
+@dataclass(frozen=True, slots=True)
+class TaskAnalyses:
+    """A task's analyses, as :func:`analysis_plan` reads them from its info."""
+
+    task: str
+    kind: TaskKind
+    specs: tuple[AnalysisSpec, ...]
+
+
+class HasAnalyses(Protocol):
+    """What :func:`analysis_plan` reads of a task's info (``rescue_bench.tasks.base.TaskInfo`` fits)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def kind(self) -> TaskKind: ...
+    @property
+    def analyses(self) -> tuple[AnalysisSpec, ...]: ...
+
+
+def analysis_plan(infos: Iterable[HasAnalyses]) -> list[TaskAnalyses]:
+    """Every task with analyses, in the given (registry) order."""
+    return [TaskAnalyses(i.name, i.kind, tuple(i.analyses)) for i in infos if i.analyses]
 
 
 def analyse(
-    key: str,
-    title: str,
-    task: str,
-    records: Sequence[Record],
+    plan: TaskAnalyses,
+    spec: AnalysisSpec,
+    records: Sequence[PredictionLine],
     samples: Mapping[str, SampleLike],
-    grouper: Grouper,
     *,
-    by_scenario: bool,
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> Analysis:
-    """Split ``task``'s records by ``grouper`` (a record left out when it gives ``None``) and summarise each
-    group, per scenario when the groups are scenario labels, else pooled as ``all``."""
-    grouped: dict[tuple[str, str], list[Record]] = {}
+    """Split the task's records by the spec's grouper (a record left out when it gives ``None``) and
+    summarise each group, per scenario or pooled as ``all``."""
+    grouped: dict[tuple[str, str], list[PredictionLine]] = {}
     for record in records:
-        if record.task != task:
+        if record.task != plan.task:
             continue
-        group = grouper(record, samples.get(record.sample_id))
+        group = spec.grouper(record, samples.get(record.sample_id))
         if group is not None:
-            scope = record.scenario if by_scenario else "all"
+            scope = record.scenario if spec.per_scenario else "all"
             grouped.setdefault((scope, group), []).append(record)
     groups = tuple(
-        summarize(scope, group, task, members, n_resamples=n_resamples, seed=seed)
+        summarize(scope, group, plan.kind, members, n_resamples=n_resamples, seed=seed)
         for (scope, group), members in sorted(grouped.items())
     )
     metrics = tuple(dict.fromkeys(m for g in groups for m in g.values))
-    return Analysis(key, task, title, metrics, groups)
+    title = f"{plan.task.upper()} {spec.title}"
+    return Analysis(f"{plan.task}_{spec.key}", plan.task, title, metrics, groups)
 
 
 def summarize(
-    scope: str, group: str, task: str, records: Sequence[Record], *, n_resamples: int = 1000, seed: int = 0
+    scope: str,
+    group: str,
+    kind: TaskKind,
+    records: Sequence[PredictionLine],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
 ) -> Group:
     """Means of the records' values (those every record has) with cluster-bootstrap CIs."""
-    values = [record_values(task, r) for r in records]
+    values = [record_values(kind, r) for r in records]
     keys = [k for k in values[0] if all(k in v for v in values)]
     features = np.asarray([[1.0, *(v[k] for k in keys)] for v in values], dtype=np.float64)
 
@@ -247,85 +192,28 @@ def summarize(
     return Group(scope, group, len(records), conversations, point, {k: cis[k] for k in keys})
 
 
-def _previous_pattern(record: Record, sample: SampleLike) -> str | None:
-    field = (record.meta or {}).get("gold_field")
-    sequence = pattern_sequence(sample, field if isinstance(field, str) else None)
-    return latest_before(sequence, record.row_index - 1)
-
-
-def by_transition(record: Record, sample: SampleLike | None) -> str | None:
-    """``previous -> current`` gold pattern of an RPP record (``start -> current`` for the first)."""
-    if sample is None:
-        return None
-    return f"{_previous_pattern(record, sample) or START} -> {record.gold}"
-
-
-def by_segment(record: Record, sample: SampleLike | None) -> str | None:
-    """``stable`` (the previous labelled row had the same pattern), ``changing`` or ``start``."""
-    if sample is None:
-        return None
-    previous = _previous_pattern(record, sample)
-    return START if previous is None else "stable" if previous == record.gold else "changing"
-
-
-def by_pattern_in_force(record: Record, sample: SampleLike | None) -> str | None:
-    """The gold pattern in force at the decision row: ITP's row itself, the row before STP's and SSP's
-    therapist turn (the last one the model sees); ``(none)`` before the first labelled row."""
-    if sample is None:
-        return None
-    row = record.row_index - (0 if record.task == "itp" else 1)
-    return latest_before(pattern_sequence(sample), row) or NONE
-
-
-def by_target_type(record: Record, sample: SampleLike | None) -> str | None:
-    if sample is None or not 1 <= record.row_index <= len(sample.rows):
-        return None
-    return target_type(sample, record.row_index)
-
-
-ANALYSES: tuple[tuple[str, str, str, Grouper, bool], ...] = (
-    ("rpp_transition", "rpp", "RPP accuracy by gold transition (previous -> current)", by_transition, True),
-    ("rpp_segment", "rpp", "RPP accuracy in stable and changing segments", by_segment, True),
-    ("stp_target_type", "stp", "STP by target type", by_target_type, False),
-    ("ssp_target_type", "ssp", "SSP by target type", by_target_type, False),
-    ("itp_pattern", "itp", "ITP by the relation pattern in force", by_pattern_in_force, True),
-    ("stp_pattern", "stp", "STP by the relation pattern in force", by_pattern_in_force, True),
-    ("ssp_pattern", "ssp", "SSP by the relation pattern in force", by_pattern_in_force, True),
-    ("er_intensity", "er", "ER by gold intensity band", lambda r, _s: intensity_band(r.gold), False),
-    ("vp_targets", "vp", "VP by number of gold targets", lambda r, _s: target_count(r.gold), False),
-)
-"""(key, task, title, grouper, per scenario) of every analysis, in report order."""
-
-
 def relational_analyses(
-    given: Sequence[PredictionLine | Mapping[str, Any]],
+    given: Sequence[PredictionLine],
     samples: Sequence[SampleLike],
+    plan: Sequence[TaskAnalyses],
     *,
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> dict[str, Json]:
-    """Every analysis with data, keyed as :data:`ANALYSES`, for ``scores.json``'s ``_relational``.
+    """Every analysis of ``plan`` with data, keyed ``<task>_<spec key>``, for ``scores.json``'s
+    ``_relational``, in plan order.
 
-    ``records`` are prediction records of any tasks (with judge scores merged in, for ER and VP's judge
-    metrics); ``samples`` the run's samples (records of other samples are left out).
+    ``given`` are prediction records of any tasks (with judge scores merged in, for ER and VP's judge
+    metrics); ``samples`` the run's samples (records of other samples are left out of the analyses that
+    need one).
     """
-    records = [as_line(r) for r in given]
     by_id = {s.sample_id: s for s in samples}
     out: dict[str, Json] = {}
-    for key, task, title, grouper, per_scenario in ANALYSES:
-        analysis = analyse(
-            key,
-            title,
-            task,
-            records,
-            by_id,
-            grouper,
-            by_scenario=per_scenario,
-            n_resamples=n_resamples,
-            seed=seed,
-        )
-        if analysis.groups:
-            out[key] = analysis.to_json()
+    for task in plan:
+        for spec in task.specs:
+            result = analyse(task, spec, given, by_id, n_resamples=n_resamples, seed=seed)
+            if result.groups:
+                out[result.key] = result.to_json()
     out["_meta"] = {
         "format": FORMAT,
         "ci": {"method": "percentile cluster bootstrap", "cluster": "sample_id", "strata": "scenario"},
@@ -335,22 +223,78 @@ def relational_analyses(
     return out
 
 
+def sample_free(plan: Sequence[TaskAnalyses]) -> list[TaskAnalyses]:
+    """The part of ``plan`` that needs no samples (:data:`SAMPLE_FREE`)."""
+    kept = [TaskAnalyses(t.task, t.kind, tuple(s for s in t.specs if s.key in SAMPLE_FREE)) for t in plan]
+    return [t for t in kept if t.specs]
+
+
+def refreshed(
+    stored: Mapping[str, Json],
+    given: Sequence[PredictionLine],
+    plan: Sequence[TaskAnalyses],
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> dict[str, Json]:
+    """``stored`` (a run's ``_relational``) with the analyses that need no samples computed again from
+    ``given`` (after a judge pass, whose scores they then include); the others are kept as stored."""
+    fresh = relational_analyses(given, (), sample_free(plan), n_resamples=n_resamples, seed=seed)
+    fresh.pop("_meta")
+    return {**stored, **fresh}
+
+
+class _StoredGroup(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    scenario: str
+    group: str
+    n: int
+    conversations: int
+    values: dict[str, float]
+    ci: dict[str, tuple[float, float]]
+
+
+class _StoredAnalysis(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    task: str
+    title: str
+    metrics: tuple[str, ...]
+    groups: tuple[_StoredGroup, ...]
+
+
 def analyses_of(data: Mapping[str, Json]) -> list[Analysis]:
-    """:class:`Analysis` records back from :func:`relational_analyses` output (``scores.json``)."""
+    """:class:`Analysis` records back from :func:`relational_analyses` output (``scores.json``).
+
+    Raises:
+        ValueError: an analysis does not have the documented shape (pydantic's ``ValidationError``).
+    """
     out = []
     for key, value in data.items():
-        if key.startswith("_") or not isinstance(value, dict):
+        if key.startswith("_"):
             continue
+        stored = _StoredAnalysis.model_validate(value)
         groups = tuple(
-            Group(
-                str(g["scenario"]),
-                str(g["group"]),
-                int(g["n"]),
-                int(g["conversations"]),
-                {k: float(v) for k, v in g["values"].items()},
-                {k: (float(v[0]), float(v[1])) for k, v in g["ci"].items()},
-            )
-            for g in value["groups"]
+            Group(g.scenario, g.group, g.n, g.conversations, dict(g.values), dict(g.ci))
+            for g in stored.groups
         )
-        out.append(Analysis(key, str(value["task"]), str(value["title"]), tuple(value["metrics"]), groups))
+        out.append(Analysis(key, stored.task, stored.title, stored.metrics, groups))
     return out
+
+
+__all__ = [
+    "INTENSITY_BAND",
+    "PATTERN_AT_ROW",
+    "PATTERN_BEFORE_ROW",
+    "SEGMENT",
+    "TARGET_COUNT",
+    "TARGET_TYPE",
+    "TRANSITION",
+    "Analysis",
+    "AnalysisSpec",
+    "Group",
+    "SampleLike",
+    "TaskAnalyses",
+    "analyses_of",
+    "analysis_plan",
+    "relational_analyses",
+]

@@ -19,7 +19,6 @@ from rescue_bench.data.stats import Transitions, transitions
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import top1
 from rescue_bench.metrics.classification import INVALID, accuracy_by_position
-from rescue_bench.metrics.relational import ANALYSES, analyses_of, by_transition
 from rescue_bench.records import Json
 from rescue_bench.rundir import PredictionLine, Scores
 from rescue_bench.tasks import task_info, task_infos
@@ -296,28 +295,3 @@ class TransitionGrid:
     sources: tuple[str, ...]
     counts: tuple[tuple[int, ...], ...]
     accuracy: tuple[tuple[float | None, ...], ...]
-
-
-TRANSITION_KEY = next(key for key, _task, _title, grouper, _split in ANALYSES if grouper is by_transition)
-"""The key of the gold-transition analysis in ``_relational``."""
-
-
-def transition_grid(relational: Mapping[str, Json], scenario: str) -> TransitionGrid | None:
-    """The gold-transition analysis of ``scores.json``'s ``_relational`` as a grid, or ``None``."""
-    found = [a for a in analyses_of(relational) if a.key == TRANSITION_KEY]
-    if not found:
-        return None
-    cells: dict[tuple[str, str], tuple[int, float]] = {}
-    for group in found[0].groups:
-        if group.scenario == scenario and " -> " in group.group:
-            source, target = group.group.split(" -> ", 1)
-            cells[(source, target)] = (group.n, group.values["accuracy"])
-    if not cells:
-        return None
-    known = _labels(pattern_task(), scenario) if scenario in SCENARIOS else ()
-    seen = {t for _, t in cells} | {s for s, _ in cells}
-    labels = tuple(label for label in (*known, *sorted(seen - set(known) - {"start"})) if label in seen)
-    sources = (("start",) if any(s == "start" for s, _ in cells) else ()) + labels
-    counts = tuple(tuple(cells.get((s, t), (0, 0.0))[0] for t in labels) for s in sources)
-    accuracy = tuple(tuple(cells[(s, t)][1] if (s, t) in cells else None for t in labels) for s in sources)
-    return TransitionGrid(scenario, labels, sources, counts, accuracy)

@@ -3,6 +3,12 @@
 ``report RUN... --out DIR`` writes ``report.md`` (+ ``figures/*.png``), a self-contained ``report.html``,
 ``results.xlsx``, ``results.csv`` and ``table.tex``.
 
+``report BASE PERTURBED...``: when the first run is unperturbed (or perturbed otherwise) and later runs
+carry a ``perturbation`` in ``run.json``, those are its perturbed variants and the report adds the robustness
+table (:mod:`rescue_bench.report.robustness`); a variant that does not share the base's data, model or tasks
+is refused, naming what differs. Every report has the relation-aware analyses of each run and the local-cue
+vs relation-intensive profile (:mod:`rescue_bench.report.relational`).
+
 Only finished runs are reported as they are: a run that is not finished (killed, stopped by its budget, not
 every planned instance done) is refused, naming its counts, unless the caller asks for a partial report, in
 which every table, figure title and file says PARTIAL with the counts. A run without predictions is an error.
@@ -22,7 +28,7 @@ from rescue_bench.errors import BenchError, DataError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
-from rescue_bench.report import analysis, figures, html, tables, writers
+from rescue_bench.report import analysis, figures, html, relational, robustness, tables, writers
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.tables import Table
 from rescue_bench.rundir import RunData, Scores, load_run
@@ -214,23 +220,63 @@ def build_report(
         ConfigError: the price file is unreadable or lacks a model that used tokens.
     """
     loaded = [load_run(path) for path in run_dirs]
+    base, variants = perturbed_variants(loaded)
+    robustness.check_variants(base, variants)
     unfinished = check_finished(loaded, allow_partial=allow_partial)
     runs = [with_scores(run) for run in loaded]
     names = tables.display_names(runs)
+    data = [relational.relational_data(run) for run in runs]
+    robust = (robustness.robustness_table(base, variants),) if variants else ()
+    priced = None if prices is None else partial(load_prices, prices)
     built = (
         tables.leaderboard(runs, with_paper=with_paper),
+        *robust,
+        *report_tables(runs, names, data, priced),
+    )
+    title = "RESCUE-Bench report: " + ", ".join(names)
+    shown = (*run_figures(runs, names), *relational_part(runs, names, data))
+    report = Report(title, tuple(names), built, shown)
+    return marked_partial(report, unfinished)
+
+
+def report_tables(
+    runs: Sequence[RunData],
+    names: Sequence[str],
+    data: Sequence[relational.Relational],
+    prices: tables.PriceOf | None,
+) -> tuple[Table, ...]:
+    """The tables after the leaderboard (and the robustness table), in report order."""
+    return (
         tables.per_scenario(runs),
         tables.per_label(runs),
         tables.label_distributions(runs),
         tables.judges(runs),
         tables.failures(runs),
         *(t for t in (tables.repeats(runs),) if t.rows),
-        tables.usage(runs, None if prices is None else partial(load_prices, prices)),
+        tables.usage(runs, prices),
+        relational.profile_table(runs, names),
+        *relational.relational_tables(names, data),
         tables.config(runs),
     )
-    title = "RESCUE-Bench report: " + ", ".join(names)
-    report = Report(title, tuple(names), built, tuple(run_figures(runs, names)))
-    return marked_partial(report, unfinished)
+
+
+def relational_part(
+    runs: Sequence[RunData], names: Sequence[str], data: Sequence[relational.Relational]
+) -> list[Figure]:
+    """The transition heatmaps of each run, then the local-cues vs relation-intensive profile."""
+    profile = relational.profile_figure(runs, names)
+    return [*relational.relational_figures(names, data), *([profile] if profile is not None else [])]
+
+
+def perturbed_variants(runs: Sequence[RunData]) -> tuple[RunData, list[RunData]]:
+    """The first run (the base) and the later runs perturbed otherwise than it (its variants)."""
+    base = runs[0]
+    own = robustness.perturbation_of(base)
+    return base, [
+        run
+        for run in runs[1:]
+        if (record := robustness.perturbation_of(run)) is not None and record.names and record != own
+    ]
 
 
 def write_report(report: Report, out: Path) -> list[Path]:

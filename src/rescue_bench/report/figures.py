@@ -155,7 +155,7 @@ def transitions_png(transitions: Transitions, title: str) -> bytes:
 
 
 def transition_accuracy_png(grid: TransitionGrid, title: str) -> bytes:
-    """RPP accuracy (%) per gold transition (previous -> current pattern), with counts; blank cells had no
+    """Accuracy (%) per gold transition (previous -> current pattern), with counts; blank cells had no
     instance. The diagonal holds the stable segments."""
     values = np.asarray(
         [[np.nan if a is None else 100 * a for a in row] for row in grid.accuracy], dtype=float
@@ -175,7 +175,7 @@ def transition_accuracy_png(grid: TransitionGrid, title: str) -> bytes:
     ax.set_xlabel("current gold pattern")
     ax.set_ylabel("previous gold pattern")
     ax.set_title(title, fontsize=10)
-    fig.colorbar(image, ax=ax, label="RPP accuracy (%)")
+    fig.colorbar(image, ax=ax, label="accuracy (%)")
     return _png(fig)
 
 

@@ -1,37 +1,53 @@
 """Report tables and figures of the relation-aware analyses (``scores.json``'s ``_relational``, computed
 by :func:`rescue_bench.metrics.relational.relational_analyses`) and of the paper's local-cue vs
-relation-intensive grouping (docs/robustness.md)."""
+relation-intensive grouping (docs/relational.md).
+
+Which analyses exist comes from the tasks (``TaskInfo.analyses``); the transition heatmap is drawn for every
+task that declares the ``transition`` analysis, over its gold labels.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from rescue_bench.judge.merge import judged_records
-from rescue_bench.metrics.relational import Analysis, SampleLike, analyses_of, relational_analyses
+from rescue_bench.metrics.relational import (
+    TRANSITION,
+    Analysis,
+    SampleLike,
+    analyses_of,
+    analysis_plan,
+    refreshed,
+    relational_analyses,
+)
+from rescue_bench.metrics.relational_gold import START
+from rescue_bench.records import Json
 from rescue_bench.report import analysis, figures
+from rescue_bench.report.analysis import TransitionGrid
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.tables import Cell, Table, Value
-from rescue_bench.rundir import RunData
-from rescue_bench.tasks import task_info
+from rescue_bench.rundir import PredictionLine, RunData
+from rescue_bench.tasks import task_info, task_infos
 from rescue_bench.taxonomy import SCENARIOS
 
 NOTE = "From the gold annotations; 95% cluster-bootstrap CIs (conversations resampled within scenario)."
 TRANSITION_NOTE = (
     "Rows: previous labelled row's gold pattern (start: none before); columns: current gold. The diagonal "
-    "is the stable segments."
+    "is the stable segments; each cell shows accuracy (%) and its count."
 )
+Relational = Mapping[str, Json]
 
 
-def relational_data(run: RunData, samples: Sequence[SampleLike] | None = None) -> dict[str, Any]:
-    """The run's relation-aware analyses: from ``scores.json`` when it has them, else computed from the
-    records and ``samples`` (empty without either)."""
+def relational_data(run: RunData, samples: Sequence[SampleLike] | None = None) -> dict[str, Json]:
+    """The run's relation-aware analyses: computed from its records and ``samples`` when given, else
+    ``scores.json``'s ``_relational`` with the analyses that need no samples (ER bands, VP targets)
+    computed again from the records, so judge scores folded in later show."""
+    lines = [PredictionLine.from_json(r) for r in judged_records(run.prediction_lines, run.judgment_lines)]
+    plan = analysis_plan(task_infos())
+    if samples is not None:
+        return relational_analyses(lines, samples, plan)
     stored = run.score_record.relational if run.score_record is not None else None
-    if stored:
-        return dict(stored)
-    if samples is None:
-        return {}
-    return relational_analyses(judged_records(run.prediction_lines, run.judgment_lines), samples)
+    return refreshed(stored or {}, lines, plan)
 
 
 def _cell(
@@ -39,12 +55,10 @@ def _cell(
 ) -> Cell:
     scale, digits = (100.0, 1) if task_info(analysis_.task).percent else (1.0, 2)
     lo, hi = ci.get(metric, (None, None))
-    return Cell(values.get(metric), lo, hi, scale, digits)
+    return Cell(values.get(metric, None), lo, hi, scale, digits)
 
 
-def relational_tables(
-    runs: Sequence[RunData], names: Sequence[str], data: Sequence[Mapping[str, Any]]
-) -> list[Table]:
+def relational_tables(names: Sequence[str], data: Sequence[Relational]) -> list[Table]:
     """One table per analysis that any run has, a row per run, scenario and group."""
     per_run = [{a.key: a for a in analyses_of(d)} for d in data]
     keys = list(dict.fromkeys(k for analyses in per_run for k in analyses))
@@ -59,11 +73,10 @@ def relational_tables(
             for name, a in present
             for g in a.groups
         )
-        title = present[0][1].title
         tables.append(
             Table(
                 f"relational_{key}",
-                title,
+                present[0][1].title,
                 ("Model", "Scenario", "Group", "n", "Conversations", *metrics),
                 rows,
                 NOTE,
@@ -72,20 +85,46 @@ def relational_tables(
     return tables
 
 
-def relational_figures(names: Sequence[str], data: Sequence[Mapping[str, Any]]) -> list[Figure]:
-    """RPP accuracy per gold transition, per run and scenario."""
+def transition_keys() -> list[str]:
+    """Analysis keys of the tasks that declare the transition analysis, in task order."""
+    return [f"{t.task}_{TRANSITION.key}" for t in analysis_plan(task_infos()) if TRANSITION in t.specs]
+
+
+def transition_grid(found: Analysis, scenario: str) -> TransitionGrid | None:
+    """Accuracy per gold transition of one scenario as a grid (labels in the task's order), or ``None``."""
+    cells = {
+        tuple(g.group.split(" -> ", 1)): (g.n, g.values["accuracy"])
+        for g in found.groups
+        if g.scenario == scenario and " -> " in g.group and "accuracy" in g.values
+    }
+    if not cells:
+        return None
+    gold = task_info(found.task).gold_labels
+    known = gold(scenario) if gold is not None and scenario in SCENARIOS else ()
+    seen = {t for _, t in cells} | {s for s, _ in cells}
+    labels = tuple(x for x in (*known, *sorted(seen - set(known) - {START})) if x in seen)
+    sources = ((START,) if any(s == START for s, _ in cells) else ()) + labels
+    counts = tuple(tuple(cells[(s, t)][0] if (s, t) in cells else 0 for t in labels) for s in sources)
+    accuracy = tuple(tuple(cells[(s, t)][1] if (s, t) in cells else None for t in labels) for s in sources)
+    return TransitionGrid(scenario, labels, sources, counts, accuracy)
+
+
+def relational_figures(names: Sequence[str], data: Sequence[Relational]) -> list[Figure]:
+    """Accuracy per gold transition (a heatmap), per run, transition analysis and scenario."""
     out = []
+    keys = transition_keys()
     for name, relational in zip(names, data, strict=True):
-        for scenario in SCENARIOS:
-            grid = analysis.transition_grid(relational, scenario)
-            if grid is not None:
+        for found in (a for a in analyses_of(relational) if a.key in keys):
+            for scenario in SCENARIOS:
+                grid = transition_grid(found, scenario)
+                if grid is None:
+                    continue
+                title = f"{found.task.upper()} accuracy by gold transition, {scenario}: {name}"
                 out.append(
                     Figure(
-                        _slug(f"rpp_transition_accuracy_{name}_{scenario}"),
-                        f"RPP accuracy by gold transition, {scenario}: {name}",
-                        figures.transition_accuracy_png(
-                            grid, f"RPP accuracy by transition ({scenario}): {name}"
-                        ),
+                        _slug(f"{found.key}_accuracy_{name}_{scenario}"),
+                        title,
+                        figures.transition_accuracy_png(grid, title),
                         TRANSITION_NOTE,
                     )
                 )
@@ -104,8 +143,9 @@ def profile_figure(runs: Sequence[RunData], names: Sequence[str]) -> Figure | No
         "local_vs_relational_profile",
         "Local cues vs relation-intensive tasks",
         figures.profile_png(profiles, analysis.task_groups()),
-        "ITP F1, RPP accuracy, STP and SSP Recall@1 in %; ER and VP judge scores as % of 5 (no bar before "
-        "judging). Grouping as in the paper (Sec. 5.3).",
+        "Each task's profile metric (F1 of a binary task, else its first paper column) on a 0-100 scale: "
+        "percent metrics x 100, judge scores as % of 5 (no bar before judging). Grouping as in the paper "
+        "(Sec. 5.3), from each task's relation_intensive flag.",
     )
 
 
@@ -120,13 +160,13 @@ def profile_table(runs: Sequence[RunData], names: Sequence[str]) -> Table:
         rows.append(
             (
                 name,
-                *(Cell(v, digits=1) for v in profile.values()),
+                *(Cell(profile[t], digits=1) for t in groups),
                 *(Cell(means[g], digits=1) for g in group_names),
             )
         )
     columns = (
         "Model",
-        *(f"{t.upper()} ({g})" for t, g in groups.items()),
+        *(f"{t.upper()} {analysis.profile_metric(t)} ({g})" for t, g in groups.items()),
         *(f"mean {g}" for g in group_names),
     )
     return Table(

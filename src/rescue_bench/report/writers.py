@@ -24,8 +24,11 @@ SHEETS = (
     "judges",
     "failures",
     "usage",
+    "profile",
     "config",
 )
+"""Sheets of every report, in order; a report of perturbed runs adds ``robustness`` after the leaderboard,
+and each relation-aware analysis a sheet ``relational_<task>_<analysis>`` before ``config``."""
 
 
 def text(value: Value, *, ci: bool = True) -> str:
@@ -150,8 +153,28 @@ def csv_rows(report: Report) -> list[list[Any]]:
         scope = next(k for k, v in SCOPE_NAMES.items() if v == row[1])
         if scope != "all":
             out += _long(str(row[0]), "this toolkit", scope, row[2:])
+    if any(t.key == "robustness" for t in report.tables):
+        out += robustness_lines(report.table("robustness"), report.runs[0])
     if report.banner:
         out = [[*out[0], "partial"]] + [[*line, report.banner] for line in out[1:]]
+    return out
+
+
+def robustness_lines(table: Table, model: str) -> list[list[Any]]:
+    """Long lines of the robustness table: per task and perturbation the perturbed value, the change from
+    the base with its CI and the flipped share (source ``perturbation: NAME``; fractions, not %)."""
+    out: list[list[Any]] = []
+    for task, name, _n, metric, base, perturbed, change, flipped, _p in table.rows:
+        source = f"perturbation: {name}"
+        cells = (
+            (f"{metric} (base)", base),
+            (str(metric), perturbed),
+            (f"{metric} change", change),
+            ("flipped share", flipped),
+        )
+        for label, cell in cells:
+            if isinstance(cell, Cell) and cell.value is not None:
+                out.append([model, source, "all", str(task).lower(), label, cell.value, cell.lo, cell.hi])
     return out
 
 
@@ -222,6 +245,11 @@ def write_tex(report: Report, path: Path) -> Path:
         "",
         tex_table(report.table("per_scenario")),
         "",
+        *(
+            [tex_table(report.table("robustness")), ""]
+            if any(t.key == "robustness" for t in report.tables)
+            else []
+        ),
     ]
     path.write_text("\n".join(body), encoding="utf-8")
     return path

@@ -26,6 +26,7 @@ from pydantic import BaseModel
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
+from rescue_bench.metrics.relational_gold import AnalysisSpec
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.taxonomy import Scenario
@@ -229,6 +230,9 @@ class TaskInfo:
     relation_intensive: bool = False
     """The paper's grouping (Sec. 5.3): ``True`` for the relation-intensive tasks (RPP, STP, SSP, VP),
     ``False`` for the local affective and intervention cues (ITP, ER); the report's profile groups by it."""
+    analyses: tuple[AnalysisSpec, ...] = ()
+    """The relation-aware analyses of the task's records (``metrics.relational``, docs/relational.md), in
+    report order; ``scores.json``'s ``_relational`` and the report hold one entry per spec."""
 
     def __post_init__(self) -> None:
         if self.kind != self.metrics.kind:

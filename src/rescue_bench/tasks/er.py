@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Final, Self
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import er_score, intensity_score
 from rescue_bench.metrics.spec import EMOTION_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
@@ -365,4 +366,5 @@ INFO = TaskInfo(
     video=True,
     options=Options,
     relation_intensive=False,
+    analyses=(relational.INTENSITY_BAND,),
 )

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rescue_bench.data.schema import Sample
+from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import BINARY_YES_NO
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
@@ -179,4 +180,5 @@ INFO = TaskInfo(
     majority_answers=majority_label,
     percent=True,
     relation_intensive=False,
+    analyses=(relational.PATTERN_AT_ROW,),
 )

@@ -23,6 +23,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import MULTICLASS_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
@@ -226,4 +227,5 @@ INFO = TaskInfo(
     pattern_analyses=True,
     options=Options,
     relation_intensive=True,
+    analyses=(relational.TRANSITION, relational.SEGMENT),
 )

@@ -15,6 +15,7 @@ from typing import ClassVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Sample
+from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
@@ -197,4 +198,5 @@ INFO = TaskInfo(
     gold_labels=strategy_labels,
     options=Options,
     relation_intensive=True,
+    analyses=(relational.TARGET_TYPE, relational.PATTERN_BEFORE_ROW),
 )

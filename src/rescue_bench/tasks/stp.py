@@ -16,6 +16,7 @@ import json
 from collections.abc import Sequence
 
 from rescue_bench.data.schema import Sample
+from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
 from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
@@ -147,4 +148,5 @@ INFO = TaskInfo(
     percent=True,
     target_kinds=True,
     relation_intensive=True,
+    analyses=(relational.TARGET_TYPE, relational.PATTERN_BEFORE_ROW),
 )

@@ -20,6 +20,7 @@ from typing import Any, ClassVar, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import vp_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
@@ -389,4 +390,5 @@ INFO = TaskInfo(
     video=True,
     options=Options,
     relation_intensive=True,
+    analyses=(relational.TARGET_COUNT,),
 )

@@ -20,8 +20,8 @@ from fastapi.responses import HTMLResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rescue_bench.errors import BenchError
-from rescue_bench.view import pages
+from rescue_bench.errors import BenchError, ConfigError
+from rescue_bench.view import pages, robustness
 from rescue_bench.view.data import RunSource, RunView, SourceCache, signature
 from rescue_bench.view.filters import BadQuery, Query, parse_query
 from rescue_bench.view.links import ServerLinks
@@ -52,6 +52,7 @@ class Viewer:
         self.links = ServerLinks()
         self._lock = threading.Lock()
         self._compared: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+        self._robust: dict[tuple[Any, ...], Mapping[str, Any]] = {}
 
     def views(self) -> list[RunView]:
         return [source.get() for source in self.sources]
@@ -62,6 +63,14 @@ class Viewer:
             if key not in self._compared:
                 self._compared[key] = pages.comparison_result(a, b)
             return self._compared[key]
+
+    def robustness(self, views: Sequence[RunView], base: int) -> Mapping[str, Any]:
+        """The robustness page's context, computed once per state of the runs (its CIs take a while)."""
+        key = (base, *(signature(v.path) for v in views))
+        with self._lock:
+            if key not in self._robust:
+                self._robust[key] = robustness.robustness_page(views, base)
+            return self._robust[key]
 
     def page(
         self, name: str, context: Mapping[str, Any], views: Sequence[RunView], status: int = 200
@@ -97,6 +106,7 @@ def create_app(paths: Sequence[Path], *, redact: bool = False) -> FastAPI:
     app.mount("/static", StaticFiles(packages=[("rescue_bench.view", "static")]), name="static")
     _list_routes(app)
     _other_routes(app)
+    _robustness_routes(app)
     _handlers(app)
     return app
 
@@ -147,6 +157,28 @@ def _other_routes(app: FastAPI) -> None:
         if not 0 <= run < len(views):
             raise NotFound()
         return viewer.page("matrices.html", pages.matrices(views[run]), views)
+
+
+def _robustness_routes(app: FastAPI) -> None:
+    @app.get("/robustness")
+    def robustness_table(request: Request, base: int = 0) -> Response:
+        viewer = _viewer(request)
+        views = viewer.views()
+        try:
+            context = viewer.robustness(views, base)
+        except ConfigError as exc:
+            return viewer.message(400, "Cannot compare these runs", str(exc))
+        return viewer.page("robustness.html", context, views)
+
+    @app.get("/flipped")
+    def flipped(request: Request, run: int, task: str, base: int = 0) -> Response:
+        viewer = _viewer(request)
+        views = viewer.views()
+        try:
+            context = robustness.flipped_page(views, base, run, task)
+        except ConfigError as exc:
+            return viewer.message(400, "Cannot compare these runs", str(exc))
+        return viewer.page("flipped.html", context, views)
 
 
 def _handlers(app: FastAPI) -> None:

@@ -23,7 +23,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import task_info
 from rescue_bench.tasks.base import Task, TaskConfig, TaskInfo
-from rescue_bench.tasks.perturb.base import Context, Perturbation
+from rescue_bench.tasks.perturb.base import Context, Perturbation, PerturbationRecord
 from rescue_bench.tasks.perturb.order import ORDERED_KINDS, circular_correct
 from rescue_bench.tasks.perturb.stages import (
     anonymize,
@@ -214,14 +214,16 @@ def apply_perturbations(
 
 
 def perturbation_record(names: str | Sequence[str] | Sequence[Perturbation], seed: int) -> dict[str, Json]:
-    """What ``run.json`` records: the perturbations as given, the seed and each one's invariants."""
+    """What ``run.json`` records (:class:`PerturbationRecord`): the perturbations as given, the seed and
+    each one's invariants."""
     parsed = _parsed(names)
-    return {
-        "format": RECORD_FORMAT,
-        "names": [str(p) for p in parsed],
-        "seed": seed,
-        "invariants": {p.name: definition(p).doc for p in parsed},
-    }
+    record = PerturbationRecord(
+        format=RECORD_FORMAT,
+        names=tuple(str(p) for p in parsed),
+        seed=seed,
+        invariants={p.name: definition(p).doc for p in parsed},
+    )
+    return record.model_dump(mode="json")
 
 
 def is_circular(names: str | Sequence[str] | Sequence[Perturbation]) -> bool:
@@ -271,6 +273,7 @@ __all__ = [
     "PERTURBATIONS",
     "Definition",
     "Perturbation",
+    "PerturbationRecord",
     "PerturbedTask",
     "apply_perturbations",
     "circular_correct",

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pydantic import BaseModel, ConfigDict, Field
+
 from rescue_bench.data.schema import Sample
+from rescue_bench.records import Json
 from rescue_bench.tasks.base import TaskInfo
 
 
@@ -31,3 +34,28 @@ class Context:
     sample: Sample
     info: TaskInfo
     seed: int
+
+
+class PerturbationRecord(BaseModel):
+    """``run.json``'s ``perturbation`` (written by :func:`rescue_bench.tasks.perturb.perturbation_record`)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    format: int = 1
+    names: tuple[str, ...] = ()
+    seed: int = 0
+    invariants: dict[str, str] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: dict[str, Json] | None) -> PerturbationRecord | None:
+        """The typed record of a manifest's ``perturbation``, ``None`` for an unperturbed run.
+
+        >>> PerturbationRecord.of({"names": ["context:3"], "seed": 1}).label, PerturbationRecord.of(None)
+        ('context:3', None)
+        """
+        return None if record is None else cls.model_validate(record)
+
+    @property
+    def label(self) -> str:
+        """The perturbations as given, comma-joined."""
+        return ",".join(self.names)

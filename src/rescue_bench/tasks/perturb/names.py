@@ -15,10 +15,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from string import ascii_uppercase
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.records import Instance, Json
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks.context import clean
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS
 
@@ -88,11 +90,39 @@ def map_json(value: Json, mapper: Callable[[str], str], memo: dict[int, Json] | 
     return value
 
 
+class PerturbationMeta(BaseModel):
+    """``meta["perturbation"]`` of a perturbed instance (and its prediction line)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    names: dict[str, str] = Field(default_factory=dict)
+    """Shown name -> original name (``name-swap``, ``anonymize``): the inverse of the applied mapping."""
+    label_order: list[str] = Field(default_factory=list)
+    """The candidates' order shown (``label-order``)."""
+
+
+class _Meta(BaseModel):
+    """The part of an instance's ``meta`` the perturbations own."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    perturbation: PerturbationMeta = PerturbationMeta()
+
+
+def perturbation_meta(meta: Mapping[str, Json] | None) -> PerturbationMeta:
+    """The perturbation record of an instance's or a prediction line's ``meta`` (empty when unperturbed).
+
+    >>> perturbation_meta({"perturbation": {"names": {"Tom": "Nadia"}}, "speaker": "x"}).names
+    {'Tom': 'Nadia'}
+    """
+    return _Meta.model_validate(meta or {}).perturbation
+
+
 def with_meta(inst: Instance, key: str, value: Json) -> dict[str, Json]:
     """``inst.meta`` with ``meta["perturbation"][key] = value`` (a new dict; the instance's is shared)."""
-    record = dict(inst.meta.get(META_KEY) or {})
-    record[key] = value
-    return {**inst.meta, META_KEY: record}
+    record = perturbation_meta(inst.meta).model_dump(exclude_defaults=True)
+    updated = PerturbationMeta.model_validate({**record, key: value})
+    return {**inst.meta, META_KEY: updated.model_dump(mode="json", exclude_defaults=True)}
 
 
 def rename(instances: Sequence[Instance], mapping: NameMap) -> list[Instance]:
@@ -114,14 +144,13 @@ def rename(instances: Sequence[Instance], mapping: NameMap) -> list[Instance]:
     ]
 
 
-def restore_names(record: Mapping[str, Any]) -> dict[str, Any]:
-    """A prediction record of a renamed instance with gold and prediction mapped back to the original
-    names (exact: every name in them came from the mapping); other records are returned as a copy."""
-    meta = record.get("meta") or {}
-    inverse = (meta.get(META_KEY) or {}).get("names") if isinstance(meta, dict) else None
-    out = dict(record)
-    if isinstance(inverse, dict) and inverse:
-        mapper = text_mapper({str(k): str(v) for k, v in inverse.items()})
-        out["gold"] = map_json(record.get("gold"), mapper)
-        out["prediction"] = map_json(record.get("prediction"), mapper)
-    return out
+def restore_names(record: PredictionLine) -> PredictionLine:
+    """A prediction line of a renamed instance with gold and prediction mapped back to the original names
+    (exact: every name in them came from the mapping); other lines are returned as they are."""
+    inverse = perturbation_meta(record.meta).names
+    if not inverse:
+        return record
+    mapper = text_mapper(inverse)
+    return record.model_copy(
+        update={"gold": map_json(record.gold, mapper), "prediction": map_json(record.prediction, mapper)}
+    )

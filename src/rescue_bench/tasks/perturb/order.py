@@ -10,13 +10,12 @@ the rendered system message into the candidates' order.
 from __future__ import annotations
 
 import random
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
-from rescue_bench.metrics.aggregate import as_line
 from rescue_bench.metrics.compare import correct_top1
 from rescue_bench.records import Instance, Request
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import prompts, task_info
 from rescue_bench.tasks.context import chat_message, row_index_of, shown_context
 from rescue_bench.tasks.perturb.names import with_meta
@@ -106,10 +105,7 @@ def shuffle_rows(inst: Instance, seed: int) -> Instance:
     return replace(inst, context={**context, "rows": shuffled})
 
 
-Record = Mapping[str, Any]
-
-
-def circular_correct(per_rotation: Sequence[Sequence[Record]]) -> dict[str, bool]:
+def circular_correct(per_rotation: Sequence[Sequence[PredictionLine]]) -> dict[str, bool]:
     """CircularEval: per instance id present in every rotation's records, whether it is correct under all
     of them (top-1 correctness, :func:`rescue_bench.metrics.compare.correct_top1`).
 
@@ -119,10 +115,10 @@ def circular_correct(per_rotation: Sequence[Sequence[Record]]) -> dict[str, bool
     """
     if not per_rotation:
         return {}
-    maps = [{str(r["instance_id"]): r for r in records} for records in per_rotation]
+    maps = [{r.instance_id: r for r in records} for records in per_rotation]
     shared = set(maps[0]).intersection(*maps[1:])
     out: dict[str, bool] = {}
     for instance_id in sorted(shared):
-        kind = task_info(str(maps[0][instance_id]["task"])).kind
-        out[instance_id] = all(correct_top1(kind, as_line(m[instance_id])) for m in maps)
+        kind = task_info(maps[0][instance_id].task).kind
+        out[instance_id] = all(correct_top1(kind, m[instance_id]) for m in maps)
     return out
