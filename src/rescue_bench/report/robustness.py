@@ -99,13 +99,6 @@ def run_records(run: RunData) -> dict[str, list[dict[str, Json]]]:
     return {task: [line.to_json() for line in lines] for task, lines in run_lines(run).items()}
 
 
-class _Dataset(BaseModel):
-    """The part of ``run.json``'s ``dataset`` that identifies the data."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    hash: str | None = None
-
-
 class _Selection(BaseModel):
     """The part of ``run.json``'s ``config`` that selects the samples."""
 
@@ -117,11 +110,7 @@ class _Selection(BaseModel):
 def differences(base: RunData, variant: RunData) -> list[str]:
     """What a perturbed run does not share with its base: data, model or tasks (empty when it fits)."""
     pairs = (
-        (
-            "data",
-            _Dataset.model_validate(base.manifest.dataset),
-            _Dataset.model_validate(variant.manifest.dataset),
-        ),
+        ("data", base.manifest.dataset.hash, variant.manifest.dataset.hash),
         (
             "sample selection",
             _Selection.model_validate(base.manifest.config),
