@@ -23,11 +23,7 @@ EXEMPT = {
 KNOWN = {
     "engine/manifest_v1.py": "format-1 run.json keys (rpp_gold_field...), a frozen file format",
     "engine/masking.py": "a word pattern ('er' as a suffix), not a task",
-    "metrics/generation.py": "er_score, vp_to_five...: the generation metrics' names",
-    "metrics/relational.py": "its analyses are keyed by task (owned by another branch this session)",
     "report/build.py": "a figure key (owned by another branch this session)",
-    "report/relational.py": "a figure key (owned by another branch this session)",
-    "cli/tasks.py": "the task-option flags of `tasks show|export`",
     "adapters/plan.py": "TaskArgs' flat task options (format-1 keys)",
     "adapters/inspect/tasks.py": "one inspect @task function per task",
     "adapters/inspect/_registry.py": "imports those functions",

@@ -10,14 +10,14 @@ import pytest
 from rescue_bench.metrics.generation import (
     EMOTION,
     VIEWPOINT,
-    er_features,
-    er_from_sums,
+    emotion_features,
+    emotion_from_sums,
     generation_summary,
     intensity_score,
     score_value,
-    vp_features,
-    vp_from_sums,
-    vp_to_five,
+    viewpoint_features,
+    viewpoint_from_sums,
+    viewpoint_to_five,
 )
 
 
@@ -67,7 +67,8 @@ def test_vp_summary_hand_computed_and_linear_map() -> None:
     assert out["viewpoint"] == pytest.approx(5 / 3)
     assert out["total_0_6"] == pytest.approx(8 / 3)
     assert out["llm"] == pytest.approx(1 + 4 * (8 / 3) / 6)
-    assert out["llm"] == pytest.approx(np.mean([vp_to_five(6), vp_to_five(2), vp_to_five(0)]))
+    mapped = [viewpoint_to_five(6), viewpoint_to_five(2), viewpoint_to_five(0)]
+    assert out["llm"] == pytest.approx(np.mean(mapped))
     assert out["bertscore_f1"] == pytest.approx((0.9 + 0.8 + 0.85 + 0.0) / 4)
 
 
@@ -79,12 +80,13 @@ def test_vp_empty_and_mismatched_validity() -> None:
 
 
 def test_from_sums_are_vectorised() -> None:
-    er_rows = np.array([er_features({"s_int": 4.0, "s_emo": 3.0}), er_features({}, valid=False)])
-    stack = np.stack([er_rows.sum(axis=0), er_rows[0], np.zeros(7)])
-    values = er_from_sums(stack)
+    judged, floor = emotion_features({"s_int": 4.0, "s_emo": 3.0}), emotion_features({}, valid=False)
+    emotion_rows = np.array([judged, floor])
+    stack = np.stack([emotion_rows.sum(axis=0), emotion_rows[0], np.zeros(7)])
+    values = emotion_from_sums(stack)
     assert values["llm"].tolist() == pytest.approx([(3.5 + 1.0) / 2, 3.5, 0.0])
-    vp_rows = np.array([vp_features({"pairing": 2, "viewpoint": 4}), np.zeros(7)])
-    assert vp_from_sums(vp_rows)["llm"].tolist() == [5.0, 0.0]
+    viewpoint_rows = np.array([viewpoint_features({"pairing": 2, "viewpoint": 4}), np.zeros(7)])
+    assert viewpoint_from_sums(viewpoint_rows)["llm"].tolist() == [5.0, 0.0]
 
 
 def test_score_value_ignores_non_numbers() -> None:

@@ -31,7 +31,16 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.spec import JudgeSpec, RunSpec, load_spec, options_model, to_toml, validate_spec
 from rescue_bench.tasks import TASKS
 
-__all__ = ["FLAGS", "SpecCommand", "flag_values", "make_spec", "parse_sample_ids", "print_spec"]
+__all__ = [
+    "FLAGS",
+    "OptionsCommand",
+    "SpecCommand",
+    "flag_values",
+    "make_spec",
+    "parse_sample_ids",
+    "print_spec",
+    "task_options",
+]
 FLAGS_KEY: Final = "rescue_bench.flags"
 """Where :class:`SpecCommand` leaves the flag values in ``ctx.meta``."""
 Path_ = tuple[str, ...]
@@ -178,14 +187,25 @@ def _parameter(flag: Flag) -> inspect.Parameter:
 
 @functools.cache
 def _click_params() -> tuple[Any, ...]:
-    """The click parameters of every flag, made by typer from a declaration of them (never called)."""
+    """The click parameters of every flag, with ``--spec`` and ``--print-spec``."""
+    parameters = [_parameter(f) for f in all_flags()]
+    parameters.append(_plain("spec", Path, typer.Option("--spec", help=SPEC_HELP)))
+    parameters.append(_plain("print_spec", bool, typer.Option("--print-spec", help=PRINT_HELP)))
+    return _declared(parameters)
+
+
+@functools.cache
+def _option_params() -> tuple[Any, ...]:
+    """The click parameters of the tasks' own option flags alone."""
+    return _declared([_parameter(f) for f in task_option_flags()])
+
+
+def _declared(parameters: list[inspect.Parameter]) -> tuple[Any, ...]:
+    """Click parameters made by typer from a declaration of ``parameters`` (never called)."""
 
     def declared() -> None:  # pragma: no cover - only its signature is read
         """The shared flags."""
 
-    parameters = [_parameter(f) for f in all_flags()]
-    parameters.append(_plain("spec", Path, typer.Option("--spec", help=SPEC_HELP)))
-    parameters.append(_plain("print_spec", bool, typer.Option("--print-spec", help=PRINT_HELP)))
     declared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
     declared.__annotations__ = {p.name: p.annotation for p in parameters}
     holder = typer.Typer(add_completion=False)
@@ -211,6 +231,32 @@ class SpecCommand(TyperCommand):
         names = {p.name for p in _click_params()}
         ctx.meta[FLAGS_KEY] = FlagValues({n: ctx.params.pop(n) for n in names if n in ctx.params})
         return super().invoke(ctx)
+
+
+class OptionsCommand(TyperCommand):
+    """A command that takes the tasks' own option flags (as ``run`` names them); read them with
+    :func:`task_options`."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.params = [*self.params, *_option_params()]
+
+    def invoke(self, ctx: Any) -> Any:
+        names = {p.name for p in _option_params()}
+        ctx.meta[FLAGS_KEY] = FlagValues({n: ctx.params.pop(n) for n in names if n in ctx.params})
+        return super().invoke(ctx)
+
+
+def task_options(flags: FlagValues) -> dict[str, dict[str, object]]:
+    """Task name -> the option values given on the command line (``RunSpec.task_options``' shape)."""
+    given: dict[str, dict[str, object]] = {}
+    for flag in task_option_flags():
+        value = flags.given(flag.dest)
+        if value is None:
+            continue
+        for _, task, name in flag.paths:
+            given.setdefault(task, {})[name] = _plain_value(flag, value)
+    return given
 
 
 @dataclass(frozen=True, slots=True)

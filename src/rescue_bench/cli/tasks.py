@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.cli.run_flags import OptionsCommand, flag_values, task_options
 from rescue_bench.errors import ConfigError
 from rescue_bench.tasks.base import TaskConfig
 
@@ -26,14 +27,10 @@ class SummaryFormat(StrEnum):
     json = "json"
 
 
-class GoldField(StrEnum):
-    auto = "auto"
-    relation_cycle_state = "relation_cycle_state"
-    relation_pattern = "relation_pattern"
-
-
 Source = Annotated[str, typer.Argument(help=SOURCE_HELP, show_default=False)]
-TaskName = Annotated[str, typer.Option("--task", help="itp, rpp, stp, ssp, er or vp.", show_default=False)]
+TaskName = Annotated[
+    str, typer.Option("--task", help="A task name (`tasks summary` lists them).", show_default=False)
+]
 ModeName = Annotated[
     str,
     typer.Option("--mode", help="dialogue, audio, visual, audiovisual or video (reference aliases work)."),
@@ -44,50 +41,43 @@ ContextSize = Annotated[
         "--context-size", help="-1 all earlier rows, 0 none, N the last N (default: the task's own)."
     ),
 ]
-RppGold = Annotated[
-    GoldField,
-    typer.Option(
-        "--rpp-gold-field", help="RPP gold: auto (relation_cycle_state, else relation_pattern) or one."
-    ),
-]
-RppCurrent = Annotated[bool, typer.Option("--rpp-current-turn", help="RPP: also show the target row.")]
-SspEmotion = Annotated[
-    bool, typer.Option("--ssp-target-emotion", help="SSP: also give the target's latest internal emotion.")
-]
 
 
-def _config(mode: str, context_size: int | None, gold: GoldField, current: bool, emotion: bool) -> TaskConfig:
-    from pydantic import BaseModel
+def _config(ctx: typer.Context, mode: str = "dialogue", context_size: int | None = None) -> TaskConfig:
+    """The task settings of the command line: mode, context and the tasks' own options (``run``'s flags)."""
+    from pydantic import BaseModel, ValidationError
 
     from rescue_bench.spec import options_model
     from rescue_bench.tasks import TASKS
     from rescue_bench.tasks.base import resolve_mode
 
-    given = {
-        "rpp": {"gold_field": gold.value, "include_current_turn": current},
-        "ssp": {"include_target_emotion": emotion},
-    }
     options: dict[str, BaseModel] = {}
-    for name, values in given.items():
+    for name, values in task_options(flag_values(ctx)).items():
         model = options_model(TASKS[name])
-        if model is not None:
+        if model is None:
+            continue
+        try:
             options[name] = model.model_validate(values)
+        except ValidationError as exc:
+            error = exc.errors(include_url=False)[0]
+            field = ".".join(str(p) for p in error["loc"])
+            raise ConfigError(f"--{name}-{field.replace('_', '-')}: {error['msg']}") from None
     return TaskConfig(mode=resolve_mode(mode), context_size=context_size, options=options)
 
 
-@tasks_app.command()
+@tasks_app.command(cls=OptionsCommand)
 def summary(
+    ctx: typer.Context,
     source: Source,
     fmt: Annotated[
         SummaryFormat, typer.Option("--format", help="table (the paper's Table 6 layout) or json.")
     ] = SummaryFormat.table,
-    rpp_gold_field: RppGold = GoldField.auto,
 ) -> None:
     """Instances and contributing samples per task and scenario, as in the paper's Table 6."""
     from rescue_bench.data.load import load_samples
     from rescue_bench.tasks.summary import instance_counts
 
-    counts = instance_counts(load_samples(source), _config("dialogue", None, rpp_gold_field, False, False))
+    counts = instance_counts(load_samples(source), _config(ctx))
     if fmt is SummaryFormat.json:
         typer.echo(json.dumps(counts, indent=2))
         return
@@ -109,16 +99,14 @@ def summary(
     (console if console.is_terminal else Console(width=140)).print(table)
 
 
-@tasks_app.command()
+@tasks_app.command(cls=OptionsCommand)
 def show(
+    ctx: typer.Context,
     source: Source,
     task: TaskName,
     row: Annotated[str, typer.Option("--row", help="SAMPLE:ROW, the instance's row.", show_default=False)],
     mode: ModeName = "dialogue",
     context_size: ContextSize = None,
-    rpp_gold_field: RppGold = GoldField.auto,
-    rpp_current_turn: RppCurrent = False,
-    ssp_target_emotion: SspEmotion = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the request as one JSON object.")] = False,
 ) -> None:
     """Print the exact request (messages and answer schema) for one instance."""
@@ -128,7 +116,7 @@ def show(
 
     chosen = get_task(task)
     sample_id, row_index = parse_row_ref(row)
-    cfg = _config(mode, context_size, rpp_gold_field, rpp_current_turn, ssp_target_emotion)
+    cfg = _config(ctx, mode, context_size)
     inst = find_instance(chosen, load_samples(source), sample_id, row_index, cfg)
     request = chosen.render([inst], cfg)
     if as_json:
@@ -142,16 +130,14 @@ def show(
     typer.echo(f"--- response_schema ---\n{json.dumps(request.response_schema, indent=2)}")
 
 
-@tasks_app.command()
+@tasks_app.command(cls=OptionsCommand)
 def export(
+    ctx: typer.Context,
     source: Source,
     task: TaskName,
     out: Annotated[Path, typer.Option("--out", help="The JSONL file to write.", show_default=False)],
     mode: ModeName = "dialogue",
     context_size: ContextSize = None,
-    rpp_gold_field: RppGold = GoldField.auto,
-    rpp_current_turn: RppCurrent = False,
-    ssp_target_emotion: SspEmotion = False,
 ) -> None:
     """Write one JSON line per instance: its fields, gold and the messages of its one-instance request."""
     from rescue_bench.data.load import load_samples
@@ -159,7 +145,7 @@ def export(
     from rescue_bench.tasks.summary import export_records
 
     chosen = get_task(task)
-    cfg = _config(mode, context_size, rpp_gold_field, rpp_current_turn, ssp_target_emotion)
+    cfg = _config(ctx, mode, context_size)
     samples = load_samples(source)
     partial = out.with_name(out.name + ".partial")
     count = 0

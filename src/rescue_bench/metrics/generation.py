@@ -44,19 +44,19 @@ def intensity_score(predicted: int | None, gold: int) -> float:
     return float(max(1, 5 - abs(predicted - gold)))
 
 
-def er_score(s_emo: float, s_int: float) -> float:
+def emotion_score(s_emo: float, s_int: float) -> float:
     """The paper's final ER score S_ER = (S_emo + S_int) / 2, on 1-5.
 
-    >>> er_score(4, 3)
+    >>> emotion_score(4, 3)
     3.5
     """
     return (s_emo + s_int) / 2
 
 
-def vp_to_five(total: float) -> float:
+def viewpoint_to_five(total: float) -> float:
     """Map the VP judge total (pairing 0-2 + viewpoint 0-4, so 0-6) linearly onto the paper's 1-5 scale.
 
-    >>> vp_to_five(0), vp_to_five(6), vp_to_five(3)
+    >>> viewpoint_to_five(0), viewpoint_to_five(6), viewpoint_to_five(3)
     (1.0, 5.0, 3.0)
     """
     return 1.0 + 4.0 * total / 6.0
@@ -77,11 +77,11 @@ def score_value(scores: Scores, key: str) -> float | None:
     return float(value)
 
 
-def er_features(scores: Scores, valid: bool = True) -> list[float]:
+def emotion_features(scores: Scores, valid: bool = True) -> list[float]:
     """Per-instance ER vector ``[1, s_int, judged, s_er, s_emo, has_bert, bertscore_f1]``; its sums give every
-    ER mean (:func:`er_from_sums`). Judge and BERTScore parts are 0 when those scores are missing.
+    ER mean (:func:`emotion_from_sums`). Judge and BERTScore parts are 0 when those scores are missing.
 
-    >>> er_features({"s_int": 3.0, "s_emo": 5.0}), er_features({"s_emo": 5.0}, valid=False)
+    >>> emotion_features({"s_int": 3.0, "s_emo": 5.0}), emotion_features({"s_emo": 5.0}, valid=False)
     ([1.0, 3.0, 1.0, 4.0, 5.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0])
     """
     if not valid:
@@ -89,7 +89,7 @@ def er_features(scores: Scores, valid: bool = True) -> list[float]:
             1.0,
             INTENSITY_FLOOR,
             1.0,
-            er_score(EMOTION_FLOOR, INTENSITY_FLOOR),
+            emotion_score(EMOTION_FLOOR, INTENSITY_FLOOR),
             EMOTION_FLOOR,
             1.0,
             BERTSCORE_FLOOR,
@@ -102,14 +102,14 @@ def er_features(scores: Scores, valid: bool = True) -> list[float]:
     if s_emo is None:
         return [1.0, s_int, 0.0, 0.0, 0.0, *bert_part]
     s_er = score_value(scores, "s_er")
-    return [1.0, s_int, 1.0, er_score(s_emo, s_int) if s_er is None else s_er, s_emo, *bert_part]
+    return [1.0, s_int, 1.0, emotion_score(s_emo, s_int) if s_er is None else s_er, s_emo, *bert_part]
 
 
-def er_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
-    """ER means from summed :func:`er_features` (works on stacks ``(..., 7)``). ``llm`` is the paper's
+def emotion_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
+    """ER means from summed :func:`emotion_features` (works on stacks ``(..., 7)``). ``llm`` is the paper's
     column: the mean S_ER over judged instances.
 
-    >>> {k: float(v) for k, v in er_from_sums(np.array([2.0, 8.0, 1.0, 4.0, 5.0, 0.0, 0.0])).items()}
+    >>> {k: float(v) for k, v in emotion_from_sums(np.array([2.0, 8.0, 1.0, 4.0, 5.0, 0.0, 0.0])).items()}
     {'llm': 4.0, 's_emo': 5.0, 's_int': 4.0, 'bertscore_f1': 0.0}
     """
     s = np.asarray(sums, dtype=np.float64)
@@ -121,12 +121,14 @@ def er_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
     }
 
 
-def vp_features(scores: Scores, valid: bool = True) -> list[float]:
+def viewpoint_features(scores: Scores, valid: bool = True) -> list[float]:
     """Per-instance VP vector ``[1, judged, pairing, viewpoint, total, has_bert, bertscore_f1]``
-    (see :func:`vp_from_sums`). The total is pairing + viewpoint by definition.
+    (see :func:`viewpoint_from_sums`). The total is pairing + viewpoint by definition.
 
-    >>> vp_features({"pairing": 2, "viewpoint": 3, "bertscore_f1": 0.8}), vp_features({}, valid=False)
-    ([1.0, 1.0, 2.0, 3.0, 5.0, 1.0, 0.8], [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0])
+    >>> viewpoint_features({"pairing": 2, "viewpoint": 3, "bertscore_f1": 0.8})
+    [1.0, 1.0, 2.0, 3.0, 5.0, 1.0, 0.8]
+    >>> viewpoint_features({}, valid=False)
+    [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
     """
     if not valid:
         return [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, BERTSCORE_FLOOR]
@@ -137,18 +139,18 @@ def vp_features(scores: Scores, valid: bool = True) -> list[float]:
     return [1.0, 1.0, pairing, viewpoint, pairing + viewpoint, float(bert is not None), bert or 0.0]
 
 
-def vp_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
-    """VP means from summed :func:`vp_features` (works on stacks ``(..., 7)``). ``llm`` maps the mean
-    total 0-6 onto 1-5 with :func:`vp_to_five` (linear, so it equals the mean of the mapped totals); 0.0 when
-    nothing is judged.
+def viewpoint_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
+    """VP means from summed :func:`viewpoint_features` (works on stacks ``(..., 7)``). ``llm`` maps the mean
+    total 0-6 onto 1-5 with :func:`viewpoint_to_five` (linear, so it equals the mean of the mapped totals);
+    0.0 when nothing is judged.
 
-    >>> {k: float(v) for k, v in vp_from_sums(np.array([2.0, 2.0, 2.0, 4.0, 6.0, 2.0, 1.6])).items()}
+    >>> {k: float(v) for k, v in viewpoint_from_sums(np.array([2.0, 2.0, 2.0, 4.0, 6.0, 2.0, 1.6])).items()}
     {'llm': 3.0, 'total_0_6': 3.0, 'pairing': 1.0, 'viewpoint': 2.0, 'bertscore_f1': 0.8}
     """
     s = np.asarray(sums, dtype=np.float64)
     total = safe_div(s[..., 4], s[..., 1])
     return {
-        "llm": np.where(s[..., 1] > 0, vp_to_five(total), 0.0),  # type: ignore[arg-type]
+        "llm": np.where(s[..., 1] > 0, viewpoint_to_five(total), 0.0),  # type: ignore[arg-type]
         "total_0_6": total,
         "pairing": safe_div(s[..., 2], s[..., 1]),
         "viewpoint": safe_div(s[..., 3], s[..., 1]),
@@ -172,10 +174,14 @@ class GenerationMetrics:
     """The feature column counting judged instances."""
 
 
-EMOTION = GenerationMetrics(er_features, er_from_sums, ("s_emo",), ("llm", "s_emo"), 2)
+EMOTION = GenerationMetrics(emotion_features, emotion_from_sums, ("s_emo",), ("llm", "s_emo"), 2)
 """ER: S_int from the formula, S_emo from the judge, ``llm`` their mean S_ER."""
 VIEWPOINT = GenerationMetrics(
-    vp_features, vp_from_sums, ("pairing", "viewpoint"), ("llm", "total_0_6", "pairing", "viewpoint"), 1
+    viewpoint_features,
+    viewpoint_from_sums,
+    ("pairing", "viewpoint"),
+    ("llm", "total_0_6", "pairing", "viewpoint"),
+    1,
 )
 """VP: pairing 0-2 and viewpoint 0-4 from the judge, ``llm`` their total mapped onto 1-5."""
 

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
-from rescue_bench.metrics.generation import er_score, intensity_score
+from rescue_bench.metrics.generation import emotion_score, intensity_score
 from rescue_bench.metrics.spec import EMOTION_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
@@ -321,7 +321,7 @@ def derived_scores(
     """
     s_int = _intensity(scores, gold, prediction, valid)
     s_emo = scores.get("s_emo")
-    return {"s_er": er_score(float(s_emo), s_int) if isinstance(s_emo, int | float) else None}
+    return {"s_er": emotion_score(float(s_emo), s_int) if isinstance(s_emo, int | float) else None}
 
 
 def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
-from rescue_bench.metrics.generation import vp_to_five
+from rescue_bench.metrics.generation import viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
 from rescue_bench.tasks import prompts
@@ -324,13 +324,13 @@ def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, J
 def derived_scores(
     scores: Mapping[str, object], gold: Json, prediction: Json, valid: bool
 ) -> dict[str, float | None]:
-    """``llm = vp_to_five(total)``, ``None`` while ``total`` is unscored.
+    """``llm = viewpoint_to_five(total)``, ``None`` while ``total`` is unscored.
 
     >>> derived_scores({"total": 6.0}, [], [], True)
     {'llm': 5.0}
     """
     total = scores.get("total")
-    return {"llm": vp_to_five(float(total)) if isinstance(total, int | float) else None}
+    return {"llm": viewpoint_to_five(float(total)) if isinstance(total, int | float) else None}
 
 
 def _targeted(entries: Json) -> list[tuple[str, str]]:
@@ -369,7 +369,7 @@ JUDGE = JudgeRubric(
     ),
     agreement_key="total",
     derive=derived_scores,
-    to_five=vp_to_five,
+    to_five=viewpoint_to_five,
     bertscore_pairs=bertscore_pairs,
     total=JudgeTotal("total", claimed_key="viewpoint_total_score"),
 )
