@@ -23,7 +23,6 @@ EXEMPT = {
 KNOWN = {
     "engine/manifest_v1.py": "format-1 run.json keys (rpp_gold_field...), a frozen file format",
     "engine/masking.py": "a word pattern ('er' as a suffix), not a task",
-    "report/build.py": "a figure key (owned by another branch this session)",
     "adapters/plan.py": "TaskArgs' flat task options (format-1 keys)",
     "adapters/inspect/tasks.py": "one inspect @task function per task",
     "adapters/inspect/_registry.py": "imports those functions",

@@ -173,8 +173,8 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     if series:
         out.append(
             Figure(
-                "rpp_accuracy_by_position",
-                "RPP accuracy by relative position (Fig. 4)",
+                f"{analysis.pattern_task()}_accuracy_by_position",
+                f"{analysis.pattern_task().upper()} accuracy by relative position (Fig. 4)",
                 figures.position_accuracy_png(series),
                 "10 bins of relative position; bands are ±1 binomial standard error.",
             )
