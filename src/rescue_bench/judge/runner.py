@@ -461,9 +461,7 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     records = judged_records(data.prediction_lines, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
-    scores = judged_scores(
-        data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples
-    )
+    scores = judged_scores(data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples)
     names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names
