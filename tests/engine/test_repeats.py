@@ -168,22 +168,6 @@ def test_the_report_shows_the_repeats_only_for_a_run_with_repeats(tmp_path: Path
     assert [row[6].value, row[7].value] == scores["repeats"]["range"]["accuracy"]  # type: ignore[union-attr]
 
 
-@pytest.mark.parametrize(
-    ("tasks", "changes", "message"),
-    [("er", {"repeats": 2}, "er is judged"), ("itp", {"judge_repeats": 2}, "judge_repeats")],
-)
-def test_repeat_settings_the_judge_pass_cannot_honour_are_refused_before_writing(
-    tmp_path: Path, tasks: str, changes: dict[str, int], message: str
-) -> None:
-    from rescue_bench.engine.run import RunOptions, run_benchmark
-    from rescue_bench.spec import validate_spec
-
-    spec = validate_spec({"model": "baseline/random", "data": "demo", "tasks": tasks, **changes})
-    with pytest.raises(ConfigError, match=message):
-        run_benchmark(spec, tmp_path / "run", RunOptions(quiet=True))
-    assert not (tmp_path / "run" / "run.json").exists()
-
-
 def test_batch_export_refuses_repeats_before_writing(tmp_path: Path) -> None:
     from rescue_bench.engine.batch import export_batch
     from rescue_bench.spec import validate_spec

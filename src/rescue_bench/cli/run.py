@@ -136,7 +136,7 @@ def summary_table(scores: dict[str, Any], model: str) -> Table:
 def estimate(ctx: typer.Context) -> None:
     """Requests, prompt tokens and (with prices) cost per task, before spending anything."""
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.estimate import estimate_requests
+    from rescue_bench.engine.estimate import estimate_plan
     from rescue_bench.engine.manifest import build_plans, select_samples
     from rescue_bench.engine.video import check_video_config, clip_coverage
 
@@ -149,10 +149,7 @@ def estimate(ctx: typer.Context) -> None:
     price = spec_prices(spec)
     plans = build_plans(select_samples(load_samples(spec.data), spec), spec)
     counter = make_counter(spec.model.name)
-    rows = [
-        estimate_requests(p.name, len(p.instances), [p.task.render(b, p.cfg) for b in p.batches], counter)
-        for p in plans
-    ]
+    rows = [estimate_plan(p, counter) for p in plans]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")
     if spec.batch and price is not None:
@@ -199,7 +196,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             table.add_column(header, justify="left" if header == "Judge" else "right")
         for judge in spec.judges:
             counter = make_counter(judge.name)
-            row = estimate_judge(judge.name, plans, counter)
+            row = estimate_judge(judge.name, plans, counter, spec.judge_repeats)
             cost = row.cost(_judge_prices(spec, judge.name))
             total = None if cost is None or total is None else total + cost
             numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue_bench.engine.execute import BudgetExceeded
+from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Request, Usage
@@ -118,6 +119,16 @@ class Spend:
     limit: float
     spent: float = 0.0
     reserved: float = 0.0
+
+
+def estimate_plan(plan: TaskPlan, counter: TokenCounter) -> TaskEstimate:
+    """:func:`estimate_requests` of a planned task, every repeat counted: ``repeats = K`` sends each batch K
+    times; CircularEval sends each rotation's own batches (``plan.rotated``). Instances count every ask."""
+    batches = [*plan.batches, *(b for rotation in plan.rotated for b in rotation)]
+    requests = [plan.task.render(b, plan.cfg) for b in batches]
+    if not plan.rotated:
+        requests = requests * plan.repeats
+    return estimate_requests(plan.name, plan.asks, requests, counter)
 
 
 class Budget:

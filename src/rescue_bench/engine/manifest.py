@@ -243,14 +243,6 @@ def check_repeats(spec: RunSpec, task: Task, circular: bool) -> None:
     """Refuse, in one line, the repeat settings a run cannot honour (before anything is written)."""
     if circular and spec.repeats > 1:
         raise ConfigError("--repeats: label-order:all asks each rotation as a repeat; give one or the other")
-    if spec.repeats > 1 and task.INFO.judged:
-        # The judge pass (judgments, BERTScore, their aggregation) knows one prediction per instance.
-        raise ConfigError(
-            f"--repeats: {task.NAME} is judged, and the judge pass does not take repeats yet; "
-            "leave ER and VP out of --tasks"
-        )
-    if spec.judge_repeats > 1:
-        raise ConfigError("judge_repeats: judges cannot be repeated yet; leave it at 1")
 
 
 def _batches(

@@ -22,7 +22,7 @@ from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, BertScoreConfig, BertScorer
 from rescue_bench.judge.merge import JUDGED_TASKS
 from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
-from rescue_bench.judge.runner import Complete, Judge, JudgeRunResult, judge_run, rescore_run
+from rescue_bench.judge.runner import Complete, CompleteAgain, Judge, JudgeRunResult, judge_run, rescore_run
 from rescue_bench.models.base import GenerationParams, Provider, parse_model_name
 from rescue_bench.models.presets import PRESETS
 from rescue_bench.models.registry import get_model
@@ -50,6 +50,8 @@ class JudgeSettings:
     use_cache: bool = True
     budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
     """Judge name -> its guard on the run's budget (``run --budget``); none: no limit."""
+    judge_repeats: int = 1
+    """How often every judge is asked about each reply (``judge_repeats``)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +74,7 @@ class ScorePass:
     retry_unscored: bool = False
     budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
     """Judge name -> its guard on the run's budget; a request that could pass it stops the pass."""
+    judge_repeats: int = 1
 
 
 def named_judges(names: Sequence[str]) -> tuple[JudgeSpec, ...]:
@@ -180,6 +183,7 @@ async def score_run(
             concurrency=spec.concurrency,
             retry_unscored=spec.retry_unscored,
             warn=warn or (lambda _: None),
+            judge_repeats=spec.judge_repeats,
         )
     finally:
         for provider in providers:
@@ -202,7 +206,7 @@ def _judge(judge: JudgeSpec, model: Provider, spec: ScorePass, cache: ResponseCa
     concurrency = judge.concurrency or spec.concurrency
     options = EngineOptions(concurrency=concurrency, max_retries=spec.max_retries, use_cache=spec.use_cache)
     engine = Engine(model, judge_params(judge), options, cache=cache, budget=spec.budgets.get(judge.name))
-    return Judge(judge.name, _complete(engine), concurrency=concurrency)
+    return Judge(judge.name, _complete(engine), concurrency=concurrency, again=_again(engine))
 
 
 def _complete(engine: Engine) -> Complete:
@@ -210,6 +214,15 @@ def _complete(engine: Engine) -> Complete:
         return (await engine.ask(request)).reply
 
     return complete
+
+
+def _again(engine: Engine) -> CompleteAgain:
+    """Judge repeat n > 0: its own cache entry and seed (repeat 0 keeps the key of every earlier pass)."""
+
+    async def again(request: Request, judge_repeat: int) -> Reply:
+        return (await engine.ask(request, repeat=judge_repeat)).reply
+
+    return again
 
 
 async def score_after_run(
@@ -233,6 +246,7 @@ async def score_after_run(
             use_cache=settings.use_cache,
             bertscore=DEFAULT_MODEL if bertscore else None,
             budgets=settings.budgets,
+            judge_repeats=settings.judge_repeats,
         )
         return (await score_run(out, spec, warn)).scores
     if (out / JUDGMENTS_FILE).is_file():

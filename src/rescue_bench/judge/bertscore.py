@@ -196,9 +196,10 @@ def _resolve_model(config: BertScoreConfig) -> tuple[str, str, int]:
 def bertscore_judgments(
     records: Iterable[PredictionLine], scorer: BertScorer, done: Set[str]
 ) -> list[JudgmentLine]:
-    """BERTScore lines (judge ``bertscore``) for ER/VP records not in ``done``; invalid predictions get 0."""
-    pending = [r for r in records if r.task in JUDGED_TASKS and r.instance_id not in done]
-    plans = [instance_pairs(r.task, r.instance_id, r.gold, r.prediction, r.valid) for r in pending]
+    """BERTScore lines (judge ``bertscore``) for ER/VP records whose line key (instance and repeat) is not in
+    ``done``; invalid predictions get 0. BERTScore is deterministic: it is never repeated per judge repeat."""
+    pending = [r for r in records if r.task in JUDGED_TASKS and r.key not in done]
+    plans = [instance_pairs(r.task, r.key, r.gold, r.prediction, r.valid) for r in pending]
     if not plans:
         return []
     f1 = scorer.score_instances(plans)
@@ -209,10 +210,11 @@ def bertscore_judgments(
             task=r.task,
             judge=BERTSCORE_JUDGE,
             valid=True,
-            scores={"bertscore_f1": f1[r.instance_id]},
+            scores={"bertscore_f1": f1[r.key]},
             problems=() if r.valid else ("prediction_invalid: scored 0",),
             raw=raw,
             prediction_hash=prediction_fingerprint(r.valid, r.prediction),
+            repeat=r.repeat,
         )
         for r in pending
     ]

@@ -43,7 +43,17 @@ class JudgeEstimate:
 
 
 def stand_in_records(plans: Sequence[TaskPlan]) -> list[PredictionLine]:
-    """The judged tasks' instances as valid predictions that repeat the gold answer."""
+    """The judged tasks' instances as valid predictions that repeat the gold answer, once per repeat."""
+    return [
+        line.model_copy(update={"repeat": r})
+        for plan in plans
+        if plan.name in rubric.JUDGE_TASKS
+        for r in range(plan.repeats)
+        for line in _stand_ins(plan)
+    ]
+
+
+def _stand_ins(plan: TaskPlan) -> list[PredictionLine]:
     return [
         PredictionLine(
             instance_id=inst.id,
@@ -56,15 +66,17 @@ def stand_in_records(plans: Sequence[TaskPlan]) -> list[PredictionLine]:
             prediction=inst.gold,
             meta=inst.meta if isinstance(inst.meta, dict) else None,
         )
-        for plan in plans
-        if plan.name in rubric.JUDGE_TASKS
         for inst in plan.instances
     ]
 
 
-def estimate_judge(judge: str, plans: Sequence[TaskPlan], counter: TokenCounter) -> JudgeEstimate:
-    """Requests and tokens of ``judge`` over the run of ``plans`` (re-asks included, as an upper bound)."""
+def estimate_judge(
+    judge: str, plans: Sequence[TaskPlan], counter: TokenCounter, judge_repeats: int = 1
+) -> JudgeEstimate:
+    """Requests and tokens of ``judge`` over the run of ``plans`` (re-asks included, as an upper bound):
+    every (instance, repeat) judged ``judge_repeats`` times."""
     groups, _ = plan_groups(stand_in_records(plans), done=frozenset())
+    groups = groups * judge_repeats
     first = [rubric.render(items) for items in groups]
     again = [
         rubric.render_reask(items, dict.fromkeys((i.instance_id for i in items), REASK_PROBLEM))
@@ -84,5 +96,5 @@ def estimate_judge(judge: str, plans: Sequence[TaskPlan], counter: TokenCounter)
 def bertscore_pairs(plans: Sequence[TaskPlan]) -> tuple[int, int]:
     """ER/VP instances and the text pairs BERTScore compares for them, by each task's rule (local)."""
     records = stand_in_records(plans)
-    pairs = [instance_pairs(r.task, r.instance_id, r.gold, r.prediction, r.valid) for r in records]
+    pairs = [instance_pairs(r.task, r.key, r.gold, r.prediction, r.valid) for r in records]
     return len(records), sum(len(group) for p in pairs for group in p.groups)

@@ -60,7 +60,8 @@ def is_current(line: JudgmentLine, fingerprint: str) -> bool:
 
 
 def current_lines(record: PredictionLine, lines: Iterable[JudgmentLine]) -> list[JudgmentLine]:
-    """The judgment lines of one record that scored its present prediction, the last one per judge.
+    """The judgment lines of one record that scored its present prediction, the last one per judge and judge
+    repeat.
 
     >>> rec = PredictionLine(instance_id="i", task="er", valid=True, prediction="new")
     >>> line = JudgmentLine(instance_id="i", task="er", judge="a/x", valid=True)
@@ -70,11 +71,11 @@ def current_lines(record: PredictionLine, lines: Iterable[JudgmentLine]) -> list
     [('a/x', False), ('b/y', True)]
     """
     fingerprint = fingerprint_of(record)
-    last: dict[str, JudgmentLine] = {}
+    last: dict[tuple[str, int], JudgmentLine] = {}
     for line in lines:
         if is_current(line, fingerprint):
-            last.pop(line.judge, None)
-            last[line.judge] = line
+            last.pop((line.judge, line.judge_repeat), None)
+            last[(line.judge, line.judge_repeat)] = line
     return list(last.values())
 
 
@@ -142,18 +143,41 @@ def _derived(task: str, record: PredictionLine, scores: dict[str, Any]) -> dict[
 def judged_lines(
     predictions: Iterable[PredictionLine], judgments: Iterable[JudgmentLine]
 ) -> list[PredictionLine]:
-    """Prediction lines with their judgments folded into ``scores`` (other tasks pass through unchanged)."""
-    by_instance: dict[str, list[JudgmentLine]] = {}
+    """Prediction lines with their judgments folded into ``scores`` (other tasks pass through unchanged).
+
+    Judgments join predictions by line key (instance and repeat); a judge's repeats are pooled in its mean.
+    """
+    by_key: dict[str, list[JudgmentLine]] = {}
     judgment_list = list(judgments)
     for line in judgment_list:
-        by_instance.setdefault(line.instance_id, []).append(line)
+        by_key.setdefault(line.key, []).append(line)
     judged = bool(judge_names(judgment_list))
     out: list[PredictionLine] = []
     for record in predictions:
         if record.task in JUDGED_TASKS:
-            lines = current_lines(record, by_instance.get(record.instance_id, []))
+            lines = current_lines(record, by_key.get(record.key, []))
             record = record.model_copy(update={"scores": merged_scores(record, lines, judged)})
         out.append(record)
+    return out
+
+
+def judge_repeat_count(judgments: Iterable[JudgmentLine]) -> int:
+    """How often each reply was judged (``judge_repeats``): 1 + the highest judge repeat present."""
+    return 1 + max((line.judge_repeat for line in judgments), default=0)
+
+
+def judge_repeat_lines(
+    predictions: Iterable[PredictionLine], judgments: Sequence[JudgmentLine], judge_repeats: int
+) -> list[PredictionLine]:
+    """The judged tasks' lines once per (repeat r, judge repeat j), as repeat ``r * judge_repeats + j``, each
+    with only judge repeat j's verdicts folded in (BERTScore, asked once, in all): the aggregation of
+    repeats (:mod:`rescue_bench.metrics.repeats`) then sees every (prediction, verdict) ask as a repeat."""
+    judged = [p for p in predictions if p.task in JUDGED_TASKS]
+    out: list[PredictionLine] = []
+    for j in range(judge_repeats):
+        mine = [x for x in judgments if x.judge == BERTSCORE_JUDGE or x.judge_repeat == j]
+        for line in judged_lines(judged, mine):
+            out.append(line.model_copy(update={"repeat": line.repeat * judge_repeats + j}))
     return out
 
 
@@ -178,7 +202,8 @@ def judge_values(judgments: Iterable[JudgmentLine], task: str) -> dict[str, dict
         if line.task != task or line.judge == BERTSCORE_JUDGE:
             continue
         value = line.scores[key] if line.valid and key in line.scores else None
-        out.setdefault(line.judge, {})[line.instance_id] = None if value is None else float(value)
+        item = line.key if line.judge_repeat == 0 else f"{line.key}@{line.judge_repeat}"
+        out.setdefault(line.judge, {})[item] = None if value is None else float(value)
     return out
 
 

@@ -83,6 +83,8 @@ class JudgeItem:
     gold: Json
     prediction: Json
     speaker: str | None = None
+    repeat: int = 0
+    """The prediction's repeat (``repeats``): never shown to the judge, written on its judgment line."""
 
 
 def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:

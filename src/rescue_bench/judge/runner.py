@@ -38,7 +38,7 @@ from rescue_bench.judge.merge import (
     prediction_fingerprint,
 )
 from rescue_bench.judge.rubric import JudgeItem, Verdict
-from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
+from rescue_bench.judge.scores import judged_scores
 from rescue_bench.metrics.relational import analysis_plan, refreshed
 from rescue_bench.records import Json, Reply, Request, Usage
 from rescue_bench.rundir import (
@@ -56,9 +56,11 @@ from rescue_bench.rundir import (
     load_judging,
     load_run,
 )
-from rescue_bench.tasks import metric_specs, task_infos
+from rescue_bench.tasks import task_infos
 
 Complete = Callable[[Request], Awaitable[Reply]]
+CompleteAgain = Callable[[Request, int], Awaitable[Reply]]
+"""Ask a request for the n-th time (``judge_repeats``): its own cache entry and seed (``Engine.ask``)."""
 RAW_LIMIT = 2000
 
 
@@ -70,6 +72,13 @@ class Judge:
     name: str
     complete: Complete
     concurrency: int | None = None
+    again: CompleteAgain | None = None
+    """How to ask judge repeat n > 0; ``None``: as repeat 0 (a fake judge in tests)."""
+
+    async def ask(self, request: Request, judge_repeat: int) -> Reply:
+        if judge_repeat == 0 or self.again is None:
+            return await self.complete(request)
+        return await self.again(request, judge_repeat)
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,13 +158,18 @@ def same_model(judge: str, candidate: str | None) -> bool:
 
 def judge_item(record: PredictionLine) -> JudgeItem:
     """The judge's view of a prediction record: gold, prediction value and speaker, nothing else."""
-    return JudgeItem(record.instance_id, record.task, record.gold, record.prediction, record.speaker)
+    return JudgeItem(
+        record.instance_id, record.task, record.gold, record.prediction, record.speaker, record.repeat
+    )
 
 
 def plan_groups(
     records: Iterable[PredictionLine], done: Set[str], max_per_request: int = 10
 ) -> tuple[list[list[JudgeItem]], JudgeTally]:
-    """Requests to send (one per sample and task, chunked), and the counts of what is not sent.
+    """Requests to send (one per sample, task and repeat, chunked), and the counts of what is not sent.
+
+    ``done`` holds line keys (:attr:`PredictionLine.key`): an instance's repeats are judged apart, and a
+    request never holds two repeats of one instance.
 
     >>> recs = [PredictionLine(instance_id=f"s::er::{i}", task="er", sample_id="s", valid=i != 3,
     ...         gold={"emotion": "x"}, prediction={"emotion": "y"}) for i in range(1, 5)]
@@ -163,17 +177,17 @@ def plan_groups(
     >>> [[it.instance_id for it in g] for g in groups], tally.skipped_invalid, tally.resumed
     ([['s::er::1', 's::er::2']], 1, 1)
     """
-    by_key: dict[tuple[str, str], list[JudgeItem]] = {}
+    by_key: dict[tuple[str, str, int], list[JudgeItem]] = {}
     skipped = resumed = 0
     for record in records:
         if record.task not in rubric.JUDGE_TASKS:
             continue
         if not record.valid:
             skipped += 1
-        elif record.instance_id in done:
+        elif record.key in done:
             resumed += 1
         else:
-            by_key.setdefault((record.sample_id, record.task), []).append(judge_item(record))
+            by_key.setdefault((record.sample_id, record.task, record.repeat), []).append(judge_item(record))
     groups = [
         items[i : i + max_per_request]
         for items in by_key.values()
@@ -190,26 +204,32 @@ def _verdicts(items: Sequence[JudgeItem], request: Request, reply: Reply) -> dic
 
 
 def _judgment(
-    item: JudgeItem, judge: str, first: Verdict, second: Verdict | None, texts: list[str]
+    item: JudgeItem, judge: str, first: Verdict, second: Verdict | None, texts: list[str], judge_repeat: int
 ) -> JudgmentLine:
     final = second or first
     hash_ = rubric.prompt_hash(item.task)
     line = {"instance_id": item.instance_id, "task": item.task, "judge": judge}
+    where = {"repeat": item.repeat, "judge_repeat": judge_repeat}
     if final.valid:
         assert final.scores is not None
         problems = ((f"reasked: {first.problem}",) if second else ()) + final.notes
         raw = {"verdict": final.raw, "attempts": 2 if second else 1, "prompt_hash": hash_}
-        return JudgmentLine(**line, valid=True, scores=final.scores, problems=problems, raw=raw)
+        return JudgmentLine(**line, valid=True, scores=final.scores, problems=problems, raw=raw, **where)
     problems = (str(first.problem), f"after re-ask: {final.problem}") if second else (str(first.problem),)
     raw = {"replies": [t[:RAW_LIMIT] for t in texts], "attempts": len(texts), "prompt_hash": hash_}
-    return JudgmentLine(**line, valid=False, scores={}, problems=problems, raw=raw)
+    return JudgmentLine(**line, valid=False, scores={}, problems=problems, raw=raw, **where)
 
 
-async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[JudgmentLine], JudgeTally]:
-    """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid."""
+async def judge_group(
+    items: Sequence[JudgeItem], judge: Judge, judge_repeat: int = 0
+) -> tuple[list[JudgmentLine], JudgeTally]:
+    """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid.
+
+    ``judge_repeat`` > 0 asks the same requests again, each as its own cache entry (:attr:`Judge.again`).
+    """
     first_request = rubric.render(items)
     try:
-        reply = await judge.complete(first_request)
+        reply = await judge.ask(first_request, judge_repeat)
     except BudgetExceeded as exc:
         raise JudgeStopped(str(exc), JudgeTally()) from None
     first = _verdicts(items, first_request, reply)
@@ -219,7 +239,7 @@ async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[Ju
     if problems:
         retry_request = rubric.render_reask(items, problems)
         try:
-            retry_reply = await judge.complete(retry_request)
+            retry_reply = await judge.ask(retry_request, judge_repeat)
         except BudgetExceeded as exc:
             # Nothing of this sample is recorded (a resumed pass asks it again); what it spent is counted.
             raise JudgeStopped(str(exc), JudgeTally(requests=1, usage=reply.usage)) from None
@@ -227,7 +247,8 @@ async def judge_group(items: Sequence[JudgeItem], judge: Judge) -> tuple[list[Ju
         usage, failed = usage + retry_reply.usage, failed + int(not retry_reply.ok)
         texts.append(retry_reply.text or f"<request failed: {retry_reply.error}>")
     judgments = [
-        _judgment(it, judge.name, first[it.instance_id], second.get(it.instance_id), texts) for it in items
+        _judgment(it, judge.name, first[it.instance_id], second.get(it.instance_id), texts, judge_repeat)
+        for it in items
     ]
     valid = sum(j.valid for j in judgments)
     tally = JudgeTally(
@@ -255,10 +276,12 @@ async def judge_records(
     sink: Callable[[list[JudgmentLine]], None] = lambda _: None,
     concurrency: int = 8,
     max_per_request: int = 10,
+    judge_repeat: int = 0,
 ) -> JudgeTally:
-    """Judge each valid ER/VP prediction not in ``done``; ``sink`` gets each sample's judgments on arrival."""
+    """Judge each valid ER/VP prediction whose line key is not in ``done``, for the ``judge_repeat``-th time;
+    ``sink`` gets each sample's judgments on arrival."""
     records = list(records)
-    fingerprints = {r.instance_id: fingerprint(r) for r in records}
+    fingerprints = {r.key: fingerprint(r) for r in records}
     groups, tally = plan_groups(records, done, max_per_request)
     gate = asyncio.Semaphore(max(1, judge.concurrency or concurrency))
 
@@ -269,11 +292,11 @@ async def judge_records(
             if stopped:  # the budget is spent: no further sample starts
                 return JudgeTally()
             try:
-                judgments, counts = await judge_group(items, judge)
+                judgments, counts = await judge_group(items, judge, judge_repeat)
             except JudgeStopped as exc:
                 stopped.append(exc)
                 return exc.tally
-        sink([j.model_copy(update={"prediction_hash": fingerprints.get(j.instance_id)}) for j in judgments])
+        sink([j.model_copy(update={"prediction_hash": fingerprints.get(j.key)}) for j in judgments])
         return counts
 
     for counts in await asyncio.gather(*(run(g) for g in groups)):
@@ -304,19 +327,59 @@ def _done(
     *,
     retry_unscored: bool,
     bertscore_hash: str | None = None,
+    judge_repeat: int = 0,
 ) -> set[str]:
-    """Instances whose present prediction ``judge`` has scored (or tried to, unless ``retry_unscored``).
+    """Line keys whose present prediction ``judge`` has scored for its ``judge_repeat``-th time (or tried
+    to, unless ``retry_unscored``).
 
     For BERTScore (``bertscore_hash`` given) a line counts only when it was made with that scorer.
     """
     return {
-        j.instance_id
+        j.key
         for j in judgments
         if j.judge == judge
+        and j.judge_repeat == judge_repeat
         and (j.valid or not retry_unscored)
         and (bertscore_hash is None or j.raw_field("hash") == bertscore_hash)
-        and is_current(j, fingerprints.get(j.instance_id, ""))
+        and is_current(j, fingerprints.get(j.key, ""))
     }
+
+
+@dataclass(frozen=True, slots=True)
+class JudgePass:
+    """What a judge's pass over a run goes by: the lines already there and the settings."""
+
+    judgments: Sequence[JudgmentLine]
+    fingerprints: Mapping[str, str]
+    retry_unscored: bool
+    judge_repeats: int
+    concurrency: int
+
+
+async def _judge_repeats(
+    records: Sequence[PredictionLine],
+    judge: Judge,
+    how: JudgePass,
+    sink: Callable[[list[JudgmentLine]], None],
+) -> JudgeTally:
+    """One judge over every record, ``judge_repeats`` times; each judge repeat resumes on its own lines."""
+    tally = JudgeTally()
+    for judge_repeat in range(how.judge_repeats):
+        done = _done(
+            how.judgments,
+            judge.name,
+            how.fingerprints,
+            retry_unscored=how.retry_unscored,
+            judge_repeat=judge_repeat,
+        )
+        try:
+            counts = await judge_records(
+                records, judge, done=done, sink=sink, concurrency=how.concurrency, judge_repeat=judge_repeat
+            )
+        except JudgeStopped as exc:
+            raise JudgeStopped(exc.reason, tally + exc.tally) from None
+        tally = tally + counts
+    return tally
 
 
 async def judge_run(
@@ -327,11 +390,13 @@ async def judge_run(
     concurrency: int = 8,
     retry_unscored: bool = False,
     warn: Callable[[str], None] = lambda _: None,
+    judge_repeats: int = 1,
 ) -> JudgeRunResult:
     """Judge a run directory's ER/VP predictions, add BERTScore, and rewrite ``scores.json``.
 
-    Predictions are never regenerated: only the judges (and the local BERTScore model) are asked. Instances
-    that already have a line for a judge are skipped (resume); ``retry_unscored`` asks again those whose last
+    Predictions are never regenerated: only the judges (and the local BERTScore model) are asked. Each
+    (instance, repeat) of the run is judged ``judge_repeats`` times by every judge; one that already has a
+    line for a judge and judge repeat is skipped (resume); ``retry_unscored`` asks again those whose last
     line is unscored.
 
     Raises:
@@ -341,7 +406,7 @@ async def judge_run(
     records = [r for r in data.prediction_lines if r.task in JUDGED_TASKS]
     if not records:
         raise ConfigError(f"{run_dir} has no ER or VP predictions to judge (tasks: {', '.join(data.tasks)})")
-    fingerprints = {r.instance_id: fingerprint(r) for r in records}
+    fingerprints = {r.key: fingerprint(r) for r in records}
     warnings: list[str] = []
     candidate = data.manifest.candidate
     tallies: dict[str, JudgeTally] = {}
@@ -354,14 +419,12 @@ async def judge_run(
                     f"judge {judge.name} is the candidate model ({candidate}): it grades its own answers"
                 )
                 warn(warnings[-1])
-            done = _done(data.judgment_lines, judge.name, fingerprints, retry_unscored=retry_unscored)
             try:
-                tallies[judge.name] = await judge_records(
+                tallies[judge.name] = await _judge_repeats(
                     records,
                     judge,
-                    done=done,
-                    sink=lambda js: appender.append([j.to_json() for j in js]),
-                    concurrency=concurrency,
+                    JudgePass(data.judgment_lines, fingerprints, retry_unscored, judge_repeats, concurrency),
+                    lambda js: appender.append([j.to_json() for j in js]),
                 )
             except JudgeStopped as exc:
                 tallies[judge.name], stop = exc.tally, exc
@@ -398,7 +461,7 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     records = judged_records(data.prediction_lines, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
-    scores = aggregate_run(split_by_task(records), metric_specs(), n_resamples=n_resamples, seed=seed)
+    scores = judged_scores(data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples)
     names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names

@@ -58,6 +58,7 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         max_retries=engine.max_retries,
         use_cache=engine.cache,
         budgets=_judge_budgets(spec, budget, out),
+        judge_repeats=spec.judge_repeats,
     )
     wants_bertscore(settings, spec.tasks)  # a missing extra asked for by --bertscore fails now, not later
     return settings

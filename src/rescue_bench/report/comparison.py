@@ -8,11 +8,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.compare import compare_runs
 from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, ScopeMatrix, compare_many
 from rescue_bench.metrics.multiplicity import Adjustment
+from rescue_bench.records import Json
 from rescue_bench.report.entries import ComparedScope, ComparisonMeta
-from rescue_bench.report.robustness import run_records
+from rescue_bench.report.robustness import run_lines, run_records
 from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value, display_names
 from rescue_bench.rundir import RunData
 from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics, task_info
@@ -21,9 +23,35 @@ from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics
 def compare_run_data(a: RunData, b: RunData, *, n_resamples: int = 1000, seed: int = 0) -> dict[str, Any]:
     """Paired comparison of two runs, ER/VP judge scores folded in from their judgments; the answers of a
     renamed run (``--perturb name-swap|anonymize``) are mapped back to the original names first."""
-    records_a = run_records(a)
-    records_b = run_records(b)
+    records_a, records_b = paired_repeats(a, b)
     return compare_runs(records_a, records_b, metric_specs(), n_resamples=n_resamples, seed=seed)
+
+
+def repeat_count(run: RunData) -> int:
+    """How often the run asked its instances: 1 + the highest repeat of its prediction lines."""
+    return 1 + max((line.repeat for line in run.prediction_lines), default=0)
+
+
+def paired_repeats(
+    a: RunData, b: RunData
+) -> tuple[dict[str, list[dict[str, Json]]], dict[str, list[dict[str, Json]]]]:
+    """Both runs' records, an (instance, repeat) paired with the same (instance, repeat) of the other run
+    (its ``instance_id`` read as the line key); runs with different repeats are refused in one line."""
+    k_a, k_b = repeat_count(a), repeat_count(b)
+    if k_a != k_b:
+        raise ConfigError(
+            f"compare: {a.path} has {k_a} repeats and {b.path} {k_b}; compare runs with the same repeats"
+        )
+    if k_a == 1:
+        return run_records(a), run_records(b)
+    keyed = [
+        {
+            task: [{**line.to_json(), "instance_id": line.key} for line in lines]
+            for task, lines in run_lines(r).items()
+        }
+        for r in (a, b)
+    ]
+    return keyed[0], keyed[1]
 
 
 def _cell(task: str, value: float | None, lo: float | None = None, hi: float | None = None) -> Cell:

@@ -138,10 +138,20 @@ class JudgmentLine(Line):
     prediction_hash: str | None = None
     """Hash of the prediction this line scored; lines without it predate the field and count as current."""
     repeat: int = Field(0, ge=0)
+    """The repeat of the prediction it scored (``repeats``); written only when > 0."""
+    judge_repeat: int = Field(0, ge=0)
     """Which ask of the judge this is (``judge_repeats``); written only when > 0."""
 
+    @property
+    def key(self) -> str:
+        """The :attr:`PredictionLine.key` of the prediction it scored."""
+        return line_key(self.instance_id, self.repeat)
+
     def to_json(self) -> dict[str, Json]:
-        return _without_first_repeat(self.model_dump(mode="json"))
+        record = _without_first_repeat(self.model_dump(mode="json"))
+        if record.get("judge_repeat") == 0:
+            del record["judge_repeat"]
+        return record
 
     def raw_field(self, key: str) -> Json:
         """A key of ``raw`` (an object for verdicts and BERTScore lines), else ``None``."""

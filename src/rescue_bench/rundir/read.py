@@ -120,7 +120,7 @@ def load_run(path: str | Path) -> RunData:
         path=root,
         manifest=manifest,
         prediction_lines=tuple(latest(read_predictions(root), key=lambda p: p.key)),
-        judgment_lines=tuple(latest(read_judgments(root), key=lambda j: (j.instance_id, j.judge, j.repeat))),
+        judgment_lines=tuple(latest(read_judgments(root), key=lambda j: (j.key, j.judge, j.judge_repeat))),
         request_lines=tuple(read_requests(root)),
         score_record=None if scores is None else Scores.of(scores, str(root / SCORES_FILE)),
         judging=load_judging(root, manifest),

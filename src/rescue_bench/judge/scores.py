@@ -1,0 +1,69 @@
+"""``scores.json`` of a judge pass: the run's tasks aggregated with the judgments folded in.
+
+A run without repeats (and judged once per reply) is aggregated exactly as before
+(:func:`rescue_bench.metrics.aggregate.aggregate_run`). A judged task with repeats, or judged
+``judge_repeats`` > 1 times per reply, is aggregated as every repeated task is
+(:func:`rescue_bench.metrics.repeats.aggregate_repeated_task`: mean over repeats, two-level CI, spread), each
+(prediction repeat r, judge repeat j) being repeat ``r * judge_repeats + j`` (docs/repeats.md). A task that
+is not judged keeps the entry the engine wrote (it holds CircularEval's ``circular``), or is aggregated anew.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rescue_bench.judge.merge import JUDGED_TASKS, judge_repeat_count, judge_repeat_lines, judged_lines
+from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, split_by_task
+from rescue_bench.metrics.repeats import aggregate_repeated_task
+from rescue_bench.records import Json
+from rescue_bench.rundir import JudgmentLine, PredictionLine
+from rescue_bench.tasks import metric_specs
+
+
+def repeat_count(lines: Sequence[PredictionLine]) -> int:
+    """How often a task's instances were asked: 1 + the highest repeat present."""
+    return 1 + max((line.repeat for line in lines), default=0)
+
+
+def judged_scores(
+    predictions: Sequence[PredictionLine],
+    judgments: Sequence[JudgmentLine],
+    old: Mapping[str, Json] | None,
+    *,
+    seed: int,
+    n_resamples: int,
+) -> dict[str, Any]:
+    """The ``scores.json`` dict (tasks and ``_meta``) of a run's predictions with ``judgments`` folded in;
+    ``old`` is the ``scores.json`` the engine wrote (or ``None``)."""
+    merged = judged_lines(predictions, judgments)
+    by_task = split_by_task(merged)
+    judge_repeats = judge_repeat_count(judgments)
+    if judge_repeats == 1 and all(repeat_count(lines) == 1 for lines in by_task.values()):
+        return aggregate_run(
+            {t: [r.to_json() for r in lines] for t, lines in by_task.items()},
+            metric_specs(),
+            n_resamples=n_resamples,
+            seed=seed,
+        )
+    specs = metric_specs()
+    scores: dict[str, Any] = {}
+    for task, lines in by_task.items():
+        if task in JUDGED_TASKS:
+            asks = judge_repeat_lines(predictions, judgments, judge_repeats)
+            mine = [r.to_json() for r in asks if r.task == task]
+            k = repeat_count(lines) * judge_repeats
+            scores[task] = aggregate_repeated_task(
+                task, specs[task], mine, k, seed=seed, n_resamples=n_resamples
+            )
+        elif old is not None and task in old:
+            scores[task] = old[task]
+        elif repeat_count(lines) > 1:
+            rows = [r.to_json() for r in lines]
+            scores[task] = aggregate_repeated_task(
+                task, specs[task], rows, repeat_count(lines), seed=seed, n_resamples=n_resamples
+            )
+        else:
+            scores[task] = aggregate_task(task, specs[task], lines, seed=seed, n_resamples=n_resamples)
+    scores["_meta"] = aggregate_run({}, {}, seed=seed, n_resamples=n_resamples)["_meta"]
+    return scores
