@@ -102,6 +102,7 @@ FLAGS: Final = (
     _spec_flag("--limit-samples", "limit_samples", int),
     _spec_flag("--perturb", "perturb"),
     _spec_flag("--repeats", "repeats", int),
+    _spec_flag("--judge-repeats", "judge_repeats", int),
     _spec_flag("--sample-ids", "", Path, help="JSON list, {'sample_ids': [...]}, or lines."),
     _spec_flag("--judge", "", multiple=True, help=describe(("name",), JudgeSpec)),
     _spec_flag("--judge-base-url", "", help=describe(("base_url",), JudgeSpec)),

@@ -72,13 +72,16 @@ def correct_top1(kind: TaskKind, record: PredictionLine) -> bool:
 def shared_instances(
     task: str, records_a: Sequence[PredictionLine], records_b: Sequence[PredictionLine]
 ) -> tuple[list[PredictionLine], list[PredictionLine], dict[str, int]]:
-    """Records of both runs on their shared instance ids (sorted), and how many ids each run has alone.
+    """Records of both runs on their shared instances (sorted), and how many each run has alone.
+
+    An instance of a repeated run is one (instance, repeat) line (:attr:`PredictionLine.key`), paired with
+    the same repeat of the other run; without repeats the key is the instance id.
 
     Raises:
         ConfigError: a shared instance has a different gold answer or scenario in the two runs.
     """
-    by_a = {r.instance_id: r for r in records_a}
-    by_b = {r.instance_id: r for r in records_b}
+    by_a = {r.key: r for r in records_a}
+    by_b = {r.key: r for r in records_b}
     shared = sorted(set(by_a) & set(by_b))
     for instance_id in shared:
         a, b = by_a[instance_id], by_b[instance_id]

@@ -14,7 +14,7 @@ from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, Scop
 from rescue_bench.metrics.multiplicity import Adjustment
 from rescue_bench.records import Json
 from rescue_bench.report.entries import ComparedScope, ComparisonMeta
-from rescue_bench.report.robustness import run_lines, run_records
+from rescue_bench.report.robustness import run_records
 from rescue_bench.report.tables import SCOPE_NAMES, Cell, Table, Value, display_names
 from rescue_bench.rundir import RunData
 from rescue_bench.tasks import TASK_NAMES, headline, metric_specs, paper_metrics, task_info
@@ -35,23 +35,14 @@ def repeat_count(run: RunData) -> int:
 def paired_repeats(
     a: RunData, b: RunData
 ) -> tuple[dict[str, list[dict[str, Json]]], dict[str, list[dict[str, Json]]]]:
-    """Both runs' records, an (instance, repeat) paired with the same (instance, repeat) of the other run
-    (its ``instance_id`` read as the line key); runs with different repeats are refused in one line."""
+    """Both runs' records; an (instance, repeat) is paired with the same (instance, repeat) of the other run
+    (:func:`rescue_bench.metrics.compare.shared_instances`). Runs with different repeats are refused."""
     k_a, k_b = repeat_count(a), repeat_count(b)
     if k_a != k_b:
         raise ConfigError(
             f"compare: {a.path} has {k_a} repeats and {b.path} {k_b}; compare runs with the same repeats"
         )
-    if k_a == 1:
-        return run_records(a), run_records(b)
-    keyed = [
-        {
-            task: [{**line.to_json(), "instance_id": line.key} for line in lines]
-            for task, lines in run_lines(r).items()
-        }
-        for r in (a, b)
-    ]
-    return keyed[0], keyed[1]
+    return run_records(a), run_records(b)
 
 
 def _cell(task: str, value: float | None, lo: float | None = None, hi: float | None = None) -> Cell:
