@@ -1,7 +1,7 @@
 """HTTPS through the provider's own transport: real TLS handshakes with a server on loopback.
 
-Real endpoints are HTTPS, and the provider's client spreads requests over several httpx2 transports
-(:class:`~rescue_bench.models.http_pool.ShardedTransport`), so TLS is exercised for real here: a self-signed
+Real endpoints are HTTPS, and the provider's client picks its transport
+(:mod:`rescue_bench.models.http_pool`: the SDK's aiohttp client, or httpx2), so TLS is exercised for real here: a self-signed
 certificate made by ``openssl``, trusted through ``SSL_CERT_FILE`` as a user would.
 """
 
