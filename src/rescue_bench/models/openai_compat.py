@@ -1,8 +1,9 @@
 """Any OpenAI-compatible chat endpoint, through the ``openai`` SDK's typed ``chat.completions.create``.
 
 One ``AsyncOpenAI`` client per provider (one endpoint), with a connection pool that keeps as many connections
-alive as the run keeps requests in flight. The SDK's own retries are off (``max_retries=0``): the engine owns
-retries, so that they are counted, jittered, honour ``Retry-After`` and apply only to faults worth retrying.
+alive as the run keeps requests in flight (its transport: :mod:`rescue_bench.models.http_pool`). The SDK's own
+retries are off (``max_retries=0``): the engine owns retries, so that they are counted, jittered, honour
+``Retry-After`` and apply only to faults worth retrying.
 This module only translates (HTTP statuses: :mod:`rescue_bench.models.openai_errors`):
 
 * 429, 408, 5xx, timeouts, connection errors and unreadable bodies -> :class:`RetryableError`;
