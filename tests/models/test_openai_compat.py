@@ -14,6 +14,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
+from rescue_bench.models import http_pool
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
@@ -300,36 +301,46 @@ def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
     assert [r.text for r in asyncio.run(scenario())] == ['{"answer": "yes"}'] * 2
 
 
-def test_requests_in_flight_spread_over_the_pool_shards_and_free_them(
-    monkeypatch: pytest.MonkeyPatch,
+PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+
+@pytest.mark.parametrize("plain", [False, True])
+def test_more_requests_in_flight_than_aiohttps_default_limit_all_go_out_at_once(
+    monkeypatch: pytest.MonkeyPatch, plain: bool
 ) -> None:
-    from rescue_bench.models.http_pool import ShardedTransport
-
-    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+    """150 requests in flight: aiohttp's own limit (100) would hold 50 back; the pool is sized by the run."""
+    for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
-    seen: list[list[int]] = []
+    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1" if plain else "0")
+    assert http_pool.uses_aiohttp() is not plain
+    n = 150
 
-    async def scenario(p: OpenAICompatProvider, transport: ShardedTransport) -> list[Reply]:
-        async def one(n: int) -> Reply:
-            reply = await p.complete(numbered(n), GenerationParams())
-            seen.append(list(transport.in_flight))
-            return reply
-
+    async def scenario(p: OpenAICompatProvider) -> list[Reply]:
         try:
-            return list(await asyncio.gather(*(one(n) for n in range(20))))
+            asked = (p.complete(numbered(i), GenerationParams()) for i in range(n))
+            return list(await asyncio.gather(*asked))
         finally:
             await p.aclose()
 
-    with FakeOpenAIServer(lambda r: '{"answer": "ok"}', latency=0.3) as server:
-        transport = ShardedTransport(2, 8)
+    with FakeOpenAIServer(lambda r: '{"answer": "ok"}', latency=0.5) as server:
         p = OpenAICompatProvider(
-            "m",
-            preset=get_preset("vllm"),
-            base_url=server.base_url,
-            api_key=KEY,
-            http_client=openai.DefaultAsyncHttpxClient(transport=transport),
+            "m", preset=get_preset("vllm"), base_url=server.base_url, api_key=KEY, concurrency=n
         )
-        replies = asyncio.run(scenario(p, transport))
-        assert server.max_in_flight == 20  # no shard held a request back
-    assert all(r.ok for r in replies)
-    assert max(max(s) for s in seen) >= 9 and transport.in_flight == [0, 0]  # both shards used, all freed
+        replies = asyncio.run(scenario(p))
+        assert server.max_in_flight == n
+    assert all(r.ok for r in replies) and len(replies) == n
+
+
+def test_the_aiohttp_transport_gives_way_to_the_plain_client_with_a_proxy_or_the_switch(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for var in PROXY_VARS:
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.delenv(http_pool.PLAIN_HTTP_ENV, raising=False)
+    assert http_pool.uses_aiohttp()
+    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1")
+    assert not http_pool.uses_aiohttp()
+    monkeypatch.delenv(http_pool.PLAIN_HTTP_ENV)
+    monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
+    assert not http_pool.uses_aiohttp()
+    assert not isinstance(http_pool.make_http_client(8), openai.DefaultAioHttpClient)

@@ -1,8 +1,8 @@
 """HTTPS through the provider's own transport: real TLS handshakes with a server on loopback.
 
-Real endpoints are HTTPS, and the provider's client spreads requests over several httpx2 transports
-(:class:`~rescue_bench.models.http_pool.ShardedTransport`), so TLS is exercised for real here: a self-signed
-certificate made by ``openssl``, trusted through ``SSL_CERT_FILE`` as a user would.
+Real endpoints are HTTPS, and the provider picks its own transport (:mod:`rescue_bench.models.http_pool`:
+the SDK's aiohttp client, or httpx2), so TLS is exercised for real here: a self-signed certificate made by
+``openssl``, trusted through ``SSL_CERT_FILE`` as a user would.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """Any OpenAI-compatible chat endpoint, through the ``openai`` SDK's typed ``chat.completions.create``.
 
 One ``AsyncOpenAI`` client per provider (one endpoint), with a connection pool that keeps as many connections
-alive as the run keeps requests in flight. The SDK's own retries are off (``max_retries=0``): the engine owns
-retries, so that they are counted, jittered, honour ``Retry-After`` and apply only to faults worth retrying.
+alive as the run keeps requests in flight (its transport: :mod:`rescue_bench.models.http_pool`). The SDK's own
+retries are off (``max_retries=0``): the engine owns retries, so that they are counted, jittered, honour
+``Retry-After`` and apply only to faults worth retrying.
 This module only translates (HTTP statuses: :mod:`rescue_bench.models.openai_errors`):
 
 * 429, 408, 5xx, timeouts, connection errors and unreadable bodies -> :class:`RetryableError`;
@@ -116,8 +117,15 @@ class OpenAICompatProvider:
         try:
             async with asyncio.timeout(self.timeout):
                 return await self._complete(request, params, started)
-        except (TimeoutError, openai.APITimeoutError, httpx2.TimeoutException):
+        except TimeoutError:  # the whole request's deadline, above
             raise RetryableError(f"timed out after {self.timeout:g} s") from None
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            root = _root_cause(exc)
+            if isinstance(root, TimeoutError | httpx2.TimeoutException):
+                raise RetryableError(f"timed out after {self.timeout:g} s") from None
+            # The SDK's aiohttp transport maps every aiohttp connection error (a refused certificate
+            # included) to httpx2.ConnectTimeout: what went wrong is the error underneath.
+            raise RetryableError(f"connection error: {self._clean(str(root))}") from None
         except openai.APIConnectionError as exc:
             raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
         except httpx2.TransportError as exc:  # while the body streams in, past the SDK's own mapping
@@ -205,3 +213,10 @@ class OpenAICompatProvider:
 
     def _clean(self, text: str) -> str:
         return redact(text, self._secrets)[:500]
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of ``exc``'s ``__cause__`` chain (``exc`` itself when it has none)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
