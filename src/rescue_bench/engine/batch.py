@@ -151,7 +151,7 @@ def _json_line(raw: bytes, where: str) -> Any:
 class BatchResultsProvider:
     """Answers a run's requests from a batch results file; it never calls a model."""
 
-    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
+    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False)
     """Results files come from outside; they are recorded in the run, not put in the shared cache."""
 
     def __init__(self, results: dict[str, Reply], identity: dict[str, Json], name: str) -> None:

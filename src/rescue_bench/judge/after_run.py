@@ -18,6 +18,7 @@ from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, BertScoreConfig, BertScorer
+from rescue_bench.judge.local import judge_complete
 from rescue_bench.judge.merge import JUDGED_TASKS
 from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
 from rescue_bench.judge.runner import Complete, Judge, JudgeRunResult, judge_run, rescore_run
@@ -144,10 +145,11 @@ async def score_run(
             model = get_model(
                 name, base_url=spec.base_url, api_key_env=spec.api_key_env, timeout=spec.timeout
             )
-            if not model.capabilities.has_endpoint:
+            if not model.capabilities.reads_prompts:
                 raise ConfigError(f"judge {name!r} is not a chat model; use an LLM such as openai/gpt-4o")
             providers.append(model)
-            built.append(Judge(name, _complete(Engine(model, params, options, cache=cache))))
+            engine = Engine(model, params, options, cache=cache)
+            built.append(Judge(name, judge_complete(model, _complete(engine))))
         scorer = None
         if spec.bertscore is not None:
             scorer = BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
