@@ -58,8 +58,8 @@ from rescue_bench.models.local_prompt import (
     PLAIN_FORMAT,
     ChatTemplate,
     Segment,
+    chat_template,
     plain_layout,
-    read_template,
     render_prompt,
     tokenize,
 )
@@ -199,10 +199,13 @@ class LocalProvider:
         return sha256_file(self._path)
 
     def _chat_template(self) -> ChatTemplate | None:
-        """The GGUF's chat template (read once, from its vocabulary); ``None`` for a base model."""
+        """The GGUF's chat template; ``None`` for a base model.
+
+        Read once, from the loaded model (a vocabulary-only load would log a context warning), before the
+        first request is handed to the worker thread, which then finds the model loaded."""
         if not self._template_read:
-            assert self._path is not None
-            self._template = read_template(self._lib, self._path)
+            self._load(self._n_ctx)
+            self._template = chat_template(self._llm)
             self._template_read = True
         return self._template
 

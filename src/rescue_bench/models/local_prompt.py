@@ -19,7 +19,6 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Final
 
 from rescue_bench.records import Json
@@ -133,16 +132,6 @@ class ChatTemplate:
             if text:
                 out.append(Segment(text, special))
         return out
-
-
-def read_template(lib: Any, path: Path) -> ChatTemplate | None:
-    """The chat template of the GGUF at ``path`` (its vocabulary alone is loaded), or ``None`` when it has
-    none (a base model)."""
-    llm = lib.Llama(model_path=str(path), vocab_only=True, verbose=False)
-    try:
-        return chat_template(llm)
-    finally:
-        llm.close()
 
 
 def chat_template(llm: Any) -> ChatTemplate | None:
