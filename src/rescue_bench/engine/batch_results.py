@@ -188,7 +188,9 @@ class BatchResultsProvider:
         self._results = results
         self._identity = identity
         self.name = name
-        self.capabilities = Capabilities(cacheable=cacheable, has_endpoint=False, batch_export=False)
+        self.capabilities = Capabilities(
+            cacheable=cacheable, has_endpoint=False, batch_export=False, reads_prompts=False
+        )
         self.used: set[str] = set()
 
     def identity(self) -> dict[str, Json]:

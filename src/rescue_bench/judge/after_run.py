@@ -20,6 +20,7 @@ from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, BertScoreConfig, BertScorer
+from rescue_bench.judge.local import judge_complete
 from rescue_bench.judge.merge import JUDGED_TASKS
 from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
 from rescue_bench.judge.runner import Complete, CompleteAgain, Judge, JudgeRunResult, judge_run, rescore_run
@@ -167,7 +168,7 @@ async def score_run(
                 api_key_env=judge.api_key_env or spec.api_key_env,
                 timeout=spec.timeout,
             )
-            if not model.capabilities.has_endpoint:
+            if not model.capabilities.reads_prompts:
                 raise ConfigError(
                     f"judge {judge.name!r} is not a chat model; use an LLM such as openai/gpt-4o"
                 )
@@ -206,7 +207,8 @@ def _judge(judge: JudgeSpec, model: Provider, spec: ScorePass, cache: ResponseCa
     concurrency = judge.concurrency or spec.concurrency
     options = EngineOptions(concurrency=concurrency, max_retries=spec.max_retries, use_cache=spec.use_cache)
     engine = Engine(model, judge_params(judge), options, cache=cache, budget=spec.budgets.get(judge.name))
-    return Judge(judge.name, _complete(engine), concurrency=concurrency, again=_again(engine))
+    complete = judge_complete(model, _complete(engine))
+    return Judge(judge.name, complete, concurrency=concurrency, again=_again(engine))
 
 
 def _complete(engine: Engine) -> Complete:

