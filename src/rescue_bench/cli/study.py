@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markdown import Markdown
 from rich.table import Table
 
 from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
@@ -158,6 +159,10 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _summary(record: StudyRecord, paths: list[Path]) -> None:
+    console = Console(width=None if Console().is_terminal else 200)
+    for path in paths:
+        if path.suffix == ".md":  # the leaderboard itself, as it reads in the file
+            console.print(Markdown(path.read_text(encoding="utf-8")))
     table = Table(title="Study")
     for header in ("Run", "Status", "Done", "Invalid", "Cost (USD)", "Reason"):
         table.add_column(header)
@@ -165,7 +170,7 @@ def _summary(record: StudyRecord, paths: list[Path]) -> None:
         cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
         done = f"{run.counts.done}/{run.counts.instances}"
         table.add_row(run.label, run.status, done, str(run.counts.invalid), cost, run.reason or "")
-    Console(width=None if Console().is_terminal else 200).print(table)
+    console.print(table)
     for path in paths:
         typer.echo(f"  {path}")
     if any(r.status == "failed" for r in record.runs):
