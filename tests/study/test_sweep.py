@@ -109,3 +109,26 @@ def test_a_wrong_key_stops_its_model_alone(tmp_path: Path, monkeypatch: pytest.M
     assert "sk-wrong" not in (out / "study.json").read_text() + output
     assert "failed: " in (out / "leaderboard.md").read_text()
     assert (out / "vllm-a" / "scores.json").is_file() and (out / "vllm-c" / "scores.json").is_file()
+
+
+def test_judged_study_fills_every_run_with_the_judges_scores(tmp_path: Path) -> None:
+    """Each run of a study gets its judge pass (its own guard on the budget), as `run --judge` does."""
+    out = tmp_path / "study"
+    with FakeOpenAIServer() as judge:
+        result = RUNNER.invoke(
+            app,
+            [
+                "sweep", "--model", "baseline/random", "--model", "baseline/majority",
+                "--judge", "vllm/judge", "--judge-base-url", judge.base_url, "--no-bertscore",
+                "--data", "demo", "--tasks", "er,vp", "--limit-samples", "1", "--out", str(out), "--quiet",
+            ],
+        )  # fmt: skip
+        assert result.exit_code == 0, result.output
+        asked = judge.count
+    assert asked > 0
+    for folder in ("baseline-random", "baseline-majority"):
+        judged = list(read_jsonl(out / folder / "judgments.jsonl"))
+        assert judged and {j["judge"] for j in judged} == {"vllm/judge"}
+        scores = json.loads((out / folder / "scores.json").read_text())
+        assert scores["er"]["all"]["llm"] is not None and scores["vp"]["all"]["llm"] is not None
+    assert [r["status"] for r in study_json(out)["runs"]] == ["finished", "finished"]

@@ -19,7 +19,7 @@ from rescue_bench.pricing import Prices, load_prices, spent_so_far
 from rescue_bench.rundir import load_judging, read_requests
 from rescue_bench.spec import RunSpec
 
-__all__ = ["judge_settings", "make_prices", "run_budget", "spec_prices", "with_judges"]
+__all__ = ["judge_budgets", "judge_settings", "make_prices", "run_budget", "spec_prices", "with_judges"]
 
 
 def with_judges(spec: RunSpec) -> RunSpec:
@@ -57,14 +57,14 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         timeout=engine.timeout,
         max_retries=engine.max_retries,
         use_cache=engine.cache,
-        budgets=_judge_budgets(spec, budget, out),
+        budgets=judge_budgets(spec, budget, out),
         judge_repeats=spec.judge_repeats,
     )
     wants_bertscore(settings, spec.tasks)  # a missing extra asked for by --bertscore fails now, not later
     return settings
 
 
-def _judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
+def judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
     """Each judge's guard on the run's budget, counting what it spent in earlier passes (judging.json)."""
     if budget is None:
         return {}

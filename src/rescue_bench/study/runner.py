@@ -29,7 +29,7 @@ from rescue_bench.engine.video import check_video_config
 from rescue_bench.errors import BenchError
 from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, score_after_run
 from rescue_bench.judge.runner import JudgeStopped
-from rescue_bench.judge.setup import judge_settings, run_budget, spec_prices, with_judges
+from rescue_bench.judge.setup import judge_budgets, judge_settings, run_budget, spec_prices, with_judges
 from rescue_bench.pricing import spent_so_far
 from rescue_bench.rundir import read_requests
 from rescue_bench.study.progress import StudyProgress
@@ -145,7 +145,7 @@ async def _one(
         run_options = RunOptions(quiet=True, budget=paid, cache_path=options.cache_path)
         result = await execute_run(run.spec, run.out, run_options, samples=samples)
         if result.status == "finished":
-            judging = replace(item.judging, budgets=judge_settings(run.spec, budget, run.out).budgets)
+            judging = replace(item.judging, budgets=judge_budgets(run.spec, budget, run.out))
             try:
                 await score_after_run(run.out, run.spec.tasks, judging, options.warn)
             except JudgeStopped as exc:
