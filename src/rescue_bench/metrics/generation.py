@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from rescue_bench.metrics.classification import FloatArray, safe_div
+from rescue_bench.records import Json
 
 INTENSITY_FLOOR = 1.0
 EMOTION_FLOOR = 1.0
@@ -62,7 +63,7 @@ def viewpoint_to_five(total: float) -> float:
     return 1.0 + 4.0 * total / 6.0
 
 
-Scores = Mapping[str, Any]
+Scores = Mapping[str, Json]
 
 
 def score_value(scores: Scores, key: str) -> float | None:

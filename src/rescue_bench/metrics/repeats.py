@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from rescue_bench.metrics.aggregate import (
+    LineInput,
     metric_plan,
     point_values,
     scope_labels,
@@ -38,7 +39,6 @@ from rescue_bench.metrics.classification import FloatArray, safe_div
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.rundir import PredictionLine
 
-Record = Mapping[str, Any]
 IntArray = npt.NDArray[np.int64]
 
 
@@ -185,7 +185,7 @@ def summarize_repeated_scope(
 def aggregate_repeated_task(
     task: str,
     spec: MetricSpec,
-    records: Sequence[Record],
+    records: Sequence[LineInput],
     n_repeats: int,
     *,
     labels_by_scenario: Mapping[str, Sequence[str]] | None = None,
