@@ -1,11 +1,12 @@
-"""Time the README's main job: the local model on the demo data, all six tasks, then the report.
+"""Time the README's main job: the demo study (the local model beside the two baselines, all six tasks,
+the local model judging ER and VP), then the report of the local model's run.
 
 Usage: ``python benchmarks/bench_demo.py [--model local/gemma-3-270m] [--keep DIR]``.
 
-It runs exactly what ``make demo`` runs after installing (``rescue-bench run --model local/gemma-3-270m --data
-demo --tasks all --out DIR`` and ``rescue-bench report DIR --out DIR/report``), as subprocesses, with
-``--no-cache`` so that every request is computed (the assembled model file stays in the user cache). Target:
-under 5 minutes for both on 2 cores.
+It runs exactly what ``make demo`` runs after installing (``rescue-bench sweep --model M --model
+baseline/random --model baseline/majority --judge M --data demo --tasks all --out DIR`` and ``rescue-bench
+report DIR/<M> --out DIR/report``), as subprocesses, with ``--no-cache`` so that every request is computed (the
+assembled model file stays in the user cache). Target: under 5 minutes for both on 2 cores.
 
 Reported: the wall time of each command, the run's CPU time, its requests and prompt tokens per task, and the
 seconds each task took (between its first and its last recorded request; the engine asks one task after the
@@ -65,12 +66,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="local/gemma-3-270m")
     parser.add_argument("--keep", type=Path, help="run directory to write (default: a temporary one)")
     args = parser.parse_args(argv)
-    run_dir = args.keep or Path(tempfile.mkdtemp(prefix="bench_demo_")) / "run"
+    study_dir = args.keep or Path(tempfile.mkdtemp(prefix="bench_demo_")) / "study"
+    run_dir = study_dir / args.model.replace("/", "-")
     cli = str(Path(sys.executable).with_name("rescue-bench"))
     load_start = os.getloadavg()
-    run = [cli, "run", "--model", args.model, "--data", "demo", "--tasks", "all", "--out", str(run_dir)]
-    run_wall, run_cpu = timed([*run, "--no-cache"])
-    report_wall, _ = timed([cli, "report", str(run_dir), "--out", str(run_dir / "report")])
+    models = ["--model", args.model, "--model", "baseline/random", "--model", "baseline/majority"]
+    sweep = [cli, "sweep", *models, "--judge", args.model, "--data", "demo", "--tasks", "all"]
+    run_wall, run_cpu = timed([*sweep, "--out", str(study_dir), "--no-cache", "--quiet"])
+    report_wall, _ = timed([cli, "report", str(run_dir), "--out", str(study_dir / "report")])
     load_end = os.getloadavg()
     tasks = per_task(run_dir)
     figures = {
