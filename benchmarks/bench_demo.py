@@ -5,8 +5,8 @@ Usage: ``python benchmarks/bench_demo.py [--model local/gemma-3-270m] [--keep DI
 
 It runs exactly what ``make demo`` runs after installing (``rescue-bench sweep --model M --model
 baseline/random --model baseline/majority --judge M --data demo --tasks all --out DIR`` and ``rescue-bench
-report DIR/<M> --out DIR/report``), as subprocesses, with ``--no-cache`` so that every request is computed (the
-assembled model file stays in the user cache). Target: under 5 minutes for both on 2 cores.
+report DIR/<M> --out DIR/report``), as subprocesses, with ``--no-cache`` so that every request is computed
+(the assembled model file stays in the user cache). Target: under 5 minutes for both on 2 cores.
 
 Reported: the wall time of each command, the run's CPU time, its requests and prompt tokens per task, and the
 seconds each task took (between its first and its last recorded request; the engine asks one task after the
