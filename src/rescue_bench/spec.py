@@ -369,15 +369,16 @@ def _config_error(
     return ConfigError(": ".join(part for part in (where, field, message) if part))
 
 
-def load_spec(path: Path) -> dict[str, Any]:
-    """The raw table of a spec file (validated later, after the flags given beside it are applied)."""
+def load_spec(path: Path, what: str = "--spec") -> dict[str, Any]:
+    """The raw table of a spec file (validated later, after the flags given beside it are applied); ``what``
+    names the file in an error (the flag, or ``study file``)."""
     try:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except OSError as exc:
-        raise ConfigError(f"--spec: cannot read {path} ({exc.__class__.__name__})") from None
+        raise ConfigError(f"{what}: cannot read {path} ({exc.__class__.__name__})") from None
     except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"--spec: {path}: not valid TOML ({exc})") from None
+        raise ConfigError(f"{what}: {path}: not valid TOML ({exc})") from None
 
 
 def _first_error(exc: ValidationError) -> tuple[tuple[int | str, ...], str]:

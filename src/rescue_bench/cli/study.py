@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import functools
 import signal
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
@@ -25,6 +24,7 @@ from rich.table import Table
 
 from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
 from rescue_bench.errors import ConfigError
+from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
     from rescue_bench.study import StudyRecord
@@ -57,23 +57,13 @@ class SweepCommand(SpecCommand):
         self.params = [_model_option() if p.name == "model" else p for p in self.params]
 
 
-def load_study_file(path: Path) -> dict[str, Any]:
-    try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
-    except OSError as exc:
-        raise ConfigError(f"{path}: cannot read ({exc.__class__.__name__})") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise ConfigError(f"{path}: not valid TOML ({exc})") from None
-
-
 def study_table(
     path: Path | None, flags: FlagValues, *, out: Path | None, context_curve: bool
 ) -> dict[str, Any]:
     """The flat study table: the file (if any) with the flags given beside it applied."""
     if flags.given("spec") is not None:
         raise ConfigError("--spec: a sweep reads its study file as its argument (sweep STUDY.toml)")
-    data: dict[str, Any] = load_study_file(path) if path is not None else {}
+    data: dict[str, Any] = load_spec(path, "study file") if path is not None else {}
     models = flags.given("model")
     given = make_spec(FlagValues({**flags.values, "model": PLACEHOLDER}), out=out)
     overrides = given.model_dump(mode="json", exclude_unset=True)
