@@ -240,7 +240,9 @@ class BatchAsker:
         for cid in todo:
             if cid not in self.reserved:
                 try:
-                    self.reserved[cid] = self.budget.reserve(self.requests[cid])
+                    request = self.requests[cid]
+                    cap = self.params.cap(request.max_tokens)
+                    self.reserved[cid] = self.budget.reserve(request, cap)
                 except BudgetExceeded as exc:
                     self.stop_reason = str(exc)
                     break

@@ -171,8 +171,9 @@ class Budget:
         self.spend.spent += spent
         return Budget(self.limit, prices, counter, spend=self.spend)
 
-    def reserve(self, request: Request) -> float:
-        worst = self.prices.cost(self.counter.request_tokens(request), request.max_tokens)
+    def reserve(self, request: Request, output_cap: int | None = None) -> float:
+        cap = request.max_tokens if output_cap is None else output_cap
+        worst = self.prices.cost(self.counter.request_tokens(request), cap)
         spend = self.spend
         if spend.spent + spend.reserved + worst > spend.limit:
             raise BudgetExceeded(

@@ -44,8 +44,9 @@ class BudgetExceeded(Exception):
 
 
 class BudgetGuard(Protocol):
-    def reserve(self, request: Request) -> float:
-        """Reserve the request's worst-case cost; raise :class:`BudgetExceeded` if it does not fit."""
+    def reserve(self, request: Request, output_cap: int | None = None) -> float:
+        """Reserve the request's worst-case cost (``output_cap`` completion tokens at most: the cap it is sent
+        with, default its ``max_tokens``); raise :class:`BudgetExceeded` if it does not fit."""
         ...
 
     def settle(self, reserved: float, usage: Usage) -> None:
@@ -132,7 +133,8 @@ class Engine:
                 outcome = Outcome(request, content, key, reply, masked=bool(meta.get("masked")))
                 self.stats.add(outcome)
                 return outcome
-        reserved = self.budget.reserve(request) if self.budget is not None else 0.0
+        cap = self.params.cap(request.max_tokens)  # the reasoning headroom is paid for too
+        reserved = self.budget.reserve(request, cap) if self.budget is not None else 0.0
         outcome = await self._call(request, content, key, repeat_params(self.params, repeat))
         if self.budget is not None:
             self.budget.settle(reserved, outcome.reply.usage)
