@@ -53,9 +53,10 @@ GENERATION_KEYS = ("llm", "s_emo", "s_int", "total_0_6", "pairing", "viewpoint",
 judging)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
-    """One group of one analysis: its records' metric values with CIs."""
+class Group(BaseModel):
+    """One group of one analysis: its records' metric values with CIs (as stored in ``scores.json``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     scenario: str
     """``couple``, ``family`` or ``all`` (pooled)."""
@@ -66,14 +67,7 @@ class Group:
     ci: dict[str, tuple[float, float]]
 
     def to_json(self) -> dict[str, Json]:
-        return {
-            "scenario": self.scenario,
-            "group": self.group,
-            "n": self.n,
-            "conversations": self.conversations,
-            "values": self.values,
-            "ci": {k: list(v) for k, v in self.ci.items()},
-        }
+        return self.model_dump(mode="json")
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,7 +183,14 @@ def summarize(
     totals = features.sum(axis=0)
     point = {k: float(totals[i + 1] / totals[0]) for i, k in enumerate(keys)}
     conversations = len({r.sample_id for r in records})
-    return Group(scope, group, len(records), conversations, point, {k: cis[k] for k in keys})
+    return Group(
+        scenario=scope,
+        group=group,
+        n=len(records),
+        conversations=conversations,
+        values=point,
+        ci={k: cis[k] for k in keys},
+    )
 
 
 def relational_analyses(
@@ -244,22 +245,12 @@ def refreshed(
     return {**stored, **fresh}
 
 
-class _StoredGroup(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-    scenario: str
-    group: str
-    n: int
-    conversations: int
-    values: dict[str, float]
-    ci: dict[str, tuple[float, float]]
-
-
 class _StoredAnalysis(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
     task: str
     title: str
     metrics: tuple[str, ...]
-    groups: tuple[_StoredGroup, ...]
+    groups: tuple[Group, ...]
 
 
 def analyses_of(data: Mapping[str, Json]) -> list[Analysis]:
@@ -273,11 +264,7 @@ def analyses_of(data: Mapping[str, Json]) -> list[Analysis]:
         if key.startswith("_"):
             continue
         stored = _StoredAnalysis.model_validate(value)
-        groups = tuple(
-            Group(g.scenario, g.group, g.n, g.conversations, dict(g.values), dict(g.ci))
-            for g in stored.groups
-        )
-        out.append(Analysis(key, stored.task, stored.title, stored.metrics, groups))
+        out.append(Analysis(key, stored.task, stored.title, stored.metrics, stored.groups))
     return out
 
 
