@@ -229,9 +229,7 @@ class RunSpec(_Spec):
     @field_validator("judges", mode="before")
     @classmethod
     def _judge_names(cls, value: object) -> object:
-        if isinstance(value, list | tuple):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
+        return named_entries(value)
 
     @field_validator("tasks", mode="before")
     @classmethod
@@ -302,6 +300,17 @@ class RunSpec(_Spec):
 
     def generation_params(self) -> GenerationParams:
         return self.model.generation_params()
+
+
+def named_entries(value: object) -> object:
+    """A list of model (or judge) tables in which a bare name stands for ``{"name": name}``.
+
+    >>> named_entries(["a/b", {"name": "c/d", "temperature": 0.5}])
+    [{'name': 'a/b'}, {'name': 'c/d', 'temperature': 0.5}]
+    """
+    if isinstance(value, list | tuple):
+        return [{"name": v} if isinstance(v, str) else v for v in value]
+    return value
 
 
 def default_out(spec: RunSpec) -> Path:

@@ -27,17 +27,12 @@ def compare_run_data(a: RunData, b: RunData, *, n_resamples: int = 1000, seed: i
     return compare_runs(records_a, records_b, metric_specs(), n_resamples=n_resamples, seed=seed)
 
 
-def repeat_count(run: RunData) -> int:
-    """How often the run asked its instances: 1 + the highest repeat of its prediction lines."""
-    return 1 + max((line.repeat for line in run.prediction_lines), default=0)
-
-
 def paired_repeats(
     a: RunData, b: RunData
 ) -> tuple[dict[str, list[dict[str, Json]]], dict[str, list[dict[str, Json]]]]:
     """Both runs' records; an (instance, repeat) is paired with the same (instance, repeat) of the other run
     (:func:`rescue_bench.metrics.compare.shared_instances`). Runs with different repeats are refused."""
-    k_a, k_b = repeat_count(a), repeat_count(b)
+    k_a, k_b = a.repeats, b.repeats
     if k_a != k_b:
         raise ConfigError(
             f"compare: {a.path} has {k_a} repeats and {b.path} {k_b}; compare runs with the same repeats"

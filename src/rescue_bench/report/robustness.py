@@ -117,18 +117,13 @@ def differences(base: RunData, variant: RunData) -> list[str]:
             _Selection.model_validate(variant.manifest.config),
         ),
         ("model", base.manifest.candidate, variant.manifest.candidate),
-        ("repeats", _repeats(base), _repeats(variant)),
+        ("repeats", str(base.repeats), str(variant.repeats)),
     )
     out = [f"{what} {_shown(b)} vs {_shown(v)}" for what, b, v in pairs if b != v]
     extra = [t for t in variant.tasks if t not in base.tasks]
     if extra:
         out.append(f"tasks {', '.join(extra)} not in the base")
     return out
-
-
-def _repeats(run: RunData) -> str:
-    """How often the run asked its instances (runs are paired (instance, repeat) by (instance, repeat))."""
-    return str(1 + max((line.repeat for line in run.prediction_lines), default=0))
 
 
 def _shown(value: BaseModel | str | None) -> str:

@@ -54,6 +54,11 @@ class RunData:
     score_record: Scores | None = None
     judging: Judging = field(default_factory=Judging)
 
+    @property
+    def repeats(self) -> int:
+        """How often the run asked its instances: 1 + the highest repeat of its prediction lines."""
+        return 1 + max((line.repeat for line in self.prediction_lines), default=0)
+
     @classmethod
     def of(
         cls,

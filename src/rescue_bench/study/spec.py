@@ -25,7 +25,7 @@ from typing import Any, Final
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.spec import ModelSpec, RunSpec, to_toml, validate_spec
+from rescue_bench.spec import ModelSpec, RunSpec, named_entries, to_toml, validate_spec
 from rescue_bench.tasks.perturb import parse_perturbations
 
 CONTEXT_CURVE: Final = ("context:0", "context:1", "context:3", "context:5", "context:all")
@@ -83,9 +83,7 @@ class StudySpec(BaseModel):
     @field_validator("models", mode="before")
     @classmethod
     def _model_names(cls, value: object) -> object:
-        if isinstance(value, list | tuple):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
+        return named_entries(value)
 
     @field_validator("perturb", mode="before")
     @classmethod
