@@ -7,7 +7,8 @@ template for an instruct model, the plain document for a base model), and its ou
 rubric's JSON schema. For an in-process model the schema is made exact first (:func:`exact_schema`): the
 ``graded`` list holds one entry per checkpoint asked, with the checkpoints' ids in order, so a small model
 can neither skip nor invent a checkpoint; each score stays an enum of its rubric range, so every verdict is in
-range by construction. Endpoint judges get the rubric's schema unchanged (their requests and cache keys are
+range by construction. Its ``notes`` are left empty (forced, not generated): a small model's notes say
+nothing, and writing them was most of the time a local judge took. Endpoint judges get the rubric's schema unchanged (their requests and cache keys are
 as before).
 
 The verdicts of a 135M or 270M model are noise: this path exists to exercise the judge pass offline, not to
@@ -43,6 +44,8 @@ def exact_schema(request: Request) -> Request:
         raise ValueError(f"{request.task}: the judge schema's entries have no 'id'")
     ids: list[Json] = list(request.opaque_ids)
     fields = {**fields, "id": {"type": "string", "enum": ids}}
+    if "notes" in fields:
+        fields["notes"] = {"type": "string", "enum": [""]}
     graded = {**graded, "items": {**items, "properties": fields}, "minItems": len(ids), "maxItems": len(ids)}
     schema["properties"] = {**properties, "graded": graded}
     return replace(request, response_schema=schema)

@@ -2,8 +2,9 @@
 constrained output.
 
 The embedded models are shipped on PyPI (:mod:`rescue_bench.models.local_files`): the Gemma 3 270M base GGUF
-and the SmolLM2-135M-Instruct GGUF. A model is loaded once per provider. Inference runs in one worker thread,
-one request at a time (llama.cpp holds one KV cache), so the asyncio engine can await it.
+and the SmolLM2-135M-Instruct GGUF. A model is loaded once per provider. Inference runs in one worker thread
+shared by every in-process model (:data:`LLAMA_WORKER`), one request at a time (llama.cpp holds one KV cache),
+so the asyncio engine can await it.
 
 Two choices here, and the decoding in :mod:`rescue_bench.models.local_decoding`, make the model usable and
 fast enough for the demo run on two cores:
@@ -90,6 +91,11 @@ no faster than one (13-14 ms a token), and 2.5-5 times slower while another proc
 llama.cpp's threads wait for each other at every operation. Prompts and forced text, evaluated in batches, use
 all cores, with OpenMP threads that wait passively (``OMP_WAIT_POLICY``) rather than spin on a core that
 another thread needs."""
+LLAMA_WORKER: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescue-bench-llama")
+"""The one thread that runs every in-process model of this process (each provider keeps its own model and KV
+cache). A study runs its local model and its local judges at the same time; on two cores, two llama.cpp
+models computing at once each get half the cores they were tuned for and their threads wait on each other,
+so together they finished later than one after the other. The default executor stays free for others."""
 DEFAULT_N_CTX: Final = 8192
 """Initial context window; grown (by reloading, well under a second) when a request needs more."""
 
@@ -170,8 +176,7 @@ class LocalProvider:
         self._decoder: Decoder | None = None
         self._sha256: str | None = None
         self._grammars: dict[tuple[str, str], str | None] = {}
-        # One worker thread: llama.cpp calls never overlap, and the default executor stays free for others.
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescue-bench-llama")
+        self._executor = LLAMA_WORKER
         self.stats = LocalStats()
 
     def identity(self) -> dict[str, Json]:
@@ -235,7 +240,6 @@ class LocalProvider:
     async def aclose(self) -> None:
         loop = asyncio.get_running_loop()
         await loop.run_in_executor(self._executor, self._unload)
-        self._executor.shutdown(wait=False)
 
     def _unload(self) -> None:
         self._decoder = None
