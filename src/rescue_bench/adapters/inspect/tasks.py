@@ -27,7 +27,7 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from rescue_bench.adapters.inspect.messages import chat_messages, response_schema
 from rescue_bench.adapters.inspect.scoring import rescue_scorer
-from rescue_bench.adapters.plan import COMMON, Plan, TaskArgs, plan
+from rescue_bench.adapters.plan import COMMON, Plan, TaskArgs, plan, task_args
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
 from rescue_bench.spec import options_model
@@ -145,13 +145,14 @@ def task_factory(bench: BenchTask) -> Callable[..., Task]:
     """The inspect task factory of ``bench``, registered as ``rescue_bench/<name>``."""
     signature = task_signature(bench)
 
-    def factory(*args: Any, **kwargs: Any) -> Task:
-        bound = signature.bind(*args, **kwargs)
+    def factory(*given: Any, **kwargs: Any) -> Task:
+        bound = signature.bind(*given, **kwargs)
         bound.apply_defaults()
         values = dict(bound.arguments)
         temperature, seed = values.pop("temperature"), values.pop("seed")
         common = {name: values.pop(name) for name in COMMON}
-        return rescue_task(TaskArgs(bench.NAME, **common, options=values), temperature=temperature, seed=seed)
+        args = task_args({**common, "options": values}, bench.NAME)  # typed as the settings of a record
+        return rescue_task(args, temperature=temperature, seed=seed)
 
     factory.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads
     factory.__name__ = factory.__qualname__ = bench.NAME
