@@ -23,9 +23,6 @@ EXEMPT = {
 KNOWN = {
     "engine/manifest_v1.py": "format-1 run.json keys (rpp_gold_field...), a frozen file format",
     "engine/masking.py": "a word pattern ('er' as a suffix), not a task",
-    "adapters/plan.py": "TaskArgs' flat task options (format-1 keys)",
-    "adapters/inspect/tasks.py": "one inspect @task function per task",
-    "adapters/inspect/_registry.py": "imports those functions",
 }
 """Files that still name tasks, and why: to be derived from the registry."""
 WORD = re.compile(r"[A-Za-z0-9]+")

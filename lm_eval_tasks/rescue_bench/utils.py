@@ -4,7 +4,9 @@ Each document is one request batch of ``rescue-bench run``: ``system`` and ``use
 messages, byte for byte. ``process_results`` parses the generation with our parser and scores it with our
 scorer; the aggregations compute the corpus metrics per scope with our metrics module, so lm-eval's numbers
 are the point values of a run's ``scores.json`` on the same replies. Run-spec settings come from
-``--metadata`` (``{"data": "demo", "limit_samples": 3, "context_size": 3, ...}``).
+``--metadata`` (``{"data": "demo", "limit_samples": 3, "context_size": 3, ...}``); a task's own options go
+under ``task_options`` as in a run spec (``{"task_options": {"rpp": {"gold_field": "relation_pattern"}}}``),
+or flat by their name or their old flat key (``rpp_gold_field``): see ``adapters.plan.task_args``.
 """
 
 from __future__ import annotations
@@ -15,11 +17,10 @@ from typing import Any
 
 import datasets
 
-from rescue_bench.adapters.plan import Plan, TaskArgs, batch_records, corpus_values, plan
+from rescue_bench.adapters.plan import Plan, batch_records, corpus_values, plan, task_args
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import get_task
 
-SETTINGS = tuple(name for name in TaskArgs.__dataclass_fields__ if name != "task")
 METRICS = (
     "precision",
     "recall",
@@ -37,12 +38,12 @@ SCOPES = ("all", "couple", "family")
 
 @functools.lru_cache(maxsize=16)
 def _plan(args_json: str) -> Plan:
-    return plan(TaskArgs(**json.loads(args_json)))
+    return plan(task_args(json.loads(args_json)))
 
 
 def _dataset(task: str, metadata: dict[str, Any]) -> datasets.DatasetDict:
-    args = {"task": task, **{k: v for k, v in metadata.items() if k in SETTINGS}}
-    args_json = json.dumps(args, sort_keys=True)
+    # lm-eval passes its own metadata (``version``...) along with ours: keys we do not know are left out.
+    args_json = json.dumps(task_args(metadata, task, lenient=True).to_json(), sort_keys=True)
     the_plan = _plan(args_json)
     docs = []
     for index, request in enumerate(the_plan.requests):

@@ -21,7 +21,7 @@ def inspect_logs(served: Served, log_dir: Path, names: tuple[str, ...]) -> list[
     base = served.server.base_url
     grader = get_model("openai/judge", base_url=base, api_key="sk-fake", responses_api=False)
     logs = inspect_ai.eval(
-        [getattr(inspect_tasks, name)(limit_samples=LIMIT) for name in names],
+        [inspect_tasks.FACTORIES[name](limit_samples=LIMIT) for name in names],
         model="openai/fake",
         model_base_url=base,
         model_args={"api_key": "sk-fake", "responses_api": False},
@@ -86,7 +86,7 @@ def test_one_sample_per_request_batch_with_our_prompts(logs: list[EvalLog]) -> N
 def test_the_tasks_are_registered_under_the_package_name() -> None:
     from inspect_ai._util.registry import registry_info
 
-    assert registry_info(inspect_tasks.itp).name == "rescue_bench/itp"
+    assert registry_info(inspect_tasks.FACTORIES["itp"]).name == "rescue_bench/itp"
 
 
 def test_an_imported_log_is_the_run_directory_of_the_same_replies(
@@ -103,6 +103,28 @@ def test_an_imported_log_is_the_run_directory_of_the_same_replies(
     data = load_run(out)
     assert data.name == "openai/fake" and set(data.tasks) == set(ALL)
     assert data.run["judges"] == ["openai/judge"]
+    assert data.manifest.format == 2 and data.manifest.spec is not None
+
+
+def test_score_and_view_read_an_imported_run(logs: list[EvalLog], tmp_path: Path) -> None:
+    import json
+
+    from typer.testing import CliRunner
+
+    from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.cli.main import app
+    from rescue_bench.rundir import load_run
+    from rescue_bench.view.data import read_source
+
+    out = tmp_path / "imported"
+    imported = import_logs([Path(log.location) for log in logs], out)
+    score = CliRunner().invoke(app, ["score", str(out), "--bertscore-model", "none"], catch_exceptions=False)
+    assert score.exit_code == 0, score.output
+    rescored = json.loads((out / "scores.json").read_text())
+    assert {task: rescored[task] for task in ALL} == {task: imported[task] for task in ALL}
+    # The viewer rebuilds instances from the recorded spec: the data and the settings must read back.
+    source = read_source(load_run(out).manifest, out)
+    assert source.problem is None and len(source.samples) == LIMIT
 
 
 def test_import_inspect_cli_then_report_and_compare(logs: list[EvalLog], tmp_path: Path) -> None:
@@ -161,3 +183,35 @@ def test_a_sample_without_a_score_counts_as_failed_not_dropped(
     failed = [p for p in predictions if p["request_key"] == dropped.id]
     assert failed and all(p["problems"][0].startswith("request_failed") for p in failed)
     assert [p["request_key"] for p in predictions] == sorted(p["request_key"] for p in predictions)
+
+
+def test_a_log_with_the_older_flat_settings_still_imports(
+    logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
+) -> None:
+    from inspect_ai.log import write_eval_log
+
+    from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.rundir import load_run
+
+    log = next(lg for lg in logs if lg.eval.task.endswith("rpp")).model_copy(deep=True)
+    flat = {
+        "task": "rpp",
+        "data": "demo",
+        "mode": "dialogue",
+        "context_size": None,
+        "batch_size": None,
+        "limit_samples": LIMIT,
+        "rpp_gold_field": "auto",
+        "rpp_include_current_turn": True,
+        "ssp_include_target_emotion": False,
+        "checkpoints_per_sample": 5,
+    }  # what the per-task functions recorded before the options were nested
+    log.eval.metadata = {"rescue_bench": {"task_args": flat, "temperature": 0.0, "seed": None}}
+    path = tmp_path / "rpp.eval"
+    write_eval_log(log, str(path))
+    scores = import_logs([path], tmp_path / "run")
+    assert scores["rpp"] == run_scores["rpp"]
+    manifest = load_run(tmp_path / "run").manifest
+    assert manifest.spec is not None and manifest.spec["task_options"] == {
+        "rpp": {"gold_field": "auto", "include_current_turn": True}
+    }

@@ -10,22 +10,29 @@ corpus metrics come from :mod:`rescue_bench.metrics.aggregate` over the same rec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+
+from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.batch import config_from_manifest
+from rescue_bench.engine.manifest_v1 import v1_keys
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import point_values, scope_labels, scope_records
 from rescue_bench.records import Instance, Json, Prediction, Request
 from rescue_bench.rundir import PredictionLine
-from rescue_bench.tasks import batch_size, get_task, make_batches
-from rescue_bench.tasks.base import GoldField, Task, TaskConfig, resolve_mode
+from rescue_bench.spec import RunSpec, options_model, validate_spec
+from rescue_bench.tasks import TASKS, batch_size, get_task, make_batches
+from rescue_bench.tasks.base import Task, TaskConfig
+
+PLANNING_MODEL = "baseline/random"
+"""The model of the spec an adapter plans with: planning never asks it, and a spec needs one."""
 
 
 @dataclass(frozen=True, slots=True)
 class TaskArgs:
-    """The run-spec settings an adapter task takes (inspect ``-T``, lm-eval ``metadata``)."""
+    """The run-spec settings an adapter task takes (inspect ``-T``, lm-eval ``metadata``): the settings every
+    task has, and ``options``, the task's own (the fields of its ``INFO.options`` model)."""
 
     task: str
     data: str = "demo"
@@ -33,43 +40,128 @@ class TaskArgs:
     context_size: int | None = None
     batch_size: int | None = None
     limit_samples: int | None = None
-    rpp_gold_field: GoldField = "auto"
-    rpp_include_current_turn: bool = False
-    ssp_include_target_emotion: bool = False
-    checkpoints_per_sample: int = 5
+    options: Mapping[str, JsonValue] = field(default_factory=dict, hash=False)
+
+    def spec(self) -> RunSpec:
+        """The validated run spec of these settings (video mode refused: it needs the engine's clips)."""
+        spec = run_spec([self])
+        if spec.is_video:
+            raise ConfigError("video mode needs the engine's clip attachment; use `rescue-bench run`")
+        return spec
 
     def task_config(self) -> TaskConfig:
         """The :class:`TaskConfig` ``rescue-bench run`` builds from the same flags."""
-        mode = resolve_mode(self.mode)
-        if mode == "video":
-            raise ConfigError("video mode needs the engine's clip attachment; use `rescue-bench run`")
-        if self.checkpoints_per_sample < 1:
-            raise ConfigError(
-                f"checkpoints_per_sample must be at least 1 (got {self.checkpoints_per_sample})"
-            )
-        # The flat settings are those of a format-1 run.json: the engine's reader of that format turns them
-        # into the nested task options, exactly as for an old run directory.
-        recorded = {
-            "format": 1,
-            "config": self.config_record("baseline/random"),
-            "selection": {"data": self.data, "sample_ids": None},
-        }
-        return config_from_manifest(recorded).task_config()
+        return self.spec().task_config()
 
-    def config_record(self, model: str) -> dict[str, Json]:
-        """The ``config`` part of ``run.json`` for a run directory made from an adapter's log."""
-        return {
-            "model": model,
-            "tasks": [self.task],
-            "mode": self.mode,
-            "context_size": self.context_size,
-            "batch_size": self.batch_size,
-            "limit_samples": self.limit_samples,
-            "rpp_gold_field": self.rpp_gold_field,
-            "rpp_include_current_turn": self.rpp_include_current_turn,
-            "ssp_include_target_emotion": self.ssp_include_target_emotion,
-            "checkpoints_per_sample": self.checkpoints_per_sample,
-        }
+    def common(self) -> dict[str, Json]:
+        """The settings every task has (those one run shares among its tasks)."""
+        return {name: getattr(self, name) for name in COMMON}
+
+    def to_json(self) -> dict[str, Json]:
+        """The settings as a JSON object (read back by :func:`task_args`)."""
+        return {"task": self.task, **self.common(), "options": dict(self.options)}
+
+
+COMMON = tuple(f.name for f in fields(TaskArgs) if f.name not in ("task", "options"))
+"""The settings of :class:`TaskArgs` that every task has."""
+FORMAT1_KEYS = frozenset(key for task in TASKS.values() for key in v1_keys(task))
+"""The flat option keys of a format-1 ``run.json`` (and of the adapters' records made before the options were
+nested), as the tasks' ``Options.V1_KEYS`` name them."""
+
+
+def run_spec(
+    args: Sequence[TaskArgs], model: str | Mapping[str, Json] = PLANNING_MODEL, judges: Sequence[str] = ()
+) -> RunSpec:
+    """The run spec of tasks planned with ``args`` (one run: their common settings must agree)."""
+    first = args[0]
+    for other in args[1:]:
+        differ = [k for k, v in other.common().items() if first.common()[k] != v]
+        if differ:
+            raise ConfigError(
+                f"tasks {first.task} and {other.task} differ in {differ[0]} "
+                f"({first.common()[differ[0]]!r}, {other.common()[differ[0]]!r}); one run has one"
+            )
+    data = {
+        **first.common(),
+        "model": model,
+        "judges": list(judges),
+        "tasks": [a.task for a in args],
+        "task_options": {a.task: dict(a.options) for a in args if a.options},
+    }
+    labels: dict[tuple[str, ...], str] = {
+        ("task_options", a.task, key): f"{a.task} option {key}" for a in args for key in a.options
+    }
+    return validate_spec(data, labels=labels)
+
+
+def task_args(given: Mapping[str, object], task: str | None = None, *, lenient: bool = False) -> TaskArgs:
+    """The :class:`TaskArgs` of ``task`` (else of ``given["task"]``) from settings given as a flat object.
+
+    Besides the common settings, a task's options may be given as ``options`` (the task's own), as
+    ``task_options`` (task name -> options, as in a run spec; other tasks' are ignored), flat by field name
+    (``gold_field``), or by their format-1 key (``rpp_gold_field``, through the task's
+    ``Options.V1_KEYS``): an older record of the adapters has these. Another task's flat options are
+    ignored; any other key is a :class:`ConfigError` unless ``lenient`` (lm-eval passes its own metadata
+    along).
+
+    >>> task_args({"task": "rpp", "rpp_gold_field": "relation_pattern", "checkpoints_per_sample": 5}).options
+    {'gold_field': 'relation_pattern'}
+    """
+    chosen = given.get("task") if task is None else task
+    if not isinstance(chosen, str):
+        raise ConfigError(f"settings without a task name: {sorted(given)}")
+    name = get_task(chosen).NAME
+    if given.get("task", name) != name:
+        raise ConfigError(f"settings of task {given['task']!r} given for task {name!r}")
+    model = options_model(get_task(name))
+    own = set(model.model_fields) if model is not None else set()
+    unknown = set(given) - {"task", "options", "task_options", *COMMON, *FORMAT1_KEYS, *_option_names()}
+    if unknown and not lenient:
+        raise ConfigError(
+            f"unknown setting {sorted(unknown)[0]!r} of task {name}; "
+            f"known: {', '.join(COMMON)}, options, task_options, and the tasks' options"
+        )
+    options: dict[str, JsonValue] = {
+        **{field: _json(given[key]) for key, field in v1_keys(get_task(name)).items() if key in given},
+        **{key: _json(value) for key, value in given.items() if key in own},
+        **_mapping(_mapping(given.get("task_options"), "task_options").get(name), f"task_options.{name}"),
+        **_mapping(given.get("options"), "options"),
+    }
+    common = {key: given[key] for key in COMMON if key in given}
+    try:
+        return _ARGS.validate_python({**common, "task": name, "options": options})
+    except ValidationError as exc:
+        error = exc.errors(include_url=False)[0]
+        where = ".".join(str(part) for part in error["loc"])
+        raise ConfigError(f"task {name}: {where}: {error['msg']}") from None
+
+
+_ARGS = TypeAdapter(TaskArgs)
+"""Checks the types of given settings (``limit_samples="3"`` is 3); the run spec checks their values."""
+
+
+def _option_names() -> set[str]:
+    """The option fields of every task (a flat one of another task is not a typo)."""
+    models = [options_model(task) for task in TASKS.values()]
+    return {key for model in models if model is not None for key in model.model_fields}
+
+
+def _mapping(value: object, where: str) -> dict[str, JsonValue]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}: expected an object of options, not {type(value).__name__}")
+    return {str(key): _json(item) for key, item in value.items()}
+
+
+def _json(value: object) -> JsonValue:
+    if value is None or isinstance(value, str | int | float | bool):
+        return value
+    if isinstance(value, list | tuple):
+        return [_json(item) for item in value]
+    if isinstance(value, Mapping):
+        return {str(key): _json(item) for key, item in value.items()}
+    raise ConfigError(f"setting value {value!r} is not JSON")
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,12 +178,11 @@ class Plan:
 def plan(args: TaskArgs) -> Plan:
     """Load the samples and build, batch and render the task as ``rescue-bench run`` does (API models)."""
     task = get_task(args.task)
-    cfg = args.task_config()
-    samples = load_samples(args.data)
-    if args.limit_samples is not None:
-        if args.limit_samples < 1:
-            raise ConfigError(f"limit_samples must be at least 1 (got {args.limit_samples})")
-        samples = samples[: args.limit_samples]
+    spec = args.spec()
+    cfg = spec.task_config()
+    samples = load_samples(spec.data)
+    if spec.limit_samples is not None:
+        samples = samples[: spec.limit_samples]
     instances = [inst for sample in samples for inst in task.build(sample, cfg)]
     size = batch_size(task, cfg)
     batches = tuple(tuple(b) for b in make_batches(instances, size))

@@ -1,5 +1,5 @@
-"""The ``inspect_ai`` entry point: importing this module registers the tasks ``rescue_bench/<task>``."""
+"""The ``inspect_ai`` entry point: importing this module registers ``rescue_bench/<task>`` for every task."""
 
-from rescue_bench.adapters.inspect.tasks import er, itp, rpp, ssp, stp, vp
+from rescue_bench.adapters.inspect.tasks import FACTORIES
 
-__all__ = ["er", "itp", "rpp", "ssp", "stp", "vp"]
+__all__ = ["FACTORIES"]

@@ -2,7 +2,10 @@
 
 Each sample's score holds the ``predictions.jsonl`` lines of its batch (and the grader's judgment lines), so
 the run directory is made of exactly what inspect scored; ``scores.json`` is aggregated as a judge pass does
-(with bootstrap CIs), so ``report``, ``compare`` and the viewer read it like any run.
+(with bootstrap CIs), so ``report``, ``compare`` and the viewer read it like any run. Its ``run.json`` is of
+the current format (the run spec of the logs' settings, as ``engine.manifest`` writes it); the settings of a
+log made before the task options were nested (flat ``rpp_gold_field``...) are read through the tasks'
+``Options.V1_KEYS``.
 """
 
 from __future__ import annotations
@@ -18,9 +21,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from rescue_bench import __version__
 from rescue_bench.adapters.inspect.scoring import GRADER_ROLE, SampleRecords, sample_records
 from rescue_bench.adapters.inspect.tasks import sample_id
-from rescue_bench.adapters.plan import TaskArgs, batch_records, plan
+from rescue_bench.adapters.plan import TaskArgs, batch_records, plan, run_spec, task_args
 from rescue_bench.adapters.rundata import ImportedRun, write_run
-from rescue_bench.errors import DataError
+from rescue_bench.engine.manifest import FORMAT, config_record
+from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine, PredictionLine, RequestLine, TokenUsage
 from rescue_bench.rundir.lines import ReplyText
@@ -61,7 +65,7 @@ def _unscored(
     ids = [str(i) for i in (log.eval.dataset.sample_ids or [])]
     if ids and all(i in scored for i in ids):
         return []
-    the_plan = plan(TaskArgs(**{**_task_args(log, task), "task": task}))
+    the_plan = plan(_task_args(log, task, where))
     missing = []
     for index, batch in enumerate(the_plan.batches):
         if sample_id(index) not in scored:
@@ -150,7 +154,8 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
     predictions: list[PredictionLine] = []
     judgments: list[JudgmentLine] = []
     counts: dict[str, dict[str, int]] = {}
-    configs: dict[str, Any] = {}
+    args: dict[str, TaskArgs] = {}
+    recorded: dict[str, Json] = {}
     judges: set[str] = set()
     for log, where in logs:
         task = task_of(log, where)
@@ -159,9 +164,12 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
         predictions += records
         judgments += judged
         counts[task] = _counts(records, len(asked))
-        configs[task] = _task_args(log, task)
+        args[task] = _task_args(log, task, where)
+        recorded[task] = _ours(log, where).task_args
         judges.update(_graders(log))
-    run = _manifest(models.pop(), configs, counts, sorted(judges), [where for _, where in logs])
+    model = {"name": models.pop(), **_generation(logs)}
+    sources = {"harness": "inspect_ai", "logs": [where for _, where in logs], "task_args": recorded}
+    run = _manifest(model, list(args.values()), counts, sorted(judges), sources)
     return write_run(out, ImportedRun(run, requests, predictions, judgments))
 
 
@@ -187,31 +195,56 @@ class _LogMetadata(BaseModel):
     rescue_bench: _OurMetadata = _OurMetadata()
 
 
-def _task_args(log: EvalLog, task: str) -> dict[str, Json]:
-    """The run-spec settings the task was made with (kept in the task's metadata by our ``@task``)."""
-    ours = _LogMetadata.model_validate(log.eval.metadata or {}).rescue_bench
-    return dict(ours.task_args) if ours.task_args is not None else {"task": task}
+def _ours(log: EvalLog, where: str) -> _OurMetadata:
+    try:
+        return _LogMetadata.model_validate(log.eval.metadata or {}).rescue_bench
+    except ValidationError as exc:
+        raise DataError(f"{where}: task metadata: {_first_error(exc)}") from None
+
+
+def _task_args(log: EvalLog, task: str, where: str) -> TaskArgs:
+    """The run-spec settings the task was made with (kept in the task's metadata by our inspect task)."""
+    recorded = _ours(log, where).task_args
+    try:
+        return task_args(recorded or {}, task)
+    except ConfigError as exc:
+        raise DataError(f"{where}: the task's settings: {exc}") from None
+
+
+def _generation(logs: Sequence[tuple[EvalLog, str]]) -> dict[str, Json]:
+    """The candidate's temperature and seed (as our inspect task was given them); one run's logs agree."""
+    given = {(_ours(log, where).temperature, _ours(log, where).seed) for log, where in logs}
+    if len(given) != 1:
+        raise DataError(f"the logs were made with {len(given)} temperature/seed settings; import one run")
+    temperature, seed = given.pop()
+    return {"temperature": temperature, "seed": seed}
 
 
 def _manifest(
-    model: str, configs: dict[str, Any], counts: dict[str, Any], judges: list[str], sources: list[str]
+    model: dict[str, Json],
+    args: Sequence[TaskArgs],
+    counts: dict[str, Any],
+    judges: list[str],
+    sources: dict[str, Json],
 ) -> dict[str, Any]:
-    first = next(iter(configs.values()))
-    fields = {k: v for k, v in first.items() if k in TaskArgs.__dataclass_fields__ and k != "task"}
-    args = TaskArgs(next(iter(configs)), **fields)
-    config = args.config_record(model)
-    config["tasks"] = list(configs)
+    """``run.json`` (the current format) of an imported run: the spec of the logs' settings."""
+    try:
+        spec = run_spec(args, model, judges)
+    except ConfigError as exc:
+        raise DataError(f"the logs' settings: {exc}") from None
     now = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     return {
-        "format": 1,
+        "format": FORMAT,
         "status": "finished",
-        "config": config,
+        "config": config_record(spec),
+        "spec": spec.model_dump(mode="json"),
         "options": {},
         "package_version": __version__,
-        "model": {"name": model},
+        "selection": {"data": spec.data, "sample_ids": None},
+        "model": {"name": model["name"]},
         "judges": judges,
         "counts": counts,
         "timings": {"created": now, "finished": now},
         "stop_reason": None,
-        "imported_from": {"harness": "inspect_ai", "logs": sources, "task_args": configs},
+        "imported_from": sources,
     }

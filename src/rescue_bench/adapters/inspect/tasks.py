@@ -1,14 +1,24 @@
-"""The six RESCUE-Bench tasks as inspect_ai tasks.
+"""Every registered RESCUE-Bench task as an inspect_ai task (``rescue_bench/<task>``).
 
 One inspect sample is one request batch of ``rescue-bench run``: its messages are our own ``render`` output
 (byte for byte), it is generated with the task's JSON schema as the response schema and the task's output cap,
 and it is scored by :func:`rescue_bench.adapters.inspect.scoring.rescue_scorer` with our own ``parse`` and
-``score``. Task arguments (``-T``) mirror the run spec's flags.
+``score``.
+
+The tasks are made from the registry (:data:`rescue_bench.tasks.TASKS`, built-ins and outside plugins alike)
+when this module is imported: :func:`task_factory` gives each a factory registered with inspect's ``task``
+decorator under the task's name. Its parameters (what ``-T`` takes) are the settings every task has
+(:data:`~rescue_bench.adapters.plan.COMMON`), ``temperature`` and ``seed``, and the fields of the task's
+``INFO.options`` model with their defaults; inspect reads them from the factory's ``__signature__``, so an
+unknown ``-T`` name gets inspect's own warning.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import inspect
+import logging
+from collections.abc import Callable
+from typing import Any, get_type_hints
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
@@ -17,10 +27,12 @@ from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from rescue_bench.adapters.inspect.messages import chat_messages, response_schema
 from rescue_bench.adapters.inspect.scoring import rescue_scorer
-from rescue_bench.adapters.plan import Plan, TaskArgs, plan
+from rescue_bench.adapters.plan import COMMON, Plan, TaskArgs, plan, task_args
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
-from rescue_bench.tasks.base import GoldField
+from rescue_bench.spec import options_model
+from rescue_bench.tasks import TASKS
+from rescue_bench.tasks import Task as BenchTask
 
 
 def sample_id(index: int) -> str:
@@ -79,157 +91,84 @@ def rescue_task(args: TaskArgs, *, temperature: float = 0.0, seed: int | None = 
         solver=ask_with_schema(temperature, seed),
         scorer=rescue_scorer(args.task, by_id),
         config=GenerateConfig(temperature=temperature),
-        metadata={
-            "rescue_bench": {"task_args": _args_record(args), "temperature": temperature, "seed": seed}
-        },
+        metadata={"rescue_bench": {"task_args": args.to_json(), "temperature": temperature, "seed": seed}},
         name=args.task,
     )
 
 
-def _args_record(args: TaskArgs) -> dict[str, Any]:
-    return {name: getattr(args, name) for name in TaskArgs.__dataclass_fields__}
+def _parameter(name: str, annotation: Any, default: Any) -> inspect.Parameter:
+    kind = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return inspect.Parameter(name, kind, default=default, annotation=annotation)
 
 
-def _make(
-    name: str,
-    data: str,
-    mode: str,
-    context_size: int | None,
-    batch_size: int | None,
-    limit_samples: int | None,
-    temperature: float,
-    seed: int | None,
-    **options: Any,
-) -> Task:
-    args = TaskArgs(name, data, mode, context_size, batch_size, limit_samples, **options)
-    return rescue_task(args, temperature=temperature, seed=seed)
+GENERATION = (
+    _parameter("temperature", float, 0.0),
+    _parameter("seed", int | None, None),
+)
+"""How the candidate generates: inspect's ``GenerateConfig`` (the run spec's model settings)."""
 
 
-@task
-def itp(
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    limit_samples: int | None = None,
-    temperature: float = 0.0,
-    seed: int | None = None,
-) -> Task:
-    """ITP, intervention timing prediction (precision, recall, F1)."""
-    return _make("itp", data, mode, context_size, batch_size, limit_samples, temperature, seed)
+def task_signature(bench: BenchTask) -> inspect.Signature:
+    """The parameters of ``bench``'s inspect task: the common settings (as :class:`TaskArgs` has them), how
+    the model generates, then the task's own options (its ``INFO.options`` fields) with their defaults."""
+    defaults, hints = TaskArgs(bench.NAME), get_type_hints(TaskArgs)
+    common = [_parameter(name, hints[name], getattr(defaults, name)) for name in COMMON]
+    model = options_model(bench)
+    fields = model.model_fields if model is not None else {}
+    taken = {p.name for p in (*common, *GENERATION)}
+    for name, info in fields.items():
+        if name in taken or info.is_required():
+            why = "has the name of a common setting" if name in taken else "has no default"
+            raise ConfigError(f"task {bench.NAME}: option {name!r} {why}")
+    options = [
+        _parameter(name, info.annotation, info.get_default(call_default_factory=True))
+        for name, info in fields.items()
+    ]
+    return inspect.Signature([*common, *GENERATION, *options], return_annotation=Task)
 
 
-@task
-def rpp(
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    limit_samples: int | None = None,
-    temperature: float = 0.0,
-    seed: int | None = None,
-    gold_field: GoldField = "auto",
-    include_current_turn: bool = False,
-) -> Task:
-    """RPP, relation pattern prediction (accuracy, macro-F1)."""
-    return _make(
-        "rpp",
-        data,
-        mode,
-        context_size,
-        batch_size,
-        limit_samples,
-        temperature,
-        seed,
-        rpp_gold_field=gold_field,
-        rpp_include_current_turn=include_current_turn,
-    )
+def task_doc(bench: BenchTask) -> str:
+    """The inspect task's docstring: the task module's summary line, its metrics, judge and options."""
+    info = bench.INFO
+    summary = (bench.__doc__ or info.name).strip().splitlines()[0]
+    lines = [summary, "", f"Metrics (per scope): {', '.join(info.headline)}."]
+    if info.judge is not None:
+        lines.append(f"Judged by the `grader` model role with the rubric {info.judge.title!r}.")
+    model = options_model(bench)
+    if model is not None and model.model_fields:
+        lines += ["", "Options:"]
+        lines += [f"    {name}: {f.description or ''}" for name, f in model.model_fields.items()]
+    return "\n".join(lines)
 
 
-@task
-def stp(
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    limit_samples: int | None = None,
-    temperature: float = 0.0,
-    seed: int | None = None,
-) -> Task:
-    """STP, support target prediction (Recall@k, MRR)."""
-    return _make("stp", data, mode, context_size, batch_size, limit_samples, temperature, seed)
+def task_factory(bench: BenchTask) -> Callable[..., Task]:
+    """The inspect task factory of ``bench``, registered as ``rescue_bench/<name>``."""
+    signature = task_signature(bench)
+
+    def factory(*given: Any, **kwargs: Any) -> Task:
+        bound = signature.bind(*given, **kwargs)
+        bound.apply_defaults()
+        values = dict(bound.arguments)
+        temperature, seed = values.pop("temperature"), values.pop("seed")
+        common = {name: values.pop(name) for name in COMMON}
+        args = task_args({**common, "options": values}, bench.NAME)  # typed as the settings of a record
+        return rescue_task(args, temperature=temperature, seed=seed)
+
+    factory.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads
+    factory.__name__ = factory.__qualname__ = bench.NAME
+    factory.__doc__ = task_doc(bench)
+    return task(name=bench.NAME)(factory)
 
 
-@task
-def ssp(
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    limit_samples: int | None = None,
-    temperature: float = 0.0,
-    seed: int | None = None,
-    include_target_emotion: bool = False,
-) -> Task:
-    """SSP, support strategy prediction (Recall@k, MRR)."""
-    return _make(
-        "ssp",
-        data,
-        mode,
-        context_size,
-        batch_size,
-        limit_samples,
-        temperature,
-        seed,
-        ssp_include_target_emotion=include_target_emotion,
-    )
+def _factories() -> dict[str, Callable[..., Task]]:
+    made = {}
+    for name, bench in TASKS.items():
+        try:
+            made[name] = task_factory(bench)
+        except ConfigError as exc:  # one plugin's bad options must not take the other tasks away
+            logging.getLogger(__name__).warning("warning: inspect task left out: %s", exc)
+    return made
 
 
-@task
-def er(
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    limit_samples: int | None = None,
-    temperature: float = 0.0,
-    seed: int | None = None,
-    checkpoints_per_sample: int = 5,
-) -> Task:
-    """ER, emotion recognition; judged by the ``grader`` model role with our rubric."""
-    return _make(
-        "er",
-        data,
-        mode,
-        context_size,
-        batch_size,
-        limit_samples,
-        temperature,
-        seed,
-        checkpoints_per_sample=checkpoints_per_sample,
-    )
-
-
-@task
-def vp(
-    data: str = "demo",
-    mode: str = "dialogue",
-    context_size: int | None = None,
-    batch_size: int | None = None,
-    limit_samples: int | None = None,
-    temperature: float = 0.0,
-    seed: int | None = None,
-    checkpoints_per_sample: int = 5,
-) -> Task:
-    """VP, viewpoint prediction; judged by the ``grader`` model role with our rubric."""
-    return _make(
-        "vp",
-        data,
-        mode,
-        context_size,
-        batch_size,
-        limit_samples,
-        temperature,
-        seed,
-        checkpoints_per_sample=checkpoints_per_sample,
-    )
+FACTORIES: dict[str, Callable[..., Task]] = _factories()
+"""The inspect task factory of every registered task, by task name (registered with inspect on import)."""
