@@ -21,8 +21,6 @@ EXEMPT = {
     "report/paper.py": "the paper's published numbers, by task",
 }
 KNOWN = {
-    "engine/manifest_v1.py": "format-1 run.json keys (rpp_gold_field...), a frozen file format",
-    "engine/masking.py": "a word pattern ('er' as a suffix), not a task",
 }
 """Files that still name tasks, and why: to be derived from the registry."""
 WORD = re.compile(r"[A-Za-z0-9]+")

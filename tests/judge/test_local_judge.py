@@ -35,8 +35,9 @@ def test_the_exact_schema_lists_the_asked_checkpoints_and_keeps_every_score_rang
     assert graded["items"]["properties"]["id"]["enum"] == ["c1", "c2", "c3"]
     original: Any = schema("er")["properties"]["graded"]  # type: ignore[index,call-overload]
     for key, rule in original["items"]["properties"].items():
-        if key != "id":
+        if key not in ("id", "notes"):
             assert graded["items"]["properties"][key] == rule
+    assert graded["items"]["properties"]["notes"] == {"type": "string", "enum": [""]}  # forced, not written
     assert request.response_schema == schema("er")  # the rubric's own schema is untouched
     assert exact_schema(request).messages == request.messages
 

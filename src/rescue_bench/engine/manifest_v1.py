@@ -20,7 +20,9 @@ from rescue_bench.tasks.base import Task
 class ConfigV1(BaseModel):
     """The ``config`` of a format-1 ``run.json``: flat, task options included."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # Extra keys are the flat task options; only those some task's ``V1_KEYS`` names pass
+    # (:func:`spec_from_v1`).
+    model_config = ConfigDict(frozen=True, extra="allow")
     model: str
     tasks: list[str]
     mode: str = "dialogue"
@@ -34,11 +36,6 @@ class ConfigV1(BaseModel):
     temperature: float = 0.0
     response_format: str = "json_schema"
     disable_thinking: bool = False
-    # The flat task options format 1 knew; which task takes each is the tasks' business (``V1_KEYS``).
-    rpp_gold_field: str = "auto"
-    rpp_include_current_turn: bool = False
-    ssp_include_target_emotion: bool = False
-    checkpoints_per_sample: int = 5
     video: dict[str, Json] | None = None
 
 
@@ -76,6 +73,10 @@ def spec_from_v1(manifest: Mapping[str, Json], tasks: Mapping[str, Task]) -> Run
         problem = exc.errors(include_url=False)[0]
         where = ".".join(str(p) for p in problem["loc"])
         raise ConfigError(f"run.json (format 1): {where}: {problem['msg']}") from None
+    known = {key for task in tasks.values() for key in v1_keys(task)}
+    unknown = sorted(set(cfg.model_extra or {}) - known)
+    if unknown:
+        raise ConfigError(f"run.json (format 1): config.{unknown[0]}: Extra inputs are not permitted")
     flat = cfg.model_dump()
     model = {
         k: flat[k]

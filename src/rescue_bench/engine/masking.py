@@ -13,7 +13,7 @@ from typing import Any
 from rescue_bench.records import Json
 
 SENSITIVE_WORD_PATTERNS: tuple[str, ...] = (
-    r"fuck(ing|ed|er|ers)?",
+    r"fuck(ing|ed|ers?)?",
     r"shit(ty)?",
     r"bitch(es)?",
     r"asshole(s)?",
