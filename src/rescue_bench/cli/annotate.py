@@ -13,6 +13,7 @@ from rescue_bench.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from rescue_bench.annotate.draft import Counts, DraftSettings
+    from rescue_bench.annotate.ingest import IngestResult
 
 annotate_app = typer.Typer(
     help="Build new data: subtitles and video in, row clips and model drafts out, drafts to release JSONL.",
@@ -79,7 +80,10 @@ def ingest(
         allow_bad_cues=skip_bad_cues,
         jobs=jobs,
     )
-    result = run_ingest(video, subtitles, out, settings, log=typer.echo)
+    _print_ingest(out, run_ingest(video, subtitles, out, settings, log=typer.echo))
+
+
+def _print_ingest(out: Path, result: IngestResult) -> None:
     _warn(list(result.warnings))
     for line in result.dropped:
         typer.echo(line)
@@ -134,6 +138,10 @@ def draft(
         workdir, model, settings, force, no_cache, concurrency, max_retries, timeout, base_url, api_key_env,
         disable_thinking,
     )  # fmt: skip
+    _print_draft(workdir, counts)
+
+
+def _print_draft(workdir: Path, counts: Counts) -> None:
     typer.echo(
         f"{workdir}: {len(counts.drafted)} segment(s) drafted, {len(counts.skipped)} already drafted, "
         f"{len(counts.failed)} failed; {counts.rows} rows, {counts.flagged_rows} with open violations; "

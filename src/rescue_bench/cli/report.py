@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 if TYPE_CHECKING:
+    from rescue_bench.metrics.multiplicity import Adjustment
     from rescue_bench.rundir import RunData
 
 Runs = Annotated[
@@ -84,9 +85,21 @@ def compare(
 
     With three runs or more: the matrix of every pair's difference, adjusted p-values and rank groups.
     """
-    from rescue_bench.errors import ConfigError
-    from rescue_bench.metrics.multiplicity import ADJUSTMENTS
     from rescue_bench.rundir import load_run
+
+    chosen, method = _compare_settings(runs, scopes, resamples, adjust, level)
+    loaded = [load_run(path) for path in runs]
+    if len(loaded) == 2:
+        _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
+        return
+    _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level)
+
+
+def _compare_settings(
+    runs: list[Path], scopes: str, resamples: int, adjust: str, level: float
+) -> tuple[tuple[str, ...], Adjustment]:
+    """The scopes and p-value adjustment of ``compare``, once every option is known to be valid."""
+    from rescue_bench.errors import ConfigError
 
     chosen = tuple(s.strip().lower() for s in scopes.split(",") if s.strip())
     if not chosen or any(s not in ("all", "couple", "family") for s in chosen):
@@ -95,15 +108,33 @@ def compare(
         raise ConfigError(f"--resamples must be at least 1 (got {resamples})")
     if len(runs) < 2:
         raise ConfigError("compare needs at least two run directories")
+    return chosen, rank_method(adjust, level)
+
+
+def rank_method(adjust: str, level: float) -> Adjustment:
+    """The rank groups' p-value adjustment (``--adjust``), once it and ``--level`` are known to be valid."""
+    from rescue_bench.errors import ConfigError
+    from rescue_bench.metrics.multiplicity import ADJUSTMENTS
+
     method = next((m for m in ADJUSTMENTS if m == adjust.strip().lower()), None)
     if method is None:
         raise ConfigError(f"--adjust: expected holm, bh or none (got {adjust!r})")
     if not 0.0 < level < 1.0:
         raise ConfigError(f"--level must lie in (0, 1) (got {level})")
-    loaded = [load_run(path) for path in runs]
-    if len(loaded) == 2:
-        _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
-        return
+    return method
+
+
+def _compare_many(
+    loaded: list[RunData],
+    chosen: tuple[str, ...],
+    every_metric: bool,
+    resamples: int,
+    seed: int,
+    as_json: bool,
+    method: Adjustment,
+    level: float,
+) -> None:
+    """Three runs or more: every pair's difference, adjusted p-values and rank groups."""
     from rescue_bench.report.comparison import compare_many_run_data, matrix_tables
     from rescue_bench.report.writers import markdown_table
 

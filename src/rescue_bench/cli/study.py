@@ -22,12 +22,13 @@ from rich.console import Console
 from rich.markdown import Markdown
 from rich.table import Table
 
+from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
 from rescue_bench.errors import ConfigError
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
-    from rescue_bench.study import StudyRecord
+    from rescue_bench.study import StudyOptions, StudyRecord, StudySpec
 
 PLACEHOLDER = "study/none"
 """The model the run flags are checked with (a study's models come from ``--model`` or the file)."""
@@ -115,15 +116,10 @@ def sweep(
 
     Re-running resumes: finished runs send nothing, a model added later is the only one asked.
     """
-    from rescue_bench.metrics.multiplicity import ADJUSTMENTS
-    from rescue_bench.study import StudyOptions, run_study, validate_study, write_study_leaderboard
+    from rescue_bench.study import StudyOptions, validate_study, write_study_leaderboard
 
     flags = flag_values(ctx)
-    method = next((m for m in ADJUSTMENTS if m == adjust.strip().lower()), None)
-    if method is None:
-        raise ConfigError(f"--adjust: expected holm, bh or none (got {adjust!r})")
-    if not 0.0 < level < 1.0:
-        raise ConfigError(f"--level must lie in (0, 1) (got {level})")
+    method = rank_method(adjust, level)
     table = study_table(study_file, flags, out=out, context_curve=context_curve)
     study = validate_study(table, where=str(study_file) if study_file is not None else "")
     if study.base.out is None:
@@ -132,16 +128,23 @@ def sweep(
         typer.echo(study.to_toml(), nl=False)
         return
     options = StudyOptions(quiet=quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
+    record = _run(study, options)
+    paths = write_study_leaderboard(study.out, record, with_paper=with_paper, method=method, level=level)
+    _summary(record, paths)
+
+
+def _run(study: StudySpec, options: StudyOptions) -> StudyRecord:
+    """Run the study; SIGTERM or Ctrl-C stops it resumably (exit 130)."""
+    from rescue_bench.study import run_study
+
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        record = run_study(study, options)
+        return run_study(study, options)
     except KeyboardInterrupt:
         typer.echo(f"interrupted; re-run the same command to resume {study.out}", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
-    paths = write_study_leaderboard(study.out, record, with_paper=with_paper, method=method, level=level)
-    _summary(record, paths)
 
 
 def _interrupt(signum: int, frame: object) -> None:

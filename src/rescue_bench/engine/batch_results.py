@@ -3,26 +3,30 @@ that answers a run's requests from them (``batch import`` and ``run --batch`` bo
 
 The format is a third party's, so these models ignore keys they do not use (``extra="ignore"``); what they
 use is checked strictly (a token count is a non-negative integer, content a string), and a line whose result
-does not fit becomes a failed reply naming the field, recorded for its request like any failure.
+does not fit becomes a failed reply naming the field, recorded for its request like any failure. The chat
+completion body inside a result is read by the strict models of :mod:`rescue_bench.models.openai_reply`,
+the same models an online reply is read by.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, TypeVar
+from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
+from pydantic import StrictStr, ValidationError
 
 from rescue_bench.errors import DataError
 from rescue_bench.models.base import Capabilities, GenerationParams
-from rescue_bench.records import Instance, Json, Reply, Request, Usage
-
-TokenCount = Annotated[int, Field(strict=True, ge=0)]
-
-
-class Open(BaseModel):
-    model_config = ConfigDict(extra="ignore", frozen=True)
+from rescue_bench.models.openai_reply import (
+    BatchBody,
+    BatchChoice,
+    BatchUsage,
+    Open,
+    choice_reply,
+    usage_counts,
+)
+from rescue_bench.records import Instance, Json, Reply, Request
 
 
 class BatchLine(Open):
@@ -45,32 +49,6 @@ class ErrorBody(Open):
 class ErrorDetail(Open):
     message: Json = None
     code: Json = None
-
-
-class TokenDetails(Open):
-    reasoning_tokens: TokenCount | None = None
-
-
-class BatchUsage(Open):
-    prompt_tokens: TokenCount | None = None
-    completion_tokens: TokenCount | None = None
-    completion_tokens_details: TokenDetails | None = None
-
-
-class BatchMessage(Open):
-    content: StrictStr | None = None
-    reasoning_content: Json = None
-    reasoning: Json = None
-
-
-class BatchChoice(Open):
-    message: BatchMessage
-    finish_reason: Json = None
-
-
-class BatchBody(Open):
-    choices: Annotated[list[Json], Field(min_length=1)]
-    usage: BatchUsage | None = None
 
 
 def result_reply(record: BatchLine) -> Reply:
@@ -103,15 +81,8 @@ def result_reply(record: BatchLine) -> Reply:
 
 
 def _reply(body: BatchBody, choice: BatchChoice) -> Reply:
-    message, usage = choice.message, body.usage or BatchUsage()
-    reasoning = message.reasoning_content or message.reasoning
-    details = usage.completion_tokens_details or TokenDetails()
-    return Reply(
-        text=message.content or "",
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-        usage=Usage(usage.prompt_tokens or 0, usage.completion_tokens or 0, details.reasoning_tokens or 0),
-        finish_reason=choice.finish_reason if isinstance(choice.finish_reason, str) else None,
-    )
+    usage = body.usage or BatchUsage()
+    return choice_reply(choice, usage_counts(usage, usage.completion_tokens_details))
 
 
 def _error_text(error: Json) -> Json:

@@ -14,132 +14,56 @@ Mechanics:
 
 The judge is an injected async callable, :data:`Complete`; :mod:`rescue_bench.judge.after_run` passes an
 engine (cache, limits, retries), tests pass a fake. Nothing here knows the candidate model's name except
-:func:`same_model`, which only warns.
+:func:`same_model`, which only warns. Asking one judge is :mod:`rescue_bench.judge.asking`'s, writing
+``scores.json`` and ``judging.json`` :mod:`rescue_bench.judge.recording`'s; their names are importable from
+here too.
 """
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence, Set
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rescue_bench.engine.execute import BudgetExceeded
-from rescue_bench.errors import BenchError, ConfigError
-from rescue_bench.judge import rubric
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge.asking import (
+    RAW_LIMIT,
+    Complete,
+    CompleteAgain,
+    Judge,
+    JudgeStopped,
+    JudgeTally,
+    fingerprint,
+    judge_group,
+    judge_item,
+    judge_records,
+    plan_groups,
+)
 from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
-from rescue_bench.judge.merge import (
-    BERTSCORE_JUDGE,
-    JUDGED_TASKS,
-    is_current,
-    judge_agreement,
-    judge_names,
-    judged_records,
-    prediction_fingerprint,
-)
-from rescue_bench.judge.rubric import JudgeItem, Verdict
-from rescue_bench.judge.scores import judged_scores
-from rescue_bench.metrics.relational import analysis_plan, refreshed
-from rescue_bench.records import Json, Reply, Request, Usage
-from rescue_bench.rundir import (
-    JUDGING_FILE,
-    JUDGMENTS_FILE,
-    SCORES_FILE,
-    BertScoreSetting,
-    JsonlAppender,
-    JudgeCounts,
-    Judging,
-    JudgmentLine,
-    PredictionLine,
-    TokenUsage,
-    atomic_write_json,
-    load_judging,
-    load_run,
-)
-from rescue_bench.tasks import task_infos
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, is_current
+from rescue_bench.judge.recording import record_judging, rescore_run
+from rescue_bench.records import Json
+from rescue_bench.rundir import JUDGMENTS_FILE, JsonlAppender, JudgmentLine, PredictionLine, load_run
 
-Complete = Callable[[Request], Awaitable[Reply]]
-CompleteAgain = Callable[[Request, int], Awaitable[Reply]]
-"""Ask a request for the n-th time (``judge_repeats``): its own cache entry and seed (``Engine.ask``)."""
-RAW_LIMIT = 2000
-
-
-@dataclass(frozen=True, slots=True)
-class Judge:
-    """A judge model: its ``provider/model`` name, how to ask it, and its own requests in flight (``None``:
-    the pass's)."""
-
-    name: str
-    complete: Complete
-    concurrency: int | None = None
-    again: CompleteAgain | None = None
-    """How to ask judge repeat n > 0; ``None``: as repeat 0 (a fake judge in tests)."""
-
-    async def ask(self, request: Request, judge_repeat: int) -> Reply:
-        if judge_repeat == 0 or self.again is None:
-            return await self.complete(request)
-        return await self.again(request, judge_repeat)
-
-
-@dataclass(frozen=True, slots=True)
-class JudgeTally:
-    """Counts of one judge's pass over a run."""
-
-    sent: int = 0
-    """Instances sent to the judge."""
-    requests: int = 0
-    reasked: int = 0
-    """Instances asked a second time."""
-    valid: int = 0
-    unscored: int = 0
-    """Instances with no valid verdict after the re-ask."""
-    skipped_invalid: int = 0
-    """Invalid predictions, not sent (scored at the floor)."""
-    resumed: int = 0
-    """Instances already judged in an earlier pass."""
-    failed_requests: int = 0
-    usage: Usage = field(default_factory=Usage)
-
-    def __add__(self, other: JudgeTally) -> JudgeTally:
-        return JudgeTally(
-            self.sent + other.sent,
-            self.requests + other.requests,
-            self.reasked + other.reasked,
-            self.valid + other.valid,
-            self.unscored + other.unscored,
-            self.skipped_invalid + other.skipped_invalid,
-            self.resumed + other.resumed,
-            self.failed_requests + other.failed_requests,
-            self.usage + other.usage,
-        )
-
-    def counts(self) -> JudgeCounts:
-        """The tally as recorded in ``judging.json``."""
-        usage = self.usage
-        return JudgeCounts(
-            sent=self.sent,
-            requests=self.requests,
-            reasked=self.reasked,
-            valid=self.valid,
-            unscored=self.unscored,
-            skipped_invalid=self.skipped_invalid,
-            resumed=self.resumed,
-            failed_requests=self.failed_requests,
-            usage=TokenUsage(
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-            ),
-        )
-
-
-class JudgeStopped(BenchError):
-    """The budget stopped the judge pass before a request that could pass it; ``tally`` is what was done."""
-
-    def __init__(self, reason: str, tally: JudgeTally) -> None:
-        super().__init__(f"judge pass stopped: {reason}")
-        self.reason = reason
-        self.tally = tally
+__all__ = [
+    "RAW_LIMIT",
+    "Complete",
+    "CompleteAgain",
+    "Judge",
+    "JudgePass",
+    "JudgeRunResult",
+    "JudgeStopped",
+    "JudgeTally",
+    "fingerprint",
+    "judge_group",
+    "judge_item",
+    "judge_records",
+    "judge_run",
+    "plan_groups",
+    "record_judging",
+    "rescore_run",
+    "same_model",
+]
 
 
 def same_model(judge: str, candidate: str | None) -> bool:
@@ -154,159 +78,6 @@ def same_model(judge: str, candidate: str | None) -> bool:
         return False
     a, b = judge.lower(), candidate.lower()
     return a == b or a.rsplit("/", 1)[-1] == b.rsplit("/", 1)[-1]
-
-
-def judge_item(record: PredictionLine) -> JudgeItem:
-    """The judge's view of a prediction record: gold, prediction value and speaker, nothing else."""
-    return JudgeItem(
-        record.instance_id, record.task, record.gold, record.prediction, record.speaker, record.repeat
-    )
-
-
-def plan_groups(
-    records: Iterable[PredictionLine], done: Set[str], max_per_request: int = 10
-) -> tuple[list[list[JudgeItem]], JudgeTally]:
-    """Requests to send (one per sample, task and repeat, chunked), and the counts of what is not sent.
-
-    ``done`` holds line keys (:attr:`PredictionLine.key`): an instance's repeats are judged apart, and a
-    request never holds two repeats of one instance.
-
-    >>> recs = [PredictionLine(instance_id=f"s::er::{i}", task="er", sample_id="s", valid=i != 3,
-    ...         gold={"emotion": "x"}, prediction={"emotion": "y"}) for i in range(1, 5)]
-    >>> groups, tally = plan_groups(recs, done={"s::er::4"})
-    >>> [[it.instance_id for it in g] for g in groups], tally.skipped_invalid, tally.resumed
-    ([['s::er::1', 's::er::2']], 1, 1)
-    """
-    by_key: dict[tuple[str, str, int], list[JudgeItem]] = {}
-    skipped = resumed = 0
-    for record in records:
-        if record.task not in rubric.JUDGE_TASKS:
-            continue
-        if not record.valid:
-            skipped += 1
-        elif record.key in done:
-            resumed += 1
-        else:
-            by_key.setdefault((record.sample_id, record.task, record.repeat), []).append(judge_item(record))
-    groups = [
-        items[i : i + max_per_request]
-        for items in by_key.values()
-        for i in range(0, len(items), max_per_request)
-    ]
-    return groups, JudgeTally(skipped_invalid=skipped, resumed=resumed)
-
-
-def _verdicts(items: Sequence[JudgeItem], request: Request, reply: Reply) -> dict[str, Verdict]:
-    if not reply.ok:
-        return {it.instance_id: Verdict(None, f"request_failed: {reply.error}") for it in items}
-    by_opaque = rubric.parse_verdicts(items[0].task, reply.text, request.opaque_ids)
-    return {iid: by_opaque[oid] for iid, oid in zip(request.instance_ids, request.opaque_ids, strict=True)}
-
-
-def _judgment(
-    item: JudgeItem, judge: str, first: Verdict, second: Verdict | None, texts: list[str], judge_repeat: int
-) -> JudgmentLine:
-    final = second or first
-    hash_ = rubric.prompt_hash(item.task)
-    line = {"instance_id": item.instance_id, "task": item.task, "judge": judge}
-    where = {"repeat": item.repeat, "judge_repeat": judge_repeat}
-    if final.valid:
-        assert final.scores is not None
-        problems = ((f"reasked: {first.problem}",) if second else ()) + final.notes
-        raw = {"verdict": final.raw, "attempts": 2 if second else 1, "prompt_hash": hash_}
-        return JudgmentLine(**line, valid=True, scores=final.scores, problems=problems, raw=raw, **where)
-    problems = (str(first.problem), f"after re-ask: {final.problem}") if second else (str(first.problem),)
-    raw = {"replies": [t[:RAW_LIMIT] for t in texts], "attempts": len(texts), "prompt_hash": hash_}
-    return JudgmentLine(**line, valid=False, scores={}, problems=problems, raw=raw, **where)
-
-
-async def judge_group(
-    items: Sequence[JudgeItem], judge: Judge, judge_repeat: int = 0
-) -> tuple[list[JudgmentLine], JudgeTally]:
-    """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid.
-
-    ``judge_repeat`` > 0 asks the same requests again, each as its own cache entry (:attr:`Judge.again`).
-    """
-    first_request = rubric.render(items)
-    try:
-        reply = await judge.ask(first_request, judge_repeat)
-    except BudgetExceeded as exc:
-        raise JudgeStopped(str(exc), JudgeTally()) from None
-    first = _verdicts(items, first_request, reply)
-    usage, failed, texts = reply.usage, int(not reply.ok), [reply.text or f"<request failed: {reply.error}>"]
-    problems = {iid: str(v.problem) for iid, v in first.items() if not v.valid}
-    second: dict[str, Verdict] = {}
-    if problems:
-        retry_request = rubric.render_reask(items, problems)
-        try:
-            retry_reply = await judge.ask(retry_request, judge_repeat)
-        except BudgetExceeded as exc:
-            # Nothing of this sample is recorded (a resumed pass asks it again); what it spent is counted.
-            raise JudgeStopped(str(exc), JudgeTally(requests=1, usage=reply.usage)) from None
-        second = _verdicts([it for it in items if it.instance_id in problems], retry_request, retry_reply)
-        usage, failed = usage + retry_reply.usage, failed + int(not retry_reply.ok)
-        texts.append(retry_reply.text or f"<request failed: {retry_reply.error}>")
-    judgments = [
-        _judgment(it, judge.name, first[it.instance_id], second.get(it.instance_id), texts, judge_repeat)
-        for it in items
-    ]
-    valid = sum(j.valid for j in judgments)
-    tally = JudgeTally(
-        sent=len(items),
-        requests=1 + bool(problems),
-        reasked=len(problems),
-        valid=valid,
-        unscored=len(items) - valid,
-        failed_requests=failed,
-        usage=usage,
-    )
-    return judgments, tally
-
-
-def fingerprint(record: PredictionLine) -> str:
-    """:func:`~rescue_bench.judge.merge.prediction_fingerprint` of a typed prediction line."""
-    return prediction_fingerprint(record.valid, record.prediction)
-
-
-async def judge_records(
-    records: Iterable[PredictionLine],
-    judge: Judge,
-    *,
-    done: Set[str] = frozenset(),
-    sink: Callable[[list[JudgmentLine]], None] = lambda _: None,
-    concurrency: int = 8,
-    max_per_request: int = 10,
-    judge_repeat: int = 0,
-) -> JudgeTally:
-    """Judge each valid ER/VP prediction whose line key is not in ``done``, for the ``judge_repeat``-th time;
-    ``sink`` gets each sample's judgments on arrival."""
-    records = list(records)
-    fingerprints = {r.key: fingerprint(r) for r in records}
-    groups, tally = plan_groups(records, done, max_per_request)
-    gate = asyncio.Semaphore(max(1, judge.concurrency or concurrency))
-
-    stopped: list[JudgeStopped] = []
-
-    async def run(items: list[JudgeItem]) -> JudgeTally:
-        async with gate:
-            if stopped:  # the budget is spent: no further sample starts
-                return JudgeTally()
-            try:
-                judgments, counts = await judge_group(items, judge, judge_repeat)
-            except JudgeStopped as exc:
-                stopped.append(exc)
-                return exc.tally
-        sink([j.model_copy(update={"prediction_hash": fingerprints.get(j.key)}) for j in judgments])
-        return counts
-
-    for counts in await asyncio.gather(*(run(g) for g in groups)):
-        tally = tally + counts
-    if stopped:
-        raise JudgeStopped(stopped[0].reason, tally)
-    return tally
-
-
-# --- a run directory -------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,6 +153,15 @@ async def _judge_repeats(
     return tally
 
 
+@dataclass(frozen=True, slots=True)
+class _Judged:
+    """What the judges of a pass did: each one's tally, the budget stop (if any), the warnings given."""
+
+    tallies: dict[str, JudgeTally] = field(default_factory=dict)
+    stop: JudgeStopped | None = None
+    warnings: tuple[str, ...] = ()
+
+
 async def judge_run(
     run_dir: Path,
     judges: Sequence[Judge],
@@ -407,91 +187,59 @@ async def judge_run(
     if not records:
         raise ConfigError(f"{run_dir} has no ER or VP predictions to judge (tasks: {', '.join(data.tasks)})")
     fingerprints = {r.key: fingerprint(r) for r in records}
-    warnings: list[str] = []
-    candidate = data.manifest.candidate
-    tallies: dict[str, JudgeTally] = {}
-    stop: JudgeStopped | None = None
+    how = JudgePass(data.judgment_lines, fingerprints, retry_unscored, judge_repeats, concurrency)
     appender = JsonlAppender(Path(run_dir) / JUDGMENTS_FILE)
     try:
-        for judge in judges:
-            if same_model(judge.name, candidate):
-                warnings.append(
-                    f"judge {judge.name} is the candidate model ({candidate}): it grades its own answers"
-                )
-                warn(warnings[-1])
-            try:
-                tallies[judge.name] = await _judge_repeats(
-                    records,
-                    judge,
-                    JudgePass(data.judgment_lines, fingerprints, retry_unscored, judge_repeats, concurrency),
-                    lambda js: appender.append([j.to_json() for j in js]),
-                )
-            except JudgeStopped as exc:
-                tallies[judge.name], stop = exc.tally, exc
-                break
+        judged = await _ask_judges(records, judges, how, data.manifest.candidate, appender, warn)
         bert_lines: list[JudgmentLine] = []
-        if scorer is not None and stop is None:
-            current = _done(
-                data.judgment_lines,
-                BERTSCORE_JUDGE,
-                fingerprints,
-                retry_unscored=False,
-                bertscore_hash=scorer.hash,
-            )
-            bert_lines = bertscore_judgments(records, scorer, current)
-            appender.append([j.to_json() for j in bert_lines])
+        if scorer is not None and judged.stop is None:
+            bert_lines = _add_bertscore(records, scorer, how, appender)
     finally:
         appender.close()
-    if stop is not None:
+    tallies = judged.tallies
+    if judged.stop is not None:
         # The judges' spend so far is recorded; scores.json keeps the engine's scores until a pass finishes.
         record_judging(run_dir, [j for j in judges if j.name in tallies], tallies, None)
-        raise stop
+        raise judged.stop
     scores = rescore_run(run_dir)
     record_judging(run_dir, judges, tallies, scorer)
-    return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, tuple(warnings), scores)
+    return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, judged.warnings, scores)
 
 
-def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Json]:
-    """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``.
+async def _ask_judges(
+    records: Sequence[PredictionLine],
+    judges: Sequence[Judge],
+    how: JudgePass,
+    candidate: str | None,
+    appender: JsonlAppender,
+    warn: Callable[[str], None],
+) -> _Judged:
+    """Every judge in turn over ``records``, until the budget stops one (the later ones are not asked)."""
+    warnings: list[str] = []
+    tallies: dict[str, JudgeTally] = {}
+    for judge in judges:
+        if same_model(judge.name, candidate):
+            warnings.append(
+                f"judge {judge.name} is the candidate model ({candidate}): it grades its own answers"
+            )
+            warn(warnings[-1])
+        try:
+            tallies[judge.name] = await _judge_repeats(
+                records, judge, how, lambda js: appender.append([j.to_json() for j in js])
+            )
+        except JudgeStopped as exc:
+            tallies[judge.name] = exc.tally
+            return _Judged(tallies, exc, tuple(warnings))
+    return _Judged(tallies, None, tuple(warnings))
 
-    The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0.
-    """
-    data = load_run(run_dir)
-    judgments = data.judgment_lines
-    records = judged_records(data.prediction_lines, judgments)
-    if seed is None:
-        seed = data.manifest.seed or 0
-    scores = judged_scores(data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples)
-    names = judge_names(judgments)
-    meta = scores.setdefault("_meta", {})
-    meta["judges"] = names
-    bert = [j for j in data.judgment_lines if j.judge == BERTSCORE_JUDGE]
-    meta["bertscore"] = (bert[-1].raw or None) if bert else None
-    if len(names) > 1:
-        meta["judge_agreement"] = judge_agreement(judgments)
-    if data.score_record is not None and data.score_record.relational is not None:
-        lines = [PredictionLine.from_json(r) for r in records]
-        plan = analysis_plan(task_infos())
-        scores["_relational"] = refreshed(data.score_record.relational, lines, plan, seed=seed)
-    atomic_write_json(Path(run_dir) / SCORES_FILE, scores)
-    return scores
 
-
-def record_judging(
-    run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeTally], scorer: BertScorer | None
-) -> Judging:
-    """Write ``judging.json``: this pass's counts over the earlier ones, the rubric hashes, BERTScore."""
-    old = load_judging(Path(run_dir))
-    listed = tuple(dict.fromkeys([*old.judges, *(judge.name for judge in judges)]))
-    counts = {**old.counts, **{name: tally.counts() for name, tally in tallies.items()}}
-    bertscore = old.bertscore
-    if scorer is not None:
-        bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)
-    judging = Judging(
-        judges=listed,
-        counts=counts,
-        prompt_hashes={task: rubric.prompt_hash(task) for task in rubric.JUDGE_TASKS},
-        bertscore=bertscore,
+def _add_bertscore(
+    records: Sequence[PredictionLine], scorer: BertScorer, how: JudgePass, appender: JsonlAppender
+) -> list[JudgmentLine]:
+    """BERTScore lines of the records that have none made with ``scorer``, appended as they are made."""
+    current = _done(
+        how.judgments, BERTSCORE_JUDGE, how.fingerprints, retry_unscored=False, bertscore_hash=scorer.hash
     )
-    atomic_write_json(Path(run_dir) / JUDGING_FILE, judging.to_json())
-    return judging
+    bert_lines = bertscore_judgments(records, scorer, current)
+    appender.append([j.to_json() for j in bert_lines])
+    return bert_lines

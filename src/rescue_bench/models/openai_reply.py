@@ -3,47 +3,98 @@
 Read through small models of the few fields that matter (unknown keys ignored), not the SDK's
 ``ChatCompletion``: that one requires fields (``id``, ``created``, ``object``) that compatible servers omit,
 and it has no ``reasoning_content`` / ``reasoning``, which they add.
+
+One model per part of the body, generic in how strictly its values are read, for its two readers:
+
+* an online reply (:func:`parse_reply`) reads them as sent (``Json``): content that is not a string is kept
+  as its JSON, a token count may be its digits, a ``usage`` that is not an object counts nothing; a body
+  without a readable choice is a :class:`RetryableError`, since the next attempt may be better;
+* a Batch API result (:mod:`rescue_bench.engine.batch_results`) is a third party's file, read once:
+  content must be a string and a token count a non-negative integer (:data:`TokenCount`), and a result
+  that does not fit is a failed reply naming the field. Its models are named (:class:`BatchBody` ...)
+  because those names appear in the failure recorded for such a result.
 """
 
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
 
 from rescue_bench.errors import ModerationRefusal, RetryableError
 from rescue_bench.records import Json, Reply, Usage
+
+CountT = TypeVar("CountT")
+DetailsT = TypeVar("DetailsT")
+ContentT = TypeVar("ContentT")
+MessageT = TypeVar("MessageT")
+UsageT = TypeVar("UsageT")
 
 
 class Open(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
 
 
-class Message(Open):
-    content: Json = None
+class ReasoningDetails(Open, Generic[CountT]):
+    """``usage.completion_tokens_details``."""
+
+    reasoning_tokens: CountT | None = None
+
+
+class CompletionUsage(Open, Generic[CountT, DetailsT]):
+    prompt_tokens: CountT | None = None
+    completion_tokens: CountT | None = None
+    completion_tokens_details: DetailsT | None = None
+
+
+class CompletionMessage(Open, Generic[ContentT]):
+    content: ContentT | None = None
     reasoning_content: Json = None
     reasoning: Json = None
 
 
-class Choice(Open):
-    message: Message
+class CompletionChoice(Open, Generic[MessageT]):
+    message: MessageT
     finish_reason: Json = None
 
 
-class Completion(Open):
+class ChatCompletion(Open, Generic[UsageT]):
     choices: Annotated[list[Json], Field(min_length=1)]
-    usage: Json = None
+    usage: UsageT | None = None
 
 
-class TokenDetails(Open):
-    reasoning_tokens: Json = None
+# --- read strictly (Batch API results) -------------------------------------------------------------------
+
+TokenCount = Annotated[int, Field(strict=True, ge=0)]
 
 
-class CompletionUsage(Open):
-    prompt_tokens: Json = None
-    completion_tokens: Json = None
-    completion_tokens_details: Json = None
+class TokenDetails(ReasoningDetails[TokenCount]):
+    pass
+
+
+class BatchUsage(CompletionUsage[TokenCount, TokenDetails]):
+    pass
+
+
+class BatchMessage(CompletionMessage[StrictStr]):
+    pass
+
+
+class BatchChoice(CompletionChoice[BatchMessage]):
+    pass
+
+
+class BatchBody(ChatCompletion[BatchUsage]):
+    pass
+
+
+# --- read as sent (online replies) ---------------------------------------------------------------------
+
+SentBody = ChatCompletion[Json]
+SentChoice = CompletionChoice[CompletionMessage[Json]]
+SentUsage = CompletionUsage[Json, Json]
+SentDetails = ReasoningDetails[Json]
 
 
 def parse_reply(data: Any, latency: float) -> Reply:
@@ -54,23 +105,13 @@ def parse_reply(data: Any, latency: float) -> Reply:
     'hi'
     """
     try:
-        body = Completion.model_validate(data)
-        choice = Choice.model_validate(body.choices[0])
+        body = SentBody.model_validate(data)
+        choice = SentChoice.model_validate(body.choices[0])
     except ValidationError:
         raise RetryableError("response without choices") from None
-    message = choice.message
-    text = message.content or ""
-    finish = choice.finish_reason
-    if finish == "content_filter" and not text:
+    if choice.finish_reason == "content_filter" and not choice.message.content:
         raise ModerationRefusal("finish_reason content_filter")
-    reasoning = message.reasoning_content or message.reasoning
-    return Reply(
-        text=text if isinstance(text, str) else json.dumps(text),
-        reasoning=reasoning if isinstance(reasoning, str) else None,
-        usage=parse_usage(body.usage),
-        latency=latency,
-        finish_reason=finish if isinstance(finish, str) else None,
-    )
+    return choice_reply(choice, parse_usage(body.usage), latency)
 
 
 def parse_usage(usage: Any) -> Usage:
@@ -82,9 +123,32 @@ def parse_usage(usage: Any) -> Usage:
     """
     if not isinstance(usage, dict):
         return Usage()
-    counts = CompletionUsage.model_validate(usage)
+    counts = SentUsage.model_validate(usage)
     details = counts.completion_tokens_details
-    reasoning = TokenDetails.model_validate(details).reasoning_tokens if isinstance(details, dict) else 0
+    return usage_counts(counts, SentDetails.model_validate(details) if isinstance(details, dict) else None)
+
+
+# --- both ------------------------------------------------------------------------------------------------
+
+
+def choice_reply(choice: CompletionChoice[Any], usage: Usage, latency: float = 0.0) -> Reply:
+    """The :class:`Reply` of a read choice: content (its JSON when not a string), reasoning when a string."""
+    message: CompletionMessage[Any] = choice.message
+    text = message.content or ""
+    finish = choice.finish_reason
+    reasoning = message.reasoning_content or message.reasoning
+    return Reply(
+        text=text if isinstance(text, str) else json.dumps(text),
+        reasoning=reasoning if isinstance(reasoning, str) else None,
+        usage=usage,
+        latency=latency,
+        finish_reason=finish if isinstance(finish, str) else None,
+    )
+
+
+def usage_counts(counts: CompletionUsage[Any, Any], details: ReasoningDetails[Any] | None) -> Usage:
+    """The token counts of a read ``usage``; ``details`` its read ``completion_tokens_details``, if any."""
+    reasoning = 0 if details is None else details.reasoning_tokens
     return Usage(_tokens(counts.prompt_tokens), _tokens(counts.completion_tokens), _tokens(reasoning))
 
 

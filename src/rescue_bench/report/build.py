@@ -31,7 +31,7 @@ from rescue_bench.pricing import load_prices
 from rescue_bench.report import analysis, figures, html, relational, robustness, tables, writers
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.tables import Table
-from rescue_bench.rundir import RunData, Scores, load_run
+from rescue_bench.rundir import PredictionLine, RunData, Scores, load_run
 from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
 
@@ -153,19 +153,10 @@ def _slug(text: str) -> str:
 
 def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     """Confusion matrices per run; position curves for all runs; gold-only figures per dataset."""
-    out: list[Figure] = []
     predictions = {id(run): run.prediction_lines for run in runs}
+    out: list[Figure] = []
     for name, run in zip(names, runs, strict=True):
-        for confusion in analysis.confusions(predictions[id(run)]):
-            key = _slug(f"{name}_{confusion.title}")
-            out.append(
-                Figure(
-                    key,
-                    f"{confusion.title}: {name}",
-                    figures.confusion_png(confusion),
-                    "Rows: gold; columns: predicted top-1 (<invalid> = unusable answer).",
-                )
-            )
+        out += _confusion_figures(name, predictions[id(run)])
     series = {
         name: analysis.position_bins(predictions[id(run)]) for name, run in zip(names, runs, strict=True)
     }
@@ -181,26 +172,46 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
         )
     for index, run in enumerate(_by_dataset(runs)):
         suffix = f" (dataset {index + 1})" if len(_by_dataset(runs)) > 1 else ""
-        for scenario in SCENARIOS:
-            bins = analysis.position_bins(predictions[id(run)], scenario)
-            if any(b["n"] for b in bins):
-                out.append(
-                    Figure(
-                        f"gold_by_position_{scenario}{index or ''}",
-                        f"Gold relation patterns by position, {scenario} (Fig. 5){suffix}",
-                        figures.gold_by_bin_png(bins, f"Gold relation-pattern share per bin ({scenario})"),
-                    )
+        out += _gold_figures(predictions[id(run)], index, suffix)
+    return out
+
+
+def _confusion_figures(name: str, predictions: Sequence[PredictionLine]) -> list[Figure]:
+    return [
+        Figure(
+            _slug(f"{name}_{confusion.title}"),
+            f"{confusion.title}: {name}",
+            figures.confusion_png(confusion),
+            "Rows: gold; columns: predicted top-1 (<invalid> = unusable answer).",
+        )
+        for confusion in analysis.confusions(predictions)
+    ]
+
+
+def _gold_figures(predictions: Sequence[PredictionLine], index: int, suffix: str) -> list[Figure]:
+    """The gold-only figures of one dataset (its ``index`` among the runs' datasets): patterns by position
+    and their transitions, per scenario."""
+    out: list[Figure] = []
+    for scenario in SCENARIOS:
+        bins = analysis.position_bins(predictions, scenario)
+        if any(b["n"] for b in bins):
+            out.append(
+                Figure(
+                    f"gold_by_position_{scenario}{index or ''}",
+                    f"Gold relation patterns by position, {scenario} (Fig. 5){suffix}",
+                    figures.gold_by_bin_png(bins, f"Gold relation-pattern share per bin ({scenario})"),
                 )
-            trans: Transitions = analysis.gold_transitions(predictions[id(run)], scenario)
-            if trans.total:
-                out.append(
-                    Figure(
-                        f"transitions_{scenario}{index or ''}",
-                        f"Relation-pattern transitions, {scenario} (Fig. 3){suffix}",
-                        figures.transitions_png(trans, f"Gold transitions ({scenario})"),
-                        "Row-normalised; self-transitions excluded.",
-                    )
+            )
+        trans: Transitions = analysis.gold_transitions(predictions, scenario)
+        if trans.total:
+            out.append(
+                Figure(
+                    f"transitions_{scenario}{index or ''}",
+                    f"Relation-pattern transitions, {scenario} (Fig. 3){suffix}",
+                    figures.transitions_png(trans, f"Gold transitions ({scenario})"),
+                    "Row-normalised; self-transitions excluded.",
                 )
+            )
     return out
 
 

@@ -58,52 +58,61 @@ def comparison_table(
     for task in [t for t in TASK_NAMES if t in result]:
         entry = result[task]
         for scope in [s for s in scopes if s in entry]:
-            block = ComparedScope.model_validate(entry[scope])
-            test = block.mcnemar
-            metrics = headline(task) if every_metric else paper_metrics(task)
-            for metric in [name for name in metrics if name in block.metrics]:
-                m = block.metrics[metric]
-                ci = m.ci or [None, None]
-                rows.append(
-                    (
-                        task.upper(),
-                        SCOPE_NAMES[scope],
-                        metric,
-                        block.n,
-                        _cell(task, m.a),
-                        _cell(task, m.b),
-                        _cell(task, m.diff, ci[0], ci[1]),
-                        None,
-                    )
-                )
-            if test:
-                rows.append(
-                    (
-                        task.upper(),
-                        SCOPE_NAMES[scope],
-                        "top-1 correct (McNemar)",
-                        block.n,
-                        f"{test['a_only']} right only in A",
-                        f"{test['b_only']} right only in B",
-                        None,
-                        f"{test['p_exact']:.4g}",
-                    )
-                )
-    meta = ComparisonMeta.model_validate(result.get("_meta", {}))
-    only = [f"{names[0]} only: {', '.join(meta.tasks_only_a)}"] if meta.tasks_only_a else []
-    only += [f"{names[1]} only: {', '.join(meta.tasks_only_b)}"] if meta.tasks_only_b else []
-    note = (
-        f"A = {names[0]}, B = {names[1]}, on the instances both runs have. CI: paired cluster bootstrap over "
-        "conversations. McNemar: exact two-sided p on discordant top-1 results (instances treated as "
-        "independent, so optimistic). Classification and ranking metrics in %."
-        + (" Tasks in one run only: " + "; ".join(only) + "." if only else "")
-    )
+            rows += _scope_rows(task, scope, ComparedScope.model_validate(entry[scope]), every_metric)
+    note = _comparison_note(ComparisonMeta.model_validate(result.get("_meta", {})), names)
     return Table(
         "compare",
         f"{names[0]} vs {names[1]}",
         ("Task", "Scope", "Metric", "n", "A", "B", "A − B [95% CI]", "McNemar p"),
         tuple(rows),
         note,
+    )
+
+
+def _scope_rows(task: str, scope: str, block: ComparedScope, every_metric: bool) -> list[tuple[Value, ...]]:
+    """A task's rows in one scope: each metric's A, B and A - B, then McNemar's test (top-1 tasks)."""
+    rows: list[tuple[Value, ...]] = []
+    test = block.mcnemar
+    metrics = headline(task) if every_metric else paper_metrics(task)
+    for metric in [name for name in metrics if name in block.metrics]:
+        m = block.metrics[metric]
+        ci = m.ci or [None, None]
+        rows.append(
+            (
+                task.upper(),
+                SCOPE_NAMES[scope],
+                metric,
+                block.n,
+                _cell(task, m.a),
+                _cell(task, m.b),
+                _cell(task, m.diff, ci[0], ci[1]),
+                None,
+            )
+        )
+    if test:
+        rows.append(
+            (
+                task.upper(),
+                SCOPE_NAMES[scope],
+                "top-1 correct (McNemar)",
+                block.n,
+                f"{test['a_only']} right only in A",
+                f"{test['b_only']} right only in B",
+                None,
+                f"{test['p_exact']:.4g}",
+            )
+        )
+    return rows
+
+
+def _comparison_note(meta: ComparisonMeta, names: tuple[str, str]) -> str:
+    only = [f"{names[0]} only: {', '.join(meta.tasks_only_a)}"] if meta.tasks_only_a else []
+    only += [f"{names[1]} only: {', '.join(meta.tasks_only_b)}"] if meta.tasks_only_b else []
+    return (
+        f"A = {names[0]}, B = {names[1]}, on the instances both runs have. CI: paired cluster bootstrap over "
+        "conversations. McNemar: exact two-sided p on discordant top-1 results (instances treated as "
+        "independent, so optimistic). Classification and ranking metrics in %."
+        + (" Tasks in one run only: " + "; ".join(only) + "." if only else "")
     )
 
 

@@ -83,58 +83,69 @@ def create_app(settings: ReviewSettings) -> FastAPI:
 
 
 def _install_handlers(app: FastAPI) -> None:
-    @app.middleware("http")
-    async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
-        for name, value in SECURITY_HEADERS.items():
-            if name == "Cache-Control" and name in response.headers:
-                continue
-            response.headers.setdefault(name, value)
-        if request.url.scheme == "https":
-            response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
-        return response
+    """The security headers of every response, and a page for each refusal (never a traceback)."""
+    app.middleware("http")(_headers)
+    app.exception_handler(NotAuthenticated)(_login)
+    app.exception_handler(Forbidden)(_forbidden)
+    app.exception_handler(CsrfFailed)(_csrf)
+    app.exception_handler(NotFound)(_not_found)
+    app.exception_handler(FormTooLarge)(_too_large)
+    app.exception_handler(BadInput)(_bad_input)
+    app.exception_handler(RequestValidationError)(_invalid)
+    app.exception_handler(StarletteHTTPException)(_http)
 
-    @app.exception_handler(NotAuthenticated)
-    async def _login(request: Request, _exc: NotAuthenticated) -> Response:
-        target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
-        response = RedirectResponse(f"/login?next={_quote(target)}", status_code=303)
-        response.delete_cookie(SESSION_COOKIE, path="/")
-        return response
 
-    @app.exception_handler(Forbidden)
-    async def _forbidden(request: Request, _exc: Forbidden) -> Response:
-        return _message(request, 403, "Not allowed", "This page is for administrators.")
+async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    response = await call_next(request)
+    for name, value in SECURITY_HEADERS.items():
+        if name == "Cache-Control" and name in response.headers:
+            continue
+        response.headers.setdefault(name, value)
+    if request.url.scheme == "https":
+        response.headers.setdefault("Strict-Transport-Security", "max-age=31536000")
+    return response
 
-    @app.exception_handler(CsrfFailed)
-    async def _csrf(request: Request, _exc: CsrfFailed) -> Response:
-        return _message(
-            request,
-            403,
-            "Form refused",
-            "The form did not carry this session's security token. Go back, reload the page and try "
-            "again; nothing was changed.",
-        )
 
-    @app.exception_handler(NotFound)
-    async def _not_found(request: Request, _exc: NotFound) -> Response:
-        return _message(request, 404, "Not found", "There is nothing here.")
+async def _login(request: Request, _exc: NotAuthenticated) -> Response:
+    target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    response = RedirectResponse(f"/login?next={_quote(target)}", status_code=303)
+    response.delete_cookie(SESSION_COOKIE, path="/")
+    return response
 
-    @app.exception_handler(FormTooLarge)
-    async def _too_large(request: Request, exc: FormTooLarge) -> Response:
-        kept = {name: values for name, values in exc.form.items() if name not in HIDDEN_FIELDS}
-        return render(request, "too_large.html", status_code=413, problems=exc.problems, kept=kept, user=None)
 
-    @app.exception_handler(BadInput)
-    async def _bad_input(request: Request, exc: BadInput) -> Response:
-        return _message(request, 400, "Bad request", f"{exc} Nothing was changed.")
+async def _forbidden(request: Request, _exc: Forbidden) -> Response:
+    return _message(request, 403, "Not allowed", "This page is for administrators.")
 
-    @app.exception_handler(RequestValidationError)
-    async def _invalid(request: Request, _exc: RequestValidationError) -> Response:
-        return _message(request, 404, "Not found", "There is nothing here.")
 
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        return _message(request, exc.status_code, "Error", str(exc.detail))
+async def _csrf(request: Request, _exc: CsrfFailed) -> Response:
+    return _message(
+        request,
+        403,
+        "Form refused",
+        "The form did not carry this session's security token. Go back, reload the page and try "
+        "again; nothing was changed.",
+    )
+
+
+async def _not_found(request: Request, _exc: NotFound) -> Response:
+    return _message(request, 404, "Not found", "There is nothing here.")
+
+
+async def _too_large(request: Request, exc: FormTooLarge) -> Response:
+    kept = {name: values for name, values in exc.form.items() if name not in HIDDEN_FIELDS}
+    return render(request, "too_large.html", status_code=413, problems=exc.problems, kept=kept, user=None)
+
+
+async def _bad_input(request: Request, exc: BadInput) -> Response:
+    return _message(request, 400, "Bad request", f"{exc} Nothing was changed.")
+
+
+async def _invalid(request: Request, _exc: RequestValidationError) -> Response:
+    return _message(request, 404, "Not found", "There is nothing here.")
+
+
+async def _http(request: Request, exc: StarletteHTTPException) -> Response:
+    return _message(request, exc.status_code, "Error", str(exc.detail))
 
 
 HIDDEN_FIELDS = frozenset({"csrf_token", "base_version", "conflict_id", "row_id", "action"})

@@ -1,0 +1,72 @@
+"""Recording a judge pass in a run directory: ``scores.json`` with its judgments folded in, and
+``judging.json``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+from rescue_bench.judge import rubric
+from rescue_bench.judge.asking import Judge, JudgeTally
+from rescue_bench.judge.bertscore import BertScorer
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_agreement, judge_names, judged_records
+from rescue_bench.judge.scores import judged_scores
+from rescue_bench.metrics.relational import analysis_plan, refreshed
+from rescue_bench.records import Json
+from rescue_bench.rundir import (
+    JUDGING_FILE,
+    SCORES_FILE,
+    BertScoreSetting,
+    Judging,
+    PredictionLine,
+    atomic_write_json,
+    load_judging,
+    load_run,
+)
+from rescue_bench.tasks import task_infos
+
+
+def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Json]:
+    """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``.
+
+    The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0.
+    """
+    data = load_run(run_dir)
+    judgments = data.judgment_lines
+    records = judged_records(data.prediction_lines, judgments)
+    if seed is None:
+        seed = data.manifest.seed or 0
+    scores = judged_scores(data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples)
+    names = judge_names(judgments)
+    meta = scores.setdefault("_meta", {})
+    meta["judges"] = names
+    bert = [j for j in data.judgment_lines if j.judge == BERTSCORE_JUDGE]
+    meta["bertscore"] = (bert[-1].raw or None) if bert else None
+    if len(names) > 1:
+        meta["judge_agreement"] = judge_agreement(judgments)
+    if data.score_record is not None and data.score_record.relational is not None:
+        lines = [PredictionLine.from_json(r) for r in records]
+        plan = analysis_plan(task_infos())
+        scores["_relational"] = refreshed(data.score_record.relational, lines, plan, seed=seed)
+    atomic_write_json(Path(run_dir) / SCORES_FILE, scores)
+    return scores
+
+
+def record_judging(
+    run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeTally], scorer: BertScorer | None
+) -> Judging:
+    """Write ``judging.json``: this pass's counts over the earlier ones, the rubric hashes, BERTScore."""
+    old = load_judging(Path(run_dir))
+    listed = tuple(dict.fromkeys([*old.judges, *(judge.name for judge in judges)]))
+    counts = {**old.counts, **{name: tally.counts() for name, tally in tallies.items()}}
+    bertscore = old.bertscore
+    if scorer is not None:
+        bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)
+    judging = Judging(
+        judges=listed,
+        counts=counts,
+        prompt_hashes={task: rubric.prompt_hash(task) for task in rubric.JUDGE_TASKS},
+        bertscore=bertscore,
+    )
+    atomic_write_json(Path(run_dir) / JUDGING_FILE, judging.to_json())
+    return judging
