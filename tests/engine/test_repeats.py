@@ -168,11 +168,14 @@ def test_the_report_shows_the_repeats_only_for_a_run_with_repeats(tmp_path: Path
     assert [row[6].value, row[7].value] == scores["repeats"]["range"]["accuracy"]  # type: ignore[union-attr]
 
 
-def test_batch_export_refuses_repeats_before_writing(tmp_path: Path) -> None:
+def test_batch_export_refuses_untellable_repeats_before_writing(tmp_path: Path) -> None:
+    """Repeats are exported (tests/engine/test_batch_repeats.py) unless their asks are alike: sampling with
+    no seed sends every repeat the same request, whose results could not be mapped back."""
     from rescue_bench.engine.batch import export_batch
     from rescue_bench.spec import validate_spec
 
-    spec = validate_spec({"model": "openai/gpt-4o-mini", "data": "demo", "tasks": "rpp", "repeats": 2})
+    model = {"name": "openai/gpt-4o-mini", "temperature": 0.7}
+    spec = validate_spec({"model": model, "data": "demo", "tasks": "rpp", "repeats": 2})
     with pytest.raises(ConfigError, match="repeats"):
         export_batch(spec, make_samples(1, 4), tmp_path / "req.jsonl", tmp_path / "run")
     assert not (tmp_path / "run").exists() and not (tmp_path / "req.jsonl").exists()

@@ -47,7 +47,7 @@ def test_right_in_a_wrong_in_b(runs: dict[str, Path]) -> None:
     }
     right_b = {str(r["instance_id"]): r["prediction"] == r["gold"] for r in records(runs["majority"])}
     expected = sorted(i for i in right if i.split("::")[1] == "itp" and right[i] and not right_b[i])
-    got = apply(a.rows, Query(task="itp", vs=1, cmp="a_only"), other=b.by_id)
+    got = apply(a.rows, Query(task="itp", vs=1, cmp="a_only"), other=b.by_key)
     assert sorted(r.instance_id for r in got) == expected and expected
 
 
@@ -105,7 +105,8 @@ def test_rebuild_uses_the_request_batch_and_the_sample(runs: dict[str, Path]) ->
     view = read_run(runs["hostile"])
     source = read_source(view.data.manifest, view.path)
     row = next(r for r in view.rows if r.task == "rpp")
-    reply = view.replies[str(row.request_key)]
+    reply = view.reply_of(row)
+    assert reply is not None
     rebuilt = rebuild(source, row.task, row.sample_id, row.instance_id, reply)
     assert rebuilt.problem is None and rebuilt.batch == reply.instance_ids
     assert [m.role for m in rebuilt.messages][:1] == ["system"]

@@ -25,7 +25,7 @@ from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, wants_bertscore
+from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_params, wants_bertscore
 from rescue_bench.judge.setup import judge_settings, make_prices, run_budget, spec_prices, with_judges
 from rescue_bench.pricing import Prices
 from rescue_bench.spec import RunSpec, default_out
@@ -136,7 +136,7 @@ def summary_table(scores: dict[str, Any], model: str) -> Table:
 def estimate(ctx: typer.Context) -> None:
     """Requests, prompt tokens and (with prices) cost per task, before spending anything."""
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.estimate import estimate_plan
+    from rescue_bench.engine.estimate import cap_note, estimate_plan
     from rescue_bench.engine.manifest import build_plans, select_samples
     from rescue_bench.engine.video import check_video_config, clip_coverage
 
@@ -149,9 +149,11 @@ def estimate(ctx: typer.Context) -> None:
     price = spec_prices(spec)
     plans = build_plans(select_samples(load_samples(spec.data), spec), spec)
     counter = make_counter(spec.model.name)
-    rows = [estimate_plan(p, counter) for p in plans]
+    params = spec.generation_params()
+    rows = [estimate_plan(p, counter, params) for p in plans]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")
+    typer.echo(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
     if spec.batch and price is not None:
         typer.echo("--batch: priced at Batch API prices (half the online price).")
     typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
@@ -178,6 +180,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
 
     Returns the judges' cost at most, when every judge has a price (else ``None``).
     """
+    from rescue_bench.engine.estimate import cap_note
     from rescue_bench.judge.estimate import bertscore_pairs, estimate_judge
 
     total: float | None = 0.0
@@ -196,15 +199,16 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             table.add_column(header, justify="left" if header == "Judge" else "right")
         for judge in spec.judges:
             counter = make_counter(judge.name)
-            row = estimate_judge(judge.name, plans, counter, spec.judge_repeats)
+            params = judge_params(judge)
+            row = estimate_judge(judge.name, plans, counter, spec.judge_repeats, params)
             cost = row.cost(_judge_prices(spec, judge.name))
             total = None if cost is None or total is None else total + cost
             numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)
             cells = [f"{n:,}" for n in numbers]
             table.add_row(judge.name, *cells, "-" if cost is None else f"{cost:.4f}")
-            counters.append(f"{judge.name}: {counter.name}")
+            counters.append(f"{judge.name}: {counter.name}, output at {cap_note(params)}")
         Console(width=None if Console().is_terminal else 160).print(table)
-        typer.echo(f"judge tokenizers: {'; '.join(counters)}")
+        typer.echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
     if wants_bertscore(JudgeSettings(bertscore=spec.bertscore), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
         typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")

@@ -5,22 +5,32 @@ Batch API and vLLM's ``run_batch`` entry point read. It also creates the run dir
 status ``exported``), which records the config, so that ``import`` needs only the results file and that
 directory.
 
+With ``repeats = K`` every batch is written K times: repeat r > 0 with the seed the online run sends it with
+(:func:`~rescue_bench.engine.execute.repeat_params`) and the custom id ``<id>-r<r>``
+(:func:`~rescue_bench.engine.batch_plan.repeat_custom_id`); ``import`` maps each result back to its repeat.
+
 ``import`` answers the run's requests from the results file (matched by ``custom_id``, which carries the
-request's content key) and then goes through the same recording, parsing and scoring as an online run, so both
-give the same ``scores.json`` for the same replies. A request whose result is missing or failed is a recorded
-failure; items missing from a batch reply cannot be asked again singly offline, so they are recorded as
-failures too.
+request's content key and repeat) and then goes through the same recording, parsing and scoring as an online
+run, so both give the same ``scores.json`` for the same replies. A request whose result is missing or failed
+is a recorded failure; items missing from a batch reply cannot be asked again singly offline, so they are
+recorded as failures too.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_plan import BATCH_URL, batch_line
+from rescue_bench.engine.batch_plan import (
+    BATCH_URL,
+    batch_line,
+    check_repeats_keyed,
+    repeat_custom_id,
+    repeat_of,
+)
 from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import (
@@ -32,7 +42,7 @@ from rescue_bench.engine.manifest import (
 )
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import parse_model_name
+from rescue_bench.models.base import GenerationParams, parse_model_name
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset, normalize_base_url
 from rescue_bench.records import Json, Reply, Request
@@ -89,9 +99,8 @@ def export_batch(
     known = TASKS if tasks is None else tasks
     provider = export_provider(config)
     plans = build_plans(samples, config, known, provider.capabilities)
-    if any(plan.repeats > 1 for plan in plans):
-        raise ConfigError("batch export asks each instance once; use `rescue-bench run` for repeats")
     params = config.generation_params()
+    check_repeats_keyed(params, max(plan.repeats for plan in plans))
     manifest = build_manifest(config, samples, plans, provider.identity(), known)
     manifest["status"] = "exported"
     manifest["options"] = {"batch_export": str(out)}
@@ -102,14 +111,42 @@ def export_batch(
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with out.open("w", encoding="utf-8") as lines:
-        for request in _all_requests(plans):
-            lines.write(json.dumps(batch_line(provider, request, params), ensure_ascii=False) + "\n")
+        for request, repeat in _all_requests(plans):
+            line = batch_line(provider, request, params, repeat)
+            lines.write(json.dumps(line, ensure_ascii=False) + "\n")
             count += 1
-    return ExportSummary(count, sum(len(p.instances) for p in plans), out, run_dir)
+    return ExportSummary(count, sum(p.asks for p in plans), out, run_dir)
 
 
-def _all_requests(plans: Sequence[TaskPlan]) -> list[Request]:
-    return [plan.task.render(batch, plan.cfg) for plan in plans for batch in plan.batches]
+def _all_requests(plans: Sequence[TaskPlan]) -> list[tuple[Request, int]]:
+    """Every request of the run with its repeat, task by task and repeat by repeat (the run's order)."""
+    return [
+        (plan.task.render(batch, plan.cfg), repeat)
+        for plan in plans
+        for repeat in range(plan.repeats)
+        for batch in plan.batches_of(repeat)
+    ]
+
+
+class RepeatResultsProvider(BatchResultsProvider):
+    """:class:`BatchResultsProvider` that finds each request's result under its repeat's custom id: the
+    engine sends repeat r with :func:`repeat_params` of the run's ``base`` settings, which
+    :func:`repeat_of` reads back."""
+
+    def __init__(
+        self, results: Mapping[str, Reply], identity: dict[str, Json], name: str, base: GenerationParams
+    ) -> None:
+        super().__init__(results, identity, name)
+        self._by_id = results
+        self._base = base
+
+    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        key = repeat_custom_id(request, repeat_of(self._base, params))
+        reply = self._by_id.get(key)
+        if reply is None:
+            return Reply.failure(f"batch import: the results file has no answer for {key}")
+        self.used.add(key)
+        return reply
 
 
 def config_from_manifest(manifest: dict[str, Json], tasks: dict[str, Task] | None = None) -> RunSpec:
@@ -150,8 +187,11 @@ def import_batch(
     # The results are in hand: nothing is submitted, whatever the recorded spec says about --batch.
     spec = config_from_manifest(manifest, tasks).model_copy(update={"batch": False})
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
-    provider = BatchResultsProvider(
-        read_results(results), dict(identity) if isinstance(identity, dict) else {}, name=spec.model.name
+    provider = RepeatResultsProvider(
+        read_results(results),
+        dict(identity) if isinstance(identity, dict) else {},
+        spec.model.name,
+        spec.generation_params(),
     )
     options = RunOptions(engine=EngineOptions(concurrency=64, max_retries=0, use_cache=False), quiet=quiet)
     return run_benchmark(spec, run_dir, options, model=provider, tasks=tasks), spec

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from rescue_bench.engine.batch_results import custom_id
+from rescue_bench.engine.execute import repeat_params
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, Provider
@@ -52,10 +53,44 @@ def check_batchable(provider: Provider) -> OpenAICompatProvider:
     return provider
 
 
-def batch_line(provider: OpenAICompatProvider, request: Request, params: GenerationParams) -> dict[str, Json]:
-    """One Batch API input line: ``{"custom_id", "method", "url", "body"}`` (the online request's body)."""
-    body = provider.body(request, params, provider.effective_format(params))
-    return {"custom_id": custom_id(request), "method": "POST", "url": BATCH_URL, "body": body}
+def repeat_custom_id(request: Request, repeat: int = 0) -> str:
+    """The custom id of ``request`` asked for the ``repeat``-th time: :func:`custom_id` for repeat 0 (the id
+    of every export before repeats), ``<custom id>-r<repeat>`` after, so that no repeat's result answers
+    another's, as the repeat enters the response-cache key (``CacheKeys.of``)."""
+    return custom_id(request) if repeat == 0 else f"{custom_id(request)}-r{repeat}"
+
+
+def repeat_of(base: GenerationParams, sent: GenerationParams) -> int:
+    """Which repeat a request sent with ``sent`` asks, in a run whose own settings are ``base``: the inverse
+    of :func:`~rescue_bench.engine.execute.repeat_params` (repeat r > 0 carries seed (base seed or 0) + r).
+
+    >>> base = GenerationParams(seed=5)
+    >>> repeat_of(base, base), repeat_of(base, repeat_params(base, 3))
+    (0, 3)
+    """
+    if sent.seed == base.seed or sent.seed is None:
+        return 0
+    return sent.seed - (base.seed or 0)
+
+
+def check_repeats_keyed(params: GenerationParams, repeats: int) -> None:
+    """Refuse repeats whose asks a results file cannot tell apart: a sampling run with no seed sends every
+    repeat with the same settings (``repeat_params``), so a result could not be mapped to its repeat."""
+    if repeats > 1 and repeat_params(params, 1) == params:
+        raise ConfigError(
+            "batch export with --repeats: with temperature > 0 and no --seed the repeats' requests are "
+            "identical and their results cannot be told apart; give --seed (repeat r is sent with seed + r)"
+        )
+
+
+def batch_line(
+    provider: OpenAICompatProvider, request: Request, params: GenerationParams, repeat: int = 0
+) -> dict[str, Json]:
+    """One Batch API input line: ``{"custom_id", "method", "url", "body"}``, the body the online run sends
+    for ``repeat`` of ``request`` (with that repeat's seed) and its :func:`repeat_custom_id`."""
+    sent = repeat_params(params, repeat)
+    body = provider.body(request, sent, provider.effective_format(sent))
+    return {"custom_id": repeat_custom_id(request, repeat), "method": "POST", "url": BATCH_URL, "body": body}
 
 
 @dataclass(slots=True)

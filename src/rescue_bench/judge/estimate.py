@@ -5,7 +5,8 @@ for each prediction (a prediction of the gold's length) and counts every ER/VP i
 predictions are not sent, so this is an upper bound on the instances). Requests are grouped exactly as the
 judge pass groups them (:func:`~rescue_bench.judge.runner.plan_groups`). Re-asks are bounded: at most one
 per first request, holding at most its items (:func:`~rescue_bench.judge.runner.judge_group`); the upper
-bound counts each first request's re-ask with all its items, and every request at its output cap.
+bound counts each first request's re-ask with all its items, and every request at the output cap it is sent
+with (the judge's reasoning headroom or ``max_tokens`` included, :meth:`GenerationParams.cap`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.judge import rubric
 from rescue_bench.judge.bertscore import instance_pairs
 from rescue_bench.judge.runner import plan_groups
+from rescue_bench.models.base import GenerationParams
 from rescue_bench.pricing import Prices
 from rescue_bench.rundir import PredictionLine
 
@@ -71,10 +73,15 @@ def _stand_ins(plan: TaskPlan) -> list[PredictionLine]:
 
 
 def estimate_judge(
-    judge: str, plans: Sequence[TaskPlan], counter: TokenCounter, judge_repeats: int = 1
+    judge: str,
+    plans: Sequence[TaskPlan],
+    counter: TokenCounter,
+    judge_repeats: int = 1,
+    params: GenerationParams | None = None,
 ) -> JudgeEstimate:
     """Requests and tokens of ``judge`` over the run of ``plans`` (re-asks included, as an upper bound):
-    every (instance, repeat) judged ``judge_repeats`` times."""
+    every (instance, repeat) judged ``judge_repeats`` times, output at the cap sent under the judge's
+    ``params`` (without them, each request's own cap)."""
     groups, _ = plan_groups(stand_in_records(plans), done=frozenset())
     groups = groups * judge_repeats
     first = [rubric.render(items) for items in groups]
@@ -89,7 +96,7 @@ def estimate_judge(
         len(first),
         len(again),
         sum(counter.request_tokens(r) for r in requests),
-        sum(r.max_tokens for r in requests),
+        sum(r.max_tokens if params is None else params.cap(r.max_tokens) for r in requests),
     )
 
 

@@ -5,6 +5,13 @@ Both runs are scored on exactly the same instances (the intersection of their in
 are not confounded by coverage. The bootstrap resamples the same conversations for both runs, which keeps the
 pairing. McNemar's test treats instances as independent; instances of one conversation are correlated, so its
 p-values are optimistic, and the cluster bootstrap CI of the difference is the more conservative evidence.
+
+Runs with ``repeats = K`` (docs/repeats.md) are compared on what their ``scores.json`` reports: each metric's
+mean over the K repeats (each repeat scored on its own), for A and B. The paired bootstrap draws conversations
+(the same for both runs), each with all its K repeats, and recomputes both means; so the interval of A - B
+holds the sampling of conversations with the repeat noise that rides on each conversation. McNemar's test
+needs one outcome per instance and run: it is computed on repeat 0 of both runs (the asks of an unrepeated
+run). Runs with different repeat counts are refused.
 """
 
 from __future__ import annotations
@@ -12,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
 from scipy.stats import binom, binomtest
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     LineInput,
+    MetricPlan,
     metric_plan,
     point_values,
     rank_scores,
@@ -26,7 +35,9 @@ from rescue_bench.metrics.aggregate import (
     top1,
     typed_records,
 )
-from rescue_bench.metrics.bootstrap import paired_cluster_bootstrap_cis
+from rescue_bench.metrics.bootstrap import percentile_interval, resample_weights
+from rescue_bench.metrics.classification import FloatArray
+from rescue_bench.metrics.repeats import spread
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.records import TaskKind
 from rescue_bench.rundir import PredictionLine
@@ -94,6 +105,63 @@ def shared_instances(
     return [by_a[i] for i in shared], [by_b[i] for i in shared], counts
 
 
+def repeat_count(records: Sequence[PredictionLine]) -> int:
+    """How many repeats the records hold (1 for a run without repeats).
+
+    >>> repeat_count([PredictionLine(instance_id="i", task="itp", repeat=2)])
+    3
+    """
+    return max((r.repeat for r in records), default=0) + 1
+
+
+def repeat_mean_values(
+    spec: MetricSpec, records: Sequence[PredictionLine], labels: Sequence[str] = ()
+) -> dict[str, float | None]:
+    """The headline metrics as ``scores.json`` gives them: of all records, or with repeats the mean over
+    repeats of each repeat's own value."""
+    k = repeat_count(records)
+    if k == 1:
+        return point_values(spec, records, labels)
+    per_repeat = [point_values(spec, [r for r in records if r.repeat == j], labels) for j in range(k)]
+    mean: dict[str, float | None] = spread(per_repeat)["mean"]
+    return mean
+
+
+def paired_draws(
+    plan: MetricPlan, runs: Sequence[Sequence[PredictionLine]], n_resamples: int, seed: int
+) -> list[dict[str, FloatArray]]:
+    """Every run's resampled metric values (mean over its repeats), all on one set of conversation
+    resamples drawn within scenarios (the pairing): the runs hold the same instances and repeats.
+
+    The draws are those of :func:`rescue_bench.metrics.bootstrap.paired_cluster_bootstrap_cis`, and without
+    repeats so are the values."""
+    first = runs[0]
+    keys = sorted({r.sample_id for r in first}, key=str)
+    index = {key: i for i, key in enumerate(keys)}
+    names = sorted({r.scenario for r in first}, key=str)
+    stratum = np.zeros(len(keys), dtype=np.int64)
+    for record in first:
+        stratum[index[record.sample_id]] = names.index(record.scenario)
+    weights = resample_weights(stratum, n_resamples, np.random.default_rng(seed))
+    k = repeat_count(first)
+    out = []
+    for run in runs:
+        sums = np.zeros((len(keys), k, plan.width), dtype=np.float64)
+        cells = ([index[r.sample_id] for r in run], [r.repeat for r in run])
+        np.add.at(sums, cells, plan.matrix(run))
+        totals: dict[str, FloatArray] = {}
+        for j in range(k):
+            for name, value in plan.from_sums(weights @ np.ascontiguousarray(sums[:, j])).items():
+                totals[name] = value if j == 0 else totals[name] + value
+        out.append(totals if k == 1 else {name: total / k for name, total in totals.items()})
+    return out
+
+
+def first_repeat(records: Sequence[PredictionLine]) -> list[PredictionLine]:
+    """Repeat 0 of every instance: the one outcome per instance that McNemar's test pairs."""
+    return [r for r in records if r.repeat == 0]
+
+
 def compare_scope(
     spec: MetricSpec,
     records_a: Sequence[PredictionLine],
@@ -104,35 +172,31 @@ def compare_scope(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """Headline metrics of A and B on the same (aligned) instances, A - B with a paired CI, and McNemar."""
+    """Headline metrics of A and B on the same (aligned) instances, A - B with a paired CI, and McNemar;
+    with repeats, the metrics are means over repeats and McNemar pairs repeat 0 (module docstring)."""
+    if not 0.0 < confidence < 1.0 or n_resamples < 1:
+        raise ValueError(f"confidence {confidence} must lie in (0, 1) and n_resamples {n_resamples} be >= 1")
     plan = metric_plan(spec, labels)
-    cis = paired_cluster_bootstrap_cis(
-        plan.matrix(records_a),
-        plan.matrix(records_b),
-        [r.sample_id for r in records_a],
-        plan.from_sums,
-        n_resamples=n_resamples,
-        confidence=confidence,
-        seed=seed,
-        strata=[r.scenario for r in records_a],
+    draws_a, draws_b = (
+        paired_draws(plan, [records_a, records_b], n_resamples, seed) if records_a else ({}, {})
     )
-    values_a = point_values(spec, records_a, labels)
-    values_b = point_values(spec, records_b, labels)
+    values_a = repeat_mean_values(spec, records_a, labels)
+    values_b = repeat_mean_values(spec, records_b, labels)
     metrics: dict[str, Any] = {}
     for name in spec.headline:
         a, b = values_a[name], values_b[name]
-        missing = a is None or b is None
-        metrics[name] = {
-            "a": a,
-            "b": b,
-            "diff": None if missing else a - b,
-            "ci": None if missing else list(cis[name]),
-        }
-    out: dict[str, Any] = {"n": len(records_a), "metrics": metrics}
+        diff = None if a is None or b is None else a - b
+        ci = list(percentile_interval(draws_a[name] - draws_b[name], confidence)) if draws_a else [0.0, 0.0]
+        metrics[name] = {"a": a, "b": b, "diff": diff, "ci": None if diff is None else ci}
+    k = repeat_count(records_a)
+    out: dict[str, Any] = {"n": len({r.instance_id for r in records_a}), "metrics": metrics}
+    if k > 1:
+        out["repeats"] = k
     if spec.mcnemar:
         kind = spec.kind
         out["mcnemar"] = mcnemar(
-            [correct_top1(kind, r) for r in records_a], [correct_top1(kind, r) for r in records_b]
+            [correct_top1(kind, r) for r in first_repeat(records_a)],
+            [correct_top1(kind, r) for r in first_repeat(records_b)],
         )
     return out
 
@@ -156,6 +220,11 @@ def compare_task(
         DataError: a record lacks a required field.
     """
     lines_a, lines_b = typed_records(task, records_a, spec), typed_records(task, records_b, spec)
+    if repeat_count(lines_a) != repeat_count(lines_b):
+        raise ConfigError(
+            f"{task}: run A has {repeat_count(lines_a)} repeats and run B {repeat_count(lines_b)}; "
+            "compare runs with the same repeats"
+        )
     aligned_a, aligned_b, counts = shared_instances(task, lines_a, lines_b)
     out: dict[str, Any] = dict(counts)
     scopes_a = scope_records(aligned_a)

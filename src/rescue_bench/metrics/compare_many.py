@@ -24,15 +24,22 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     LineInput,
     metric_plan,
-    point_values,
     scope_labels,
     scope_records,
     spec_of,
     typed_records,
 )
-from rescue_bench.metrics.bootstrap import percentile_interval, resample_weights
+from rescue_bench.metrics.bootstrap import percentile_interval
 from rescue_bench.metrics.classification import FloatArray
-from rescue_bench.metrics.compare import correct_top1, mcnemar, shared_instances
+from rescue_bench.metrics.compare import (
+    correct_top1,
+    first_repeat,
+    mcnemar,
+    paired_draws,
+    repeat_count,
+    repeat_mean_values,
+    shared_instances,
+)
 from rescue_bench.metrics.multiplicity import Adjustment, adjust, rank_groups
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.rundir import PredictionLine
@@ -126,31 +133,8 @@ def aligned_records(
     for run in runs:
         kept = [r for r in run if r.instance_id in shared]
         shared_instances(task, runs[0], kept)  # the gold check, against the first run
-        out.append(sorted(kept, key=lambda r: r.instance_id))
+        out.append(sorted(kept, key=lambda r: r.key))
     return out, tuple(len({r.instance_id for r in run}) - len(shared) for run in runs)
-
-
-def _draws(
-    spec: MetricSpec, runs: Sequence[Sequence[PredictionLine]], labels: Sequence[str], n: int, seed: int
-) -> list[Mapping[str, FloatArray]]:
-    """Every run's resampled metric values, all on one set of cluster resamples (the pairing)."""
-    plan = metric_plan(spec, labels)
-    first = runs[0]
-    keys = sorted({r.sample_id for r in first}, key=str)
-    index = {key: i for i, key in enumerate(keys)}
-    record_cluster = np.array([index[r.sample_id] for r in first], dtype=np.int64)
-    names = sorted({r.scenario for r in first}, key=str)
-    stratum = np.zeros(len(keys), dtype=np.int64)
-    for record in first:
-        stratum[index[record.sample_id]] = names.index(record.scenario)
-    weights = resample_weights(stratum, n, np.random.default_rng(seed))
-    out = []
-    for run in runs:
-        features = plan.matrix(run)
-        sums = np.zeros((len(keys), features.shape[1]), dtype=np.float64)
-        np.add.at(sums, record_cluster, features)
-        out.append(plan.from_sums(weights @ sums))
-    return out
 
 
 def compare_scope_many(
@@ -164,8 +148,8 @@ def compare_scope_many(
     seed: int,
 ) -> ScopeMatrix:
     """The matrices of one scope (every run's records aligned on the same instances)."""
-    draws = _draws(spec, runs, labels, n_resamples, seed)
-    points = [point_values(spec, run, labels) for run in runs]
+    draws = paired_draws(metric_plan(spec, labels), runs, n_resamples, seed)
+    points = [repeat_mean_values(spec, run, labels) for run in runs]
     pairs = list(combinations(range(len(runs)), 2))
     metrics = []
     for name in spec.headline:
@@ -181,14 +165,14 @@ def compare_scope_many(
         metrics.append(_matrix(name, values, pairs, raw, method, level))
     tests: tuple[McNemarPair, ...] = ()
     if spec.mcnemar:
-        hits = [[correct_top1(spec.kind, r) for r in run] for run in runs]
+        hits = [[correct_top1(spec.kind, r) for r in first_repeat(run)] for run in runs]
         found = [mcnemar(hits[a], hits[b]) for a, b in pairs]
         adjusted = adjust([float(f["p_exact"]) for f in found], method)
         tests = tuple(
             McNemarPair(a=a, b=b, a_only=f["a_only"], b_only=f["b_only"], p=f["p_exact"], p_adjusted=q)
             for (a, b), f, q in zip(pairs, found, adjusted, strict=True)
         )
-    return ScopeMatrix(n=len(runs[0]), metrics=tuple(metrics), mcnemar=tests)
+    return ScopeMatrix(n=len({r.instance_id for r in runs[0]}), metrics=tuple(metrics), mcnemar=tests)
 
 
 def _matrix(
@@ -209,6 +193,15 @@ def _matrix(
         out.append(PairDiff(a=a, b=b, diff=diff, ci=ci, p=p if diff is not None else None, p_adjusted=q))
     groups = tuple(rank_groups(values, different))
     return MetricMatrix(metric=name, values=values, pairs=tuple(out), groups=groups)
+
+
+def _same_repeats(task: str, runs: Sequence[Sequence[PredictionLine]], names: Sequence[str]) -> None:
+    counts = [repeat_count(run) for run in runs]
+    if len(set(counts)) > 1:
+        listed = ", ".join(f"{name} {k}" for name, k in zip(names, counts, strict=True))
+        raise ConfigError(
+            f"compare {task}: the runs have different repeats ({listed}); compare runs with the same repeats"
+        )
 
 
 def compare_many(
@@ -236,6 +229,7 @@ def compare_many(
     for task in common:
         spec = spec_of(task, specs)
         lines = [typed_records(task, run[task], spec) for run in records]
+        _same_repeats(task, lines, names)
         aligned, only = aligned_records(task, lines)
         scoped = [scope_records(run) for run in aligned]
         scopes = {}

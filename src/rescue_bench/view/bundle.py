@@ -55,8 +55,10 @@ def _run_pages(writer: _Writer, view: RunView, data: SourceCache) -> None:
         context = pages.instances(writer.views, query, None)
         context["page"] = paginate(rows, Query(per=max(1, len(rows))))
         writer.write(writer.links.instances(view.index, {"task": task}), "instances.html", context)
-        for row in rows:
-            found = pages.instance(writer.views, query, row.instance_id, source, rows)
+        # one page per instance: it shows every repeat of a run with repeats side by side
+        firsts = [row for row in rows if row.repeat == 0]
+        for row in firsts:
+            found = pages.instance(writer.views, query, row.instance_id, source, firsts)
             if found is not None:
                 writer.write(writer.links.instance(view.index, row.instance_id, {}), "instance.html", found)
     writer.write(writer.links.matrices(view.index), "matrices.html", pages.matrices(view))
@@ -72,7 +74,7 @@ def _compare_pages(writer: _Writer) -> None:
             for task in [t for t in a.tasks if t in b.tasks]:
                 for kind in ("a_only", "b_only"):
                     query = Query(run=a.index, task=task, vs=b.index, cmp=kind)
-                    lists.append((task, kind, apply(a.rows, query, other=b.by_id)))
+                    lists.append((task, kind, apply(a.rows, query, other=b.by_key)))
             writer.write(writer.links.compare(a.index, b.index), "compare.html", {**context, "lists": lists})
 
 

@@ -59,6 +59,10 @@ class ReplyRecord:
     line: RequestLine
 
     @property
+    def repeat(self) -> int:
+        return self.line.repeat
+
+    @property
     def facts(self) -> dict[str, Json]:
         """Latency, tokens, attempts, cache hit... of the request line, in file order."""
         return self.line.model_dump(mode="json", include=set(FACT_KEYS))
@@ -73,7 +77,11 @@ class RunView:
     data: RunData
     rows: tuple[InstanceRow, ...]
     by_id: Mapping[str, InstanceRow]
-    replies: Mapping[str, ReplyRecord]
+    """Each instance's first row (repeat 0 of a run with repeats)."""
+    by_key: Mapping[tuple[str, int], InstanceRow]
+    """Each (instance, repeat)'s row."""
+    replies: Mapping[tuple[str, int], ReplyRecord]
+    """Request records by (request key, repeat): every repeat of a request has the same key."""
     records: tuple[PredictionLine, ...]
     """The predictions with their judgments folded in (what reports and comparisons read)."""
     judgments: Mapping[str, tuple[JudgmentLine, ...]] = field(default_factory=dict)
@@ -94,6 +102,19 @@ class RunView:
     @property
     def tasks(self) -> list[str]:
         return self.data.tasks
+
+    @property
+    def repeats(self) -> int:
+        """How many times the run asked each instance (``--repeats``)."""
+        return self.data.repeats
+
+    def reply_of(self, row: InstanceRow) -> ReplyRecord | None:
+        """The request record that answered ``row`` (its repeat's), if any."""
+        return self.replies.get((row.request_key, row.repeat)) if row.request_key else None
+
+    def repeats_of(self, instance_id: str) -> list[InstanceRow]:
+        """Every repeat's row of one instance, repeat by repeat."""
+        return [row for r in range(self.repeats) if (row := self.by_key.get((instance_id, r))) is not None]
 
     def expected(self, task: str) -> int | None:
         value = self.data.manifest.counts.get(task, {}).get("instances")
@@ -123,17 +144,21 @@ def read_run(path: Path, index: int = 0) -> RunView:
         records = tuple(judged_lines(data.prediction_lines, data.judgment_lines))
     except BenchError as exc:
         raise ViewError(str(exc)) from None
-    replies = {r.request_key: r for r in map(_reply, data.request_lines)}
+    replies = {(line.request_key, line.repeat): _reply(line) for line in data.request_lines}
     judgments: dict[str, list[JudgmentLine]] = {}
     for line in data.judgment_lines:
         judgments.setdefault(line.instance_id, []).append(line)
     rows = index_rows(records, judgments, {k: r.text or "" for k, r in replies.items()})
+    by_id: dict[str, InstanceRow] = {}
+    for row in rows:
+        by_id.setdefault(row.instance_id, row)
     return RunView(
         index=index,
         path=path,
         data=data,
         rows=tuple(rows),
-        by_id={row.instance_id: row for row in rows},
+        by_id=by_id,
+        by_key={row.key: row for row in rows},
         replies=replies,
         records=records,
         judgments={k: tuple(v) for k, v in judgments.items()},

@@ -23,6 +23,7 @@ SORTS: dict[str, Callable[[InstanceRow], Any]] = {
     "judge": lambda r: (r.judge_score is None, r.judge_score or 0.0, r.position),
     "disagreement": lambda r: (r.disagreement is None, r.disagreement or 0.0, r.position),
     "failure": lambda r: (r.failure, r.position),
+    "repeat": lambda r: (r.repeat, r.position),
 }
 COMPARISONS = {
     "a_only": "right here, wrong in the other run",
@@ -58,6 +59,10 @@ class Query:
     prev_gold: str = ""
     gold_kind: str = ""
     pred_kind: str = ""
+    repeat: int | None = None
+    """Only this repeat's rows (a run with ``--repeats``)."""
+    at: int | None = None
+    """The repeat of the row an instance page was opened from (its previous and next follow the list)."""
     vs: int | None = None
     cmp: str = ""
     sort: str = "position"
@@ -70,7 +75,7 @@ DEFAULTS = Query()
 
 
 def _coerce(name: str, raw: str, default: Any) -> Any:
-    if name in ("disagree", "vs"):
+    if name in ("disagree", "vs", "repeat", "at"):
         target: Any = float if name == "disagree" else int
     elif isinstance(default, bool):
         return raw.lower() in ("1", "true", "yes", "on")
@@ -99,6 +104,7 @@ def parse_query(values: Mapping[str, str]) -> Query:
         (query.cmp in ("", *COMPARISONS), f"cmp: expected one of {', '.join(COMPARISONS)}"),
         (query.sort in SORTS, f"sort: expected one of {', '.join(SORTS)}"),
         (query.page >= 1 and 1 <= query.per <= PER_PAGE_MAX, f"page >= 1 and 1 <= per <= {PER_PAGE_MAX}"),
+        ((query.repeat or 0) >= 0 and (query.at or 0) >= 0, "repeat and at: expected a repeat >= 0"),
     ]
     for ok, message in checks:
         if not ok:
@@ -141,6 +147,8 @@ def _matches(row: InstanceRow, query: Query) -> bool:
     )
     if any(wanted and wanted != value for wanted, value in equal):
         return False
+    if query.repeat is not None and row.repeat != query.repeat:
+        return False
     if query.correct and row.correct is not (query.correct == "yes"):
         return False
     if query.failure and not (row.failure if query.failure == "any" else row.failure == query.failure):
@@ -160,13 +168,14 @@ def apply(
     rows: Sequence[InstanceRow],
     query: Query,
     *,
-    other: Mapping[str, InstanceRow] | None = None,
+    other: Mapping[tuple[str, int], InstanceRow] | None = None,
     transcript_hits: Callable[[InstanceRow], bool] | None = None,
     texts: bool = True,
 ) -> list[InstanceRow]:
     """The rows of ``query.task`` that pass every filter, sorted.
 
-    ``other`` is the compared run's rows by instance id (for ``cmp``); ``transcript_hits`` says whether the
+    ``other`` is the compared run's rows by (instance, repeat) (for ``cmp``: repeat r is compared with the
+    other run's repeat r); ``transcript_hits`` says whether the
     search text occurs in the transcript an instance showed (the text search also looks at the reply).
     With ``texts`` false (a redacted view) the search looks at instance ids only, so it cannot reveal text.
     """
@@ -175,7 +184,7 @@ def apply(
     for row in rows:
         if row.task != query.task or not _matches(row, query):
             continue
-        if query.cmp and not _compare(row, (other or {}).get(row.instance_id), query.cmp):
+        if query.cmp and not _compare(row, (other or {}).get(row.key), query.cmp):
             continue
         if needle and not _found(row, needle, texts, transcript_hits):
             continue
@@ -201,10 +210,11 @@ def paginate(rows: Sequence[InstanceRow], query: Query) -> Page:
 
 
 def neighbours(
-    rows: Sequence[InstanceRow], instance_id: str
+    rows: Sequence[InstanceRow], instance_id: str, repeat: int = 0
 ) -> tuple[InstanceRow | None, InstanceRow | None]:
-    """The previous and next row around ``instance_id`` in a filtered list (``None`` at the ends)."""
+    """The previous and next row around (``instance_id``, ``repeat``) in a filtered list (``None`` at the
+    ends); a run with repeats lists one row per (instance, repeat)."""
     for i, row in enumerate(rows):
-        if row.instance_id == instance_id:
+        if row.key == (instance_id, repeat):
             return (rows[i - 1] if i else None), (rows[i + 1] if i + 1 < len(rows) else None)
     return None, None

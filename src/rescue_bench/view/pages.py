@@ -91,7 +91,7 @@ def filtered(
 ) -> list[InstanceRow]:
     """The rows of the list ``query`` asks for; ``texts`` false searches instance ids only (redacted)."""
     view = views[query.run]
-    other = views[query.vs].by_id if query.vs is not None and query.vs < len(views) else None
+    other = views[query.vs].by_key if query.vs is not None and query.vs < len(views) else None
     hits = hits_for(view, source, query) if texts else None
     return apply(view.rows, query, other=other, transcript_hits=hits, texts=texts)
 
@@ -118,8 +118,41 @@ def instances(
     }
 
 
-def side_by_side(views: Sequence[RunView], instance_id: str) -> list[tuple[RunView, InstanceRow | None]]:
-    return [(v, v.by_id.get(instance_id)) for v in views]
+def side_by_side(
+    views: Sequence[RunView], instance_id: str, repeat: int = 0
+) -> list[tuple[RunView, InstanceRow | None]]:
+    """Every run's row of the instance: the same repeat where a run has it, else its first."""
+    return [(v, v.by_key.get((instance_id, repeat)) or v.by_id.get(instance_id)) for v in views]
+
+
+@dataclass(frozen=True, slots=True)
+class RepeatReply:
+    """One repeat of an instance as its page shows it: the row (answer, verdict, scores) and the reply."""
+
+    row: InstanceRow
+    scores: Mapping[str, Any]
+    reply: ReplyRecord | None
+
+
+def repeat_replies(view: RunView, instance_id: str) -> list[RepeatReply]:
+    """Every repeat's answer, scores and reply of one instance (empty for a run without repeats)."""
+    if view.repeats <= 1:
+        return []
+    return [
+        RepeatReply(
+            row,
+            view.records[row.position].scores,
+            view.reply_of(row),
+        )
+        for row in view.repeats_of(instance_id)
+    ]
+
+
+def shown_repeat(query: Query) -> int:
+    """The repeat an instance page shows first: the row it was opened from, or the list's repeat filter."""
+    if query.at is not None:
+        return query.at
+    return 0 if query.repeat is None else query.repeat
 
 
 def instance(
@@ -133,14 +166,14 @@ def instance(
 ) -> Context | None:
     """The instance page, or ``None`` when the run has no such instance."""
     view = views[query.run]
-    row = view.by_id.get(instance_id)
+    repeat = shown_repeat(query)
+    row = view.by_key.get((instance_id, repeat))
     if row is None:
         return None
-    reply: ReplyRecord | None = view.replies.get(row.request_key) if row.request_key else None
+    reply: ReplyRecord | None = view.reply_of(row)
     rebuilt = rebuild(source, row.task, row.sample_id, row.instance_id, reply) if source else Rebuilt()
-    before, after = neighbours(
-        rows if rows is not None else filtered(views, query, source, texts=texts), instance_id
-    )
+    listed = rows if rows is not None else filtered(views, query, source, texts=texts)
+    before, after = neighbours(listed, instance_id, repeat)
     return {
         "title": instance_id,
         "view": view,
@@ -154,7 +187,8 @@ def instance(
         "after": after,
         "query": query,
         "filters": params(query, page=query.page),
-        "others": side_by_side(views, instance_id) if len(views) > 1 else [],
+        "others": side_by_side(views, instance_id, repeat) if len(views) > 1 else [],
+        "repeats": repeat_replies(view, instance_id),
     }
 
 
@@ -166,10 +200,11 @@ class Discordant:
 
 
 def discordant(a: RunView, b: RunView) -> list[Discordant]:
-    """Per top-1 task both runs have: instances right only in A, and right only in B."""
+    """Per top-1 task both runs have: instances right only in A, and right only in B (with repeats, each
+    (instance, repeat) against the same repeat of B, as the filter ``cmp`` lists them)."""
     out = []
     for task in [t for t in a.tasks if t in b.tasks]:
-        pairs = [(r, b.by_id.get(r.instance_id)) for r in a.rows if r.task == task and r.correct is not None]
+        pairs = [(r, b.by_key.get(r.key)) for r in a.rows if r.task == task and r.correct is not None]
         both = [(r.correct, o.correct) for r, o in pairs if o is not None and o.correct is not None]
         if both:
             out.append(Discordant(task, both.count((True, False)), both.count((False, True))))

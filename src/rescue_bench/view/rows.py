@@ -63,6 +63,13 @@ class InstanceRow:
     as its confusion matrix."""
     search: str
     """Lower-cased prediction and reply text, for the text search."""
+    repeat: int = 0
+    """Which ask of the instance this is (``--repeats``; 0 in a run without repeats)."""
+
+    @property
+    def key(self) -> tuple[str, int]:
+        """The row's (instance, repeat): unique in a run."""
+        return self.instance_id, self.repeat
 
 
 def _text(value: Any) -> str:
@@ -172,22 +179,23 @@ def make_row(
         gold_kind=kinds[0],
         pred_kind=kinds[1],
         search=f"{_text(record.prediction)}\n{reply_text}".lower(),
+        repeat=record.repeat,
     )
 
 
 def index_rows(
     records: Sequence[PredictionLine],
     judgments: Mapping[str, Sequence[JudgmentLine]],
-    reply_texts: Mapping[str, str],
+    reply_texts: Mapping[tuple[str, int], str],
 ) -> list[InstanceRow]:
-    """One row per record, in file order."""
+    """One row per record, in file order; ``reply_texts`` by (request key, repeat)."""
     previous = _previous_golds(records)
     return [
         make_row(
             position,
             record,
             judgments.get(record.instance_id, ()),
-            reply_texts.get(str(record.request_key), ""),
+            reply_texts.get((str(record.request_key), record.repeat), ""),
             previous.get(record.instance_id, ""),
         )
         for position, record in enumerate(records)

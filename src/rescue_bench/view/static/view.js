@@ -14,7 +14,7 @@ function copyButtons() {
   }
 }
 
-const EXACT = ["scenario", "sample", "gold", "pred", "correct", "prev_gold", "gold_kind", "pred_kind"];
+const EXACT = ["scenario", "sample", "gold", "pred", "correct", "prev_gold", "gold_kind", "pred_kind", "repeat"];
 
 function rowMatches(row, wanted) {
   for (const key of EXACT) {
