@@ -182,6 +182,21 @@ def test_a_provider_without_a_batch_api_is_refused_before_anything_is_written(tm
     assert not (tmp_path / "run").exists()
 
 
+@pytest.mark.parametrize("settings", [{"repeats": 2}, {"perturb": ("label-order:all",)}])
+def test_repeats_through_run_batch_are_refused_before_anything_is_written(
+    tmp_path: Path, settings: dict[str, object], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    config = tiny_config(model="openai/gpt-4o-mini", batch=True, **settings)
+    with pytest.raises(ConfigError, match="--batch asks each instance once"):
+        asyncio.run(
+            execute_run(
+                config, tmp_path / "run", fast_options(), tasks=TINY_TASKS, samples=make_samples(1, 3)
+            )
+        )
+    assert not (tmp_path / "run").exists()
+
+
 def test_batch_options_are_checked() -> None:
     with pytest.raises(ConfigError, match="--batch-poll"):
         BatchOptions(poll=0)

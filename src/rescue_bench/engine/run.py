@@ -50,6 +50,7 @@ from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RequestLine, RunStore
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
+from rescue_bench.tasks.perturb import is_circular
 
 __all__ = [
     "RunOptions",
@@ -202,6 +203,12 @@ def _batchable(spec: RunSpec, provider: Provider) -> OpenAICompatProvider | None
         return None
     if spec.is_video:
         raise ConfigError("--batch sends text only; for --mode video run without --batch")
+    if spec.repeats > 1 or is_circular(spec.perturb):
+        # The session asks and keys each batch once: the repeats would all get repeat 0's reply.
+        raise ConfigError(
+            "--batch asks each instance once; for --repeats or label-order:all run without --batch, "
+            "or use `rescue-bench batch export`, which writes every repeat"
+        )
     return check_batchable(provider)
 
 
