@@ -104,9 +104,9 @@ def _binary_plan(spec: MetricSpec) -> MetricPlan:
     columns = {positive: 0, negative: 1}
 
     def features(record: PredictionLine) -> list[float]:
-        row = np.zeros(6)
+        row = [0.0] * 6
         row[3 * (0 if record.gold == positive else 1) + columns.get(top1(record), 2)] = 1.0
-        return row.tolist()
+        return row
 
     def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
         metrics = binary_from_confusion(sums.reshape(*sums.shape[:-1], 2, 3))
@@ -120,14 +120,13 @@ def _multiclass_plan(labels: Sequence[str]) -> MetricPlan:
     index = {label: i for i, label in enumerate(labels)}
 
     def features(record: PredictionLine) -> list[float]:
-        row = np.zeros(size * size + 3)
+        row = [0.0] * (size * size)
         gold = record.gold if isinstance(record.gold, str) else None
         row[
             size * (size - 1 if gold is None else index.get(gold, size - 1))
             + index.get(top1(record), size - 1)
         ] = 1.0
-        row[size * size :] = rank_scores(record)[1:]
-        return row.tolist()
+        return row + rank_scores(record)[1:]
 
     def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
         table = sums[..., : size * size].reshape(*sums.shape[:-1], size, size)
@@ -324,9 +323,13 @@ def summarize_scope(
 ) -> dict[str, Any]:
     """One scope of one task: ``n``, headline metrics, their CIs, counts, and the task's extra tables."""
     plan = metric_plan(spec, labels)
-    point = point_values(spec, records, labels)
+    matrix = plan.matrix(records)
+    if spec.kind == "generation":
+        point = point_values(spec, records, labels)
+    else:  # point_values, from the matrix the bootstrap needs anyway
+        point = {k: float(v) for k, v in plan.from_sums(matrix.sum(axis=0)).items()}
     cis = cluster_bootstrap_cis(
-        plan.matrix(records),
+        matrix,
         [r.sample_id for r in records],
         plan.from_sums,
         n_resamples=n_resamples,

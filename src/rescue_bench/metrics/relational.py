@@ -40,6 +40,7 @@ from rescue_bench.metrics.relational_gold import (
     TARGET_TYPE,
     TRANSITION,
     AnalysisSpec,
+    IndexedSample,
     SampleLike,
 )
 from rescue_bench.records import Json, TaskKind
@@ -208,7 +209,7 @@ def relational_analyses(
     metrics); ``samples`` the run's samples (records of other samples are left out of the analyses that
     need one).
     """
-    by_id = {s.sample_id: s for s in samples}
+    by_id: dict[str, SampleLike] = {s.sample_id: IndexedSample(s) for s in samples}
     out: dict[str, Json] = {}
     for task in plan:
         for spec in task.specs:
