@@ -7,14 +7,16 @@ PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check -c constraints
 .PHONY: demo test setup-demo setup-test system-deps lint typecheck bench clean
 
 DEMO_OUT ?= runs/demo
-DEMO_MODEL ?= local/gemma-3-270m
+DEMO_STUDY ?= examples/demo-study.toml
+DEMO_RUN ?= local-gemma-3-270m
 
-# A small study: the local model next to the two baselines (what chance looks like), the local model judging
-# ER and VP so every column is filled offline (a 270M model's verdicts are noise), then the leaderboard.
+# A small study (examples/demo-study.toml): the local model next to the two baselines (what chance looks
+# like) on two demo conversations, the local model judging ER and VP so every column is filled offline (a 270M
+# model's verdicts are noise); it prints the leaderboard, then the report of the local model's run
+# (DEMO_RUN: that model's directory in the study).
 demo: setup-demo
-	$(BIN)/rescue-bench sweep --model $(DEMO_MODEL) --model baseline/random --model baseline/majority \
-		--judge $(DEMO_MODEL) --data demo --tasks all --out $(DEMO_OUT)
-	$(BIN)/rescue-bench report $(DEMO_OUT)/$(subst /,-,$(DEMO_MODEL)) --out $(DEMO_OUT)/report
+	$(BIN)/rescue-bench sweep $(DEMO_STUDY) --out $(DEMO_OUT)
+	$(BIN)/rescue-bench report $(DEMO_OUT)/$(DEMO_RUN) --out $(DEMO_OUT)/report
 
 test: setup-test
 	$(BIN)/python -m pytest

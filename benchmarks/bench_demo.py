@@ -1,16 +1,17 @@
-"""Time the README's main job: the demo study (the local model beside the two baselines, all six tasks,
-the local model judging ER and VP), then the report of the local model's run.
+"""Time the README's main job: the demo study (``examples/demo-study.toml``: the local model beside the two
+baselines, all six tasks, the local model judging ER and VP), then the report of the local model's run.
 
-Usage: ``python benchmarks/bench_demo.py [--model local/gemma-3-270m] [--keep DIR]``.
+Usage: ``python benchmarks/bench_demo.py [--study examples/demo-study.toml] [--keep DIR]``.
 
-It runs exactly what ``make demo`` runs after installing (``rescue-bench sweep --model M --model
-baseline/random --model baseline/majority --judge M --data demo --tasks all --out DIR`` and ``rescue-bench
-report DIR/<M> --out DIR/report``), as subprocesses, with ``--no-cache`` so that every request is computed
-(the assembled model file stays in the user cache). Target: under 5 minutes for both on 2 cores.
+It runs exactly what ``make demo`` runs after installing (``rescue-bench sweep STUDY --out DIR`` and
+``rescue-bench report DIR/<local model> --out DIR/report``), as subprocesses, with ``--no-cache`` so that
+every request is computed (the assembled model file stays in the user cache). Target: under 5 minutes for both
+on 2 cores.
 
-Reported: the wall time of each command, the run's CPU time, its requests and prompt tokens per task, and the
-seconds each task took (between its first and its last recorded request; the engine asks one task after the
-other), and the load averages at the start and end (the machine may be shared).
+Reported: the wall time of each command, the study's CPU time, the local model's requests and prompt tokens
+per task, and the seconds each task took (between its first and its last recorded request; the engine asks
+one task after the other, the judge passes of the other runs in between), the judge pass of each run, and
+the load averages at the start and end (the machine may be shared).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -63,27 +65,36 @@ def per_task(run_dir: Path) -> dict[str, dict[str, Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--model", default="local/gemma-3-270m")
-    parser.add_argument("--keep", type=Path, help="run directory to write (default: a temporary one)")
+    parser.add_argument("--study", type=Path, default=REPO / "examples" / "demo-study.toml")
+    parser.add_argument("--keep", type=Path, help="study directory to write (default: a temporary one)")
     args = parser.parse_args(argv)
+    study = tomllib.loads(args.study.read_text())
+    local = next(m["name"] for m in study["models"] if m["name"].startswith("local/"))
     study_dir = args.keep or Path(tempfile.mkdtemp(prefix="bench_demo_")) / "study"
-    run_dir = study_dir / args.model.replace("/", "-")
+    run_dir = study_dir / local.replace("/", "-")
     cli = str(Path(sys.executable).with_name("rescue-bench"))
     load_start = os.getloadavg()
-    models = ["--model", args.model, "--model", "baseline/random", "--model", "baseline/majority"]
-    sweep = [cli, "sweep", *models, "--judge", args.model, "--data", "demo", "--tasks", "all"]
-    run_wall, run_cpu = timed([*sweep, "--out", str(study_dir), "--no-cache", "--quiet"])
+    sweep = [cli, "sweep", str(args.study), "--out", str(study_dir), "--no-cache", "--quiet"]
+    run_wall, run_cpu = timed(sweep)
     report_wall, _ = timed([cli, "report", str(run_dir), "--out", str(study_dir / "report")])
     load_end = os.getloadavg()
     tasks = per_task(run_dir)
+    judged = {
+        entry.name: json.loads((entry / "judging.json").read_text())["counts"]
+        for entry in sorted(study_dir.iterdir())
+        if (entry / "judging.json").is_file()
+    }
     figures = {
-        "model": args.model,
+        "study": str(args.study),
+        "samples": study.get("sample_ids", "all"),
+        "model": local,
         "run_wall_s": round(run_wall, 1),
         "run_cpu_s": round(run_cpu, 1),
         "report_wall_s": round(report_wall, 1),
         "total_wall_s": round(run_wall + report_wall, 1),
         "requests": sum(t["requests"] for t in tasks.values()),
         "tasks": tasks,
+        "judge_passes": judged,
         "loadavg_start": [round(x, 2) for x in load_start],
         "loadavg_end": [round(x, 2) for x in load_end],
         "run_dir": str(run_dir),

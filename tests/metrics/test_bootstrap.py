@@ -88,11 +88,22 @@ def test_degenerate_inputs() -> None:
 
 
 def test_strata_keep_their_cluster_counts_in_every_resample() -> None:
-    strata = np.array([0, 0, 0, 1, 1, 2])
+    strata = np.array([0, 0, 0, 1, 1, 2, 2])
     weights = resample_weights(strata, 500, np.random.default_rng(0))
     assert (weights[:, :3].sum(axis=1) == 3).all()
     assert (weights[:, 3:5].sum(axis=1) == 2).all()
-    assert (weights[:, 5] == 1).all()
+    assert (weights[:, 5:].sum(axis=1) == 2).all()
+
+
+def test_a_stratum_of_one_cluster_pools_the_strata() -> None:
+    # One conversation per scenario: stratified draws would repeat the same two clusters in every resample.
+    strata = np.array([0, 0, 0, 1])
+    weights = resample_weights(strata, 500, np.random.default_rng(0))
+    assert (weights.sum(axis=1) == 4).all()
+    assert (weights[:, :3].sum(axis=1) != 3).any() and (weights[:, 3] != 1).any()
+    records = [{"s": "a", "x": 1.0, "scenario": "couple"}, {"s": "b", "x": 0.0, "scenario": "family"}]
+    lo, hi = cluster_bootstrap_ci(records, MEAN_X, "s", strata_key="scenario")
+    assert lo < 0.5 < hi  # not the zero-width interval [0.5, 0.5]
 
 
 def test_stratified_interval_is_deterministic_and_contains_the_estimate() -> None:

@@ -150,12 +150,12 @@ def test_greedy_replies_are_deterministic_and_reuse_the_shared_prefix(provider: 
     assert ask(provider, request(ITEMS)).text == first.text
 
 
-def test_tokens_are_generated_on_one_thread_and_prompts_on_every_core(provider: LocalProvider) -> None:
-    """Two threads decoded no faster than one, and far slower on a busy machine (see DECODE_THREADS)."""
+def test_tokens_and_prompts_are_computed_on_every_core(provider: LocalProvider) -> None:
+    """Decoding is compute-bound on the project's machine: two threads beat one (see DECODE_THREADS)."""
     assert ask(provider, request(ITEMS)).ok
     params = provider._llm.context_params
-    assert (params.n_threads, params.n_threads_batch) == (1, len(os.sched_getaffinity(0)))
-    assert "OMP_WAIT_POLICY" in os.environ  # set (PASSIVE, unless the user chose) before libgomp loaded
+    cores = len(os.sched_getaffinity(0))
+    assert (params.n_threads, params.n_threads_batch) == (cores, cores)
 
 
 def test_max_tokens_truncates_and_says_so(provider: LocalProvider) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.manifest import TaskPlan
-from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task
+from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, typed_records
 from rescue_bench.metrics.relational import analysis_plan, relational_analyses
 from rescue_bench.metrics.repeats import Verdict, aggregate_repeated_task, circular_scopes
 from rescue_bench.records import Json
@@ -38,11 +38,13 @@ def aggregate_scores(
         if record.get("task") in by_task:
             by_task[str(record["task"])].append(record)
     scores: dict[str, Any] = {}
+    typed: dict[str, list[PredictionLine]] = {}
     for plan in plans:
-        mine = by_task[plan.name]
-        if not mine:
+        if not by_task[plan.name]:
             continue
         spec = plan.task.INFO.metrics
+        # Typed and checked once here (one-line errors naming the record), then handed down as typed lines.
+        mine = typed[plan.name] = typed_records(plan.name, by_task[plan.name], spec)
         if plan.repeats > 1:
             scores[plan.name] = aggregate_repeated_task(
                 plan.name, spec, mine, plan.repeats, seed=seed, n_resamples=n_resamples
@@ -55,7 +57,7 @@ def aggregate_scores(
     scores["_meta"] = aggregate_run({}, {}, seed=seed, n_resamples=n_resamples)["_meta"]
     wanted = analysis_plan(p.task.INFO for p in plans)
     if samples is not None and wanted:
-        lines = [PredictionLine.from_json(r) for task in by_task.values() for r in task]
+        lines = [line for task in typed.values() for line in task]
         scores["_relational"] = relational_analyses(
             lines, samples, wanted, n_resamples=n_resamples, seed=seed
         )
@@ -63,12 +65,11 @@ def aggregate_scores(
 
 
 def _circular(
-    plan: TaskPlan, records: Sequence[Mapping[str, Json]], seed: int, n_resamples: int
+    plan: TaskPlan, records: Sequence[PredictionLine], seed: int, n_resamples: int
 ) -> dict[str, dict[str, Any]]:
     """CircularEval per scope: an instance counts only if it is correct under every rotation (repeat)."""
     rotations: list[list[PredictionLine]] = [[] for _ in range(plan.repeats)]
-    for record in records:
-        line = PredictionLine.from_json(record)
+    for line in records:
         rotations[line.repeat].append(line)
     correct = circular_correct(rotations)
     verdicts = [Verdict(i.sample_id, i.scenario, correct[i.id]) for i in plan.instances if i.id in correct]

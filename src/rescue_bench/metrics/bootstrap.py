@@ -72,10 +72,19 @@ def resample_weights(
 ) -> FloatArray:
     """How often each cluster is drawn in each resample: ``(n_resamples, clusters)``, drawn within strata.
 
-    >>> w = resample_weights(np.array([0, 0, 1]), 4, np.random.default_rng(0))
-    >>> w.shape, w[:, :2].sum(axis=1).tolist(), w[:, 2].tolist()
-    ((4, 3), [2.0, 2.0, 2.0, 2.0], [1.0, 1.0, 1.0, 1.0])
+    A stratum of one cluster would be drawn the same in every resample, so its share of the uncertainty would
+    vanish (two conversations, one per scenario, gave intervals of zero width): the strata are then pooled
+    and every cluster is drawn from all of them.
+
+    >>> w = resample_weights(np.array([0, 0, 1, 1]), 4, np.random.default_rng(0))
+    >>> w.shape, w[:, :2].sum(axis=1).tolist(), w[:, 2:].sum(axis=1).tolist()
+    ((4, 4), [2.0, 2.0, 2.0, 2.0], [2.0, 2.0, 2.0, 2.0])
+    >>> pooled = resample_weights(np.array([0, 1]), 200, np.random.default_rng(0))
+    >>> pooled.sum(axis=1).tolist() == [2.0] * 200, bool((pooled[:, 0] != 1).any())
+    (True, True)
     """
+    if np.bincount(stratum_of_cluster).min(initial=2) < 2:
+        stratum_of_cluster = np.zeros_like(stratum_of_cluster)
     weights = np.zeros((n_resamples, stratum_of_cluster.size), dtype=np.float64)
     for stratum in np.unique(stratum_of_cluster):
         members = np.flatnonzero(stratum_of_cluster == stratum)

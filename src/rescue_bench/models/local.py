@@ -85,12 +85,12 @@ A GGUF with a chat template records its template's format name instead."""
 DEFAULT_MAX_STRING_LENGTH: Final = 64
 """Cap on free-text fields (reasons, emotion phrases, viewpoints) in the grammar: generation dominates the
 local model's time, and a 270M base model says nothing useful in longer strings."""
-DECODE_THREADS: Final = 1
-"""Threads for one-token forward passes. Such a pass is too small to share: on 2 cores two threads generated
-no faster than one (13-14 ms a token), and 2.5-5 times slower while another process was busy, because
-llama.cpp's threads wait for each other at every operation. Prompts and forced text, evaluated in batches, use
-all cores, with OpenMP threads that wait passively (``OMP_WAIT_POLICY``) rather than spin on a core that
-another thread needs."""
+DECODE_THREADS: Final = None
+"""Threads for one-token forward passes (``None``: the cores this process may use, as for prompts). On this
+project's 2-core machine (Intel Xeon, 2.8 GHz) decoding is compute-bound: six ITP requests took 19-21 s
+with two threads and 23-30 s with one (docs/local-model.md). OpenMP's wait policy is left to the user
+(``OMP_WAIT_POLICY``): its default spins briefly before sleeping, which two threads need (waiting passively,
+they took 28-31 s); ``PASSIVE`` suits cores shared with other busy work."""
 LLAMA_WORKER: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescue-bench-llama")
 """The one thread that runs every in-process model of this process (each provider keeps its own model and KV
 cache). A study runs its local model and its local judges at the same time; on two cores, two llama.cpp
@@ -129,7 +129,8 @@ class LocalProvider:
         model: ``gemma-3-270m`` (the embedded model) or the path of a ``.gguf`` file.
         n_ctx: initial context window (default 8192; grown when a prompt needs more).
         n_threads: CPU threads for prompt evaluation (default: the cores this process may use).
-        decode_threads: CPU threads for generating a token (default 1; see :data:`DECODE_THREADS`).
+        decode_threads: CPU threads for generating a token (default: as ``n_threads``; see
+            :data:`DECODE_THREADS`).
         seed: sampling seed when the request's parameters give none.
         top_k_grammar: how many of the likeliest tokens are checked against the grammar first.
         max_string_length: cap on free-text fields in the grammar (``None``: the schema's own limits).
@@ -145,13 +146,11 @@ class LocalProvider:
         *,
         n_ctx: int | None = None,
         n_threads: int | None = None,
-        decode_threads: int = DECODE_THREADS,
+        decode_threads: int | None = DECODE_THREADS,
         seed: int = 0,
         top_k_grammar: int = 1024,
         max_string_length: int | None = DEFAULT_MAX_STRING_LENGTH,
     ) -> None:
-        # Before llama.cpp loads libgomp, which reads it once; a setting of the user's own wins.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         try:
             import llama_cpp
         except ImportError:
@@ -169,7 +168,7 @@ class LocalProvider:
         self._template_read = model == GEMMA  # a base model's GGUF without a template
         self._n_ctx = n_ctx or DEFAULT_N_CTX
         self._n_threads = n_threads or _usable_cores()
-        self._decode_threads = decode_threads
+        self._decode_threads = decode_threads or self._n_threads
         self._seed, self._top_k_grammar = seed, top_k_grammar
         self._max_string_length = max_string_length
         self._llm: Any = None
