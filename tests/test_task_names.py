@@ -20,8 +20,7 @@ NAMES = frozenset(name for name, _ in BUILTINS)
 EXEMPT = {
     "report/paper.py": "the paper's published numbers, by task",
 }
-KNOWN = {
-}
+KNOWN = {}
 """Files that still name tasks, and why: to be derived from the registry."""
 WORD = re.compile(r"[A-Za-z0-9]+")
 METRIC_KEYS = frozenset(

@@ -22,7 +22,8 @@ def test_the_demo_study_names_demo_conversations_of_both_scenarios_and_a_local_j
     assert chosen and set(chosen) <= set(samples)
     assert {samples[i].scenario for i in chosen} == {"couple", "family"}
     names = [m.name for m in study.models]
-    assert any(n.startswith("local/") for n in names) and {"baseline/random", "baseline/majority"} <= set(names)
+    assert any(n.startswith("local/") for n in names)
+    assert {"baseline/random", "baseline/majority"} <= set(names)
     assert [j.name for j in base.judges] == [n for n in names if n.startswith("local/")]
 
 
