@@ -7,16 +7,14 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from review_helpers import PASSWORD, settings_for
+from tests.fakes.live_server import served
 
 from rescue_bench.data.load import load_samples, read_source
 from rescue_bench.review.app import create_app
@@ -77,7 +75,6 @@ def live_server(workdir: Path, sqlite_template: Path, tmp_path: Path) -> Iterato
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found (apt-get install -y --no-install-recommends chromium)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    import uvicorn
 
     clip = tmp_path / "clip.mp4"
     _make_clip(clip)
@@ -85,19 +82,8 @@ def live_server(workdir: Path, sqlite_template: Path, tmp_path: Path) -> Iterato
         shutil.copyfile(clip, target)
     shutil.copyfile(sqlite_template, tmp_path / "review.db")
     app = create_app(settings_for(f"sqlite:///{tmp_path / 'review.db'}", workdir))
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app) as url:
+        yield url
     app.state.review.sessions.kw["bind"].dispose()
 
 

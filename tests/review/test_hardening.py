@@ -11,13 +11,11 @@
 from __future__ import annotations
 
 import os
-import socket
 import stat
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import httpx
 import pytest
@@ -25,12 +23,16 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 from review_helpers import PASSWORD, Client, csrf_of, form_fields, login, post_form, replace, settings_for
 from sqlalchemy import select
+from tests.fakes.live_server import served
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.review.app import create_app
 from rescue_bench.review.auth import SESSION_COOKIE
 from rescue_bench.review.db import Comment, Meta, RowRecord, open_store, secret_key
 from rescue_bench.review.serve import server_config
+
+if TYPE_CHECKING:
+    import uvicorn
 
 
 def _mode(path: Path) -> int:
@@ -188,25 +190,13 @@ def test_attacker_does_not_lock_the_admin_out_from_another_address(db_url: str, 
 
 @contextmanager
 def _served(app: FastAPI, *, trust_proxy: bool) -> Iterator[str]:
-    import uvicorn
+    def config(port: int) -> uvicorn.Config:
+        made = server_config(app, host="127.0.0.1", port=port, trust_proxy=trust_proxy)
+        made.log_level = "warning"
+        return made
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    config = server_config(app, host="127.0.0.1", port=port, trust_proxy=trust_proxy)
-    config.log_level = "warning"
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10)
+    with served(app, config=config) as url:
+        yield url
 
 
 def _http_try(base: str, name: str, password: str, forwarded: str) -> int:

@@ -7,15 +7,13 @@ Set ``RESCUE_BENCH_VIEW_SCREENSHOTS=DIR`` to also save the screenshots used in `
 from __future__ import annotations
 
 import os
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import pytest
+from tests.fakes.live_server import served
 from tests.view.conftest import HOSTILE, records
 
 from rescue_bench.data.load import load_samples
@@ -40,22 +38,10 @@ def live(runs: dict[str, Path]) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found (apt-get install -y --no-install-recommends chromium)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    import uvicorn
 
     app = create_app([runs["random"], runs["majority"], runs["hostile"]])
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(app) as url:
+        yield url
 
 
 def _shot(page: Any, name: str) -> None:

@@ -6,14 +6,12 @@ from the runs' own predictions.jsonl and requests.jsonl."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.live_server import served
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answer
 from tests.view.test_browser import CHROMIUM, CHROMIUM_ARGS
 from typer.testing import CliRunner
@@ -70,22 +68,10 @@ def live(repeated: dict[str, Path]) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found (apt-get install -y --no-install-recommends chromium)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    import uvicorn
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     web = create_app([repeated["a"], repeated["b"]])
-    server = uvicorn.Server(uvicorn.Config(web, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(web) as url:
+        yield url
 
 
 def test_repeats_in_the_browser(live: str, repeated: dict[str, Path]) -> None:

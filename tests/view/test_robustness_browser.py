@@ -4,14 +4,12 @@ answer changed, counted here from the two predictions.jsonl files."""
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.fakes.live_server import served
 from tests.view.conftest import records
 from tests.view.test_browser import CHROMIUM, CHROMIUM_ARGS
 from typer.testing import CliRunner
@@ -57,22 +55,10 @@ def live(pair: dict[str, Path]) -> Iterator[str]:
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found (apt-get install -y --no-install-recommends chromium)")
     pytest.importorskip("playwright.sync_api", reason="playwright is not installed (pip install playwright)")
-    import uvicorn
 
     server_app = create_app([pair["base"], pair["shuffled"]])
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(server_app, host="127.0.0.1", port=port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with served(server_app) as url:
+        yield url
 
 
 def _top(record: dict[str, Any]) -> str:
