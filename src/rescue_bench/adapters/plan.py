@@ -17,9 +17,11 @@ from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.engine.manifest_v1 import v1_keys
+from rescue_bench.engine.outcomes import prediction_record as engine_record
+from rescue_bench.engine.outcomes import reply_predictions
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import point_values, scope_labels, scope_records
-from rescue_bench.records import Instance, Json, Prediction, Request
+from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.spec import RunSpec, options_model, validate_spec
 from rescue_bench.tasks import TASKS, batch_size, get_task, make_batches
@@ -190,10 +192,6 @@ def plan(args: TaskArgs) -> Plan:
     return Plan(args, task, cfg, batches, requests)
 
 
-TRUNCATED = "parse_failure: truncated reply (finish_reason=length)"
-"""The engine's problem for every instance of a reply cut off at the token limit (none of it counts)."""
-
-
 def predictions_of(
     task: Task,
     batch: Sequence[Instance],
@@ -202,42 +200,18 @@ def predictions_of(
     error: str | None = None,
     truncated: bool = False,
 ) -> list[Prediction]:
-    """One prediction per instance of ``batch``, with the engine's rules (``engine.outcomes``): a failed
-    request, a truncated reply, a parser error and a missing item each make a failed prediction."""
+    """One prediction per instance of ``batch``, by the engine's rules (:func:`reply_predictions`) for the
+    reply an adapter got: its text, or the error of a failed request, and whether it was cut off."""
     if error is not None or text is None:
-        return [Prediction.failed(i.id, f"request_failed: {error or 'no reply'}") for i in batch]
-    if truncated:
-        return [Prediction.failed(i.id, TRUNCATED) for i in batch]
-    try:
-        parsed = task.parse(text, batch)
-    except Exception as exc:  # parse() must not raise on model text; if it does, the answer counts as wrong
-        return [
-            Prediction.failed(i.id, f"parse_failure: parser error {exc.__class__.__name__}") for i in batch
-        ]
-    by_id = {p.instance_id: p for p in parsed}
-    return [
-        by_id.get(i.id) or Prediction.failed(i.id, "missing: no answer for this item in the reply")
-        for i in batch
-    ]
+        reply = Reply.failure(error or "no reply")
+    else:
+        reply = Reply(text=text, finish_reason="length" if truncated else "stop")
+    return reply_predictions(task, batch, reply)
 
 
 def prediction_record(task: Task, inst: Instance, pred: Prediction, *, single: bool) -> PredictionLine:
-    """One ``predictions.jsonl`` line (docs/design.md), scored by the task itself."""
-    return PredictionLine(
-        instance_id=inst.id,
-        task=inst.task,
-        sample_id=inst.sample_id,
-        scenario=inst.scenario,
-        row_index=inst.row_index,
-        gold=inst.gold,
-        valid=pred.valid,
-        prediction=pred.value,
-        problems=pred.problems,
-        meta=inst.meta,
-        scores=task.score(pred, inst).metrics,
-        request_key=None,
-        single=single,
-    )
+    """One ``predictions.jsonl`` line (docs/design.md), as the engine records it, with no request key."""
+    return PredictionLine.from_json(engine_record(task, inst, pred, None, single))
 
 
 def batch_records(

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from rescue_bench.engine.execute import Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.video import VideoNote
-from rescue_bench.records import Instance, Json, Prediction, ProblemKind
+from rescue_bench.records import Instance, Json, Prediction, ProblemKind, Reply
 from rescue_bench.tasks.base import Task
 
 TRUNCATED = "parse_failure: truncated reply (finish_reason=length)"
@@ -20,7 +20,12 @@ TRUNCATED = "parse_failure: truncated reply (finish_reason=length)"
 
 def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) -> list[Prediction]:
     """One prediction per instance of ``batch``: parsed, or failed with the reason."""
-    reply = outcome.reply
+    return reply_predictions(plan.task, batch, outcome.reply)
+
+
+def reply_predictions(task: Task, batch: Sequence[Instance], reply: Reply) -> list[Prediction]:
+    """One prediction per instance of ``batch`` from ``reply`` by ``task``'s rules: a failed request, a
+    truncated reply, a parser error and a missing item each make a failed prediction."""
     if not reply.ok:
         return [Prediction.failed(i.id, f"request_failed: {reply.error}") for i in batch]
     if reply.predictions is not None:
@@ -31,7 +36,7 @@ def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) 
         # finished answering: none of it counts.
         return [Prediction.failed(i.id, TRUNCATED) for i in batch]
     try:
-        parsed = plan.task.parse(reply.text, batch)
+        parsed = task.parse(reply.text, batch)
     except Exception as exc:  # parse() must not raise on model text; if it does, the answer counts as wrong
         return [
             Prediction.failed(i.id, f"parse_failure: parser error {exc.__class__.__name__}") for i in batch
