@@ -47,7 +47,7 @@ from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.models.base import Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Json
-from rescue_bench.rundir import Manifest, PredictionLine, RequestLine, RunStore
+from rescue_bench.rundir import Manifest, PredictionLine, RunStore
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
 from rescue_bench.tasks.perturb import is_circular
@@ -312,7 +312,7 @@ def _finish(
     records = store.compact_predictions(order, runner.done)
     store.close()
     # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
-    requests = [RequestLine.from_json(r) for r in store.request_records()]
+    requests = store.request_lines()
     counts = count_run(plans, [PredictionLine.from_json(r) for r in records], requests)
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None

@@ -213,25 +213,23 @@ class RunStore:
             self._lines[iid] = number
         return latest
 
-    def request_records(self) -> list[dict[str, Json]]:
-        """Every line of ``requests.jsonl`` that is a :class:`RequestLine`.
+    def request_lines(self) -> list[RequestLine]:
+        """Every line of ``requests.jsonl`` that is a :class:`RequestLine`, typed.
 
         A bad line is named in a warning and left where it is (not counted): the counts then miss one
         request, while the run's results, which come from ``predictions.jsonl``, are whole.
         """
         path = self.requests_file
-        records: list[dict[str, Json]] = []
+        lines: list[RequestLine] = []
         for number, raw in raw_lines(path):
             record = line_problem(raw)
             try:
                 if isinstance(record, str):
                     raise RunDirError(f"{path}:{number}: {record}")
-                RequestLine.from_json(record, f"{path}:{number}")
+                lines.append(RequestLine.from_json(record, f"{path}:{number}"))
             except RunDirError as exc:
                 log.warning("warning: %s; line left out of the counts", exc)
-                continue
-            records.append(record)
-        return records
+        return lines
 
     def compact_predictions(
         self, order: Sequence[str], latest: Mapping[str, dict[str, Json]] | None = None
