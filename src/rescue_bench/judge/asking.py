@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence, Set
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.errors import BenchError
 from rescue_bench.judge import rubric
 from rescue_bench.judge.merge import prediction_fingerprint
 from rescue_bench.judge.rubric import JudgeItem, Verdict
-from rescue_bench.records import Reply, Request, Usage
+from rescue_bench.records import Reply, Request
 from rescue_bench.rundir import JudgeCounts, JudgmentLine, PredictionLine, TokenUsage
 
 Complete = Callable[[Request], Awaitable[Reply]]
@@ -44,62 +44,10 @@ class Judge:
         return await self.again(request, judge_repeat)
 
 
-@dataclass(frozen=True, slots=True)
-class JudgeTally:
-    """Counts of one judge's pass over a run."""
-
-    sent: int = 0
-    """Instances sent to the judge."""
-    requests: int = 0
-    reasked: int = 0
-    """Instances asked a second time."""
-    valid: int = 0
-    unscored: int = 0
-    """Instances with no valid verdict after the re-ask."""
-    skipped_invalid: int = 0
-    """Invalid predictions, not sent (scored at the floor)."""
-    resumed: int = 0
-    """Instances already judged in an earlier pass."""
-    failed_requests: int = 0
-    usage: Usage = field(default_factory=Usage)
-
-    def __add__(self, other: JudgeTally) -> JudgeTally:
-        return JudgeTally(
-            self.sent + other.sent,
-            self.requests + other.requests,
-            self.reasked + other.reasked,
-            self.valid + other.valid,
-            self.unscored + other.unscored,
-            self.skipped_invalid + other.skipped_invalid,
-            self.resumed + other.resumed,
-            self.failed_requests + other.failed_requests,
-            self.usage + other.usage,
-        )
-
-    def counts(self) -> JudgeCounts:
-        """The tally as recorded in ``judging.json``."""
-        usage = self.usage
-        return JudgeCounts(
-            sent=self.sent,
-            requests=self.requests,
-            reasked=self.reasked,
-            valid=self.valid,
-            unscored=self.unscored,
-            skipped_invalid=self.skipped_invalid,
-            resumed=self.resumed,
-            failed_requests=self.failed_requests,
-            usage=TokenUsage(
-                prompt_tokens=usage.prompt_tokens,
-                completion_tokens=usage.completion_tokens,
-                reasoning_tokens=usage.reasoning_tokens,
-            ),
-        )
-
-
 class JudgeStopped(BenchError):
     """The budget stopped the judge pass before a request that could pass it; ``tally`` is what was done."""
 
-    def __init__(self, reason: str, tally: JudgeTally) -> None:
+    def __init__(self, reason: str, tally: JudgeCounts) -> None:
         super().__init__(f"judge pass stopped: {reason}")
         self.reason = reason
         self.tally = tally
@@ -114,7 +62,7 @@ def judge_item(record: PredictionLine) -> JudgeItem:
 
 def plan_groups(
     records: Iterable[PredictionLine], done: Set[str], max_per_request: int = 10
-) -> tuple[list[list[JudgeItem]], JudgeTally]:
+) -> tuple[list[list[JudgeItem]], JudgeCounts]:
     """Requests to send (one per sample, task and repeat, chunked), and the counts of what is not sent.
 
     ``done`` holds line keys (:attr:`PredictionLine.key`): an instance's repeats are judged apart, and a
@@ -142,7 +90,7 @@ def plan_groups(
         for items in by_key.values()
         for i in range(0, len(items), max_per_request)
     ]
-    return groups, JudgeTally(skipped_invalid=skipped, resumed=resumed)
+    return groups, JudgeCounts(skipped_invalid=skipped, resumed=resumed)
 
 
 def _verdicts(items: Sequence[JudgeItem], request: Request, reply: Reply) -> dict[str, Verdict]:
@@ -171,7 +119,7 @@ def _judgment(
 
 async def judge_group(
     items: Sequence[JudgeItem], judge: Judge, judge_repeat: int = 0
-) -> tuple[list[JudgmentLine], JudgeTally]:
+) -> tuple[list[JudgmentLine], JudgeCounts]:
     """Judge one sample's items: one request, and one re-ask for the items whose verdict was invalid.
 
     ``judge_repeat`` > 0 asks the same requests again, each as its own cache entry (:attr:`Judge.again`).
@@ -180,7 +128,7 @@ async def judge_group(
     try:
         reply = await judge.ask(first_request, judge_repeat)
     except BudgetExceeded as exc:
-        raise JudgeStopped(str(exc), JudgeTally()) from None
+        raise JudgeStopped(str(exc), JudgeCounts()) from None
     first = _verdicts(items, first_request, reply)
     usage, failed, texts = reply.usage, int(not reply.ok), [reply.text or f"<request failed: {reply.error}>"]
     problems = {iid: str(v.problem) for iid, v in first.items() if not v.valid}
@@ -191,7 +139,7 @@ async def judge_group(
             retry_reply = await judge.ask(retry_request, judge_repeat)
         except BudgetExceeded as exc:
             # Nothing of this sample is recorded (a resumed pass asks it again); what it spent is counted.
-            raise JudgeStopped(str(exc), JudgeTally(requests=1, usage=reply.usage)) from None
+            raise JudgeStopped(str(exc), JudgeCounts(requests=1, usage=TokenUsage.of(reply.usage))) from None
         second = _verdicts([it for it in items if it.instance_id in problems], retry_request, retry_reply)
         usage, failed = usage + retry_reply.usage, failed + int(not retry_reply.ok)
         texts.append(retry_reply.text or f"<request failed: {retry_reply.error}>")
@@ -200,14 +148,14 @@ async def judge_group(
         for it in items
     ]
     valid = sum(j.valid for j in judgments)
-    tally = JudgeTally(
+    tally = JudgeCounts(
         sent=len(items),
         requests=1 + bool(problems),
         reasked=len(problems),
         valid=valid,
         unscored=len(items) - valid,
         failed_requests=failed,
-        usage=usage,
+        usage=TokenUsage.of(usage),
     )
     return judgments, tally
 
@@ -226,7 +174,7 @@ async def judge_records(
     concurrency: int = 8,
     max_per_request: int = 10,
     judge_repeat: int = 0,
-) -> JudgeTally:
+) -> JudgeCounts:
     """Judge each valid ER/VP prediction whose line key is not in ``done``, for the ``judge_repeat``-th time;
     ``sink`` gets each sample's judgments on arrival."""
     records = list(records)
@@ -236,10 +184,10 @@ async def judge_records(
 
     stopped: list[JudgeStopped] = []
 
-    async def run(items: list[JudgeItem]) -> JudgeTally:
+    async def run(items: list[JudgeItem]) -> JudgeCounts:
         async with gate:
             if stopped:  # the budget is spent: no further sample starts
-                return JudgeTally()
+                return JudgeCounts()
             try:
                 judgments, counts = await judge_group(items, judge, judge_repeat)
             except JudgeStopped as exc:

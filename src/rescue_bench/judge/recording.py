@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from rescue_bench.judge import rubric
-from rescue_bench.judge.asking import Judge, JudgeTally
+from rescue_bench.judge.asking import Judge
 from rescue_bench.judge.bertscore import BertScorer
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_agreement, judge_names, judged_records
 from rescue_bench.judge.scores import judged_scores
@@ -17,6 +17,7 @@ from rescue_bench.rundir import (
     JUDGING_FILE,
     SCORES_FILE,
     BertScoreSetting,
+    JudgeCounts,
     Judging,
     PredictionLine,
     atomic_write_json,
@@ -53,12 +54,12 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
 
 
 def record_judging(
-    run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeTally], scorer: BertScorer | None
+    run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeCounts], scorer: BertScorer | None
 ) -> Judging:
     """Write ``judging.json``: this pass's counts over the earlier ones, the rubric hashes, BERTScore."""
     old = load_judging(Path(run_dir))
     listed = tuple(dict.fromkeys([*old.judges, *(judge.name for judge in judges)]))
-    counts = {**old.counts, **{name: tally.counts() for name, tally in tallies.items()}}
+    counts = {**old.counts, **{name: tally for name, tally in tallies.items()}}
     bertscore = old.bertscore
     if scorer is not None:
         bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)

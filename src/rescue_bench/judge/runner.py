@@ -32,7 +32,6 @@ from rescue_bench.judge.asking import (
     CompleteAgain,
     Judge,
     JudgeStopped,
-    JudgeTally,
     fingerprint,
     judge_group,
     judge_item,
@@ -43,7 +42,14 @@ from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, is_current
 from rescue_bench.judge.recording import record_judging, rescore_run
 from rescue_bench.records import Json
-from rescue_bench.rundir import JUDGMENTS_FILE, JsonlAppender, JudgmentLine, PredictionLine, load_run
+from rescue_bench.rundir import (
+    JUDGMENTS_FILE,
+    JsonlAppender,
+    JudgeCounts,
+    JudgmentLine,
+    PredictionLine,
+    load_run,
+)
 
 __all__ = [
     "RAW_LIMIT",
@@ -53,7 +59,6 @@ __all__ = [
     "JudgePass",
     "JudgeRunResult",
     "JudgeStopped",
-    "JudgeTally",
     "fingerprint",
     "judge_group",
     "judge_item",
@@ -84,7 +89,7 @@ def same_model(judge: str, candidate: str | None) -> bool:
 class JudgeRunResult:
     """What :func:`judge_run` did."""
 
-    tallies: dict[str, JudgeTally]
+    tallies: dict[str, JudgeCounts]
     bertscored: int
     bertscore_hash: str | None
     warnings: tuple[str, ...]
@@ -132,9 +137,9 @@ async def _judge_repeats(
     judge: Judge,
     how: JudgePass,
     sink: Callable[[list[JudgmentLine]], None],
-) -> JudgeTally:
+) -> JudgeCounts:
     """One judge over every record, ``judge_repeats`` times; each judge repeat resumes on its own lines."""
-    tally = JudgeTally()
+    tally = JudgeCounts()
     for judge_repeat in range(how.judge_repeats):
         done = _done(
             how.judgments,
@@ -157,7 +162,7 @@ async def _judge_repeats(
 class _Judged:
     """What the judges of a pass did: each one's tally, the budget stop (if any), the warnings given."""
 
-    tallies: dict[str, JudgeTally] = field(default_factory=dict)
+    tallies: dict[str, JudgeCounts] = field(default_factory=dict)
     stop: JudgeStopped | None = None
     warnings: tuple[str, ...] = ()
 
@@ -216,7 +221,7 @@ async def _ask_judges(
 ) -> _Judged:
     """Every judge in turn over ``records``, until the budget stops one (the later ones are not asked)."""
     warnings: list[str] = []
-    tallies: dict[str, JudgeTally] = {}
+    tallies: dict[str, JudgeCounts] = {}
     for judge in judges:
         if same_model(judge.name, candidate):
             warnings.append(

@@ -14,7 +14,7 @@ from typing import Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rescue_bench.records import Json, ProblemKind, problem_kinds
+from rescue_bench.records import Json, ProblemKind, Usage, problem_kinds
 from rescue_bench.rundir.files import RunDirError
 
 Number = float | int | None
@@ -91,6 +91,26 @@ class TokenUsage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    @classmethod
+    def of(cls, usage: Usage) -> TokenUsage:
+        """A reply's :class:`~rescue_bench.records.Usage` as recorded."""
+        return cls(
+            prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens,
+            reasoning_tokens=usage.reasoning_tokens,
+        )
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
+            completion_tokens=self.completion_tokens + other.completion_tokens,
+            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
+        )
 
 
 class ReplyText(BaseModel):

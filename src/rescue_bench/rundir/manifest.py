@@ -19,19 +19,39 @@ JUDGING_FORMAT = 1
 
 
 class JudgeCounts(BaseModel):
-    """One judge's latest pass over a run (:class:`rescue_bench.judge.runner.JudgeTally` on disk)."""
+    """What one judge's pass over a run did, added up over its requests as it goes (``judge.asking``); the
+    latest pass is kept in ``judging.json``."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     sent: int = 0
+    """Instances sent to the judge."""
     requests: int = 0
     reasked: int = 0
+    """Instances asked a second time."""
     valid: int = 0
     unscored: int = 0
+    """Instances with no valid verdict after the re-ask."""
     skipped_invalid: int = 0
+    """Invalid predictions, not sent (scored at the floor)."""
     resumed: int = 0
+    """Instances already judged in an earlier pass."""
     failed_requests: int = 0
     usage: TokenUsage = TokenUsage()
+
+    def __add__(self, other: JudgeCounts) -> JudgeCounts:
+        """Both counts together (two judge repeats, or two samples of one pass).
+
+        >>> both = JudgeCounts(sent=2, usage=TokenUsage(prompt_tokens=5)) + JudgeCounts(sent=1, valid=1)
+        >>> both.sent, both.valid, both.usage.prompt_tokens
+        (3, 1, 5)
+        """
+        summed = {
+            name: getattr(self, name) + getattr(other, name)
+            for name in JudgeCounts.model_fields
+            if name != "usage"
+        }
+        return JudgeCounts(**summed, usage=self.usage + other.usage)
 
 
 class BertScoreSetting(BaseModel):
