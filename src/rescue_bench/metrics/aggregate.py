@@ -33,7 +33,7 @@ from rescue_bench.metrics.classification import (
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Json, Prediction
+from rescue_bench.records import Json, Prediction, TaskKind
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
@@ -79,6 +79,18 @@ def rank_scores(record: PredictionLine) -> list[float]:
         return [0.0] * len(RANK_KEYS)
     scores = record.scores
     return [float(scores.get(key) or 0.0) for key in RANK_KEYS]
+
+
+def correct_top1(kind: TaskKind, record: PredictionLine) -> bool:
+    """Top-1 correctness: the answer equals gold (ITP, RPP), or recall@1 of the record's scores (STP, SSP).
+
+    >>> line = PredictionLine(instance_id="i", task="itp", valid=True, prediction="yes", gold="yes")
+    >>> correct_top1("binary", line)
+    True
+    """
+    if kind == "ranking":
+        return rank_scores(record)[0] == 1.0
+    return bool(top1(record) == record.gold)
 
 
 @dataclass(frozen=True, slots=True)

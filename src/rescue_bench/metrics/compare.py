@@ -26,20 +26,18 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     LineInput,
     MetricPlan,
+    correct_top1,
     metric_plan,
     point_values,
-    rank_scores,
     scope_labels,
     scope_records,
     spec_of,
-    top1,
     typed_records,
 )
 from rescue_bench.metrics.bootstrap import percentile_interval, resample_weights
 from rescue_bench.metrics.classification import FloatArray
 from rescue_bench.metrics.repeats import spread
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import TaskKind
 from rescue_bench.rundir import PredictionLine
 
 
@@ -66,18 +64,6 @@ def mcnemar(a_correct: Sequence[bool], b_correct: Sequence[bool]) -> dict[str, A
     p_exact = float(binomtest(k, n, 0.5).pvalue)
     p_mid = min(1.0, float(2 * binom.cdf(k, n, 0.5) - binom.pmf(k, n, 0.5)))
     return {"n": len(a_correct), "a_only": a_only, "b_only": b_only, "p_exact": p_exact, "p_mid": p_mid}
-
-
-def correct_top1(kind: TaskKind, record: PredictionLine) -> bool:
-    """Top-1 correctness: the answer equals gold (ITP, RPP), or recall@1 of the record's scores (STP, SSP).
-
-    >>> line = PredictionLine(instance_id="i", task="itp", valid=True, prediction="yes", gold="yes")
-    >>> correct_top1("binary", line)
-    True
-    """
-    if kind == "ranking":
-        return rank_scores(record)[0] == 1.0
-    return bool(top1(record) == record.gold)
 
 
 def shared_instances(

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     LineInput,
+    correct_top1,
     metric_plan,
     scope_labels,
     scope_records,
@@ -32,7 +33,6 @@ from rescue_bench.metrics.aggregate import (
 from rescue_bench.metrics.bootstrap import percentile_interval
 from rescue_bench.metrics.classification import FloatArray
 from rescue_bench.metrics.compare import (
-    correct_top1,
     first_repeat,
     mcnemar,
     paired_draws,
