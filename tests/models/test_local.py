@@ -305,7 +305,10 @@ def test_an_untested_llama_cpp_version_takes_the_plain_public_path(
 def test_the_thread_counts_are_part_of_the_identity() -> None:
     """The identity is the response cache's key and the run's model record (``engine.cache``): answers
     computed with other thread counts are neither reused nor mixed into a resumed run."""
-    one, two = LocalProvider("gemma-3-270m", decode_threads=1), LocalProvider("gemma-3-270m", decode_threads=2)
+    one, two = (
+        LocalProvider("gemma-3-270m", decode_threads=1),
+        LocalProvider("gemma-3-270m", decode_threads=2),
+    )
     assert (one.identity()["decode_threads"], two.identity()["decode_threads"]) == (1, 2)
     assert {k: v for k, v in one.identity().items() if k != "decode_threads"} == {
         k: v for k, v in two.identity().items() if k != "decode_threads"

@@ -14,6 +14,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, drip, echo_key, huge, truncated_stream, unauthorized
 
 from rescue_bench.errors import ProviderError, RetryableError
+from rescue_bench.models import http_pool
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
@@ -31,8 +32,12 @@ REQUEST = Request(
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
-@pytest.fixture(autouse=True)
-def _no_proxy_no_keys(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+@pytest.fixture(autouse=True, params=["json-body", "plain"])
+def _no_proxy_no_keys(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Every test on both calls of the request path's seam (``models.http_pool``)."""
+    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1" if request.param == "plain" else "0")
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
     for preset in PRESETS.values():

@@ -13,6 +13,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.engine.cache import cache_key
 from rescue_bench.errors import ConfigError
+from rescue_bench.models import http_pool
 from rescue_bench.models.base import GenerationParams, ReasoningEffort
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
@@ -88,10 +89,13 @@ def raw_body(preset: str, params: GenerationParams) -> str:
     return seen[0]
 
 
+@pytest.mark.parametrize("plain", [False, True], ids=["json-body", "typed-create"])
 @pytest.mark.parametrize(("preset", "params", "before"), BEFORE)
 def test_default_settings_send_the_bytes_sent_before(
-    preset: str, params: GenerationParams, before: str
+    preset: str, params: GenerationParams, before: str, plain: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """On both calls of the request path's seam (``models.http_pool``)."""
+    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1" if plain else "0")
     assert raw_body(preset, params) == before
 
 

@@ -1,15 +1,20 @@
-"""The one performance seam of the request path: which HTTP client the SDK's ``AsyncOpenAI`` sends through.
+"""The one performance seam of the request path: how the SDK's ``AsyncOpenAI`` sends a chat completion.
 
-The seam is the SDK's own, documented choice of transport: ``openai.DefaultAioHttpClient`` (the SDK's
-``aiohttp`` extra), an ``httpx2.AsyncClient`` whose requests go out through one ``aiohttp`` connection pool.
-Measured on the fake endpoint at 64 requests in flight (docs/benchmarks.md, "The core redesign"), it costs
-about a third less CPU per request than the default httpx2 transport, whose connection pool scans (and
-probes with a ``select`` call) every connection it holds whenever a request starts or a response ends.
-Everything above the transport (the SDK's typed call, its errors, the streamed body) is the same.
+Two choices, both through the SDK's public API, both undone by ``RESCUE_BENCH_PLAIN_HTTP=1``:
 
-The plain fallback is the SDK's default client (``openai.DefaultAsyncHttpxClient``, httpx2), used when
-``aiohttp`` is not installed, when a proxy variable is set (httpx2 then picks the proxy from the environment,
-as any httpx2 client does), and with ``RESCUE_BENCH_PLAIN_HTTP=1``.
+* **The transport**: ``openai.DefaultAioHttpClient`` (the SDK's ``aiohttp`` extra), an ``httpx2.AsyncClient``
+  whose requests go out through one ``aiohttp`` connection pool. Measured on the fake endpoint at 64 requests
+  in flight (docs/benchmarks.md, "The core redesign"), it costs about a third less CPU per request than the
+  default httpx2 transport, whose connection pool scans (and probes with a ``select`` call) every connection
+  it holds whenever a request starts or a response ends. The plain fallback is the SDK's default client
+  (``openai.DefaultAsyncHttpxClient``, httpx2), also used when ``aiohttp`` is not installed and when a proxy
+  variable is set (httpx2 then picks the proxy from the environment, as any httpx2 client does).
+* **The call**: the request's JSON body (the one a Batch API line carries) posted with ``AsyncOpenAI.post``
+  (the SDK's documented way to send a body as it is), streamed so that ``max_reply_bytes`` still caps what is
+  read. ``chat.completions.create`` first walks every message and the response schema through the SDK's type
+  transformer (about 1 ms of CPU per request here, a fifth of the harness's; no public switch skips it), which
+  put the harness's CPU per request level with lm-eval's (docs/benchmarks.md, session 6). Authentication,
+  headers, the SDK's errors and timeouts are the same on both calls; the plain one is ``create``.
 """
 
 from __future__ import annotations
@@ -17,15 +22,26 @@ from __future__ import annotations
 import importlib.util
 import os
 import urllib.request
+from typing import Final
 
 import httpx2
 import openai
+from openai import RequestOptions
 
 PLAIN_HTTP_ENV = "RESCUE_BENCH_PLAIN_HTTP"
-"""Set to ``1`` to send through the SDK's default httpx2 client."""
+"""Set to ``1`` to send through the SDK's default httpx2 client and its typed ``chat.completions.create``."""
+
+BEARER_AUTH: Final[RequestOptions] = {"security": {"bearer_auth": True}}
+"""Request options that add the client's API key as a bearer token (what ``create`` itself passes)."""
 
 AIOHTTP_MIN_CONNECTIONS = 100
 """aiohttp's own default connection limit; raised to the run's concurrency when that is higher."""
+
+
+def posts_json_body() -> bool:
+    """Whether a chat completion is posted as its JSON body (``AsyncOpenAI.post``) rather than through
+    ``chat.completions.create``."""
+    return os.environ.get(PLAIN_HTTP_ENV) != "1"
 
 
 def uses_aiohttp() -> bool:

@@ -1,4 +1,6 @@
-"""Any OpenAI-compatible chat endpoint, through the ``openai`` SDK's typed ``chat.completions.create``.
+"""Any OpenAI-compatible chat endpoint, through the ``openai`` SDK: the request's JSON body posted with
+``AsyncOpenAI.post``, or with ``RESCUE_BENCH_PLAIN_HTTP=1`` the typed ``chat.completions.create`` (the seam of
+:mod:`rescue_bench.models.http_pool`).
 
 One ``AsyncOpenAI`` client per provider (one endpoint), with a connection pool that keeps as many connections
 alive as the run keeps requests in flight (its transport: :mod:`rescue_bench.models.http_pool`). The SDK's own
@@ -25,7 +27,8 @@ import asyncio
 import dataclasses
 import json
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, cast
 
 import httpx2
@@ -35,7 +38,7 @@ from openai import AsyncOpenAI, omit
 from rescue_bench.errors import RetryableError
 from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
 from rescue_bench.models.env import redact
-from rescue_bench.models.http_pool import make_http_client
+from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client, posts_json_body
 from rescue_bench.models.openai_errors import KeyOrigin, rejects_format, status_failure
 from rescue_bench.models.openai_reply import parse_reply
 from rescue_bench.models.presets import (
@@ -51,7 +54,8 @@ from rescue_bench.models.presets import (
 from rescue_bench.records import Instance, Json, Reply, Request
 
 if TYPE_CHECKING:
-    from openai.types.chat import ChatCompletionMessageParam
+    from openai import AsyncAPIResponse
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
     from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
 
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
@@ -159,10 +163,32 @@ class OpenAICompatProvider:
     async def _post(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> Any:
         """One chat completion, its body read up to ``max_reply_bytes`` and decoded as JSON."""
         body = self.body(request, params, fmt)
+        if not posts_json_body():
+            async with self._create(body) as typed:
+                return await self._read(typed.headers, typed.iter_bytes())
+        # The request path's seam (models/http_pool.py): the body as JSON, past create()'s type transformer.
+        response = await self.client.post(
+            "/chat/completions",
+            cast_to=httpx2.Response,
+            body=_in_create_order(body),
+            options=BEARER_AUTH,
+            stream=True,
+        )
+        if not isinstance(response, httpx2.Response):  # cast_to=httpx2.Response returns the raw response
+            raise TypeError(f"AsyncOpenAI.post returned {type(response).__name__}")
+        try:
+            return await self._read(response.headers, response.aiter_bytes())
+        finally:
+            await response.aclose()
+
+    def _create(self, body: dict[str, Any]) -> AbstractAsyncContextManager[AsyncAPIResponse[ChatCompletion]]:
+        """The SDK's typed call with ``body``'s fields (the plain path of the seam)."""
+        body = dict(body)
         limit = body.pop(self.preset.token_field)
-        standard = ("model", "messages", "temperature", "seed", "response_format")
-        model, messages, temperature, seed, response_format = (body.pop(k, None) for k in standard)
-        async with self.client.chat.completions.with_streaming_response.create(
+        model, messages, temperature, seed, response_format = (
+            body.pop(k, None) for k in ("model", "messages", "temperature", "seed", "response_format")
+        )
+        return self.client.chat.completions.with_streaming_response.create(
             model=model,
             messages=cast("list[ChatCompletionMessageParam]", messages),
             temperature=omit if temperature is None else temperature,  # left out with OpenAI reasoning
@@ -171,17 +197,19 @@ class OpenAICompatProvider:
             max_completion_tokens=limit if self.preset.token_field == "max_completion_tokens" else omit,
             response_format=omit if response_format is None else cast("SDKResponseFormat", response_format),
             extra_body=body or None,  # top_p, the preset's thinking/reasoning fields, the run's extra fields
-        ) as response:
-            declared = response.headers.get("content-length", "")
-            if declared.isdigit() and int(declared) > self.max_reply_bytes:
-                raise ReplyTooLarge(self._too_large(f"{int(declared):,} bytes"))
-            chunks, size = [], 0
-            async for chunk in response.iter_bytes():
-                size += len(chunk)
-                if size > self.max_reply_bytes:
-                    raise ReplyTooLarge(self._too_large("more"))
-                chunks.append(chunk)
-        return json.loads(b"".join(chunks))
+        )
+
+    async def _read(self, headers: httpx2.Headers, chunks: AsyncIterator[bytes]) -> Any:
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_reply_bytes:
+            raise ReplyTooLarge(self._too_large(f"{int(declared):,} bytes"))
+        received, size = [], 0
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > self.max_reply_bytes:
+                raise ReplyTooLarge(self._too_large("more"))
+            received.append(chunk)
+        return json.loads(b"".join(received))
 
     def _too_large(self, size: str) -> str:
         return f"reply of {size} exceeds max_reply_bytes={self.max_reply_bytes:,}; not read further"
@@ -213,6 +241,25 @@ class OpenAICompatProvider:
 
     def _clean(self, text: str) -> str:
         return redact(text, self._secrets)[:500]
+
+
+CREATE_ORDER = (
+    "model",
+    "messages",
+    "max_completion_tokens",
+    "max_tokens",
+    "response_format",
+    "seed",
+    "temperature",
+)
+"""The fields :meth:`OpenAICompatProvider._create` passes by name, in the order ``create`` writes them; the
+others go in ``extra_body``, after them."""
+
+
+def _in_create_order(body: dict[str, Any]) -> dict[str, Any]:
+    """``body`` with its keys in the order ``create`` sends them, so both calls send the same bytes."""
+    named = {key: body[key] for key in CREATE_ORDER if key in body}
+    return {**named, **{key: value for key, value in body.items() if key not in named}}
 
 
 def _root_cause(exc: BaseException) -> BaseException:
