@@ -59,7 +59,7 @@ def record_judging(
     """Write ``judging.json``: this pass's counts over the earlier ones, the rubric hashes, BERTScore."""
     old = load_judging(Path(run_dir))
     listed = tuple(dict.fromkeys([*old.judges, *(judge.name for judge in judges)]))
-    counts = {**old.counts, **{name: tally for name, tally in tallies.items()}}
+    counts = {**old.counts, **tallies}
     bertscore = old.bertscore
     if scorer is not None:
         bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)

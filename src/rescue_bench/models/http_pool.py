@@ -12,7 +12,7 @@ Two choices, both through the SDK's public API, both undone by ``RESCUE_BENCH_PL
 * **The call**: the request's JSON body (the one a Batch API line carries) posted with ``AsyncOpenAI.post``
   (the SDK's documented way to send a body as it is), streamed so that ``max_reply_bytes`` still caps what is
   read. ``chat.completions.create`` first walks every message and the response schema through the SDK's type
-  transformer (about 1 ms of CPU per request here, a fifth of the harness's; no public switch skips it), which
+  transformer (1.4 ms of CPU per request here, a quarter of the harness's; no public switch skips it), which
   put the harness's CPU per request level with lm-eval's (docs/benchmarks.md, session 6). Authentication,
   headers, the SDK's errors and timeouts are the same on both calls; the plain one is ``create``.
 """

@@ -167,15 +167,13 @@ class OpenAICompatProvider:
             async with self._create(body) as typed:
                 return await self._read(typed.headers, typed.iter_bytes())
         # The request path's seam (models/http_pool.py): the body as JSON, past create()'s type transformer.
-        response = await self.client.post(
-            "/chat/completions",
-            cast_to=httpx2.Response,
-            body=_in_create_order(body),
-            options=BEARER_AUTH,
-            stream=True,
+        # cast_to=httpx2.Response returns the raw response, its body not read yet (stream=True).
+        response = cast(
+            "httpx2.Response",
+            await self.client.post(
+                "/chat/completions", cast_to=httpx2.Response, body=body, options=BEARER_AUTH, stream=True
+            ),
         )
-        if not isinstance(response, httpx2.Response):  # cast_to=httpx2.Response returns the raw response
-            raise TypeError(f"AsyncOpenAI.post returned {type(response).__name__}")
         try:
             return await self._read(response.headers, response.aiter_bytes())
         finally:
@@ -215,7 +213,8 @@ class OpenAICompatProvider:
         return f"reply of {size} exceeds max_reply_bytes={self.max_reply_bytes:,}; not read further"
 
     def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]:
-        """The JSON body of the chat completion request (also the ``body`` of a Batch API line)."""
+        """The JSON body of the chat completion request (also the ``body`` of a Batch API line), its keys in
+        the order ``create`` sends them, so that both calls of the seam send the same bytes."""
         sampling = sends_sampling(self.preset, params.reasoning_effort)
         body: dict[str, Any] = {
             "model": self.model,
@@ -234,7 +233,7 @@ class OpenAICompatProvider:
             body.update(self.preset.thinking_off)
         body.update(reasoning_fields(self.preset, params.reasoning_effort))
         body.update(params.extra)  # last: the run's own fields win over the preset's
-        return body
+        return _in_create_order(body)
 
     def effective_format(self, params: GenerationParams) -> ResponseFormat:
         return lower_format(params.response_format, self.format_ceiling)
