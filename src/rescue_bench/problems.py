@@ -12,6 +12,17 @@ from typing import Any, Literal
 Severity = Literal["error", "warning"]
 
 
+def one_line(text: str) -> str:
+    r"""``text`` with its unprintable characters (a newline in a sample id or a file name) written as escapes.
+
+    >>> one_line("ok"), one_line("a\tb\n")
+    ('ok', 'a\\tb\\n')
+    """
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 @dataclass(frozen=True, slots=True)
 class Problem:
     """One problem found in benchmark data."""
@@ -31,7 +42,11 @@ class Problem:
     """JSON path of the field, for example ``rows[3].internal_emotion[0].intensity``."""
 
     def location(self) -> str:
-        """``file:line sample row N field`` with whatever parts are known."""
+        r"""``file:line sample row N field`` with whatever parts are known, on one line.
+
+        >>> Problem("error", "'rows' is empty", file="a.json", sample_id="x\ny", path="rows").location()
+        'a.json sample x\\ny rows'
+        """
         parts: list[str] = []
         if self.file:
             parts.append(f"{self.file}:{self.line}" if self.line else self.file)
@@ -41,7 +56,7 @@ class Problem:
             parts.append(f"row {self.row_index}")
         if self.path:
             parts.append(self.path)
-        return " ".join(parts)
+        return " ".join(one_line(part) for part in parts)
 
     def render(self) -> str:
         where = self.location()

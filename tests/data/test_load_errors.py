@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
@@ -177,6 +178,16 @@ def test_fuzz_jsonl_lines(tmp_path: Path, value: Any) -> None:
     path = tmp_path / "fuzz.jsonl"
     path.write_text(json.dumps(value) + "\n", encoding="utf-8")
     _load_never_fails_unexpectedly(path)
+
+
+def test_a_newline_in_a_sample_id_stays_escaped_in_the_error(tmp_path: Path) -> None:
+    """The case the directory fuzzer found: ``{"sample_id": "\\n", "rows": []}``."""
+    root = tmp_path / "tree"
+    root.mkdir()
+    (root / "A.json").write_text(json.dumps({"sample_id": "\n", "rows": []}), encoding="utf-8")
+    _load_never_fails_unexpectedly(root)
+    with pytest.raises(DataError, match=r"sample \\n rows: 'rows' is empty"):
+        load_samples(root)
 
 
 @_fuzz
