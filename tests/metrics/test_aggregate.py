@@ -13,6 +13,7 @@ from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.metrics.aggregate import (
     aggregate_run,
     aggregate_task,
+    check_required,
     metric_plan,
     split_by_task,
 )
@@ -240,6 +241,18 @@ def test_bad_records_raise_one_line_data_errors() -> None:
         aggregate_task("itp", SPECS["itp"], [rec("itp", "c1", "dyad", 0, "yes", "yes")])
     with pytest.raises(DataError, match="gold"):
         aggregate_task("itp", SPECS["itp"], [rec("itp", "c1", "couple", 0, "maybe", "yes")])
+
+
+def test_check_required_names_the_record_as_typed_records_does() -> None:
+    good = [rec("itp", "c1", "couple", 0, "yes", "yes"), rec("rpp", "c1", "couple", 1, "a", "a")]
+    check_required(good)  # nothing missing
+    bad = rec("rpp", "c1", "couple", 2, "a", "a")
+    del bad["gold"]
+    # numbered within its task (the second rpp record), as aggregate_task numbers it
+    with pytest.raises(DataError, match=r"rpp prediction record 2 \(c1::rpp::2\): missing field 'gold'"):
+        check_required([*good, bad])
+    with pytest.raises(DataError, match=r"rpp prediction record 2 \(c1::rpp::2\): missing field 'gold'"):
+        aggregate_task("rpp", SPECS["rpp"], [good[1], bad])
 
 
 def test_aggregate_run_is_deterministic_and_has_meta() -> None:

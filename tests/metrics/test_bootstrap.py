@@ -17,6 +17,7 @@ from rescue_bench.metrics.bootstrap import (
     cluster_bootstrap_cis,
     paired_cluster_bootstrap_cis,
     resample_weights,
+    seeded_weights,
 )
 from rescue_bench.metrics.classification import FloatArray, binary_from_confusion
 
@@ -104,6 +105,17 @@ def test_a_stratum_of_one_cluster_pools_the_strata() -> None:
     records = [{"s": "a", "x": 1.0, "scenario": "couple"}, {"s": "b", "x": 0.0, "scenario": "family"}]
     lo, hi = cluster_bootstrap_ci(records, MEAN_X, "s", strata_key="scenario")
     assert lo < 0.5 < hi  # not the zero-width interval [0.5, 0.5]
+
+
+@pytest.mark.parametrize("n_clusters", [3, 40, 255, 300])  # 300: past what the kept counts can hold
+def test_seeded_weights_are_the_seeds_draws_every_time(n_clusters: int) -> None:
+    strata = np.arange(n_clusters, dtype=np.int64) % 2
+    fresh = resample_weights(strata, 200, np.random.default_rng(7))
+    first = seeded_weights(strata, 200, 7)
+    first[:] = -1  # a caller's copy: changing it changes no later draw
+    again = seeded_weights(strata, 200, 7)
+    assert again.dtype == np.float64 and np.array_equal(again, fresh)
+    assert not np.array_equal(seeded_weights(strata, 200, 8), fresh)
 
 
 def test_stratified_interval_is_deterministic_and_contains_the_estimate() -> None:

@@ -44,6 +44,7 @@ from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.engine.video import Hook, make_hook
 from rescue_bench.errors import ConfigError, ProviderError
+from rescue_bench.metrics.aggregate import check_required
 from rescue_bench.models.base import Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Json
@@ -313,11 +314,13 @@ def _finish(
     store.close()
     # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
     requests = store.request_lines()
-    counts = count_run(plans, [PredictionLine.from_json(r) for r in records], requests)
+    lines = [PredictionLine.from_json(r) for r in records]
+    counts = count_run(plans, lines, requests)
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None
     if status == "finished" and complete:
-        scores = aggregate_scores(plans, records, seed=spec.model.seed or 0, samples=samples)
+        check_required(records)  # the lines are typed once, here, for the counts and the scores
+        scores = aggregate_scores(plans, lines, seed=spec.model.seed or 0, samples=samples)
         store.write_scores(scores)
     else:
         # An unfinished session may have replaced predictions (--retry-failed): old scores would not fit.

@@ -3,15 +3,14 @@ analyses of the records (``_relational``, :mod:`rescue_bench.metrics.relational`
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.manifest import TaskPlan
-from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, typed_records
+from rescue_bench.metrics.aggregate import LineInput, aggregate_run, aggregate_task, typed_records
 from rescue_bench.metrics.relational import analysis_plan, relational_analyses
 from rescue_bench.metrics.repeats import Verdict, aggregate_repeated_task, circular_scopes
-from rescue_bench.records import Json
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks.perturb import circular_correct
 
@@ -21,7 +20,7 @@ N_RESAMPLES = 1000
 
 def aggregate_scores(
     plans: Sequence[TaskPlan],
-    records: Sequence[Mapping[str, Json]],
+    records: Sequence[LineInput],
     *,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
@@ -32,11 +31,13 @@ def aggregate_scores(
 
     A task asked several times (``repeats``, CircularEval's rotations) gets the mean over repeats with a
     two-level CI (:mod:`rescue_bench.metrics.repeats`); CircularEval adds ``circular`` per scope.
+    ``records`` are typed lines or their JSON objects (typed and checked here, once).
     """
-    by_task: dict[str, list[Mapping[str, Json]]] = {plan.name: [] for plan in plans}
+    by_task: dict[str, list[LineInput]] = {plan.name: [] for plan in plans}
     for record in records:
-        if record.get("task") in by_task:
-            by_task[str(record["task"])].append(record)
+        task = record.task if isinstance(record, PredictionLine) else record.get("task")
+        if isinstance(task, str) and task in by_task:
+            by_task[task].append(record)
     scores: dict[str, Any] = {}
     typed: dict[str, list[PredictionLine]] = {}
     for plan in plans:

@@ -33,7 +33,7 @@ from rescue_bench.metrics.classification import (
 from rescue_bench.metrics.generation import generation_summary
 from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Json, Prediction, TaskKind
+from rescue_bench.records import Json, ProblemKind, TaskKind
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
@@ -191,12 +191,25 @@ def _typed(task: str, number: int, record: LineInput) -> PredictionLine:
     if isinstance(record, PredictionLine):
         return record
     line = as_line(record, f"{task} prediction record {number}")
+    _check_required(task, number, record, line.instance_id)
+    return line
+
+
+def _check_required(task: str, number: int, record: Mapping[str, Json], instance_id: str) -> None:
     missing = [name for name in REQUIRED_FIELDS if name not in record]
     if missing:
-        raise DataError(
-            f"{task} prediction record {number} ({line.instance_id}): missing field {missing[0]!r}"
-        )
-    return line
+        raise DataError(f"{task} prediction record {number} ({instance_id}): missing field {missing[0]!r}")
+
+
+def check_required(records: Sequence[Mapping[str, Json]]) -> None:
+    """Raise the one-line :class:`DataError` of :func:`typed_records` for a JSON record that lacks one of the
+    :data:`REQUIRED_FIELDS`, numbered within its task as there; for callers that type the records
+    themselves."""
+    numbers: dict[Json, int] = {}
+    for record in records:
+        task = record.get("task")
+        numbers[task] = number = numbers.get(task, 0) + 1
+        _check_required(str(task), number, record, str(record.get("instance_id")))
 
 
 def check_records(task: str, records: Iterable[PredictionLine], spec: MetricSpec | None = None) -> None:
@@ -250,11 +263,11 @@ def scope_labels(
 
 
 def _counts(records: Sequence[PredictionLine]) -> dict[str, int]:
-    predictions = [Prediction(r.instance_id, None, r.valid, r.problems) for r in records]
+    kinds = [r.kinds for r in records if r.problems]
     return {
-        "valid": sum(p.valid for p in predictions),
-        "parse_failures": sum(p.parse_failure for p in predictions),
-        "invalid_labels": sum(p.invalid_label for p in predictions),
+        "valid": sum(r.valid for r in records),
+        "parse_failures": sum(any(k.unreadable for k in ks) for ks in kinds),
+        "invalid_labels": sum(ProblemKind.INVALID_LABEL in ks for ks in kinds),
     }
 
 

@@ -17,6 +17,7 @@ clusters are ordered by their string form, so the result does not depend on reco
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -95,6 +96,33 @@ def resample_weights(
     return weights
 
 
+@functools.lru_cache(maxsize=64)
+def _seeded_counts(strata: bytes, n_resamples: int, seed: int) -> npt.NDArray[np.uint8]:
+    stratum_of_cluster = np.frombuffer(strata, dtype=np.int64)
+    weights = resample_weights(stratum_of_cluster, n_resamples, np.random.default_rng(seed))
+    # Kept as small counts (a stratum of m clusters draws m times, so a count never exceeds 255 below 256
+    # clusters per stratum; more are not kept): a run's 50-odd distinct draws then hold about 10 MB.
+    counts = weights.astype(np.uint8)
+    counts.setflags(write=False)
+    return counts
+
+
+def seeded_weights(stratum_of_cluster: npt.NDArray[np.int64], n_resamples: int, seed: int) -> FloatArray:
+    """:func:`resample_weights` drawn with a fresh generator of ``seed``.
+
+    A run's scores draw the same weights many times (every metric group of a task has the same conversations
+    and the same seed): the last 64 draws are kept rather than drawn again.
+
+    >>> a = seeded_weights(np.array([0, 0, 1, 1]), 4, 0)
+    >>> bool((a == resample_weights(np.array([0, 0, 1, 1]), 4, np.random.default_rng(0))).all())
+    True
+    """
+    if stratum_of_cluster.size > 255:
+        return resample_weights(stratum_of_cluster, n_resamples, np.random.default_rng(seed))
+    strata = np.ascontiguousarray(stratum_of_cluster, dtype=np.int64).tobytes()
+    return _seeded_counts(strata, n_resamples, seed).astype(np.float64)
+
+
 def _cluster_sums(
     features: npt.ArrayLike, record_cluster: npt.NDArray[np.int64], n_clusters: int
 ) -> FloatArray:
@@ -160,7 +188,7 @@ def cluster_bootstrap_cis(
         return _empty(features, from_sums)
     record_cluster, stratum_of_cluster, n_clusters = _ordered_clusters(clusters, strata)
     sums = _cluster_sums(features, record_cluster, n_clusters)
-    weights = resample_weights(stratum_of_cluster, n_resamples, np.random.default_rng(seed))
+    weights = seeded_weights(stratum_of_cluster, n_resamples, seed)
     values = from_sums(weights @ sums)
     return {name: percentile_interval(v, confidence) for name, v in values.items()}
 
@@ -189,7 +217,7 @@ def paired_cluster_bootstrap_cis(
     if len(clusters) == 0:
         return _empty(features_a, from_sums)
     record_cluster, stratum_of_cluster, n_clusters = _ordered_clusters(clusters, strata)
-    weights = resample_weights(stratum_of_cluster, n_resamples, np.random.default_rng(seed))
+    weights = seeded_weights(stratum_of_cluster, n_resamples, seed)
     values_a = from_sums(weights @ _cluster_sums(features_a, record_cluster, n_clusters))
     values_b = from_sums(weights @ _cluster_sums(features_b, record_cluster, n_clusters))
     return {name: percentile_interval(values_a[name] - values_b[name], confidence) for name in values_a}
