@@ -10,7 +10,9 @@ as a subclass of :class:`BenchError`. The CLI turns these into one-line messages
     └── ProviderError      a model endpoint failed in a way that retrying cannot fix
 
 Two signals pass between a provider and the engine's retry loop, below every layer that uses them:
-:class:`RetryableError` (a fault worth another attempt) and :class:`ModerationRefusal`.
+:class:`RetryableError` (a fault worth another attempt) and :class:`ModerationRefusal`. Two more pass between
+an endpoint's SDK side and its users, so that no one else needs the SDK's own types: :class:`FormatRejected`
+and :class:`CallFailed`.
 """
 
 from __future__ import annotations
@@ -64,3 +66,26 @@ class RetryableError(Exception):
 
 class ModerationRefusal(Exception):
     """The endpoint's content moderation refused the prompt (e.g. DashScope ``data_inspection_failed``)."""
+
+
+class FormatRejected(Exception):
+    """The endpoint refused the ``response_format`` sent (HTTP ``status``): the provider steps down to a
+    plainer one."""
+
+    def __init__(self, status: int) -> None:
+        super().__init__(f"HTTP {status}: response_format refused")
+        self.status = status
+
+
+class CallFailed(Exception):
+    """A call of an endpoint's Files or Batches API failed: ``kind`` names the SDK's error, ``status`` is the
+    HTTP error status, ``None`` for a fault worth trying again (connection error, 429, 5xx)."""
+
+    def __init__(self, kind: str, status: int | None) -> None:
+        super().__init__(kind if status is None else f"{kind} (HTTP {status})")
+        self.kind = kind
+        self.status = status
+
+    @property
+    def transient(self) -> bool:
+        return self.status is None

@@ -25,12 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Final
-
-import openai
+from typing import TYPE_CHECKING, Final, TypeVar
 
 from rescue_bench.engine.batch_ledger import TERMINAL, BatchEvent, BatchLedger, BatchState
 from rescue_bench.engine.batch_plan import (
@@ -46,12 +44,16 @@ from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.execute import BudgetExceeded, BudgetGuard, Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, predictions_of
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import CallFailed, ProviderError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import public_url
 from rescue_bench.records import Json, Reply, Request
 
+if TYPE_CHECKING:
+    from openai import AsyncOpenAI
+
+T = TypeVar("T")
 COMPLETION_WINDOW: Final = "24h"
 __all__ = [
     "BATCH_URL",
@@ -215,16 +217,15 @@ class BatchAsker:
             return None
         lines = [batch_line(self.provider, self.requests[cid], self.params) for cid in chosen]
         data = b"".join(_json_line(line) for line in lines)
-        client = self.provider.client
         uploaded = await self._call(
             "upload",
-            lambda: client.files.create(
+            lambda client: client.files.create(
                 file=("rescue-bench-batch.jsonl", data, "application/jsonl"), purpose="batch"
             ),
         )
         created = await self._call(
             "create",
-            lambda: client.batches.create(
+            lambda client: client.batches.create(
                 input_file_id=uploaded.id, endpoint=BATCH_URL, completion_window=COMPLETION_WINDOW
             ),
         )
@@ -276,12 +277,12 @@ class BatchAsker:
 
     async def _poll(self, batch_id: str) -> BatchState | None:
         try:
-            found = await self.provider.client.batches.retrieve(batch_id)
-        except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
-            self._note(f"batch {batch_id}: poll failed ({exc.__class__.__name__}); polling again")
+            found = await self.provider.endpoint.call(lambda client: client.batches.retrieve(batch_id))
+        except CallFailed as exc:
+            if not exc.transient:
+                raise self._failure("poll", exc) from None
+            self._note(f"batch {batch_id}: poll failed ({exc.kind}); polling again")
             return None
-        except openai.APIStatusError as exc:
-            raise self._failure("poll", exc) from None
         counts = found.request_counts
         return BatchState(
             batch_id=found.id,
@@ -317,8 +318,7 @@ class BatchAsker:
             )
 
     async def _download(self, file_id: str) -> bytes:
-        client = self.provider.client
-        content = await self._call("download", lambda: client.files.content(file_id))
+        content = await self._call("download", lambda client: client.files.content(file_id))
         return bytes(content.content)
 
     def _settle_budget(self, cid: str, reply: Reply) -> None:
@@ -327,27 +327,27 @@ class BatchAsker:
             self.budget.settle(reserved, reply.usage)
 
     # -- the endpoint
-    async def _call(self, what: str, call: Callable[[], Any]) -> Any:
+    async def _call(self, what: str, call: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
         """An upload, create or download, tried again on transient faults (a few times, then an error)."""
         for attempt in range(4):
             try:
-                return await call()
-            except (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError) as exc:
-                self._note(f"batch {what} failed ({exc.__class__.__name__}); trying again")
+                return await self.provider.endpoint.call(call)
+            except CallFailed as exc:
+                if not exc.transient:
+                    raise self._failure(what, exc) from None
+                self._note(f"batch {what} failed ({exc.kind}); trying again")
                 if attempt == 3:
                     raise ProviderError(
-                        f"batch {what} failed 4 times ({exc.__class__.__name__}) at "
+                        f"batch {what} failed 4 times ({exc.kind}) at "
                         f"{public_url(self.provider.base_url)}; re-run to resume"
                     ) from None
                 await asyncio.sleep(min(self.options.poll, 5.0) * 2**attempt)
-            except openai.APIStatusError as exc:
-                raise self._failure(what, exc) from None
         raise AssertionError("unreachable")
 
-    def _failure(self, what: str, exc: openai.APIStatusError) -> ProviderError:
+    def _failure(self, what: str, exc: CallFailed) -> ProviderError:
         # The status alone: an error body may quote the request, and never the key is worth risking.
         return ProviderError(
-            f"batch {what}: HTTP {exc.status_code} from {self.provider.name} at "
+            f"batch {what}: HTTP {exc.status} from {self.provider.name} at "
             f"{public_url(self.provider.base_url)}; the run is left resumable"
         )
 

@@ -1,4 +1,5 @@
-"""Settings from the environment and a ``.env`` file, and API-key resolution.
+"""Settings from the environment and a ``.env`` file, API-key resolution, and where a key came from
+(:class:`KeyOrigin`, for the 401 hint).
 
 Keys are looked up, handed to the client, and otherwise never touched: nothing here logs, prints or stores a
 key, and :func:`redact` scrubs one out of any text (an error body that echoes it, say) before that text goes
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from rescue_bench.errors import ConfigError
@@ -91,3 +93,28 @@ def redact(text: str, secrets: Sequence[str | None]) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "[redacted]")
     return text
+
+
+@dataclass(frozen=True, slots=True)
+class KeyOrigin:
+    """Where the key came from, for the 401 hint: the variable it was read from, or the variables to set."""
+
+    variable: str | None
+    """The environment / ``.env`` variable that held the key; ``None`` if none did."""
+    candidates: tuple[str, ...] = ()
+    """Variables that would have been read (the preset's, or ``--api-key-env``) when none was set."""
+
+    def hint(self) -> str:
+        """The 401 hint.
+
+        >>> KeyOrigin("MY_KEY").hint()
+        ' (check the key in MY_KEY)'
+        >>> KeyOrigin(None, ("A", "B")).hint()
+        ' (no key was sent: set A or B, or name a variable with --api-key-env)'
+        """
+        if self.variable:
+            return f" (check the key in {self.variable})"
+        if self.candidates:
+            names = " or ".join(self.candidates)
+            return f" (no key was sent: set {names}, or name a variable with --api-key-env)"
+        return " (check the API key)"

@@ -2,11 +2,14 @@
 ``AsyncOpenAI.post``, or with ``RESCUE_BENCH_PLAIN_HTTP=1`` the typed ``chat.completions.create`` (the seam of
 :mod:`rescue_bench.models.http_pool`).
 
-One ``AsyncOpenAI`` client per provider (one endpoint), with a connection pool that keeps as many connections
-alive as the run keeps requests in flight (its transport: :mod:`rescue_bench.models.http_pool`). The SDK's own
-retries are off (``max_retries=0``): the engine owns retries, so that they are counted, jittered, honour
-``Retry-After`` and apply only to faults worth retrying.
-This module only translates (HTTP statuses: :mod:`rescue_bench.models.openai_errors`):
+This module holds what a provider knows without the SDK: its identity, the request body, the response-format
+ladder and the whole request's deadline. The SDK side (one ``AsyncOpenAI`` client per provider with a
+connection pool that keeps as many connections alive as the run keeps requests in flight, the call, and the
+SDK's errors mapped to the engine's) is :mod:`rescue_bench.models.openai_sdk`, imported when the provider
+first needs it (:meth:`OpenAICompatProvider.endpoint`): ``import openai`` takes about a second, and a run
+answered from the cache never sends a request. The SDK's own retries are off (``max_retries=0``): the engine
+owns retries, so that they are counted, jittered, honour ``Retry-After`` and apply only to faults worth
+retrying.
 
 * 429, 408, 5xx, timeouts, connection errors and unreadable bodies -> :class:`RetryableError`;
 * ``data_inspection_failed`` (or an empty ``content_filter`` answer) -> :class:`ModerationRefusal`;
@@ -24,23 +27,13 @@ are honoured, as by any httpx2 client.
 from __future__ import annotations
 
 import asyncio
-import dataclasses
-import json
 import time
-from collections.abc import AsyncIterator, Sequence
-from contextlib import AbstractAsyncContextManager
-from typing import TYPE_CHECKING, Any, cast
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
-import httpx2
-import openai
-from openai import AsyncOpenAI, omit
-
-from rescue_bench.errors import RetryableError
+from rescue_bench.errors import FormatRejected, RetryableError
 from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
-from rescue_bench.models.env import redact
-from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client, posts_json_body
-from rescue_bench.models.openai_errors import KeyOrigin, rejects_format, status_failure
-from rescue_bench.models.openai_reply import parse_reply
+from rescue_bench.models.env import KeyOrigin
 from rescue_bench.models.presets import (
     FORMAT_LADDER,
     LOCAL_PLACEHOLDER_KEY,
@@ -54,16 +47,13 @@ from rescue_bench.models.presets import (
 from rescue_bench.records import Instance, Json, Reply, Request
 
 if TYPE_CHECKING:
-    from openai import AsyncAPIResponse
-    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-    from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
+    import httpx2
+    from openai import AsyncOpenAI
+
+    from rescue_bench.models.openai_sdk import SdkEndpoint
 
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 """Replies larger than this are refused unread: no benchmark answer comes near it, a runaway gateway can."""
-
-
-class ReplyTooLarge(Exception):
-    """A reply body over the provider's ``max_reply_bytes``."""
 
 
 class OpenAICompatProvider:
@@ -97,13 +87,8 @@ class OpenAICompatProvider:
         self.max_reply_bytes = max_reply_bytes
         self._secrets = () if api_key == LOCAL_PLACEHOLDER_KEY else (api_key,)
         self._origin = key_origin or KeyOrigin(None)
-        self.client = AsyncOpenAI(
-            api_key=api_key,
-            base_url=base_url,
-            max_retries=0,
-            timeout=timeout,
-            http_client=http_client or make_http_client(concurrency),
-        )
+        self._api_key, self._http_client, self._concurrency = api_key, http_client, concurrency
+        self._endpoint: SdkEndpoint | None = None
         self.format_ceiling: ResponseFormat = preset.best_format
         """The richest response format this endpoint took; lowered when it rejects one."""
 
@@ -113,104 +98,53 @@ class OpenAICompatProvider:
     def prepare(self, instances: Sequence[Instance]) -> None:
         """Nothing to prepare: each request stands alone (the Provider protocol of branch engine)."""
 
+    @property
+    def endpoint(self) -> SdkEndpoint:
+        """The SDK side of this endpoint (:mod:`rescue_bench.models.openai_sdk`), made on first use."""
+        if self._endpoint is None:
+            # The one deferred import of the package: the SDK costs about a second to import, and a run
+            # answered from the cache (or ``estimate``, or ``batch export``) never needs it.
+            from rescue_bench.models.openai_sdk import EndpointSettings, SdkEndpoint
+
+            settings = EndpointSettings(
+                api_key=self._api_key,
+                base_url=self.base_url,
+                timeout=self.timeout,
+                token_field=self.preset.token_field,
+                where=f"{self.name} at {public_url(self.base_url)}",
+                origin=self._origin,
+                secrets=self._secrets,
+                max_reply_bytes=self.max_reply_bytes,
+                concurrency=self._concurrency,
+                http_client=self._http_client,
+            )
+            self._endpoint = SdkEndpoint(settings)
+        return self._endpoint
+
+    @property
+    def client(self) -> AsyncOpenAI:
+        """The endpoint's ``AsyncOpenAI`` client."""
+        return self.endpoint.client
+
     async def aclose(self) -> None:
-        await self.client.close()
+        if self._endpoint is not None:
+            await self._endpoint.aclose()
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
         started = time.perf_counter()
+        endpoint = self.endpoint
+        fmt = self.effective_format(params)
         try:
             async with asyncio.timeout(self.timeout):
-                return await self._complete(request, params, started)
+                while True:
+                    body = self.body(request, params, fmt)
+                    try:
+                        return await endpoint.complete(body, step_down=fmt != "text", started=started)
+                    except FormatRejected:
+                        fmt = FORMAT_LADDER[FORMAT_LADDER.index(fmt) + 1]
+                        self.format_ceiling = lower_format(self.format_ceiling, fmt)
         except TimeoutError:  # the whole request's deadline, above
             raise RetryableError(f"timed out after {self.timeout:g} s") from None
-        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
-            root = _root_cause(exc)
-            if isinstance(root, TimeoutError | httpx2.TimeoutException):
-                raise RetryableError(f"timed out after {self.timeout:g} s") from None
-            # The SDK's aiohttp transport maps every aiohttp connection error (a refused certificate
-            # included) to httpx2.ConnectTimeout: what went wrong is the error underneath.
-            raise RetryableError(f"connection error: {self._clean(str(root))}") from None
-        except openai.APIConnectionError as exc:
-            raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
-        except httpx2.TransportError as exc:  # while the body streams in, past the SDK's own mapping
-            raise RetryableError(f"connection error: {self._clean(str(exc))}") from None
-        except (ValueError, httpx2.DecodingError) as exc:  # a truncated or garbled body
-            raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
-        except ReplyTooLarge as exc:
-            return Reply.failure(f"{self.name}: {exc}", latency=time.perf_counter() - started)
-
-    async def _complete(self, request: Request, params: GenerationParams, started: float) -> Reply:
-        fmt = self.effective_format(params)
-        while True:
-            try:
-                data = await self._post(request, params, fmt)
-            except openai.APIStatusError as exc:
-                if fmt != "text" and rejects_format(exc):
-                    fmt = FORMAT_LADDER[FORMAT_LADDER.index(fmt) + 1]
-                    self.format_ceiling = lower_format(self.format_ceiling, fmt)
-                    continue
-                where = f"{self.name} at {public_url(self.base_url)}"
-                latency = time.perf_counter() - started
-                return status_failure(
-                    exc, where=where, origin=self._origin, clean=self._clean, latency=latency
-                )
-            reply = parse_reply(data, time.perf_counter() - started)
-            if not self._secrets:
-                return reply
-            reasoning = None if reply.reasoning is None else redact(reply.reasoning, self._secrets)
-            return dataclasses.replace(reply, text=redact(reply.text, self._secrets), reasoning=reasoning)
-
-    async def _post(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> Any:
-        """One chat completion, its body read up to ``max_reply_bytes`` and decoded as JSON."""
-        body = self.body(request, params, fmt)
-        if not posts_json_body():
-            async with self._create(body) as typed:
-                return await self._read(typed.headers, typed.iter_bytes())
-        # The request path's seam (models/http_pool.py): the body as JSON, past create()'s type transformer.
-        # cast_to=httpx2.Response returns the raw response, its body not read yet (stream=True).
-        response = cast(
-            "httpx2.Response",
-            await self.client.post(
-                "/chat/completions", cast_to=httpx2.Response, body=body, options=BEARER_AUTH, stream=True
-            ),
-        )
-        try:
-            return await self._read(response.headers, response.aiter_bytes())
-        finally:
-            await response.aclose()
-
-    def _create(self, body: dict[str, Any]) -> AbstractAsyncContextManager[AsyncAPIResponse[ChatCompletion]]:
-        """The SDK's typed call with ``body``'s fields (the plain path of the seam)."""
-        body = dict(body)
-        limit = body.pop(self.preset.token_field)
-        model, messages, temperature, seed, response_format = (
-            body.pop(k, None) for k in ("model", "messages", "temperature", "seed", "response_format")
-        )
-        return self.client.chat.completions.with_streaming_response.create(
-            model=model,
-            messages=cast("list[ChatCompletionMessageParam]", messages),
-            temperature=omit if temperature is None else temperature,  # left out with OpenAI reasoning
-            seed=omit if seed is None else seed,
-            max_tokens=limit if self.preset.token_field == "max_tokens" else omit,
-            max_completion_tokens=limit if self.preset.token_field == "max_completion_tokens" else omit,
-            response_format=omit if response_format is None else cast("SDKResponseFormat", response_format),
-            extra_body=body or None,  # top_p, the preset's thinking/reasoning fields, the run's extra fields
-        )
-
-    async def _read(self, headers: httpx2.Headers, chunks: AsyncIterator[bytes]) -> Any:
-        declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_reply_bytes:
-            raise ReplyTooLarge(self._too_large(f"{int(declared):,} bytes"))
-        received, size = [], 0
-        async for chunk in chunks:
-            size += len(chunk)
-            if size > self.max_reply_bytes:
-                raise ReplyTooLarge(self._too_large("more"))
-            received.append(chunk)
-        return json.loads(b"".join(received))
-
-    def _too_large(self, size: str) -> str:
-        return f"reply of {size} exceeds max_reply_bytes={self.max_reply_bytes:,}; not read further"
 
     def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]:
         """The JSON body of the chat completion request (also the ``body`` of a Batch API line), its keys in
@@ -238,9 +172,6 @@ class OpenAICompatProvider:
     def effective_format(self, params: GenerationParams) -> ResponseFormat:
         return lower_format(params.response_format, self.format_ceiling)
 
-    def _clean(self, text: str) -> str:
-        return redact(text, self._secrets)[:500]
-
 
 CREATE_ORDER = (
     "model",
@@ -251,18 +182,11 @@ CREATE_ORDER = (
     "seed",
     "temperature",
 )
-"""The fields :meth:`OpenAICompatProvider._create` passes by name, in the order ``create`` writes them; the
-others go in ``extra_body``, after them."""
+"""The fields :meth:`~rescue_bench.models.openai_sdk.SdkEndpoint._create` passes by name, in the order
+``create`` writes them; the others go in ``extra_body``, after them."""
 
 
 def _in_create_order(body: dict[str, Any]) -> dict[str, Any]:
     """``body`` with its keys in the order ``create`` sends them, so both calls send the same bytes."""
     named = {key: body[key] for key in CREATE_ORDER if key in body}
     return {**named, **{key: value for key, value in body.items() if key not in named}}
-
-
-def _root_cause(exc: BaseException) -> BaseException:
-    """The innermost exception of ``exc``'s ``__cause__`` chain (``exc`` itself when it has none)."""
-    while exc.__cause__ is not None:
-        exc = exc.__cause__
-    return exc

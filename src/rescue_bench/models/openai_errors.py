@@ -15,43 +15,18 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import httpx2
 import openai
 
 from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
+from rescue_bench.models.env import KeyOrigin
 from rescue_bench.records import Reply
 from rescue_bench.retry_after import parse_retry_after
 
 FATAL_STATUS = (401, 403, 404)
 _FORMAT_REJECTION_STATUS = (400, 422, 500)
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
-
-
-@dataclass(frozen=True, slots=True)
-class KeyOrigin:
-    """Where the key came from, for the 401 hint: the variable it was read from, or the variables to set."""
-
-    variable: str | None
-    """The environment / ``.env`` variable that held the key; ``None`` if none did."""
-    candidates: tuple[str, ...] = ()
-    """Variables that would have been read (the preset's, or ``--api-key-env``) when none was set."""
-
-    def hint(self) -> str:
-        """The 401 hint.
-
-        >>> KeyOrigin("MY_KEY").hint()
-        ' (check the key in MY_KEY)'
-        >>> KeyOrigin(None, ("A", "B")).hint()
-        ' (no key was sent: set A or B, or name a variable with --api-key-env)'
-        """
-        if self.variable:
-            return f" (check the key in {self.variable})"
-        if self.candidates:
-            names = " or ".join(self.candidates)
-            return f" (no key was sent: set {names}, or name a variable with --api-key-env)"
-        return " (check the API key)"
 
 
 def status_failure(

@@ -25,18 +25,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Protocol, cast
-
-import httpx2
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Provider, parse_model_name
 from rescue_bench.models.baselines import make_baseline
-from rescue_bench.models.env import load_dotenv, lookup
+from rescue_bench.models.env import KeyOrigin, load_dotenv, lookup
 from rescue_bench.models.openai_compat import OpenAICompatProvider
-from rescue_bench.models.openai_errors import KeyOrigin
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
 from rescue_bench.models.replay import ReplayProvider
+
+if TYPE_CHECKING:
+    import httpx2
 
 ENTRY_POINT_GROUP = "rescue_bench.providers"
 _COMPAT_OPTIONS = ("concurrency", "max_reply_bytes")

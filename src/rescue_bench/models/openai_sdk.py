@@ -1,0 +1,200 @@
+"""The SDK side of :class:`~rescue_bench.models.openai_compat.OpenAICompatProvider`: one ``AsyncOpenAI``
+client per endpoint, a chat completion sent and read, and the SDK's errors mapped to the engine's.
+
+The provider imports this module when it first needs the endpoint (:meth:`OpenAICompatProvider.endpoint`):
+``import openai`` takes about a second of CPU, and a run answered from the cache, ``estimate`` and
+``batch export`` never send a request. Nothing else in the package imports ``openai``.
+
+The mapping (HTTP statuses: :mod:`rescue_bench.models.openai_errors`):
+
+* 429, 408, 5xx, timeouts, connection errors and unreadable bodies -> :class:`RetryableError`;
+* ``data_inspection_failed`` (or an empty ``content_filter`` answer) -> :class:`ModerationRefusal`;
+* 401, 403 and 404 (bad key, no access, unknown model) -> :class:`ProviderError`, which stops the run;
+* any other 4xx, and a reply over ``max_reply_bytes`` -> a failed :class:`Reply` with the reason (no retry);
+* a 400/422/500 that complains about ``response_format`` -> :class:`FormatRejected` when the caller can step
+  down to a plainer format.
+
+The calls of the Files and Batches APIs (``run --batch``) go through :meth:`SdkEndpoint.call`, which maps
+the SDK's errors to :class:`CallFailed`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+import httpx2
+import openai
+from openai import AsyncOpenAI, omit
+
+from rescue_bench.errors import CallFailed, FormatRejected, RetryableError
+from rescue_bench.models.env import KeyOrigin, redact
+from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client, posts_json_body
+from rescue_bench.models.openai_errors import rejects_format, status_failure
+from rescue_bench.models.openai_reply import parse_reply
+from rescue_bench.records import Reply
+
+if TYPE_CHECKING:
+    from openai import AsyncAPIResponse
+    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
+    from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
+
+T = TypeVar("T")
+_TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
+
+
+class ReplyTooLarge(Exception):
+    """A reply body over the endpoint's ``max_reply_bytes``."""
+
+
+@dataclass(frozen=True, slots=True)
+class EndpointSettings:
+    """What the SDK client of one endpoint is made with (the provider's settings)."""
+
+    api_key: str
+    base_url: str
+    timeout: float
+    token_field: str
+    """The preset's output-cap field (``max_tokens`` or ``max_completion_tokens``)."""
+    where: str
+    """``<provider>/<model> at <public url>``, the prefix of a failed reply's reason."""
+    origin: KeyOrigin
+    secrets: tuple[str, ...]
+    """Removed from every reply and error message (a gateway may echo the key)."""
+    max_reply_bytes: int
+    concurrency: int
+    http_client: httpx2.AsyncClient | None = None
+
+
+class SdkEndpoint:
+    """One ``AsyncOpenAI`` client (its own connection pool, the SDK's retries off: the engine owns them)."""
+
+    def __init__(self, settings: EndpointSettings) -> None:
+        self.settings = settings
+        self.client = AsyncOpenAI(
+            api_key=settings.api_key,
+            base_url=settings.base_url,
+            max_retries=0,
+            timeout=settings.timeout,
+            http_client=settings.http_client or make_http_client(settings.concurrency),
+        )
+
+    async def aclose(self) -> None:
+        await self.client.close()
+
+    async def complete(self, body: dict[str, Any], *, step_down: bool, started: float) -> Reply:
+        """One chat completion of ``body``, as a :class:`Reply` (the key removed from its text).
+
+        Raises:
+            FormatRejected: ``step_down`` and the endpoint complains about the ``response_format`` sent.
+            RetryableError, ModerationRefusal, ProviderError: as the module docstring says.
+        """
+        try:
+            reply = parse_reply(await self._post(body), time.perf_counter() - started)
+        except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
+            root = _root_cause(exc)
+            if isinstance(root, TimeoutError | httpx2.TimeoutException):
+                raise RetryableError(f"timed out after {self.settings.timeout:g} s") from None
+            # The SDK's aiohttp transport maps every aiohttp connection error (a refused certificate
+            # included) to httpx2.ConnectTimeout: what went wrong is the error underneath.
+            raise RetryableError(f"connection error: {self._clean(str(root))}") from None
+        except openai.APIConnectionError as exc:
+            raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
+        except httpx2.TransportError as exc:  # while the body streams in, past the SDK's own mapping
+            raise RetryableError(f"connection error: {self._clean(str(exc))}") from None
+        except (ValueError, httpx2.DecodingError) as exc:  # a truncated or garbled body
+            raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
+        except ReplyTooLarge as exc:
+            return Reply.failure(f"{self.settings.where}: {exc}", latency=time.perf_counter() - started)
+        except openai.APIStatusError as exc:
+            if step_down and rejects_format(exc):
+                raise FormatRejected(exc.status_code) from None
+            s = self.settings
+            latency = time.perf_counter() - started
+            return status_failure(exc, where=s.where, origin=s.origin, clean=self._clean, latency=latency)
+        return _redacted(reply, self.settings.secrets)
+
+    async def call(self, make: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
+        """A call of the client's other APIs (files, batches); its SDK errors raise :class:`CallFailed`."""
+        try:
+            return await make(self.client)
+        except _TRANSIENT as exc:
+            raise CallFailed(exc.__class__.__name__, None) from None
+        except openai.APIStatusError as exc:
+            raise CallFailed(exc.__class__.__name__, exc.status_code) from None
+
+    async def _post(self, body: dict[str, Any]) -> Any:
+        """One chat completion, its body read up to ``max_reply_bytes`` and decoded as JSON."""
+        if not posts_json_body():
+            async with self._create(body) as typed:
+                return await self._read(typed.headers, typed.iter_bytes())
+        # The request path's seam (models/http_pool.py): the body as JSON, past create()'s type transformer.
+        # cast_to=httpx2.Response returns the raw response, its body not read yet (stream=True).
+        response = cast(
+            "httpx2.Response",
+            await self.client.post(
+                "/chat/completions", cast_to=httpx2.Response, body=body, options=BEARER_AUTH, stream=True
+            ),
+        )
+        try:
+            return await self._read(response.headers, response.aiter_bytes())
+        finally:
+            await response.aclose()
+
+    def _create(self, body: dict[str, Any]) -> AbstractAsyncContextManager[AsyncAPIResponse[ChatCompletion]]:
+        """The SDK's typed call with ``body``'s fields (the plain path of the seam)."""
+        body = dict(body)
+        token_field = self.settings.token_field
+        limit = body.pop(token_field)
+        model, messages, temperature, seed, response_format = (
+            body.pop(k, None) for k in ("model", "messages", "temperature", "seed", "response_format")
+        )
+        return self.client.chat.completions.with_streaming_response.create(
+            model=model,
+            messages=cast("list[ChatCompletionMessageParam]", messages),
+            temperature=omit if temperature is None else temperature,  # left out with OpenAI reasoning
+            seed=omit if seed is None else seed,
+            max_tokens=limit if token_field == "max_tokens" else omit,
+            max_completion_tokens=limit if token_field == "max_completion_tokens" else omit,
+            response_format=omit if response_format is None else cast("SDKResponseFormat", response_format),
+            extra_body=body or None,  # top_p, the preset's thinking/reasoning fields, the run's extra fields
+        )
+
+    async def _read(self, headers: httpx2.Headers, chunks: AsyncIterator[bytes]) -> Any:
+        cap = self.settings.max_reply_bytes
+        declared = headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > cap:
+            raise ReplyTooLarge(_too_large(f"{int(declared):,} bytes", cap))
+        received, size = [], 0
+        async for chunk in chunks:
+            size += len(chunk)
+            if size > cap:
+                raise ReplyTooLarge(_too_large("more", cap))
+            received.append(chunk)
+        return json.loads(b"".join(received))
+
+    def _clean(self, text: str) -> str:
+        return redact(text, self.settings.secrets)[:500]
+
+
+def _too_large(size: str, cap: int) -> str:
+    return f"reply of {size} exceeds max_reply_bytes={cap:,}; not read further"
+
+
+def _redacted(reply: Reply, secrets: Sequence[str]) -> Reply:
+    if not secrets:
+        return reply
+    reasoning = None if reply.reasoning is None else redact(reply.reasoning, secrets)
+    return dataclasses.replace(reply, text=redact(reply.text, secrets), reasoning=reasoning)
+
+
+def _root_cause(exc: BaseException) -> BaseException:
+    """The innermost exception of ``exc``'s ``__cause__`` chain (``exc`` itself when it has none)."""
+    while exc.__cause__ is not None:
+        exc = exc.__cause__
+    return exc
