@@ -100,6 +100,23 @@ def test_each_kind_of_warning_is_located(
     assert words in warning.message
 
 
+@pytest.mark.parametrize("escaped", [True, False], ids=["json-escapes", "utf-8-as-is"])
+@pytest.mark.parametrize(
+    ("text", "warned"),
+    [("caf\u00c3\u00a9", True), ("a \ufffd byte", True), ("Zoë said “fine”", False), ("plain", False)],
+)
+def test_mojibake_is_found_however_the_file_writes_its_characters(
+    make_sample: MakeSample, tmp_path: Path, escaped: bool, text: str, warned: bool
+) -> None:
+    # The loader skips the field scan when the sample's JSON text shows no mojibake can be in it: the text as
+    # written (UTF-8 as it is, or \u escapes) must never hide one.
+    sample = _with_row(make_sample(), 1, dialogue_cleaned=text)
+    path = tmp_path / "data.jsonl"
+    path.write_text(json.dumps(sample, ensure_ascii=escaped) + "\n", encoding="utf-8")
+    found = [w.path for w in _warnings(path) if "mojibake" in w.message]
+    assert found == (["rows[1].dialogue_cleaned"] if warned else [])
+
+
 @pytest.mark.parametrize(
     "fields",
     [

@@ -32,6 +32,8 @@ from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, UTTERANCE_TYPES, relation
 # UTF-8 read as Latin-1/cp1252: C1 controls (e.g. 'â' + two of them for a dash), 'Ã'/'Â' + a Latin-1 sign,
 # cp1252's 'â€' prefix, and the replacement character left by a lossy decode.
 _MOJIBAKE = re.compile("[âÃÂ]?[\u0080-\u009f]+|[ÃÂ][\u00a0-\u00bf]|â€.?|\ufffd")
+# A character every match of _MOJIBAKE holds: one class, which the regex engine scans for quickly.
+_MOJIBAKE_CORE = re.compile("[\u0080-\u009fâÃÂ\ufffd]")
 
 _EVIDENCE_FIELDS = ("relation_cycle_evidence_rows", "relation_pattern_evidence_rows")
 _RELATION_FIELDS = ("relation_cycle_state", "relation_pattern")
@@ -39,13 +41,17 @@ _RELATION_FIELDS = ("relation_cycle_state", "relation_pattern")
 _TARGETED_LISTS = ("support_strategy", "interaction_behavior", "background_dialogue")
 
 
-def check_sample(sample: Sample, *, file: str | None, line: int | None) -> list[Problem]:
+def check_sample(
+    sample: Sample, *, file: str | None, line: int | None, mojibake: bool = True
+) -> list[Problem]:
     """Warnings for a structurally valid sample: labels, times, evidence rows, targets, intensities, mojibake.
 
     Args:
         sample: a sample built by the loader.
         file: the file it came from, for the problems' location.
         line: its line in a JSONL file, or ``None``.
+        mojibake: whether to scan every field for mojibake; ``False`` when the sample's JSON text showed it
+            holds none (:func:`may_hold_mojibake`).
 
     Returns:
         One warning per problem, each located by file, line, sample, row and JSON path.
@@ -61,8 +67,27 @@ def check_sample(sample: Sample, *, file: str | None, line: int | None) -> list[
     context = _Context(sample, file, line, known)
     problems: list[Problem] = []
     for position, row in enumerate(sample.rows):
-        problems.extend(_check_row(row, f"rows[{position}]", context))
+        problems.extend(_check_row(row, f"rows[{position}]", context, mojibake))
     return problems
+
+
+def may_hold_mojibake(text: str) -> bool:
+    """Whether some string of a sample whose JSON text is ``text`` may hold mojibake.
+
+    Every pattern needs a non-ASCII character, and the text holds each such character of a decoded string as
+    it is, beside its neighbours, unless a ``\\u`` escape writes it: a text with no escape and none of the
+    characters every match holds has no match in any string. One found elsewhere (a key, a character that is
+    no mojibake) only costs the scan of every field.
+
+    >>> may_hold_mojibake('{"a": "café"}'), may_hold_mojibake('{"a": "Ã©"}')
+    (False, True)
+    >>> import json
+    >>> may_hold_mojibake(json.dumps({"a": "Ã©"})), may_hold_mojibake(json.dumps({"a": "café"}))
+    (True, True)
+    """
+    if text.isascii():
+        return "\\u" in text
+    return "\\u" in text or _MOJIBAKE_CORE.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,14 +110,14 @@ class _Context:
         )
 
 
-def _check_row(row: Row, base: str, context: _Context) -> Iterator[Problem]:
+def _check_row(row: Row, base: str, context: _Context, mojibake: bool) -> Iterator[Problem]:
     for message, path in (
         *_label_problems(row, context.sample.scenario),
         *_time_problems(row),
         *_evidence_problems(row, len(context.sample.rows)),
         *_target_problems(row, context.known_names),
         *_intensity_problems(row),
-        *_mojibake_problems(row),
+        *(_mojibake_problems(row) if mojibake else ()),
     ):
         yield context.warn(message, row, f"{base}.{path}")
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rescue_bench.data.build import build_raw, build_sample, infer_participants, infer_scenario, kind
-from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS, check_sample, reach_problems
+from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS, check_sample, may_hold_mojibake, reach_problems
 from rescue_bench.data.files import (
     SourceNotFound,
     Unreadable,
@@ -166,6 +166,8 @@ class _Item:
     sample: Sample | None
     problems: list[Problem]
     size: int | None = None
+    mojibake: bool = True
+    """Whether its fields are scanned for mojibake (not when its JSON text shows there is none)."""
 
 
 def _read_jsonl(path: Path, *, display: str) -> Iterator[_Item]:
@@ -209,7 +211,8 @@ def _sample_from_line(line: bytes, number: int, display: str, last_unterminated:
     fallback_id = _id_from_source_file(raw.source_file) or f"{Path(display).stem}/line{number}"
     sample, problems = build_raw(raw, fallback_id=fallback_id, file=display, line=number)
     sample_id = raw.sample_id or fallback_id
-    return _Item(sample, duplicates.problems(**where, sample_id=sample_id) + problems, len(line))
+    found = duplicates.problems(**where, sample_id=sample_id) + problems
+    return _Item(sample, found, len(line), may_hold_mojibake(text))
 
 
 def _read_directory(root: Path) -> Iterator[_Item]:
@@ -246,7 +249,7 @@ def _sample_from_file(path: Path, sample_id: str) -> _Item:
     raw = RawSample.of(obj)
     sample, problems = build_raw(raw, fallback_id=sample_id, file=str(path), line=None)
     where["sample_id"] = raw.sample_id or sample_id
-    return _Item(sample, duplicates.problems(**where) + problems, len(data))
+    return _Item(sample, duplicates.problems(**where) + problems, len(data), may_hold_mojibake(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -278,7 +281,7 @@ class _Finisher:
                 )
                 continue
             seen[sample.sample_id] = origin
-            problems.extend(check_sample(sample, file=file, line=line_number))
+            problems.extend(check_sample(sample, file=file, line=line_number, mojibake=item.mojibake))
             found = reach_problems(
                 sample, file=file, line=line_number, max_row_chars=self.max_row_chars, size_hint=item.size
             )
