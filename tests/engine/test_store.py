@@ -68,6 +68,24 @@ def test_compaction_keeps_the_latest_line_per_instance(tmp_path: Path) -> None:
     assert [json.loads(x)["instance_id"] for x in lines] == ["a", "b", "c"]
 
 
+def test_compaction_writes_each_latest_record_as_it_is(tmp_path: Path) -> None:
+    # Compaction reuses the bytes this session appended, but only for the very record it is given: a caller's
+    # newer view of an instance (or a line of an earlier session) is encoded anew.
+    store = RunStore(tmp_path / "run")
+    store.open()
+    first = {"instance_id": "a", "task": "itp", "valid": False, "prediction": "é"}
+    store.append_predictions([first, {"instance_id": "b", "task": "itp", "valid": True}])
+    newer = {**first, "valid": True}
+    latest = {"a": newer, "b": {"instance_id": "b", "task": "itp", "valid": True}, "c": {"instance_id": "c"}}
+    records = store.compact_predictions(["c", "b", "a"], latest)
+    store.close()
+    assert records == [latest["c"], latest["b"], newer]
+    written = (tmp_path / "run" / "predictions.jsonl").read_bytes()
+    assert written == b"".join(
+        json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in records
+    )
+
+
 def test_predictions_without_manifest_are_refused(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "predictions.jsonl").write_text('{"instance_id": "a"}\n')

@@ -222,6 +222,10 @@ async def _ask_judges(
     """Every judge in turn over ``records``, until the budget stops one (the later ones are not asked)."""
     warnings: list[str] = []
     tallies: dict[str, JudgeCounts] = {}
+
+    def record(judgments: list[JudgmentLine]) -> None:
+        appender.append([j.to_json() for j in judgments])
+
     for judge in judges:
         if same_model(judge.name, candidate):
             warnings.append(
@@ -229,9 +233,7 @@ async def _ask_judges(
             )
             warn(warnings[-1])
         try:
-            tallies[judge.name] = await _judge_repeats(
-                records, judge, how, lambda js: appender.append([j.to_json() for j in js])
-            )
+            tallies[judge.name] = await _judge_repeats(records, judge, how, record)
         except JudgeStopped as exc:
             tallies[judge.name] = exc.tally
             return _Judged(tallies, exc, tuple(warnings))

@@ -13,7 +13,7 @@ import contextlib
 import json
 import os
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from rescue_bench.errors import BenchError
@@ -177,16 +177,24 @@ def cut_torn_tail(path: Path) -> None:
             raise write_failure(path, exc) from None
 
 
+def jsonl_line(record: Mapping[str, Json]) -> bytes:
+    """One record as a JSONL line: compact, ending in a newline."""
+    return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+
 def jsonl_bytes(records: Sequence[Mapping[str, Json]]) -> bytes:
     """Records as JSONL: compact, one per line."""
-    return b"".join(
-        json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in records
-    )
+    return b"".join(jsonl_line(r) for r in records)
 
 
 def atomic_write_jsonl(path: Path, records: Sequence[Mapping[str, Json]]) -> None:
     """Replace a JSONL file as a whole (compaction), atomically; on failure the old file stays."""
     _atomic_write(path, jsonl_bytes(records))
+
+
+def atomic_write_lines(path: Path, lines: Iterable[bytes]) -> None:
+    """:func:`atomic_write_jsonl` of lines already encoded (:func:`jsonl_line`)."""
+    _atomic_write(path, b"".join(lines))
 
 
 class JsonlAppender:
@@ -219,16 +227,17 @@ class JsonlAppender:
         self._syncer = threading.Thread(target=self._sync_loop, name=f"fsync-{path.name}", daemon=True)
         self._syncer.start()
 
-    def append(self, records: Sequence[Mapping[str, Json]]) -> None:
-        """Write ``records`` at the end of the file, whole or not at all.
+    def append(self, records: Sequence[Mapping[str, Json]]) -> list[bytes]:
+        """Write ``records`` at the end of the file, whole or not at all; return their lines as written.
 
         Raises:
             RunDirError: the write failed (a full disk); the file is cut back to what it held before.
         """
         if not records:
-            return
+            return []
         self._raise_sync_error()
-        data = jsonl_bytes(records)
+        lines = [jsonl_line(r) for r in records]
+        data = b"".join(lines)
         try:
             # Unbuffered: nothing is left in a buffer to be written (torn) later after a failed write.
             written = 0
@@ -240,6 +249,7 @@ class JsonlAppender:
         self._size += len(data)
         # Cheap while the syncer sleeps out its interval: only the first append after a quiet spell wakes it.
         self._dirty.set()
+        return lines
 
     def _roll_back(self) -> None:
         """Cut off a partly written group, so the file ends on the last whole record again."""

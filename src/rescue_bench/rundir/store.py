@@ -30,7 +30,8 @@ from rescue_bench.rundir.files import (
     JsonlAppender,
     RunDirError,
     atomic_write_json,
-    atomic_write_jsonl,
+    atomic_write_lines,
+    jsonl_line,
     line_problem,
     raw_lines,
     read_json_object,
@@ -80,6 +81,9 @@ class RunStore:
         self._predictions: JsonlAppender | None = None
         self._lock: IO[str] | None = None
         self._lines: dict[str, int] = {}
+        self._written: dict[str, tuple[Mapping[str, Json], bytes]] = {}
+        """This session's latest prediction line per key, with its bytes as appended (compaction reuses
+        them)."""
         self.rejected: list[RejectedLine] = []
         """Lines of ``predictions.jsonl`` seen by :meth:`latest_predictions` that the run cannot use (bad
         JSON, a bad field); compaction adds those naming an instance outside the plan, and sets all aside."""
@@ -169,7 +173,9 @@ class RunStore:
 
     def append_predictions(self, records: Sequence[Mapping[str, Json]]) -> None:
         assert self._predictions is not None, "RunStore.open() first"
-        self._predictions.append(records)
+        lines = self._predictions.append(records)
+        for record, line in zip(records, lines, strict=True):
+            self._written[record_key(record)] = (record, line)
 
     def write_manifest(self, manifest: Mapping[str, Json]) -> None:
         self.root.mkdir(parents=True, exist_ok=True)
@@ -256,11 +262,16 @@ class RunStore:
             appender.close()
         # Set aside first: a failure between the two writes then leaves a line in both files, never in none.
         set_aside(self.predictions_file, [line.raw for line in sorted(rejected, key=lambda x: x.number)])
-        atomic_write_jsonl(self.predictions_file, records)
+        atomic_write_lines(self.predictions_file, (self._line_of(r) for r in records))
         self._predictions = JsonlAppender(self.predictions_file) if reopen else None
         _warn_rejected(rejected, rejected_path(self.predictions_file))
         self.rejected = []
         return records
+
+    def _line_of(self, record: Mapping[str, Json]) -> bytes:
+        """The record's JSONL line: as this session appended it when it is that record, else encoded anew."""
+        written = self._written.get(record_key(record))
+        return written[1] if written is not None and written[0] == record else jsonl_line(record)
 
     def _foreign(self, iid: str, record: Mapping[str, Json]) -> RejectedLine:
         raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
