@@ -6,7 +6,8 @@ Usage: ``python benchmarks/bench_peers.py [--requests N] [--rounds 2]
 
 Run it with the project's interpreter (``.venv/bin/python``); ``rescue-bench`` is driven through its CLI only
 (``data synth``, ``batch export``, ``run``), with ``PYTHONPATH`` set to this checkout's ``src``, so the script
-does not depend on the engine's internals and measures whatever code the checkout holds.
+does not depend on the engine's internals and measures whatever code the checkout holds. That ``src`` is
+compiled to bytecode first (``compileall``), as ``pip install`` compiles the peers' packages.
 
 Setup:
 
@@ -613,6 +614,9 @@ def main(argv: list[str] | None = None) -> int:
         if any(n.startswith(venv) for n in args.names):
             versions[module] = ensure_venv(args.cache_dir / venv, module, packages)
     print(f"versions {versions}")
+    # The peers' venvs hold bytecode compiled by pip; rescue-bench runs from this checkout's src, which
+    # PYTHONDONTWRITEBYTECODE (set on some machines) would leave uncompiled: compile it as an install would.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(REPO / "src")], check=True, timeout=300)
     work = Path(tempfile.mkdtemp(prefix="bench_peers_"))
     try:
         rows, skipped, requests = run_all(args, work, started)
