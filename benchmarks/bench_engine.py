@@ -13,9 +13,9 @@ Reported:
 * throughput of the online run with caches off (as the peers are measured), against the ideal
   ``concurrency / latency`` (target: at least 90%); the run that fills the cache is reported beside it;
 * harness CPU per request (user + system time of this process, all threads, divided by requests; target:
-  below the best peer's, lm-eval's 5.96-6.59 ms through ``bench_peers.py`` on this machine, quiet), covering
-  everything a run does: data loading, building and rendering, the SDK and HTTP stack, cache,
-  recording, parsing, scoring and aggregation;
+  below the best peer's, lm-eval's 4.74-5.53 ms through ``bench_peers.py`` on this machine, in
+  docs/benchmarks.md "Session 7"), covering everything a run does: data loading, building and
+  rendering, the SDK and HTTP stack, cache, recording, parsing, scoring and aggregation;
 * peak resident memory of this process (target < 500 MB);
 * a fully cached re-run of the same config into a new run directory (target < 5 s);
 * the speedup over a client that works like the reference scripts (one request at a time, then a 0.3 s sleep).
@@ -110,7 +110,7 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
         f" asking {f['requests_s']} s"
         f" (at least {waves:g} s in waves of {concurrency}), finishing {f['finish_s']} s",
         f"harness CPU {f['cpu_ms_per_request']} ms per request (target: below the best peer's, lm-eval's"
-        " 5.96-6.59 ms on this machine), of which"
+        " 4.74-5.53 ms on this machine), of which"
         " everything but the"
         f" HTTP calls (the fully cached re-run) {f['cached_cpu_ms_per_request']} ms; fake server CPU"
         f" {f['server_cpu_ms_per_request']} ms per request",
