@@ -47,6 +47,7 @@ from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.metrics.aggregate import check_required
 from rescue_bench.models.base import Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
 from rescue_bench.spec import RunSpec, default_out
@@ -260,8 +261,6 @@ def engine_options_of(spec: RunSpec) -> EngineOptions:
 
 def make_model(spec: RunSpec) -> Provider:
     """The provider of the spec's model."""
-    from rescue_bench.models.registry import get_model
-
     return get_model(
         spec.model.name,
         base_url=spec.model.base_url,
