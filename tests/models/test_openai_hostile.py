@@ -79,6 +79,7 @@ def test_a_reply_of_megabytes_is_a_failure_not_stored(chunked: bool) -> None:
     with FakeOpenAIServer(lambda r: huge(6, chunked=chunked)) as server:
         reply = ask(on(server))
     assert not reply.ok and reply.text == ""
+    assert (reply.error or "").startswith("vllm/m: reply of ")  # the provider's name, then the size
     assert "exceeds max_reply_bytes=4,194,304" in (reply.error or "")
 
 

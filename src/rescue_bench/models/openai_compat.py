@@ -107,6 +107,7 @@ class OpenAICompatProvider:
             from rescue_bench.models.openai_sdk import EndpointSettings, SdkEndpoint
 
             settings = EndpointSettings(
+                name=self.name,
                 api_key=self._api_key,
                 base_url=self.base_url,
                 timeout=self.timeout,
@@ -131,8 +132,8 @@ class OpenAICompatProvider:
             await self._endpoint.aclose()
 
     async def complete(self, request: Request, params: GenerationParams) -> Reply:
+        endpoint = self.endpoint  # the first request imports the SDK: not part of its latency
         started = time.perf_counter()
-        endpoint = self.endpoint
         fmt = self.effective_format(params)
         try:
             async with asyncio.timeout(self.timeout):

@@ -56,6 +56,8 @@ class ReplyTooLarge(Exception):
 class EndpointSettings:
     """What the SDK client of one endpoint is made with (the provider's settings)."""
 
+    name: str
+    """``<provider>/<model>``, the prefix of a reply refused for its size."""
     api_key: str
     base_url: str
     timeout: float
@@ -110,7 +112,7 @@ class SdkEndpoint:
         except (ValueError, httpx2.DecodingError) as exc:  # a truncated or garbled body
             raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
         except ReplyTooLarge as exc:
-            return Reply.failure(f"{self.settings.where}: {exc}", latency=time.perf_counter() - started)
+            return Reply.failure(f"{self.settings.name}: {exc}", latency=time.perf_counter() - started)
         except openai.APIStatusError as exc:
             if step_down and rejects_format(exc):
                 raise FormatRejected(exc.status_code) from None
