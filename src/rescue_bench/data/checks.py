@@ -85,9 +85,9 @@ def may_hold_mojibake(text: str) -> bool:
     >>> may_hold_mojibake(json.dumps({"a": "Ã©"})), may_hold_mojibake(json.dumps({"a": "café"}))
     (True, True)
     """
-    if text.isascii():
-        return "\\u" in text
-    return "\\u" in text or _MOJIBAKE_CORE.search(text) is not None
+    if "\\u" in text:
+        return True
+    return not text.isascii() and _MOJIBAKE_CORE.search(text) is not None
 
 
 @dataclass(frozen=True, slots=True)

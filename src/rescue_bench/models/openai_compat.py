@@ -112,7 +112,6 @@ class OpenAICompatProvider:
                 base_url=self.base_url,
                 timeout=self.timeout,
                 token_field=self.preset.token_field,
-                where=f"{self.name} at {public_url(self.base_url)}",
                 origin=self._origin,
                 secrets=self._secrets,
                 max_reply_bytes=self.max_reply_bytes,

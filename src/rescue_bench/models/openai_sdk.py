@@ -37,6 +37,7 @@ from rescue_bench.models.env import KeyOrigin, redact
 from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client, posts_json_body
 from rescue_bench.models.openai_errors import rejects_format, status_failure
 from rescue_bench.models.openai_reply import parse_reply
+from rescue_bench.models.presets import public_url
 from rescue_bench.records import Reply
 
 if TYPE_CHECKING:
@@ -57,14 +58,12 @@ class EndpointSettings:
     """What the SDK client of one endpoint is made with (the provider's settings)."""
 
     name: str
-    """``<provider>/<model>``, the prefix of a reply refused for its size."""
+    """``<provider>/<model>``: a failed reply's reason starts with it (an HTTP error's adds the URL)."""
     api_key: str
     base_url: str
     timeout: float
     token_field: str
     """The preset's output-cap field (``max_tokens`` or ``max_completion_tokens``)."""
-    where: str
-    """``<provider>/<model> at <public url>``, the prefix of a failed reply's reason."""
     origin: KeyOrigin
     secrets: tuple[str, ...]
     """Removed from every reply and error message (a gateway may echo the key)."""
@@ -117,8 +116,9 @@ class SdkEndpoint:
             if step_down and rejects_format(exc):
                 raise FormatRejected(exc.status_code) from None
             s = self.settings
+            where = f"{s.name} at {public_url(s.base_url)}"
             latency = time.perf_counter() - started
-            return status_failure(exc, where=s.where, origin=s.origin, clean=self._clean, latency=latency)
+            return status_failure(exc, where=where, origin=s.origin, clean=self._clean, latency=latency)
         return _redacted(reply, self.settings.secrets)
 
     async def call(self, make: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:

@@ -182,18 +182,9 @@ def jsonl_line(record: Mapping[str, Json]) -> bytes:
     return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
 
 
-def jsonl_bytes(records: Sequence[Mapping[str, Json]]) -> bytes:
-    """Records as JSONL: compact, one per line."""
-    return b"".join(jsonl_line(r) for r in records)
-
-
-def atomic_write_jsonl(path: Path, records: Sequence[Mapping[str, Json]]) -> None:
-    """Replace a JSONL file as a whole (compaction), atomically; on failure the old file stays."""
-    _atomic_write(path, jsonl_bytes(records))
-
-
 def atomic_write_lines(path: Path, lines: Iterable[bytes]) -> None:
-    """:func:`atomic_write_jsonl` of lines already encoded (:func:`jsonl_line`)."""
+    """Replace a JSONL file as a whole (compaction) by ``lines`` (each a :func:`jsonl_line`), atomically; on
+    failure the old file stays."""
     _atomic_write(path, b"".join(lines))
 
 

@@ -11,7 +11,6 @@ names what changed. This is the only writer of ``run.json`` (the judge pass writ
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -274,7 +273,7 @@ class RunStore:
         return written[1] if written is not None and written[0] == record else jsonl_line(record)
 
     def _foreign(self, iid: str, record: Mapping[str, Json]) -> RejectedLine:
-        raw = json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+        raw = jsonl_line(record)
         reason = f"instance {iid!r} is not in this run's plan"
         return RejectedLine(self.predictions_file, self._lines.get(iid, 0), reason, raw)
 
