@@ -20,7 +20,8 @@ Reported:
 * a fully cached re-run of the same config into a new run directory (target < 5 s);
 * the speedup over a client that works like the reference scripts (one request at a time, then a 0.3 s sleep).
   Its time is measured on ``--sequential-subset`` requests and extrapolated to the whole run;
-* the load average at start and end: the machine's other work shows in the throughput first.
+* the load average at start and end, and the share of CPU time the hypervisor took during the caches-off
+  run (``steal``, :mod:`host`): the machine's other work shows in the throughput first.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, cast
+
+from host import CpuTimes, steal_share
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -126,8 +129,14 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
         " (extrapolated from the subset, not run in full)",
         f"load average (1, 5, 15 min) at start {f['load_start']}, at end {f['load_end']} (the benchmark"
         " itself raises the 1-minute figure by a few tenths; other load slows the throughput most)",
+        "CPU time taken by the hypervisor (steal) during the caches-off run:"
+        f" {_percent(f['steal_during_online_run'])} of the time the machine's cores wanted",
     ]
     return "\n".join(lines)
+
+
+def _percent(share: float | None) -> str:
+    return "not readable here" if share is None else f"{100 * share:.1f}%"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -151,11 +160,11 @@ def main(argv: list[str] | None = None) -> int:
     server, base_url = start_server(args.latency)
     try:
         config = RunSpec(model=ModelSpec(name="vllm/bench", base_url=base_url), data=str(summary.path))
-        server_cpu = process_cpu(server.pid)
+        server_cpu, host_before = process_cpu(server.pid), CpuTimes.now()
         # Caches off, as the peers are measured (bench_peers.py); then one run fills the cache, and a
         # fully cached re-run of the same config reads it into a new directory.
         result, wall, cpu = timed_run(config, tmp / "online", args.concurrency, cache=False)
-        server_cpu = process_cpu(server.pid) - server_cpu
+        server_cpu, steal = process_cpu(server.pid) - server_cpu, steal_share(host_before, CpuTimes.now())
         peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
         requests = sum(c["requests"] for c in result.counts.values())
         instances = sum(c["instances"] for c in result.counts.values())
@@ -204,6 +213,7 @@ def main(argv: list[str] | None = None) -> int:
         "transport": "aiohttp (the SDK's DefaultAioHttpClient)" if uses_aiohttp() else "httpx2",
         "load_start": load_start,
         "load_end": [round(x, 2) for x in os.getloadavg()],
+        "steal_during_online_run": steal,
     }
     print(json.dumps(figures, indent=2))
     print(report(figures, ideal, waves, args.concurrency))

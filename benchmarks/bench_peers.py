@@ -40,7 +40,8 @@ rotating from round to round. Every run is bounded by ``--run-timeout`` and the 
 Reported per run: wall time (spawn to exit, imports included), % of the ideal ``requests / concurrency x
 latency``, harness CPU ms per request (user + system CPU of the child and the children it waited for, from
 ``wait4``, over the requests), peak RSS of the child (``ru_maxrss``), the requests the server saw, and the
-1-minute load average at the start (2 cores, shared: other work shows in the wall times first). Then a
+1-minute load average at the start (2 cores, shared: other work shows in the wall times first), and the
+share of the machine's CPU time the hypervisor took during the run (``steal``, :mod:`host`). Then a
 summary per harness (ranges over the rounds) and the ratios of the means against rescue-bench.
 """
 
@@ -61,6 +62,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+from host import CpuTimes, steal_share
 
 REPO = Path(__file__).resolve().parents[1]
 FULL_SAMPLES = 191
@@ -432,6 +435,8 @@ class Row:
     exit_code: int | None = None
     server: dict[str, Any] = field(default_factory=dict)
     pct_of_ideal: float = 0.0
+    steal: float | None = None
+    """The share of the machine's CPU time the hypervisor took during the run (:mod:`host`)."""
     note: str = ""
 
 
@@ -444,7 +449,9 @@ def run_one(
     env = {**os.environ, "TQDM_DISABLE": "1", **extra}
     server.ask("reset")
     row = Row(name, kind, rnd, round(os.getloadavg()[0], 2), requests)
+    before = CpuTimes.now()
     got = measure(argv, env, run, run / "output.log", timeout)
+    row.steal = steal_share(before, CpuTimes.now())
     row.server = server.ask("stats")
     row.wall_s, row.exit_code = round(got.wall_s, 2), got.exit_code
     row.cpu_ms_per_request = round(1000 * got.cpu_s / requests, 2)
@@ -479,7 +486,7 @@ def schedule(names: list[str], rounds: int) -> list[tuple[str, str, int]]:
 # -------------------------------------------------------------------------------------------------
 HEADER = (
     f"{'harness':<32} {'run':<11} {'load':>5} {'wall s':>8} {'% ideal':>8} {'CPU ms/req':>10}"
-    f" {'RSS MB':>7} {'sent':>6} {'in flight':>9}"
+    f" {'RSS MB':>7} {'sent':>6} {'in flight':>9} {'steal':>6}"
 )
 
 
@@ -491,7 +498,8 @@ def format_row(row: Row) -> str:
     ideal = "-" if row.kind == "cached" else f"{row.pct_of_ideal:.1f}%"
     line = f"{label:<32} {run:<11} {row.load_1min:>5.2f} {row.wall_s:>8.2f} {ideal:>8}"
     line += f" {row.cpu_ms_per_request:>10.2f} {row.peak_rss_mb:>7.0f} {row.server.get('sent', 0):>6}"
-    return line + f" {flight:>9}" + (f"  {row.note}" if row.note else "")
+    steal = "-" if row.steal is None else f"{100 * row.steal:.1f}%"
+    return line + f" {flight:>9} {steal:>6}" + (f"  {row.note}" if row.note else "")
 
 
 def span(values: list[float], unit: str, digits: int) -> str:
