@@ -35,8 +35,8 @@ from rescue_bench.engine.plans import (
     select_samples,
 )
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Json, ProblemKind
-from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, describe_changes
+from rescue_bench.records import Json
+from rescue_bench.rundir import RunStore, describe_changes
 from rescue_bench.spec import ModelSpec, RunSpec, validate_spec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
@@ -53,7 +53,6 @@ __all__ = [
     "check_repeats",
     "check_tasks",
     "config_record",
-    "count_run",
     "dataset_hash",
     "default_batch_size",
     "finish_manifest",
@@ -240,68 +239,6 @@ def finish_manifest(
         "timings": timings,
         "stop_reason": stop_reason,
     }
-
-
-def count_run(
-    plans: Sequence[TaskPlan], predictions: Sequence[PredictionLine], requests: Sequence[RequestLine]
-) -> dict[str, dict[str, Json]]:
-    """Per-task counts over the whole run directory (all sessions)."""
-    counts: dict[str, dict[str, Json]] = {}
-    for plan in plans:
-        preds = [p for p in predictions if p.task == plan.name]
-        counts[plan.name] = {
-            "instances": plan.asks,
-            **({"repeats": plan.repeats} if plan.repeats > 1 else {}),
-            **_prediction_counts(preds),
-            **_request_counts([r for r in requests if r.task == plan.name]),
-        }
-        if plan.cfg.mode == "video":
-            counts[plan.name]["video_unusable"] = sum(
-                bool((p.meta or {}).get("video_unusable")) for p in preds
-            )
-            counts[plan.name]["missing_clips"] = sum(k is ProblemKind.VIDEO for p in preds for k in p.kinds)
-    return counts
-
-
-def _prediction_counts(preds: Sequence[PredictionLine]) -> dict[str, Json]:
-    first = [p.kinds[0] if p.kinds else None for p in preds]
-    return {
-        "done": len(preds),
-        "valid": sum(p.valid for p in preds),
-        "invalid": sum(not p.valid for p in preds),
-        "request_failures": sum(k is ProblemKind.REQUEST_FAILED for k in first),
-        "parse_failures": sum(k in (ProblemKind.PARSE_FAILURE, ProblemKind.MISSING) for k in first),
-        "invalid_labels": sum(k is ProblemKind.INVALID_LABEL for k in first),
-    }
-
-
-def _request_counts(reqs: Sequence[RequestLine]) -> dict[str, Json]:
-    paid = [r for r in reqs if not r.cached]
-    answered = [r for r in reqs if r.error is None]
-    return {
-        "requests": len(reqs),
-        "single_retries": sum(r.single for r in reqs),
-        "cache_hits": len(reqs) - len(paid),
-        "retries": sum(max(0, r.attempts - 1) for r in reqs),
-        "failures": sum(r.error is not None for r in reqs),
-        "refusals": sum(r.refused for r in reqs),
-        "masked": sum(r.masked for r in reqs),
-        "tokens": {
-            "prompt_tokens": sum(r.usage.prompt_tokens for r in paid),
-            "completion_tokens": sum(r.usage.completion_tokens for r in paid),
-            "reasoning_tokens": sum(r.usage.reasoning_tokens for r in paid),
-        },
-        # Replies cut off at the output cap, and replies with no answer after their reasoning: their instances
-        # are parse failures (counted above); these say why, which a reasoning model's run needs to know.
-        "truncated": sum(r.reply.finish_reason == "length" for r in answered),
-        "empty_after_reasoning": sum(_empty_after_reasoning(r) for r in answered),
-    }
-
-
-def _empty_after_reasoning(line: RequestLine) -> bool:
-    """A reply that reasoned (text or tokens) and then gave no answer."""
-    reasoned = bool((line.reply.reasoning or "").strip()) or line.usage.reasoning_tokens > 0
-    return reasoned and not line.reply.text.strip()
 
 
 def git_commit() -> str | None:

@@ -28,13 +28,13 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch_api import BatchSession, ask_by_batch
 from rescue_bench.engine.batch_plan import BatchOptions, check_batchable
 from rescue_bench.engine.cache import ResponseCache
+from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
     build_manifest,
     check_compatible,
     check_tasks,
-    count_run,
     finish_manifest,
     plan_task,
     select_samples,
@@ -168,7 +168,9 @@ async def _session(
     store.write_manifest(_resumed(manifest, previous))
     store.open()
     model.prepare([inst for plan in plans for inst in plan.instances])
-    runner = Runner(store, options.quiet, spec.engine.retry_failed, store.latest_predictions(), hook)
+    # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
+    earlier = store.request_lines()
+    runner = Runner(store, options.quiet, spec.engine.retry_failed, store.latest_predictions(), hook, earlier)
     runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
     engine_options = options.engine or engine_options_of(spec)
     use_cache = engine_options.use_cache and model.capabilities.cacheable
@@ -311,10 +313,8 @@ def _finish(
     order = [key for plan in plans for key in plan.line_keys()]
     records = store.compact_predictions(order, runner.done)
     store.close()
-    # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
-    requests = store.request_lines()
     lines = [PredictionLine.from_json(r) for r in records]
-    counts = count_run(plans, lines, requests)
+    counts = count_run(plans, lines, runner.requests)
     complete = all(c["done"] == c["instances"] for c in counts.values())
     scores = None
     if status == "finished" and complete:

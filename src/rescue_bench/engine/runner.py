@@ -9,8 +9,9 @@ batches, so the cache answers whatever had already been paid for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
+from rescue_bench.engine.counts import tally_requests
 from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
@@ -18,7 +19,7 @@ from rescue_bench.engine.progress import Progress
 from rescue_bench.engine.video import Hook, VideoNote, notes
 from rescue_bench.errors import ProviderError
 from rescue_bench.records import Instance, Json, Request
-from rescue_bench.rundir import RunStore, line_key, record_key
+from rescue_bench.rundir import RequestLine, RunStore, line_key, record_key
 
 Work = tuple[TaskPlan, tuple[Instance, ...], bool, int]
 """A batch to ask: its plan, its instances, whether it re-asks failures (then the cache is not read), and
@@ -35,6 +36,7 @@ class Runner:
         retry_failed: bool,
         done: dict[str, dict[str, Json]],
         hook: Hook | None = None,
+        requests: Iterable[RequestLine] = (),
     ) -> None:
         self.plans: list[TaskPlan] = []
         """The plans added so far (see :meth:`add`), in run order."""
@@ -42,6 +44,8 @@ class Runner:
         self.store = store
         self.retry_failed = retry_failed
         self.done = done
+        self.requests = tally_requests(requests)
+        """The run's request lines added up per task: those given (earlier sessions'), then this session's."""
         self.stop_reason: str | None = None
         self.progress = Progress.for_terminal(quiet)
         self.phases: dict[str, float] = {}
@@ -168,7 +172,10 @@ class Runner:
         # the two appends can never make a resumed run send a recorded request again.
         self.store.append_predictions(lines)
         for item, is_single in outcomes:
-            self.store.append_request(with_repeat(request_record(item, single=is_single), repeat))
+            record = with_repeat(request_record(item, single=is_single), repeat)
+            self.store.append_request(record)
+            line = RequestLine.from_json(record)
+            self.requests[line.task].add(line)
         self._report(plan.name, lines, [o for o, _ in outcomes])
 
     def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:

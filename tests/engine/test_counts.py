@@ -1,0 +1,91 @@
+"""The request counts of ``run.json`` are added up as lines are appended; they must be what the file holds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.engine import tiny_task
+from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provider_on, tiny_config
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, server_error
+
+from rescue_bench.engine.counts import RequestTally, tally_requests
+from rescue_bench.engine.run import execute_run
+from rescue_bench.rundir import RequestLine, read_jsonl
+
+
+def line(**fields: Any) -> RequestLine:
+    return RequestLine.from_json({"task": "echo", **fields})
+
+
+def test_a_tally_counts_each_kind_of_request_once() -> None:
+    lines = [
+        line(attempts=3, usage={"prompt_tokens": 10, "completion_tokens": 2}),
+        line(cached=True, usage={"prompt_tokens": 99}),  # a cache hit costs no tokens
+        line(single=True, error="HTTP 500", attempts=2, usage={"prompt_tokens": 5}),
+        line(reply={"text": "{", "finish_reason": "length"}),
+        line(reply={"text": " ", "reasoning": "thinking"}, masked=True, refused=True),
+        line(error="refused", reply={"finish_reason": "length"}),  # a failure is not also truncated
+    ]
+    assert tally_requests(lines)["echo"].to_json() == {
+        "requests": 6,
+        "single_retries": 1,
+        "cache_hits": 1,
+        "retries": 3,
+        "failures": 2,
+        "refusals": 1,
+        "masked": 1,
+        "tokens": {"prompt_tokens": 15, "completion_tokens": 2, "reasoning_tokens": 0},
+        "truncated": 1,
+        "empty_after_reasoning": 1,
+    }
+    assert RequestTally().to_json()["requests"] == 0
+
+
+def from_the_file(run: Path) -> dict[str, Any]:
+    """The request counts computed afresh from ``requests.jsonl``, without the engine's tally."""
+    lines = list(read_jsonl(run / "requests.jsonl"))
+    return {
+        "requests": len(lines),
+        "single_retries": sum(r["single"] for r in lines),
+        "cache_hits": sum(r["cached"] for r in lines),
+        "retries": sum(r["attempts"] - 1 for r in lines),
+        "failures": sum(r["error"] is not None for r in lines),
+        "prompt_tokens": sum(r["usage"]["prompt_tokens"] for r in lines if not r["cached"]),
+    }
+
+
+def counted(run: Path) -> dict[str, Any]:
+    echo = json.loads((run / "run.json").read_text())["counts"]["echo"]
+    return {
+        key: echo["tokens"]["prompt_tokens"] if key == "prompt_tokens" else echo[key]
+        for key in from_the_file(run)
+    }
+
+
+def test_counts_over_two_sessions_are_those_of_the_file(tmp_path: Path) -> None:
+    """Session 1 fails one sample's requests; session 2 re-asks them: the counts hold both sessions' lines."""
+    samples = make_samples(2, 5)
+    broken = {"on": True}
+
+    def handler(req: ChatRequest) -> Any:
+        if broken["on"] and f"{samples[0].sample_id}#" in req.text:
+            return server_error()
+        return tiny_task.oracle(req)
+
+    out = tmp_path / "run"
+    with FakeOpenAIServer(handler) as server:
+        for config in (tiny_config(), tiny_config(engine={"retry_failed": True})):
+            result = asyncio.run(
+                execute_run(
+                    config, out, fast_options(), tasks=TINY_TASKS, model=provider_on(server), samples=samples
+                )
+            )
+            assert counted(out) == from_the_file(out)
+            broken["on"] = False
+    assert result.status == "finished"
+    assert counted(out)["requests"] == 6  # 4 in session 1, sample 0's 2 batches again in session 2
+    assert counted(out)["failures"] == 2
+    assert counted(out)["retries"] == 2 * 3
