@@ -26,7 +26,7 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
 
 def key_of(provider: object) -> str:
     assert isinstance(provider, OpenAICompatProvider)
-    return str(provider.client.api_key)
+    return str(provider.endpoint.client.api_key)  # the key the SDK client sends
 
 
 @pytest.mark.parametrize("name", sorted(PRESETS))

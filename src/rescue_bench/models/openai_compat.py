@@ -48,7 +48,6 @@ from rescue_bench.records import Instance, Json, Reply, Request
 
 if TYPE_CHECKING:
     import httpx2
-    from openai import AsyncOpenAI
 
     from rescue_bench.models.openai_sdk import SdkEndpoint
 
@@ -120,11 +119,6 @@ class OpenAICompatProvider:
             )
             self._endpoint = SdkEndpoint(settings)
         return self._endpoint
-
-    @property
-    def client(self) -> AsyncOpenAI:
-        """The endpoint's ``AsyncOpenAI`` client."""
-        return self.endpoint.client
 
     async def aclose(self) -> None:
         if self._endpoint is not None:
