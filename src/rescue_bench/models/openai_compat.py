@@ -101,7 +101,7 @@ class OpenAICompatProvider:
     def endpoint(self) -> SdkEndpoint:
         """The SDK side of this endpoint (:mod:`rescue_bench.models.openai_sdk`), made on first use."""
         if self._endpoint is None:
-            # The one deferred import of the package: the SDK costs about a second to import, and a run
+            # Deferred (not to dodge a cycle): the SDK costs about a second to import, and a run
             # answered from the cache (or ``estimate``, or ``batch export``) never needs it.
             from rescue_bench.models.openai_sdk import EndpointSettings, SdkEndpoint
 
