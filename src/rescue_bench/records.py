@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
+from pydantic import ConfigDict
+
 Json = Any
 """A JSON-serialisable value (dict, list, str, int, float, bool or None)."""
 
@@ -131,6 +133,9 @@ class Request:
 
 @dataclass(frozen=True, slots=True)
 class Usage:
+    """Token counts of a reply; also the ``usage`` of a request line and of a judge's counts, as recorded."""
+
+    __pydantic_config__ = ConfigDict(extra="forbid")  # a misspelt key in a run file is an error
     prompt_tokens: int = 0
     completion_tokens: int = 0
     reasoning_tokens: int = 0

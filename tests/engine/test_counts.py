@@ -7,13 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+from pydantic import TypeAdapter, ValidationError
 from tests.engine import tiny_task
 from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provider_on, tiny_config
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, server_error
 
 from rescue_bench.engine.counts import RequestTally, tally_requests
 from rescue_bench.engine.run import execute_run
-from rescue_bench.rundir import RequestLine, read_jsonl
+from rescue_bench.records import Usage
+from rescue_bench.rundir import RequestLine, RunDirError, read_jsonl
 
 
 def line(**fields: Any) -> RequestLine:
@@ -89,3 +92,14 @@ def test_counts_over_two_sessions_are_those_of_the_file(tmp_path: Path) -> None:
     assert counted(out)["requests"] == 6  # 4 in session 1, sample 0's 2 batches again in session 2
     assert counted(out)["failures"] == 2
     assert counted(out)["retries"] == 2 * 3
+
+
+def test_a_misspelt_usage_key_of_a_request_line_is_an_error_naming_it() -> None:
+    """``usage`` is :class:`~rescue_bench.records.Usage` on disk too: unknown keys are refused."""
+    with pytest.raises(RunDirError, match=r"requests.jsonl:3: field 'usage.prompt_token'"):
+        RequestLine.from_json({"task": "echo", "usage": {"prompt_token": 1}}, "requests.jsonl:3")
+    assert line(usage={"prompt_tokens": 2}).usage == Usage(prompt_tokens=2)
+    # Refused by Usage itself, not only by the model holding it (in a model that allows extra keys, the slots
+    # dataclass would otherwise fail with an AttributeError).
+    with pytest.raises(ValidationError, match="Unexpected keyword argument"):
+        TypeAdapter(Usage).validate_python({"prompt_token": 1})

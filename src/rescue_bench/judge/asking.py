@@ -19,7 +19,7 @@ from rescue_bench.judge import rubric
 from rescue_bench.judge.merge import prediction_fingerprint
 from rescue_bench.judge.rubric import JudgeItem, Verdict
 from rescue_bench.records import Reply, Request
-from rescue_bench.rundir import JudgeCounts, JudgmentLine, PredictionLine, TokenUsage
+from rescue_bench.rundir import JudgeCounts, JudgmentLine, PredictionLine
 
 Complete = Callable[[Request], Awaitable[Reply]]
 CompleteAgain = Callable[[Request, int], Awaitable[Reply]]
@@ -139,7 +139,7 @@ async def judge_group(
             retry_reply = await judge.ask(retry_request, judge_repeat)
         except BudgetExceeded as exc:
             # Nothing of this sample is recorded (a resumed pass asks it again); what it spent is counted.
-            raise JudgeStopped(str(exc), JudgeCounts(requests=1, usage=TokenUsage.of(reply.usage))) from None
+            raise JudgeStopped(str(exc), JudgeCounts(requests=1, usage=reply.usage)) from None
         second = _verdicts([it for it in items if it.instance_id in problems], retry_request, retry_reply)
         usage, failed = usage + retry_reply.usage, failed + int(not retry_reply.ok)
         texts.append(retry_reply.text or f"<request failed: {retry_reply.error}>")
@@ -155,7 +155,7 @@ async def judge_group(
         valid=valid,
         unscored=len(items) - valid,
         failed_requests=failed,
-        usage=TokenUsage.of(usage),
+        usage=usage,
     )
     return judgments, tally
 

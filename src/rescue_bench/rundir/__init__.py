@@ -34,7 +34,6 @@ from rescue_bench.rundir.lines import (
     JudgmentLine,
     PredictionLine,
     RequestLine,
-    TokenUsage,
     line_key,
     record_key,
 )
@@ -82,7 +81,6 @@ __all__ = [
     "RunStore",
     "Scores",
     "ScoresMeta",
-    "TokenUsage",
     "atomic_write_json",
     "atomic_write_lines",
     "cut_torn_tail",

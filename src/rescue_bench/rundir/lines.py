@@ -83,36 +83,6 @@ class PredictionLine(Line):
         return value if isinstance(value, str) else None
 
 
-class TokenUsage(BaseModel):
-    """Token counts of a request line."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    @property
-    def total_tokens(self) -> int:
-        return self.prompt_tokens + self.completion_tokens
-
-    @classmethod
-    def of(cls, usage: Usage) -> TokenUsage:
-        """A reply's :class:`~rescue_bench.records.Usage` as recorded."""
-        return cls(
-            prompt_tokens=usage.prompt_tokens,
-            completion_tokens=usage.completion_tokens,
-            reasoning_tokens=usage.reasoning_tokens,
-        )
-
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            prompt_tokens=self.prompt_tokens + other.prompt_tokens,
-            completion_tokens=self.completion_tokens + other.completion_tokens,
-            reasoning_tokens=self.reasoning_tokens + other.reasoning_tokens,
-        )
-
-
 class ReplyText(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -131,7 +101,7 @@ class RequestLine(Line):
     single: bool = False
     attempts: int = 1
     latency: float = 0.0
-    usage: TokenUsage = TokenUsage()
+    usage: Usage = Usage()
     error: str | None = None
     cached: bool = False
     masked: bool = False

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rescue_bench.records import Json
-from rescue_bench.rundir.lines import Line, TokenUsage
+from rescue_bench.records import Json, Usage
+from rescue_bench.rundir.lines import Line
 
 JUDGING_FORMAT = 1
 
@@ -37,12 +37,12 @@ class JudgeCounts(BaseModel):
     resumed: int = 0
     """Instances already judged in an earlier pass."""
     failed_requests: int = 0
-    usage: TokenUsage = TokenUsage()
+    usage: Usage = Usage()
 
     def __add__(self, other: JudgeCounts) -> JudgeCounts:
         """Both counts together (two judge repeats, or two samples of one pass).
 
-        >>> both = JudgeCounts(sent=2, usage=TokenUsage(prompt_tokens=5)) + JudgeCounts(sent=1, valid=1)
+        >>> both = JudgeCounts(sent=2, usage=Usage(prompt_tokens=5)) + JudgeCounts(sent=1, valid=1)
         >>> both.sent, both.valid, both.usage.prompt_tokens
         (3, 1, 5)
         """

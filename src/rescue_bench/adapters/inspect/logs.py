@@ -25,8 +25,8 @@ from rescue_bench.adapters.plan import TaskArgs, batch_records, plan, run_spec, 
 from rescue_bench.adapters.rundata import ImportedRun, write_run
 from rescue_bench.engine.manifest import FORMAT, config_record
 from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.records import Json
-from rescue_bench.rundir import JudgmentLine, PredictionLine, RequestLine, TokenUsage
+from rescue_bench.records import Json, Usage
+from rescue_bench.rundir import JudgmentLine, PredictionLine, RequestLine
 from rescue_bench.rundir.lines import ReplyText
 from rescue_bench.tasks import TASK_NAMES
 
@@ -85,7 +85,7 @@ def _request(task: str, sample: EvalSample, records: Sequence[PredictionLine]) -
         single=len(records) == 1,
         attempts=1,
         latency=sample.total_time or 0.0,
-        usage=TokenUsage(
+        usage=Usage(
             prompt_tokens=usage.input_tokens if usage else 0,
             completion_tokens=usage.output_tokens if usage else 0,
             reasoning_tokens=(usage.reasoning_tokens or 0) if usage else 0,
