@@ -5,11 +5,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
-from tests.view.conftest import HOSTILE, records
+from fastapi.testclient import TestClient
+from tests.view.conftest import HOSTILE, _run, records
 
 from rescue_bench.data.load import load_samples
+from rescue_bench.rundir import line_key
+from rescue_bench.view.app import create_app
 from rescue_bench.view.data import RunSource, ViewError, read_run, read_source
 from rescue_bench.view.filters import BadQuery, Query, apply, neighbours, paginate, params, parse_query
 from rescue_bench.view.transcript import rebuild
@@ -132,3 +136,27 @@ def test_judge_disagreement_filter(runs: dict[str, Path], tmp_path: Path) -> Non
     got = apply(view.rows, parse_query({"task": "er", "disagree": "3"}))
     assert sorted(r.instance_id for r in got) == expected and expected
     assert all(r.judge_score == sum(verdicts[r.instance_id]) / 2 for r in got)
+
+
+def test_judgments_belong_to_their_repeat(tmp_path: Path) -> None:
+    """With ``--repeats 2``, each repeat's row holds its own judges' verdicts: spread 4 on repeat 0, none on
+    repeat 1, and the instance page of repeat 1 lists only repeat 1's judgments."""
+    run = _run(tmp_path / "run", "--model", "baseline/random", "--tasks", "er", "--repeats", "2")
+    er = sorted({str(r["instance_id"]) for r in records(run)})
+    with (run / "judgments.jsonl").open("a") as out:
+        for instance_id in er:
+            for repeat, scores in ((0, (1, 5)), (1, (3, 3))):
+                for judge, score in zip(("a/one", "b/two"), scores, strict=True):
+                    line = {"instance_id": instance_id, "task": "er", "judge": judge, "valid": True}
+                    line |= {"scores": {"s_emo": score}, "problems": [], "raw": {}}
+                    out.write(json.dumps(line | ({"repeat": repeat} if repeat else {})) + "\n")
+    view = read_run(run)
+    first, second = view.by_key[(er[0], 0)], view.by_key[(er[0], 1)]
+    assert (first.disagreement, first.judge_score) == (4.0, 3.0)
+    assert (second.disagreement, second.judge_score) == (0.0, 3.0)
+    assert [j.repeat for j in view.judgments[line_key(er[0], 1)]] == [1, 1]
+    got = apply(view.rows, parse_query({"task": "er", "disagree": "3"}))
+    assert {(r.instance_id, r.repeat) for r in got} == {(i, 0) for i in er}
+    page = TestClient(create_app([run])).get(f"/instances/{quote(er[0], safe='')}?repeat=1").text
+    table = page.split('id="judgments"', 1)[1].split("</table>", 1)[0]
+    assert table.count("<tr>") - 1 == 2  # the header row, then repeat 1's two verdicts

@@ -85,6 +85,7 @@ class RunView:
     records: tuple[PredictionLine, ...]
     """The predictions with their judgments folded in (what reports and comparisons read)."""
     judgments: Mapping[str, tuple[JudgmentLine, ...]] = field(default_factory=dict)
+    """The judgments of each prediction line, by its line key (instance and repeat, as judge.merge joins)."""
 
     @property
     def name(self) -> str:
@@ -147,7 +148,7 @@ def read_run(path: Path, index: int = 0) -> RunView:
     replies = {(line.request_key, line.repeat): _reply(line) for line in data.request_lines}
     judgments: dict[str, list[JudgmentLine]] = {}
     for line in data.judgment_lines:
-        judgments.setdefault(line.instance_id, []).append(line)
+        judgments.setdefault(line.key, []).append(line)
     rows = index_rows(records, judgments, {k: r.text or "" for k, r in replies.items()})
     by_id: dict[str, InstanceRow] = {}
     for row in rows:

@@ -9,6 +9,7 @@ from typing import Any
 
 from rescue_bench.report.comparison import compare_run_data, comparison_table
 from rescue_bench.report.tables import Table, display_names, leaderboard, per_scenario, usage
+from rescue_bench.rundir import line_key
 from rescue_bench.tasks import tasks_of_kind
 from rescue_bench.view.data import ReplyRecord, RunView, Source
 from rescue_bench.view.filters import COMPARISONS, Query, apply, neighbours, paginate, params
@@ -181,7 +182,7 @@ def instance(
         "row": row,
         "record": view.records[row.position],
         "reply": reply,
-        "judgments": view.judgments.get(instance_id, ()),
+        "judgments": view.judgments.get(line_key(row.instance_id, row.repeat), ()),
         "rebuilt": rebuilt,
         "before": before,
         "after": after,

@@ -193,7 +193,7 @@ def index_rows(
         make_row(
             position,
             record,
-            judgments.get(record.instance_id, ()),
+            judgments.get(record.key, ()),
             reply_texts.get((str(record.request_key), record.repeat), ""),
             previous.get(record.instance_id, ""),
         )
