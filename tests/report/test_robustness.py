@@ -30,10 +30,11 @@ TOP1 = ("itp", "rpp", "stp", "ssp")
 SEED = 3
 
 
-def answer(inst: Instance) -> dict[str, Any]:
-    """The random baseline's record for one instance, as the engine writes it to predictions.jsonl."""
+def answer(inst: Instance, seed: str | None = None) -> dict[str, Any]:
+    """The random baseline's record for one instance (drawn with ``seed``, default its id), as the engine
+    writes it to predictions.jsonl."""
     task = TASKS[inst.task]
-    pred = task.INFO.random_answer(inst, random.Random(inst.id))
+    pred = task.INFO.random_answer(inst, random.Random(seed or inst.id))
     return {
         "instance_id": inst.id,
         "task": inst.task,
@@ -189,3 +190,38 @@ def test_profile_groups_tasks_as_the_paper(scored: RunData) -> None:
     figure = profile_figure([scored, scored], ["a", "b"])
     assert figure is not None and figure.png.startswith(b"\x89PNG")
     assert len(profile_table([scored], ["a"]).rows) == 1
+
+
+def repeated(path: str, names: str = "", repeats: int = 2) -> RunData:
+    """RPP of :func:`run` with every instance asked ``repeats`` times, each repeat answering on its own."""
+    rpp = TASKS["rpp"]
+    if names:
+        instances = apply_perturbations(rpp, DEMO, TaskConfig(), names, SEED)
+    else:
+        instances = [i for s in DEMO for i in rpp.build(s, TaskConfig())]
+    records = [
+        answer(inst, f"{inst.id}#{repeat}") | ({"repeat": repeat} if repeat else {})
+        for repeat in range(repeats)
+        for inst in instances
+    ]
+    manifest: dict[str, Any] = {"model": {"name": "baseline/random"}}
+    if names:
+        manifest["config"] = {"perturbation": perturbation_record(names, SEED)}
+    return RunData.of(Path(path), manifest, records)
+
+
+def test_repeated_runs_pair_each_repeat_and_count_instances_once() -> None:
+    """With repeats, n counts instances, the flipped share is over (instance, repeat) pairs of the same
+    repeat, and the change is that of the means over repeats (as ``compare``)."""
+    base, variant = repeated("base2"), repeated("shuffled2", "label-order")
+    (row,) = robustness_rows(base, [variant], n_resamples=50)
+    n = len({p["instance_id"] for p in base.predictions})
+    assert row.n == n and len(base.predictions) == 2 * n
+    key = lambda p: (p["instance_id"], p.get("repeat", 0))  # noqa: E731
+    first = lambda p: p["prediction"][0] if p["valid"] else None  # noqa: E731 - the ranked answer's top 1
+    before = {key(p): first(p) for p in base.predictions}
+    flips = sum(before[key(p)] != first(p) for p in variant.predictions)
+    assert row.flipped == pytest.approx(flips / (2 * n)) and 0 < flips < 2 * n
+    by_repeat = lambda run, r: [p for p in run.predictions if p.get("repeat", 0) == r]  # noqa: E731
+    change = sum(accuracy(by_repeat(variant, r)) - accuracy(by_repeat(base, r)) for r in (0, 1)) / 2
+    assert row.change == pytest.approx(change)

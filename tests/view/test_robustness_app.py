@@ -56,3 +56,15 @@ def test_routes(tmp_path: Path) -> None:
     refused = TestClient(create_app([base, other])).get("/robustness?base=0")
     assert refused.status_code == 400 and "baseline/majority" in refused.text
     assert "Traceback" not in refused.text
+
+
+def test_flipped_answers_of_repeated_runs_name_their_repeat(tmp_path: Path) -> None:
+    """With ``--repeats 2`` each flip is an (instance, repeat) pair, and its links open that repeat."""
+    base = _run(tmp_path / "base", "baseline/random", "--repeats", "2")
+    shuffled = _run(tmp_path / "shuffled", "baseline/random", "--repeats", "2", "--perturb", "label-order")
+    page = TestClient(create_app([base, shuffled])).get("/flipped?base=0&run=1&task=rpp").text
+    count = int(re.findall(r'id="flipped-count">(\d+)<', page)[0])
+    rows = page.split('id="flipped"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>")
+    assert "shared (instance, repeat) pairs" in page and rows == count > 0
+    opened = [x.replace("&amp;", "&") for x in re.findall(r'class="open" href="([^"]+)"', page)]
+    assert any("at=1" in link for link in opened) and any("at=" not in link for link in opened)

@@ -155,13 +155,16 @@ def labels_by_scenario(info: TaskInfo) -> dict[str, tuple[str, ...]] | None:
     return None if gold is None or info.kind != "multiclass" else {s: gold(s) for s in SCENARIOS}
 
 
-def flipped_ids(task: str, base: Sequence[PredictionLine], variant: Sequence[PredictionLine]) -> list[str]:
-    """Shared instances whose top-1 answer changed (after renamed answers are mapped back), sorted; empty
-    for tasks without top-1 answers (ER, VP)."""
+def flipped_pairs(
+    task: str, base: Sequence[PredictionLine], variant: Sequence[PredictionLine]
+) -> list[tuple[PredictionLine, PredictionLine]]:
+    """(base, variant) lines of the shared instances whose top-1 answer changed (after renamed answers are
+    mapped back), sorted; with repeats, each (instance, repeat) is paired with the same repeat. Empty for
+    tasks without top-1 answers (ER, VP)."""
     if not task_info(task).mcnemar:
         return []
     a, b, _ = shared_instances(task, base, variant)
-    return [x.instance_id for x, y in zip(a, b, strict=True) if top1(x) != top1(y)]
+    return [(x, y) for x, y in zip(a, b, strict=True) if top1(x) != top1(y)]
 
 
 def _number(value: Json) -> float | None:
@@ -187,7 +190,7 @@ def task_row(
     info = task_info(task)
     aligned_v, aligned_b, counts = shared_instances(task, variant, base)
     labels = scope_labels(aligned_v, labels_by_scenario(info)) if info.kind == "multiclass" else ()
-    shared = counts["n_shared"]
+    shared = counts["n_shared"]  # (instance, repeat) lines: the flipped share's denominator
     scope = ComparedScope.model_validate(
         compare_scope(info.metrics, aligned_v, aligned_b, labels, n_resamples=n_resamples, seed=seed)
         if shared
@@ -195,11 +198,11 @@ def task_row(
     )
     metric = headline_metric(info, scope.metrics)
     entry = scope.metrics[metric] if metric in scope.metrics else MetricDiff()
-    flipped = len(flipped_ids(task, base, variant)) / shared if shared and info.mcnemar else None
+    flipped = len(flipped_pairs(task, base, variant)) / shared if shared and info.mcnemar else None
     return RobustnessRow(
         task,
         perturbation,
-        shared,
+        len({line.instance_id for line in aligned_v}),
         metric,
         _number(entry.b),
         _number(entry.a),

@@ -15,7 +15,7 @@ from rescue_bench.metrics.aggregate import top1
 from rescue_bench.report.build import perturbed_variants
 from rescue_bench.report.robustness import (
     RobustnessRow,
-    flipped_ids,
+    flipped_pairs,
     robustness_rows,
     robustness_table,
     run_lines,
@@ -84,6 +84,8 @@ def robustness_page(views: Sequence[RunView], base: int, resamples: int = 1000) 
 @dataclass(frozen=True, slots=True)
 class Flip:
     instance_id: str
+    repeat: int
+    """The repeat whose answers differ (0 in a run without repeats)."""
     base_answer: str
     answer: str
     """The perturbed run's top-1 answer, renamed answers mapped back to the original names."""
@@ -99,16 +101,15 @@ def flipped_page(views: Sequence[RunView], base: int, run: int, task: str) -> Co
     lines = run_lines(views[run].data).get(task, [])
     if not base_lines or not lines:
         raise BadQuery(f"bad query: task={task!r} is not in both runs")
-    ids = flipped_ids(task, base_lines, lines)
-    by_base = {r.instance_id: r for r in base_lines}
-    by_run = {r.instance_id: r for r in lines}
-    flips = [Flip(i, top1(by_base[i]), top1(by_run[i]), str(by_base[i].gold)) for i in ids]
+    pairs = flipped_pairs(task, base_lines, lines)
+    flips = [Flip(v.instance_id, v.repeat, top1(b), top1(v), str(b.gold)) for b, v in pairs]
     return {
         "title": f"{task.upper()}: answers that flipped under {views[run].name} (run {run})",
         "base": views[base],
         "run": views[run],
         "task": task,
         "flips": flips,
-        "shared": len(set(by_base) & set(by_run)),
+        "shared": len({r.key for r in base_lines} & {r.key for r in lines}),
+        "repeated": any(r.repeat for r in lines),
         "back": robustness_url(base),
     }
