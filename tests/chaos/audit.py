@@ -101,10 +101,12 @@ def resent_after_success(
     was then killed may be re-sent by a later session if its reply had not reached the response cache yet,
     i.e. it was still in flight. ``hard_kills`` maps such sessions to the cache keys committed when they died.
 
-    Returns the violations and, per hard-killed session, how many re-sends were allowed that way.
+    Returns the violations and, per hard-killed session, how many requests were allowed a re-send that way:
+    distinct requests, each at most one in flight at the kill, while a re-sent request may need several
+    sends (a fault on the re-send is retried).
     """
     problems: list[str] = []
-    allowed: Counter[int] = Counter()
+    allowed: dict[int, set[str]] = defaultdict(set)
     for key, items in by_key(entries).items():
         successes: list[Entry] = []
         for entry in items:
@@ -120,10 +122,10 @@ def resent_after_success(
                         f"its success #{done.index} in session {done.session}"
                     )
                     break
-                allowed[done.session] += 1
+                allowed[done.session].add(key)
             if entry.outcome == "ok" and entry.delivered:
                 successes = [entry]
-    return problems, allowed
+    return problems, Counter({session: len(keys) for session, keys in allowed.items()})
 
 
 def by_key(entries: Iterable[Entry]) -> dict[str, list[Entry]]:

@@ -44,6 +44,10 @@ def test_a_resend_after_a_success_is_a_violation_unless_it_was_in_flight_at_a_ha
     # session 1 was hard-killed before the reply reached the cache: excused
     problems, excused = audit.resent_after_success(log, {1: set()}, {"k": "ck"})
     assert problems == [] and excused[1] == 1
+    # a re-send that meets a fault and is retried is still one request in flight at the kill
+    retried = [*log[:2], entry(2, 2, "k", "http_500"), entry(3, 2, "k"), entry(4, 2, "j")]
+    problems, excused = audit.resent_after_success(retried, {1: set()}, {"k": "ck"})
+    assert problems == [] and excused[1] == 1
     # ... but not when the cache had it
     problems, _ = audit.resent_after_success(log, {1: {"ck"}}, {"k": "ck"})
     assert len(problems) == 1
