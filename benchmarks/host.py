@@ -20,8 +20,6 @@ class CpuTimes:
     busy: int
     """user, nice, system, irq and softirq ticks."""
     steal: int
-    idle: int
-    """idle and iowait ticks."""
 
     @classmethod
     def now(cls) -> CpuTimes | None:
@@ -30,15 +28,15 @@ class CpuTimes:
             first = STAT.read_text().splitlines()[0].split()
         except (OSError, IndexError):
             return None
-        user, nice, system, idle, iowait, irq, softirq, steal = (int(v) for v in first[1:9])
-        return cls(user + nice + system + irq + softirq, steal, idle + iowait)
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (int(v) for v in first[1:9])
+        return cls(user + nice + system + irq + softirq, steal)
 
 
 def steal_share(before: CpuTimes | None, after: CpuTimes | None) -> float | None:
     """The share of the CPU time that something wanted between two readings but the hypervisor took
     (steal / (busy + steal)); ``None`` when it cannot be read.
 
-    >>> steal_share(CpuTimes(100, 0, 50), CpuTimes(190, 10, 90))
+    >>> steal_share(CpuTimes(100, 0), CpuTimes(190, 10))
     0.1
     """
     if before is None or after is None:

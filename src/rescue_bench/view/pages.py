@@ -9,7 +9,6 @@ from typing import Any
 
 from rescue_bench.report.comparison import compare_run_data, comparison_table
 from rescue_bench.report.tables import Table, display_names, leaderboard, per_scenario, usage
-from rescue_bench.rundir import line_key
 from rescue_bench.tasks import tasks_of_kind
 from rescue_bench.view.data import ReplyRecord, RunView, Source
 from rescue_bench.view.filters import COMPARISONS, Query, apply, neighbours, paginate, params
@@ -173,6 +172,7 @@ def instance(
         return None
     reply: ReplyRecord | None = view.reply_of(row)
     rebuilt = rebuild(source, row.task, row.sample_id, row.instance_id, reply) if source else Rebuilt()
+    record = view.records[row.position]
     listed = rows if rows is not None else filtered(views, query, source, texts=texts)
     before, after = neighbours(listed, instance_id, repeat)
     return {
@@ -180,9 +180,9 @@ def instance(
         "view": view,
         "views": views,
         "row": row,
-        "record": view.records[row.position],
+        "record": record,
         "reply": reply,
-        "judgments": view.judgments.get(line_key(row.instance_id, row.repeat), ()),
+        "judgments": view.judgments.get(record.key, ()),
         "rebuilt": rebuilt,
         "before": before,
         "after": after,

@@ -91,6 +91,11 @@ class Flip:
     """The perturbed run's top-1 answer, renamed answers mapped back to the original names."""
     gold: str
 
+    @property
+    def opens(self) -> dict[str, str]:
+        """The instance-page filters that open this repeat (none for repeat 0, the page's default)."""
+        return {"at": str(self.repeat)} if self.repeat else {}
+
 
 def flipped_page(views: Sequence[RunView], base: int, run: int, task: str) -> Context:
     """The instances of ``task`` whose top-1 answer differs between ``views[run]`` and ``views[base]``."""
