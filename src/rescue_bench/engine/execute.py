@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from rescue_bench.engine.cache import CacheKeys, ResponseCache
@@ -69,26 +69,6 @@ class Outcome:
     """The endpoint's moderation refused the prompt at least once."""
 
 
-@dataclass(slots=True)
-class EngineStats:
-    requests: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    refusals: int = 0
-    usage: Usage = field(default_factory=Usage)
-
-    def add(self, outcome: Outcome) -> None:
-        self.requests += 1
-        reply = outcome.reply
-        self.cache_hits += reply.cached
-        self.retries += max(0, reply.attempts - 1)
-        self.failures += not reply.ok
-        self.refusals += outcome.refused
-        if not reply.cached:
-            self.usage = self.usage + reply.usage
-
-
 class Engine:
     """Cache, budget, limits and retries around one provider with one set of generation parameters."""
 
@@ -111,7 +91,6 @@ class Engine:
         self.policy = RetryPolicy(self.options.max_retries, self.options.retry_base, self.options.retry_cap)
         self.identity = provider.identity()
         self._keys = CacheKeys(self.identity, params)
-        self.stats = EngineStats()
         self._rng = random.Random(self.options.jitter_seed)
 
     async def ask(self, request: Request, *, refresh: bool = False, repeat: int = 0) -> Outcome:
@@ -130,9 +109,7 @@ class Engine:
             hit = self.cache.get(key)
             if hit is not None:
                 reply, meta = hit
-                outcome = Outcome(request, content, key, reply, masked=bool(meta.get("masked")))
-                self.stats.add(outcome)
-                return outcome
+                return Outcome(request, content, key, reply, masked=bool(meta.get("masked")))
         cap = self.params.cap(request.max_tokens)  # the reasoning headroom is paid for too
         reserved = self.budget.reserve(request, cap) if self.budget is not None else 0.0
         outcome = await self._call(request, content, key, repeat_params(self.params, repeat))
@@ -142,7 +119,6 @@ class Engine:
             self.cache.put(
                 key, outcome.reply, self.identity, {"masked": outcome.masked, "task": request.task}
             )
-        self.stats.add(outcome)
         return outcome
 
     async def _call(self, request: Request, content: str, key: str, params: GenerationParams) -> Outcome:
