@@ -16,7 +16,17 @@ from pathlib import Path
 
 from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
 
-HEAVY = ("scipy", "sklearn", "torch", "matplotlib", "fastapi", "sqlalchemy", "playwright", "llama_cpp")
+HEAVY = (
+    "scipy",
+    "sklearn",
+    "torch",
+    "matplotlib",
+    "fastapi",
+    "sqlalchemy",
+    "playwright",
+    "llama_cpp",
+    "markdown_it",  # rich's Markdown, for the study summary only
+)
 SDK = ("openai", "httpx2", "aiohttp")
 
 

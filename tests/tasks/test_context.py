@@ -3,15 +3,20 @@
 from __future__ import annotations
 
 import gc
+import re
+import sys
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.tasks import context
 from rescue_bench.tasks.base import MODES, TaskConfig
 from rescue_bench.tasks.context import (
+    clean,
     context_size,
     early_cutoff,
     even_sample,
@@ -136,3 +141,23 @@ def test_rendered_rows_are_cached_while_their_sample_lives(make_sample: Callable
     del sample, records
     gc.collect()
     assert not [k for k in context._ROWS if k[0] == key]
+
+
+_REGEX_SPACE = re.compile(r"\s")
+_SPACE_RUNS = re.compile(r"\s+")
+
+
+def test_clean_splits_at_exactly_the_regex_whitespace() -> None:
+    # clean() relies on str.split() and the regex \s agreeing on every code point; prompts depend on it.
+    chars = (chr(c) for c in range(sys.maxunicode + 1))
+    differ = [hex(ord(c)) for c in chars if c.isspace() != bool(_REGEX_SPACE.fullmatch(c))]
+    assert differ == []
+
+
+@given(st.text(alphabet=st.sampled_from(" \t\n\r\x0b\x0c\x1c\x85\xa0\u2028\u3000ab.")))
+def test_clean_collapses_like_the_regex(text: str) -> None:
+    assert clean(text) == _SPACE_RUNS.sub(" ", text).strip()
+
+
+def test_clean_gives_empty_text_for_a_non_string() -> None:
+    assert clean(None) == "" and clean(3) == ""
