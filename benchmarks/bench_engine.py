@@ -20,6 +20,8 @@ Reported:
 * a fully cached re-run of the same config into a new run directory (target < 5 s);
 * the speedup over a client that works like the reference scripts (one request at a time, then a 0.3 s sleep).
   Its time is measured on ``--sequential-subset`` requests and extrapolated to the whole run;
+* the import of the ``openai`` SDK side, timed in a fresh interpreter: a process pays it once, at its first
+  request, inside the request phase of its first online run (``models/openai_sdk.py``);
 * the load average at start and end, and the share of CPU time the hypervisor took during the caches-off
   run (``steal``, :mod:`host`): the machine's other work shows in the throughput first.
 """
@@ -77,6 +79,16 @@ def timed_run(config: Any, out: Path, concurrency: int, *, cache: bool) -> tuple
     return result, time.perf_counter() - wall, cpu_seconds() - cpu
 
 
+def sdk_import_seconds() -> float:
+    """Seconds a fresh interpreter that has the engine loaded takes to import the SDK side of the provider."""
+    probe = (
+        "import time, rescue_bench.engine.run; t = time.perf_counter(); "
+        "import rescue_bench.models.openai_sdk; print(time.perf_counter() - t)"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    return float(done.stdout.strip())
+
+
 def sequential_subset(base_url: str, data: str, n: int) -> tuple[float, int]:
     """Seconds for ``n`` requests sent like the reference scripts: blocking, one by one, 0.3 s apart."""
     from openai import OpenAI
@@ -122,7 +134,8 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
         f"the cache-filling run (caches on, writing every reply): {f['cache_filling_wall_s']} s ="
         f" {100 * f['cache_filling_vs_ideal']:.1f}% of the ideal,"
         f" CPU {f['cache_filling_cpu_ms_per_request']} ms per request",
-        f"HTTP transport: {f['transport']} (models/http_pool.py)",
+        f"HTTP transport: {f['transport']} (models/http_pool.py); importing the SDK took"
+        f" {f['sdk_import_s']} s in a fresh interpreter, paid at the first request, inside the asking",
         f"sequential reference-like client: {f['sequential_subset']} requests in"
         f" {f['sequential_subset_s']} s,"
         f" extrapolated to {f['requests']}: {f['sequential_extrapolated_s']} s; speedup {f['speedup']}x"
@@ -172,6 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         cached, cached_wall, cached_cpu = timed_run(config, tmp / "cached", args.concurrency, cache=True)
         hits = sum(c["cache_hits"] for c in cached.counts.values())
         seq_time, seq_n = sequential_subset(base_url, str(summary.path), args.sequential_subset)
+        sdk_import = sdk_import_seconds()
     finally:
         server.terminate()
         server.wait(10)
@@ -210,6 +224,7 @@ def main(argv: list[str] | None = None) -> int:
         "sequential_subset_s": round(seq_time, 2),
         "sequential_extrapolated_s": round(seq_time / seq_n * requests, 1),
         "speedup": round(seq_time / seq_n * requests / wall, 1),
+        "sdk_import_s": round(sdk_import, 3),
         "transport": "aiohttp (the SDK's DefaultAioHttpClient)" if uses_aiohttp() else "httpx2",
         "load_start": load_start,
         "load_end": [round(x, 2) for x in os.getloadavg()],
