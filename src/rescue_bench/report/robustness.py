@@ -164,7 +164,14 @@ def flipped_pairs(
     if not task_info(task).mcnemar:
         return []
     a, b, _ = shared_instances(task, base, variant)
-    return [(x, y) for x, y in zip(a, b, strict=True) if top1(x) != top1(y)]
+    return _flips(a, b)
+
+
+def _flips(
+    first: Sequence[PredictionLine], second: Sequence[PredictionLine]
+) -> list[tuple[PredictionLine, PredictionLine]]:
+    """The aligned pairs whose top-1 answers differ."""
+    return [(x, y) for x, y in zip(first, second, strict=True) if top1(x) != top1(y)]
 
 
 def _number(value: Json) -> float | None:
@@ -198,7 +205,7 @@ def task_row(
     )
     metric = headline_metric(info, scope.metrics)
     entry = scope.metrics[metric] if metric in scope.metrics else MetricDiff()
-    flipped = len(flipped_pairs(task, base, variant)) / shared if shared and info.mcnemar else None
+    flipped = len(_flips(aligned_b, aligned_v)) / shared if shared and info.mcnemar else None
     return RobustnessRow(
         task,
         perturbation,
