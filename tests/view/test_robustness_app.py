@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -66,5 +67,8 @@ def test_flipped_answers_of_repeated_runs_name_their_repeat(tmp_path: Path) -> N
     count = int(re.findall(r'id="flipped-count">(\d+)<', page)[0])
     rows = page.split('id="flipped"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>")
     assert "shared (instance, repeat) pairs" in page and rows == count > 0
+    predictions = (base / "predictions.jsonl").read_text().splitlines()
+    lines = sum(json.loads(line)["task"] == "rpp" for line in predictions)
+    assert f"of {lines} shared (instance, repeat) pairs" in page  # both repeats of every RPP instance
     opened = [x.replace("&amp;", "&") for x in re.findall(r'class="open" href="([^"]+)"', page)]
     assert any("at=1" in link for link in opened) and any("at=" not in link for link in opened)

@@ -157,14 +157,12 @@ def labels_by_scenario(info: TaskInfo) -> dict[str, tuple[str, ...]] | None:
 
 def flipped_pairs(
     task: str, base: Sequence[PredictionLine], variant: Sequence[PredictionLine]
-) -> list[tuple[PredictionLine, PredictionLine]]:
+) -> tuple[list[tuple[PredictionLine, PredictionLine]], int]:
     """(base, variant) lines of the shared instances whose top-1 answer changed (after renamed answers are
-    mapped back), sorted; with repeats, each (instance, repeat) is paired with the same repeat. Empty for
-    tasks without top-1 answers (ER, VP)."""
-    if not task_info(task).mcnemar:
-        return []
-    a, b, _ = shared_instances(task, base, variant)
-    return _flips(a, b)
+    mapped back), sorted, and how many lines the runs share; with repeats, each (instance, repeat) is paired
+    with the same repeat. No pairs for tasks without top-1 answers (ER, VP)."""
+    a, b, counts = shared_instances(task, base, variant)
+    return (_flips(a, b) if task_info(task).mcnemar else []), counts["n_shared"]
 
 
 def _flips(

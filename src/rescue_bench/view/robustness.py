@@ -106,7 +106,7 @@ def flipped_page(views: Sequence[RunView], base: int, run: int, task: str) -> Co
     lines = run_lines(views[run].data).get(task, [])
     if not base_lines or not lines:
         raise BadQuery(f"bad query: task={task!r} is not in both runs")
-    pairs = flipped_pairs(task, base_lines, lines)
+    pairs, shared = flipped_pairs(task, base_lines, lines)
     flips = [Flip(v.instance_id, v.repeat, top1(b), top1(v), str(b.gold)) for b, v in pairs]
     return {
         "title": f"{task.upper()}: answers that flipped under {views[run].name} (run {run})",
@@ -114,7 +114,7 @@ def flipped_page(views: Sequence[RunView], base: int, run: int, task: str) -> Co
         "run": views[run],
         "task": task,
         "flips": flips,
-        "shared": len({r.key for r in base_lines} & {r.key for r in lines}),
+        "shared": shared,
         "repeated": any(r.repeat for r in lines),
         "back": robustness_url(base),
     }
