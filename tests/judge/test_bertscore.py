@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -117,3 +120,16 @@ def test_unloadable_model_is_a_config_error(tmp_path: Path) -> None:
     scorer = BertScorer(BertScoreConfig(model=str(tmp_path), num_layers=2))  # a directory without a model
     with pytest.raises(ConfigError, match="cannot load BERTScore model"):
         scorer.f1([CAT])
+
+
+def test_leaves_the_openmp_wait_policy_to_the_user() -> None:
+    """Loading BERTScore sets nothing process-wide: a local model later in the same process keeps OpenMP's
+    default wait policy (which its decoding needs) unless the user chose one."""
+    probe = (
+        "import os; from rescue_bench.judge.bertscore import BertScorer; "
+        "BertScorer().f1([('a cat', 'a cat')]); print(os.environ.get('OMP_WAIT_POLICY', 'unset'))"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip().splitlines()[-1] == "unset"

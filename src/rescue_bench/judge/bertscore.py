@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -159,11 +158,8 @@ class BertScorer:
 
 
 def _import_bert_score() -> Any:
-    if "torch" not in sys.modules:
-        # Spinning OpenMP workers made 2 threads 3x slower than passive ones when the cores were shared
-        # (benchmarks/bench_bertscore.py, 1,800 pairs at load average 7 on 2 cores: 65 s against 20 s).
-        # It only takes effect before torch starts, and the user's own setting wins.
-        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    # OpenMP's wait policy is the user's to set, as for the local model (README, "Judging and reports"):
+    # set here, for the whole process, it would also slow a llama.cpp model started later in the same process.
     try:
         import bert_score
     except ImportError:
