@@ -47,16 +47,11 @@ def synthetic_run(tmp: Path) -> Path:
 
 def run_pairs(run_dir: Path) -> tuple[list[Any], list[tuple[str, str]]]:
     """The ER/VP pair plans of the run and their distinct pairs, in run order."""
-    from rescue_bench.judge.bertscore import er_pairs, vp_pairs
+    from rescue_bench.judge.bertscore import instance_pairs
     from rescue_bench.rundir import load_run
 
-    records = [r for r in load_run(run_dir).predictions if r["task"] in ("er", "vp")]
-    plans = [
-        (er_pairs if r["task"] == "er" else vp_pairs)(
-            r["instance_id"], r["gold"], r["prediction"], r["valid"]
-        )
-        for r in records
-    ]
+    lines = [p for p in load_run(run_dir).prediction_lines if p.task in ("er", "vp")]
+    plans = [instance_pairs(p.task, p.instance_id, p.gold, p.prediction, p.valid) for p in lines]
     pairs = list(dict.fromkeys(pair for plan in plans for group in plan.groups for pair in group))
     return plans, pairs
 
