@@ -14,9 +14,9 @@ Reported:
   ``concurrency / latency`` (target: at least 90%); the run that fills the cache is reported beside it, and so
   is a second caches-off run in the same process, which finds the SDK imported (as a study's next run does);
 * harness CPU per request (user + system time of this process, all threads, divided by requests; target:
-  below the best peer's, lm-eval's 4.74-5.53 ms through ``bench_peers.py`` on this machine, in
-  docs/benchmarks.md "Session 7"), covering everything a run does: data loading, building and
-  rendering, the SDK and HTTP stack, cache, recording, parsing, scoring and aggregation;
+  below the best peer's, which ``bench_peers.py`` measures side by side on the same machine; an earlier
+  figure does not carry over to another host or load), covering everything a run does: data loading,
+  building and rendering, the SDK and HTTP stack, cache, recording, parsing, scoring and aggregation;
 * peak resident memory of this process (target < 500 MB);
 * a fully cached re-run of the same config into a new run directory (target < 5 s);
 * the speedup over a client that works like the reference scripts (one request at a time, then a 0.3 s sleep).
@@ -128,9 +128,8 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
         f"a second caches-off run in the same process (the SDK imported, as a study's next run):"
         f" {f['second_run_wall_s']} s = {100 * f['second_run_vs_ideal']:.1f}% of the ideal, at"
         f" {_percent(f['steal_during_second_run'])} steal",
-        f"harness CPU {f['cpu_ms_per_request']} ms per request (target: below the best peer's, lm-eval's"
-        " 4.74-5.53 ms on this machine), of which"
-        " everything but the"
+        f"harness CPU {f['cpu_ms_per_request']} ms per request (target: below the best peer's, which"
+        " bench_peers.py measures on the same machine), of which everything but the"
         f" HTTP calls (the fully cached re-run) {f['cached_cpu_ms_per_request']} ms; fake server CPU"
         f" {f['server_cpu_ms_per_request']} ms per request",
         f"peak RSS {f['peak_rss_mb']} MB (target < 500 MB); cached re-run {f['cached_rerun_s']} s"
