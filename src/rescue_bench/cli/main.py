@@ -12,6 +12,7 @@ import typer
 from typer.core import TyperGroup
 
 from rescue_bench import __version__
+from rescue_bench.cli.collector import apply_policy
 from rescue_bench.errors import BenchError, ConfigError
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
@@ -79,5 +80,17 @@ for _name in COMMAND_MODULES:
     importlib.import_module(f"rescue_bench.cli.{_name}").register(app)
 
 
-def main() -> None:  # pragma: no cover - console-script entry point
+def main() -> None:
+    """The ``rescue-bench`` console script: the collector policy of :mod:`rescue_bench.cli.collector`, then
+    the commands."""
+    try:
+        apply_policy()
+    except ValueError as exc:
+        _fail_early(str(exc))
     app()
+
+
+def _fail_early(message: str) -> NoReturn:
+    # Before click runs, typer.Exit would escape as a traceback: leave the way the commands' usage errors do.
+    typer.echo(f"error: {message}", err=True)
+    raise SystemExit(2)
