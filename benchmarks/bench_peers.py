@@ -1,8 +1,9 @@
 """rescue-bench against its peers (inspect_ai, lm-eval) on the same requests, fake server and machine.
 
 Usage: ``python benchmarks/bench_peers.py [--requests N] [--rounds 2]
-[--harnesses rescue-bench,inspect,lm-eval,inspect-nolog] [--concurrency 64] [--latency 0.5]
-[--cache-dir ~/.cache/rescue-bench-peers] [--run-timeout 600] [--deadline 90] [--keep] [--json FILE]``.
+[--harnesses rescue-bench,inspect,lm-eval,inspect-nolog,rescue-bench-gc-default] [--concurrency 64]
+[--latency 0.5] [--cache-dir ~/.cache/rescue-bench-peers] [--run-timeout 600] [--deadline 90] [--keep]
+[--json FILE]``.
 
 Run it with the project's interpreter (``.venv/bin/python``); ``rescue-bench`` is driven through its CLI only
 (``data synth``, ``batch export``, ``run``), with ``PYTHONPATH`` set to this checkout's ``src``, so the script
@@ -22,7 +23,9 @@ Setup:
   ``pip install`` when missing) and its own process:
 
   - **rescue-bench**: ``rescue-bench run --model vllm/bench --base-url ... --concurrency C --no-bertscore
-    --quiet`` (``--no-cache`` when caches are off);
+    --quiet`` (``--no-cache`` when caches are off); ``rescue-bench-gc-default`` is the same with
+    ``RESCUE_BENCH_GC=default`` (Python's own collector thresholds instead of the console script's policy,
+    :mod:`rescue_bench.cli.collector`), sharing its cache;
   - **inspect_ai**: a task whose samples are the exported messages, the ``generate()`` solver and a scorer
     that checks the answer parses as JSON; ``inspect eval --model openai-api/fake/bench --model-base-url ...
     --max-connections C --display none`` with sample logging on (the default); ``inspect-nolog`` is the same
@@ -237,6 +240,11 @@ def build_rescue_bench(ctx: Context, run: Path, cached: bool) -> tuple[list[str]
     return argv, rescue_bench_env(ctx)
 
 
+def build_rescue_bench_gc_default(ctx: Context, run: Path, cached: bool) -> tuple[list[str], dict[str, str]]:
+    argv, env = build_rescue_bench(ctx, run, cached)
+    return argv, {**env, "RESCUE_BENCH_GC": "default"}
+
+
 INSPECT_TASK = '''\
 """The exported RESCUE-Bench prompts as an inspect_ai task (written by benchmarks/bench_peers.py)."""
 import json
@@ -350,7 +358,10 @@ HARNESSES: dict[str, tuple[str, Build]] = {
     "inspect": ("inspect_ai", inspect_builder(log_samples=True)),
     "inspect-nolog": ("inspect_ai --no-log-samples", inspect_builder(log_samples=False)),
     "lm-eval": ("lm-eval local-chat-completions", build_lm_eval),
+    "rescue-bench-gc-default": ("rescue-bench RESCUE_BENCH_GC=default", build_rescue_bench_gc_default),
 }
+VARIANTS = ("inspect-nolog", "rescue-bench-gc-default")
+"""Harnesses that are another one with one setting changed: they read its cache and fill none."""
 
 
 # -- setup
@@ -473,7 +484,7 @@ def ideal_s(ctx: Context, requests: int) -> float:
 
 def schedule(names: list[str], rounds: int) -> list[tuple[str, str, int]]:
     """Fill each cache once, then per round every harness uncached, then every harness cached, rotating."""
-    plan = [(name, "fill", 0) for name in names if name != "inspect-nolog"]
+    plan = [(name, "fill", 0) for name in names if name not in VARIANTS]
     for rnd in range(1, rounds + 1):
         shift = (rnd - 1) % len(names)
         order = names[shift:] + names[:shift]
