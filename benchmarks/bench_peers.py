@@ -358,7 +358,7 @@ HARNESSES: dict[str, tuple[str, Build]] = {
     "inspect": ("inspect_ai", inspect_builder(log_samples=True)),
     "inspect-nolog": ("inspect_ai --no-log-samples", inspect_builder(log_samples=False)),
     "lm-eval": ("lm-eval local-chat-completions", build_lm_eval),
-    "rescue-bench-gc-default": ("rescue-bench RESCUE_BENCH_GC=default", build_rescue_bench_gc_default),
+    "rescue-bench-gc-default": ("rescue-bench, GC default", build_rescue_bench_gc_default),
 }
 VARIANTS = ("inspect-nolog", "rescue-bench-gc-default")
 """Harnesses that are another one with one setting changed: they read its cache and fill none."""
