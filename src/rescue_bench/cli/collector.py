@@ -1,14 +1,14 @@
 """The console script's policy for Python's cyclic garbage collector: fewer young collections, none at exit.
 
 Why: a run holds a few hundred thousand long-lived objects (the data's pydantic models, the plans, the SDK's
-classes), and every request allocates a few hundred short-lived containers. At Python's default thresholds
-(700, 10, 10) the collector runs thousands of young collections and, as the long-lived heap grows, several
-full ones that walk it all while the event loop waits; ``docs/benchmarks.md`` ("Session 11") has the
-figures and the measurements that set :data:`YOUNG_THRESHOLD`. Reference counting frees almost everything a
-request leaves behind, so a later young collection costs no memory to speak of (peak RSS was unchanged).
-At exit the interpreter's own final collections walk every object once more (0.3-0.5 s for the 260,000 of a
-loaded run); objects frozen just before (``gc.freeze``) are skipped. Python never promises the finalizers of
-objects still alive at exit, and the run directory's files are written, flushed and closed by then.
+classes), and every request allocates short-lived ones. At Python's default thresholds (700, 10, 10) a
+paper-sized run made 934 young and 7 full collections, the full ones walking the whole heap while the event
+loop waited: 1.4 s in all, against 0.4 s with :data:`YOUNG_THRESHOLD` (``docs/benchmarks.md``, "Session
+11"). Reference counting frees almost everything a request leaves behind, so the later young collections
+cost no memory to speak of (peak RSS was unchanged). At exit the interpreter's own final collections walk
+every object once more (0.24-0.32 s after such a run); objects frozen just before (``gc.freeze``) are
+skipped. Python never promises the finalizers of objects still alive at exit, and the run directory's files
+are written, flushed and closed by then.
 
 The setting is process-wide, so it belongs to the application, never to a library call:
 :func:`rescue_bench.run` and the engine leave the collector as their caller set it, and only the
@@ -37,7 +37,8 @@ _CHOICES = ("tuned", "default")
 def apply_policy(environ: Mapping[str, str] = os.environ) -> str:
     """Apply the policy ``environ`` names (``RESCUE_BENCH_GC``) and return it.
 
-    An unknown value is named on stderr by the caller's usual path: it raises :class:`ValueError`.
+    Raises:
+        ValueError: the variable names no policy (the console script makes it a usage error).
     """
     choice = environ.get(ENV_VAR, "tuned").strip().lower() or "tuned"
     if choice not in _CHOICES:
