@@ -173,9 +173,9 @@ def main(argv: list[str] | None = None) -> int:
     from rescue_bench.cli.collector import apply_policy
     from rescue_bench.data.synth import write_synthetic
     from rescue_bench.models.http_pool import uses_aiohttp
+    from rescue_bench.spec import ModelSpec, RunSpec
 
     collector = apply_policy()  # as the rescue-bench console script runs a command
-    from rescue_bench.spec import ModelSpec, RunSpec
 
     summary = write_synthetic(tmp / "synthetic.jsonl", samples=args.samples, seed=0)
     print(summary.describe())

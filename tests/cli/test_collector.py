@@ -26,31 +26,32 @@ def _probe(code: str, env: dict[str, str] | None = None) -> subprocess.Completed
 _FROZEN_AT_EXIT = "import atexit, gc; atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
 
 
-def test_the_policy_raises_the_young_threshold_and_freezes_at_exit() -> None:
+def _apply_policy(env: dict[str, str] | None = None) -> tuple[list[object], str]:
+    """``apply_policy()`` in a fresh interpreter: [choice, thresholds before, after, freeze count], and what
+    the exit handler saw."""
     code = _FROZEN_AT_EXIT + (
         "import json\nfrom rescue_bench.cli.collector import apply_policy\n"
         "before = gc.get_threshold(); chosen = apply_policy()\n"
         "print(json.dumps([chosen, before, gc.get_threshold(), gc.get_freeze_count()]))\n"
     )
-    done = _probe(code)
+    done = _probe(code, env)
     assert done.returncode == 0, done.stderr
-    figures, frozen = done.stdout.strip().splitlines()
-    chosen, before, after, frozen_during_run = json.loads(figures)
+    figures, at_exit = done.stdout.strip().splitlines()
+    return json.loads(figures), at_exit
+
+
+def test_the_policy_raises_the_young_threshold_and_freezes_at_exit() -> None:
+    (chosen, before, after, frozen_during_run), at_exit = _apply_policy()
     assert chosen == "tuned"
     assert after == [YOUNG_THRESHOLD, *before[1:]] and before[0] != YOUNG_THRESHOLD
     assert frozen_during_run == 0  # nothing is frozen while the command works
-    assert frozen == "frozen True"
+    assert at_exit == "frozen True"
 
 
 def test_default_keeps_pythons_collector() -> None:
-    code = _FROZEN_AT_EXIT + (
-        "import json\nfrom rescue_bench.cli.collector import apply_policy\n"
-        "before = gc.get_threshold(); chosen = apply_policy()\n"
-        "print(json.dumps([chosen, before == gc.get_threshold()]))\n"
-    )
-    done = _probe(code, {ENV_VAR: "Default"})
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines() == ['["default", true]', "frozen False"]
+    (chosen, before, after, _), at_exit = _apply_policy({ENV_VAR: "Default"})
+    assert chosen == "default" and before == after
+    assert at_exit == "frozen False"
 
 
 def test_an_unknown_policy_is_a_usage_error_of_the_console_script() -> None:
