@@ -23,8 +23,6 @@ Reported:
   Its time is measured on ``--sequential-subset`` requests and extrapolated to the whole run;
 * the import of the ``openai`` SDK side, timed in a fresh interpreter: a process pays it once, at its first
   request, inside the request phase of its first online run (``models/openai_sdk.py``);
-* the collector policy the runs had: the console script's (:mod:`rescue_bench.cli.collector`), which this
-  script applies the same way, so ``RESCUE_BENCH_GC=default`` measures Python's own thresholds beside it;
 * the load average at start and end, and the share of CPU time the hypervisor took during the caches-off
   run (``steal``, :mod:`host`): the machine's other work shows in the throughput first.
 """
@@ -139,7 +137,6 @@ def report(f: dict[str, Any], ideal: float, waves: float, concurrency: int) -> s
         f"the cache-filling run (caches on, writing every reply): {f['cache_filling_wall_s']} s ="
         f" {100 * f['cache_filling_vs_ideal']:.1f}% of the ideal,"
         f" CPU {f['cache_filling_cpu_ms_per_request']} ms per request",
-        f"collector policy: {f['collector']} (cli/collector.py; RESCUE_BENCH_GC=default for Python's own)",
         f"HTTP transport: {f['transport']} (models/http_pool.py); importing the SDK took"
         f" {f['sdk_import_s']} s in a fresh interpreter, paid at the first request, inside the asking",
         f"sequential reference-like client: {f['sequential_subset']} requests in"
@@ -170,12 +167,9 @@ def main(argv: list[str] | None = None) -> int:
     load_start = [round(x, 2) for x in os.getloadavg()]
     tmp = Path(tempfile.mkdtemp(prefix="bench_engine_"))
     os.environ["RESCUE_BENCH_CACHE_DIR"] = str(tmp / "cache")
-    from rescue_bench.cli.collector import apply_policy
     from rescue_bench.data.synth import write_synthetic
     from rescue_bench.models.http_pool import uses_aiohttp
     from rescue_bench.spec import ModelSpec, RunSpec
-
-    collector = apply_policy()  # as the rescue-bench console script runs a command
 
     summary = write_synthetic(tmp / "synthetic.jsonl", samples=args.samples, seed=0)
     print(summary.describe())
@@ -240,7 +234,6 @@ def main(argv: list[str] | None = None) -> int:
         "sequential_extrapolated_s": round(seq_time / seq_n * requests, 1),
         "speedup": round(seq_time / seq_n * requests / wall, 1),
         "sdk_import_s": round(sdk_import, 3),
-        "collector": collector,
         "transport": "aiohttp (the SDK's DefaultAioHttpClient)" if uses_aiohttp() else "httpx2",
         "load_start": load_start,
         "load_end": [round(x, 2) for x in os.getloadavg()],

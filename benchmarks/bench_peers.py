@@ -1,7 +1,7 @@
 """rescue-bench against its peers (inspect_ai, lm-eval) on the same requests, fake server and machine.
 
 Usage: ``python benchmarks/bench_peers.py [--requests N] [--rounds 2]
-[--harnesses rescue-bench,inspect,lm-eval,inspect-nolog,rescue-bench-gc-default] [--concurrency 64]
+[--harnesses rescue-bench,inspect,lm-eval,inspect-nolog] [--concurrency 64]
 [--latency 0.5] [--cache-dir ~/.cache/rescue-bench-peers] [--run-timeout 600] [--deadline 90] [--keep]
 [--json FILE]``.
 
@@ -23,9 +23,7 @@ Setup:
   ``pip install`` when missing) and its own process:
 
   - **rescue-bench**: ``rescue-bench run --model vllm/bench --base-url ... --concurrency C --no-bertscore
-    --quiet`` (``--no-cache`` when caches are off); ``rescue-bench-gc-default`` is the same with
-    ``RESCUE_BENCH_GC=default`` (Python's own collector thresholds instead of the console script's policy,
-    :mod:`rescue_bench.cli.collector`), sharing its cache;
+    --quiet`` (``--no-cache`` when caches are off);
   - **inspect_ai**: a task whose samples are the exported messages, the ``generate()`` solver and a scorer
     that checks the answer parses as JSON; ``inspect eval --model openai-api/fake/bench --model-base-url ...
     --max-connections C --display none`` with sample logging on (the default); ``inspect-nolog`` is the same
@@ -240,11 +238,6 @@ def build_rescue_bench(ctx: Context, run: Path, cached: bool) -> tuple[list[str]
     return argv, rescue_bench_env(ctx)
 
 
-def build_rescue_bench_gc_default(ctx: Context, run: Path, cached: bool) -> tuple[list[str], dict[str, str]]:
-    argv, env = build_rescue_bench(ctx, run, cached)
-    return argv, {**env, "RESCUE_BENCH_GC": "default"}
-
-
 INSPECT_TASK = '''\
 """The exported RESCUE-Bench prompts as an inspect_ai task (written by benchmarks/bench_peers.py)."""
 import json
@@ -358,9 +351,8 @@ HARNESSES: dict[str, tuple[str, Build]] = {
     "inspect": ("inspect_ai", inspect_builder(log_samples=True)),
     "inspect-nolog": ("inspect_ai --no-log-samples", inspect_builder(log_samples=False)),
     "lm-eval": ("lm-eval local-chat-completions", build_lm_eval),
-    "rescue-bench-gc-default": ("rescue-bench, GC default", build_rescue_bench_gc_default),
 }
-VARIANTS = ("inspect-nolog", "rescue-bench-gc-default")
+VARIANTS = ("inspect-nolog",)
 """Harnesses that are another one with one setting changed: they read its cache and fill none."""
 
 

@@ -19,7 +19,7 @@ def test_exported_members() -> None:
     assert not [n for n in names if n.startswith("_")]
     for name in names:
         assert getattr(rescue_bench, name) is not None, name
-    assert {"RunSpec", "run", "load_samples", "get_task", "get_model", "RunResult"} <= set(names)
+    assert {"RunSpec", "run", "load_samples", "get_task", "get_model", "RunOutcome"} <= set(names)
     assert {"Instance", "Prediction", "Request", "Reply", "Score"} <= set(names)
 
 
@@ -36,7 +36,8 @@ def test_run_from_python_returns_the_scores_it_wrote(tmp_path: Path) -> None:
     result = rescue_bench.run(spec, out=tmp_path / "x")
     assert result.status == "finished" and result.scores is not None
     written = json.loads((tmp_path / "x" / "scores.json").read_text())
-    assert written == json.loads(json.dumps(result.scores))
+    assert written == json.loads(json.dumps(result.scores.to_json()))
     instances = [i for s in load_samples("demo") for i in get_task("itp").build(s, TaskConfig())]
     assert result.counts["itp"]["instances"] == len(instances) == result.counts["itp"]["done"]
-    assert 0.0 <= result.scores["itp"]["all"]["f1"] <= 1.0
+    f1 = result.scores.entry("itp")["f1"]
+    assert isinstance(f1, float) and 0.0 <= f1 <= 1.0

@@ -5,8 +5,11 @@ The Python API, in a few lines::
     import rescue_bench
 
     spec = rescue_bench.RunSpec(model="baseline/random", data="demo", tasks=["itp"])
-    result = rescue_bench.run(spec, out="runs/x")
-    print(result.scores["itp"]["all"]["f1"])
+    outcome = rescue_bench.run(spec, out="runs/x")
+    print(outcome.status, outcome.scores.entry("itp")["f1"])
+
+``run`` is the operation behind ``rescue-bench run`` and each run of ``sweep``: the same checks, engine, judge
+pass and statuses (``finished``, ``degraded``, ``incomplete``, ``stopped``).
 
 Names are loaded on first use, so ``import rescue_bench`` stays cheap.
 """
@@ -20,7 +23,7 @@ __version__ = "0.1.0"
 
 if TYPE_CHECKING:
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.run import RunResult, run
+    from rescue_bench.evaluation.run import RunOutcome, run
     from rescue_bench.models.registry import get_model
     from rescue_bench.records import Instance, Prediction, Reply, Request, Score
     from rescue_bench.spec import JudgeSpec, ModelSpec, RunSpec
@@ -34,7 +37,7 @@ __all__ = [
     "Prediction",
     "Reply",
     "Request",
-    "RunResult",
+    "RunOutcome",
     "RunSpec",
     "Score",
     "TaskConfig",
@@ -51,7 +54,7 @@ _HOMES = {
     "Prediction": "rescue_bench.records",
     "Reply": "rescue_bench.records",
     "Request": "rescue_bench.records",
-    "RunResult": "rescue_bench.engine.run",
+    "RunOutcome": "rescue_bench.evaluation.run",
     "RunSpec": "rescue_bench.spec",
     "Score": "rescue_bench.records",
     "TaskConfig": "rescue_bench.tasks.base",
@@ -59,7 +62,7 @@ _HOMES = {
     "get_model": "rescue_bench.models.registry",
     "get_task": "rescue_bench.tasks",
     "load_samples": "rescue_bench.data.load",
-    "run": "rescue_bench.engine.run",
+    "run": "rescue_bench.evaluation.run",
 }
 """Where each public name lives; it is imported from there on first use."""
 

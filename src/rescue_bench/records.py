@@ -29,6 +29,9 @@ class ProblemKind(StrEnum):
     """
 
     REQUEST_FAILED = "request_failed"
+    """No answer: the request failed for good (unfinished work, asked again by a re-run)."""
+    REFUSED = "refused"
+    """The endpoint's moderation refused the prompt: an answer that fails, scored as a miss."""
     PARSE_FAILURE = "parse_failure"
     MISSING = "missing"
     INVALID_LABEL = "invalid_label"
@@ -60,7 +63,12 @@ class ProblemKind(StrEnum):
     @property
     def unreadable(self) -> bool:
         """Whether the answer could not be read at all (counted as a parse failure)."""
-        return self in (ProblemKind.PARSE_FAILURE, ProblemKind.MISSING, ProblemKind.REQUEST_FAILED)
+        return self in (
+            ProblemKind.PARSE_FAILURE,
+            ProblemKind.MISSING,
+            ProblemKind.REQUEST_FAILED,
+            ProblemKind.REFUSED,
+        )
 
 
 def problem_kinds(problems: tuple[str, ...] | list[str]) -> tuple[ProblemKind, ...]:

@@ -130,7 +130,7 @@ def test_retry_after_is_honoured(tmp_path: Path) -> None:
     assert elapsed >= 1.0  # the client backoff alone (base 0.01 s, cap 0.05 s) would take far less
 
 
-def test_exhausted_retries_record_failures_and_the_run_finishes(tmp_path: Path) -> None:
+def test_exhausted_retries_record_failures_and_the_run_is_incomplete(tmp_path: Path) -> None:
     samples = make_samples(2, 5)
     sample0 = f"{samples[0].sample_id}#"
 
@@ -140,14 +140,16 @@ def test_exhausted_retries_record_failures_and_the_run_finishes(tmp_path: Path) 
     with FakeOpenAIServer(handler) as server:
         result = run(server, tmp_path / "run", samples)
         assert server.count == 2 * 4 + 2  # max_retries=3: 4 attempts per failing request
-    assert result.status == "finished"
+    # No answer is unfinished work, never a score: recorded with its reason, no scores.json.
+    assert result.status == "incomplete" and result.scores is None
+    assert result.stop_reason is not None and "5 instances got no answer (HTTP 500" in result.stop_reason
+    assert result.ending is not None and sum(result.ending.unanswered["echo"].values()) == 5
     lines = {r["instance_id"]: r for r in assert_each_instance_once(tmp_path / "run", samples)}
     failed = [r for r in lines.values() if not r["valid"]]
     assert len(failed) == 5
     assert all(r["problems"][0].startswith("request_failed: HTTP 500") for r in failed)
-    assert all(r["scores"]["correct"] == 0.0 for r in failed)
     assert result.counts["echo"]["request_failures"] == 5
-    assert result.scores is not None and result.scores["echo"]["all"]["n"] == 10
+    assert not (tmp_path / "run" / "scores.json").exists()
 
 
 def test_other_4xx_fail_fast(tmp_path: Path) -> None:

@@ -105,8 +105,15 @@ def test_bad_verdict_twice_is_unscored_and_counted(
     assert len(line["raw"]["replies"]) == 2
     # a garbage reply or a failed request spoils the sample's other item (cpl/s1::er::4) as well
     whole = fault in ("garbage", "fail")
-    assert result.tallies["openai/judge-1"].unscored == (2 if whole else 1)
+    tally = result.tallies["openai/judge-1"]
     er = result.scores["er"]["all"]
+    if fault == "fail":
+        # No answer from the judge: unfinished (asked again by the next pass), not an unscored verdict.
+        assert tally.unscored == 0 and tally.unanswered == 2 and result.status == "incomplete"
+        assert er["n_unscored"] == 0 and er["n_judged"] == er["n"] - 2
+        assert er["llm"] == pytest.approx((1 + 2) / 2)
+        return
+    assert tally.unscored == (2 if whole else 1) and tally.unanswered == 0 and result.status == "finished"
     assert er["n_unscored"] == (2 if whole else 1)
     # left out of the judge mean, not clamped and not floored: (5+4)/2 (unless spoilt), the floor 1, (2+2)/2
     assert er["llm"] == pytest.approx((1 + 2) / 2 if whole else (4.5 + 1 + 2) / 3)

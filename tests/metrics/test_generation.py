@@ -74,7 +74,8 @@ def test_vp_summary_hand_computed_and_linear_map() -> None:
 
 def test_vp_empty_and_mismatched_validity() -> None:
     out = generation_summary(VIEWPOINT, [])
-    assert out["n"] == 0 and out["llm"] == 0.0 and out["total_0_6"] == 0.0
+    # A mean over nothing is no number ("–"), never 0.0 on a 1-5 scale.
+    assert out["n"] == 0 and out["llm"] is None and out["total_0_6"] is None
     with pytest.raises(ValueError, match="validity"):
         generation_summary(EMOTION, [{}], [True, False])
 

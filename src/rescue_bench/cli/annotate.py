@@ -208,7 +208,7 @@ def _estimate(
 ) -> None:
     from rescue_bench.annotate.run import estimate_workdir
     from rescue_bench.engine.estimate import make_counter
-    from rescue_bench.judge.setup import make_prices
+    from rescue_bench.evaluation.setup import make_prices
 
     prices = make_prices(model, price_in, price_out, None)
     counter = make_counter(model)

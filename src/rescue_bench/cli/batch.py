@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from rescue_bench.cli.run import Quiet, report_result, with_out
+from rescue_bench.cli.run import Quiet, report_result
 from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
 
 batch_app = typer.Typer(name="batch", help="OpenAI Batch API export and import.", no_args_is_help=True)
@@ -25,6 +25,7 @@ def batch_export(
     from rescue_bench.data.load import load_samples
     from rescue_bench.engine.batch import export_batch, write_export_note
     from rescue_bench.engine.manifest import select_samples
+    from rescue_bench.evaluation.run import with_out
 
     flags = flag_values(ctx)
     spec = with_out(make_spec(flags, out=run_dir))
@@ -47,9 +48,10 @@ def batch_import(
 ) -> None:
     """Score a Batch API results file into its run directory."""
     from rescue_bench.engine.batch import import_batch
+    from rescue_bench.evaluation.run import outcome_of
 
     result, spec = import_batch(results, run_dir, quiet=quiet)
-    report_result(result, spec.model.name)
+    report_result(outcome_of(result), spec.model.name)
 
 
 def register(app: typer.Typer) -> None:

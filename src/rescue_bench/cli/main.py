@@ -12,7 +12,6 @@ import typer
 from typer.core import TyperGroup
 
 from rescue_bench import __version__
-from rescue_bench.cli.collector import apply_policy
 from rescue_bench.errors import BenchError, ConfigError
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
@@ -81,16 +80,5 @@ for _name in COMMAND_MODULES:
 
 
 def main() -> None:
-    """The ``rescue-bench`` console script: the collector policy of :mod:`rescue_bench.cli.collector`, then
-    the commands."""
-    try:
-        apply_policy()
-    except ValueError as exc:
-        _fail_early(str(exc))
+    """The ``rescue-bench`` console script."""
     app()
-
-
-def _fail_early(message: str) -> NoReturn:
-    # Before click runs, typer.Exit would escape as a traceback: leave the way the commands' usage errors do.
-    typer.echo(f"error: {message}", err=True)
-    raise SystemExit(2)

@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rescue_bench.problems import one_line
+
 if TYPE_CHECKING:
     from rescue_bench.metrics.multiplicity import Adjustment
     from rescue_bench.rundir import RunData
@@ -80,19 +82,61 @@ def compare(
     level: Annotated[
         float, typer.Option("--level", help="Three runs or more: significance level of the rank groups.")
     ] = 0.05,
+    partial: Annotated[
+        bool, typer.Option("--partial", help="Compare runs that are not finished (marked PARTIAL).")
+    ] = False,
+    allow_different_judges: Annotated[
+        bool,
+        typer.Option(
+            "--allow-different-judges", help="Compare ER/VP judge scores of runs judged by different judges."
+        ),
+    ] = False,
 ) -> None:
     """Paired differences of runs on their shared instances (bootstrap CIs, McNemar's test).
 
-    With three runs or more: the matrix of every pair's difference, adjusted p-values and rank groups.
+    With three runs or more: the matrix of every pair's difference, adjusted p-values and rank groups. Every
+    difference between the runs that changes what a number means is named first.
     """
+    from rescue_bench.report.build import check_finished
     from rescue_bench.rundir import load_run
 
     chosen, method = _compare_settings(runs, scopes, resamples, adjust, level)
     loaded = [load_run(path) for path in runs]
+    unfinished = check_finished(loaded, allow_partial=partial)
+    _check_like(loaded, allow_different_judges)
+    for progress in unfinished:
+        typer.echo(f"PARTIAL: {progress.describe()}", err=True)
     if len(loaded) == 2:
         _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
         return
     _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level)
+
+
+def _check_like(loaded: list[RunData], allow_different_judges: bool) -> None:
+    """Name every difference between the runs (stderr); refuse judge scores by different judges unless asked;
+    refuse runs that share no instance."""
+    from rescue_bench.errors import ConfigError
+    from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS
+    from rescue_bench.report.likeness import differences
+    from rescue_bench.report.tables import display_names
+
+    names = display_names(loaded)
+    found = differences(loaded)
+    for difference in found:
+        typer.echo(f"not like for like: {one_line(difference.describe(names))}", err=True)
+    judged = all(
+        any(line.task in JUDGED_TASKS and line.judge != BERTSCORE_JUDGE for line in run.judgment_lines)
+        for run in loaded
+    )
+    if judged and any(d.affects == "judged" for d in found) and not allow_different_judges:
+        raise ConfigError(
+            "the runs were judged by different judges or judge settings, so their ER/VP LLM scores are not "
+            "comparable; re-judge them alike (`rescue-bench score RUN --judge M`), or pass "
+            "--allow-different-judges"
+        )
+    shared = set.intersection(*({line.key for line in run.prediction_lines} for run in loaded))
+    if not shared:
+        raise ConfigError("the runs share no instance: there is nothing to pair (same data and tasks?)")
 
 
 def _compare_settings(

@@ -2,16 +2,16 @@
 
 Both take every run flag (:mod:`rescue_bench.cli.run_flags`), ``--spec FILE.toml`` and ``--print-spec``.
 
-Exit codes of ``run`` and ``batch import``: 0 when the run finished (failed instances are counted, not fatal),
-1 on an error, 2 on a usage error, 3 when ``--budget`` stopped the run (re-run the same command to continue),
-130 when interrupted (resumable too).
+Exit codes of ``run`` and ``batch import`` (:mod:`rescue_bench.cli.outcome`): 0 finished (failed answers are
+counted as misses, not fatal), 1 an error, 2 a usage error, 3 ``--budget`` stopped the run, 4 incomplete
+(instances or verdicts got no answer: re-run the same command to ask them again), 5 degraded, 130
+interrupted (resumable too).
 """
 
 from __future__ import annotations
 
 import asyncio
 import signal
-from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -19,20 +19,19 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
 from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
-from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
-from rescue_bench.engine.run import RunOptions, RunResult
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_params, wants_bertscore
-from rescue_bench.judge.setup import judge_settings, make_prices, run_budget, spec_prices, with_judges
+from rescue_bench.evaluation.run import RunOutcome, with_out
+from rescue_bench.evaluation.setup import make_prices, spec_prices, with_judges
+from rescue_bench.judge.after_run import JudgeSettings, judge_params, wants_bertscore
 from rescue_bench.pricing import Prices
-from rescue_bench.spec import RunSpec, default_out
+from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import paper_columns
 
 __all__ = ["make_prices", "register", "report_result", "summary_table"]
-EXIT_STOPPED = 3
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 OutDir = Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<model>_<data>).")]
 BatchPoll = Annotated[
@@ -47,72 +46,67 @@ BatchPoll = Annotated[
 def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll: BatchPoll = 30.0) -> None:
     """Run RESCUE-Bench against a model; re-running the same command resumes.
 
-    With --judge, the ER/VP predictions are judged after the run, as `rescue-bench score` does.
+    With --judge, the ER/VP predictions are judged after the run, as `rescue-bench score` does. Exit codes: 0
+    finished, 3 budget stop, 4 incomplete (no answer: re-run to ask again), 5 degraded, 130 interrupted.
     """
-    from rescue_bench.engine.run import run_benchmark
+    from rescue_bench.evaluation.run import SessionOptions, execute, prepare
 
     flags = flag_values(ctx)
-    spec = with_judges(with_out(make_spec(flags, out=out)))
+    spec = make_spec(flags, out=out)
     if flags.print_spec:
-        print_spec(spec)
+        print_spec(with_judges(with_out(spec)))
         return
-    assert spec.out is not None
-    budget = run_budget(spec, spec.out)
-    judging = judge_settings(spec, budget, spec.out)
-    # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
-    paid = budget if has_endpoint(spec.model.name) else None
-    options = RunOptions(quiet=quiet, budget=paid, batch=BatchOptions(poll=batch_poll))
+    prepared = prepare(spec)
+    options = SessionOptions(quiet=quiet, batch_poll=batch_poll, warn=_warn)
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
-        result = run_benchmark(spec, spec.out, options)
-        if result.status == "finished":
-            result = _judge(result, spec, judging, quiet)
+        outcome = asyncio.run(execute(prepared, options))
     except KeyboardInterrupt:
-        typer.echo(f"interrupted; re-run the same command to resume {spec.out}", err=True)
+        typer.echo(f"interrupted; re-run the same command to resume {prepared.out}", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
-    report_result(result, spec.model.name)
+    report_result(outcome, spec.model.name)
 
 
-def with_out(spec: RunSpec) -> RunSpec:
-    """The spec with its run directory (``runs/<model>_<data>...`` when none is given)."""
-    return spec if spec.out is not None else spec.model_copy(update={"out": default_out(spec)})
-
-
-def _judge(result: RunResult, spec: RunSpec, settings: JudgeSettings, quiet: bool) -> RunResult:
-    from rescue_bench.judge.after_run import score_after_run
-    from rescue_bench.judge.runner import JudgeStopped
-
-    if settings.judges and not quiet:
-        typer.echo(f"judging ER/VP with {', '.join(j.name for j in settings.judges)}", err=True)
-    try:
-        scores = asyncio.run(
-            score_after_run(result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
-        )
-    except JudgeStopped as exc:
-        return replace(result, status="stopped", stop_reason=str(exc))
-    return result if scores is None else replace(result, scores=scores)
+def _warn(message: str) -> None:
+    typer.echo(f"warning: {message}", err=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def report_result(result: RunResult, model: str) -> None:
-    """The scores table, the invalid predictions and the run directory; exit 3 for a stopped run."""
+def report_result(outcome: RunOutcome, model: str) -> None:
+    """The scores table (final runs only), invalid answers, the summary line, the reasons of unfinished work
+    and the command that goes on; exits with the status's code (:mod:`rescue_bench.cli.outcome`)."""
     console = Console(width=None if Console().is_terminal else 200)
-    if result.scores is not None:
-        console.print(summary_table(result.scores, model))
-    invalid = {t: (c["invalid"], c["instances"]) for t, c in result.counts.items() if c["invalid"]}
+    if outcome.scores is not None:
+        console.print(summary_table(outcome.scores.to_json(), model))
+    invalid = {
+        t: (bad, c["instances"])
+        for t, c in outcome.counts.items()
+        if isinstance(bad := c.get("invalid", 0), int) and bad - _int(c.get("request_failures")) > 0
+    }
     if invalid:
-        listed = ", ".join(f"{t} {bad}/{n}" for t, (bad, n) in invalid.items())
-        console.print(f"invalid predictions (scored as misses): {listed}")
-    console.print(f"run directory: {result.out}")
-    if result.status == "stopped":
-        typer.echo(f"stopped: {result.stop_reason or 'not finished'}", err=True)
-        raise typer.Exit(EXIT_STOPPED)
+        listed = ", ".join(
+            f"{t} {bad - _int(outcome.counts[t].get('request_failures'))}/{n}"
+            for t, (bad, n) in invalid.items()
+        )
+        console.print(f"failed answers (scored as misses): {listed}")
+    if outcome.judged is not None:
+        for name, tally in outcome.judged.tallies.items():
+            console.print(f"judge {name}: {tally.summary()}")
+    console.print(f"run directory: {outcome.out}")
+    typer.echo(summary_line(model, outcome.status, *validity(outcome.counts)))
+    dominant = outcome.ending.dominant if outcome.ending is not None else None
+    echo_ending(outcome.status, outcome.reason, outcome.unanswered, outcome.counts, dominant)
+    exit_with(outcome.status)
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def summary_table(scores: dict[str, Any], model: str) -> Table:

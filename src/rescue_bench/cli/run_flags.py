@@ -117,6 +117,7 @@ FLAGS: Final = (
         "--no-cache", "engine.cache", bool, value=False, help="Neither read nor write the response cache."
     ),
     _spec_flag("--retry-failed", "engine.retry_failed", bool, value=True),
+    _spec_flag("--degraded-share", "degraded_share", float),
     _spec_flag("--batch", "batch", bool, value=True),
     _spec_flag("--budget", "budget.usd", float),
     _spec_flag("--price-in", "budget.price_in", float),

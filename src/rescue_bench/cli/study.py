@@ -5,8 +5,9 @@ run flags are those of ``run`` (:mod:`rescue_bench.cli.run_flags`, declared once
 repeatable here. Flags beside a study file override it (``--model`` replaces its models; a model flag such
 as ``--base-url`` applies to every model). ``--print-spec`` prints the effective study as TOML.
 
-Exit codes: 0 every run finished, 1 a run failed (its reason is in ``study.json``) or an error, 2 a usage
-error, 3 a run stopped (budget; re-run to resume), 130 interrupted (resumable).
+Exit codes (:mod:`rescue_bench.cli.outcome`, the same as ``run``'s, of the most serious run): 0 every run
+finished, 1 a run failed (its reason is in ``study.json``) or an error, 2 a usage error, 3 a run stopped
+(budget), 4 a run is incomplete (no answer: re-run to ask again), 5 a run is degraded, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
 from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
 from rescue_bench.errors import ConfigError
+from rescue_bench.problems import one_line
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
@@ -31,7 +34,6 @@ if TYPE_CHECKING:
 
 PLACEHOLDER = "study/none"
 """The model the run flags are checked with (a study's models come from ``--model`` or the file)."""
-EXIT_FAILED, EXIT_STOPPED = 1, 3
 ModelHelp = "provider/model of a model of the study (repeatable)."
 
 
@@ -159,21 +161,31 @@ def _summary(record: StudyRecord, paths: list[Path]) -> None:
 
             console.print(Markdown(path.read_text(encoding="utf-8")))
     table = Table(title="Study")
-    for header in ("Run", "Status", "Done", "Invalid", "Cost (USD)", "Reason"):
+    for header in ("Run", "Status", "Done", "Invalid", "No answer", "Cost (USD)", "Reason"):
         table.add_column(header)
     for run in record.runs:
         cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
         done = f"{run.counts.done}/{run.counts.instances}"
-        table.add_row(run.label, run.status, done, str(run.counts.invalid), cost, run.reason or "")
+        counts = run.counts
+        cells = (run.label, run.status, done, str(counts.invalid - counts.request_failures))
+        table.add_row(*cells, str(counts.request_failures), cost, one_line(run.reason or ""))
     console.print(table)
     for path in paths:
         typer.echo(f"  {path}")
-    if any(r.status == "failed" for r in record.runs):
-        typer.echo("some runs failed (see study.json); the others are complete", err=True)
-        raise typer.Exit(EXIT_FAILED)
-    if any(r.status != "finished" for r in record.runs):
-        typer.echo("some runs stopped; re-run the same command to resume", err=True)
-        raise typer.Exit(EXIT_STOPPED)
+    for run in record.runs:
+        counts = run.counts
+        valid = counts.done - counts.invalid
+        typer.echo(summary_line(run.label, run.status, valid, counts.instances))
+    status = worst([r.status for r in record.runs])
+    if status == "failed":
+        typer.echo("some runs failed (see study.json); the others went on", err=True)
+    elif status in ("incomplete", "stopped", "running", "pending"):
+        typer.echo(
+            f"some runs are not finished; resume (asks only what is missing): {resume_command()}", err=True
+        )
+    elif status == "degraded":
+        typer.echo("some runs are degraded: most of their answers failed (see their reasons)", err=True)
+    exit_with(status)
 
 
 def register(app: typer.Typer) -> None:

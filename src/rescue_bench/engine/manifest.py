@@ -231,7 +231,11 @@ def finish_manifest(
     timings = dict(manifest.get("timings") or {})
     timings.update(phases or {})
     now = time.time()
-    timings.update({"finished": _iso(now), "elapsed_s": round(now - started, 3)})
+    # Elapsed time adds up over the sessions of a run; each session's share is kept.
+    earlier = timings.get("session_elapsed_s")
+    shares = [float(x) for x in earlier if isinstance(x, int | float)] if isinstance(earlier, list) else []
+    shares.append(round(now - started, 3))
+    timings.update({"finished": _iso(now), "elapsed_s": round(sum(shares), 3), "session_elapsed_s": shares})
     return {
         **manifest,
         "status": status,

@@ -19,7 +19,12 @@ TRUNCATED = "parse_failure: truncated reply (finish_reason=length)"
 
 
 def predictions_of(plan: TaskPlan, batch: Sequence[Instance], outcome: Outcome) -> list[Prediction]:
-    """One prediction per instance of ``batch``: parsed, or failed with the reason."""
+    """One prediction per instance of ``batch``: parsed, or failed with the reason.
+
+    A prompt the endpoint's moderation refused got an answer (a refusal): scored as a miss, not asked again.
+    """
+    if outcome.refused and not outcome.reply.ok:
+        return [Prediction.failed(i.id, f"refused: {outcome.reply.error}") for i in batch]
     return reply_predictions(plan.task, batch, outcome.reply)
 
 

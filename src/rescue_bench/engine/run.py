@@ -16,10 +16,11 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -29,6 +30,7 @@ from rescue_bench.engine.batch_api import BatchSession, ask_by_batch
 from rescue_bench.engine.batch_plan import BatchOptions, check_batchable
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.counts import count_run
+from rescue_bench.engine.ending import Ending, run_status, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
@@ -50,6 +52,7 @@ from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
+from rescue_bench.rundir.status import RunStatus, is_final
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
 from rescue_bench.tasks.perturb import is_circular
@@ -64,8 +67,6 @@ __all__ = [
     "run_benchmark",
 ]
 
-Status = Literal["finished", "stopped"]
-
 
 @dataclass(frozen=True, slots=True)
 class RunOptions:
@@ -78,6 +79,9 @@ class RunOptions:
     """``None``: the spec's engine settings (``batch import`` asks its file with settings of its own)."""
     batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
     """How ``spec.batch`` runs poll and re-submit (:mod:`rescue_bench.engine.batch_api`)."""
+    store: RunStore | None = None
+    """The run directory, already locked by a caller that writes it after the session too (the judge pass);
+    ``None``: the session locks the directory itself."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,10 +89,12 @@ class RunResult:
     """How a session ended: the run directory, its status, and (when finished) ``scores.json``."""
 
     out: Path
-    status: Status
+    status: RunStatus
     scores: dict[str, Any] | None
     counts: dict[str, dict[str, Any]]
     stop_reason: str | None = None
+    ending: Ending | None = None
+    """The status's reasons: instances without an answer, the share and main reason of failed answers."""
 
 
 def run(spec: RunSpec, out: str | Path | None = None, *, quiet: bool = True) -> RunResult:
@@ -140,12 +146,14 @@ async def execute_run(
     provider = model or make_model(spec)
     try:
         batch = _batchable(spec, provider)  # refused before anything is written
-        store = RunStore(out)
-        store.lock()
+        store = options.store or RunStore(out)
+        if options.store is None:
+            store.lock()
         try:
             return await _session(spec, store, options, known, chosen, provider, hook, batch)
         finally:
-            store.unlock()
+            if options.store is None:
+                store.unlock()
     finally:
         await provider.aclose()
 
@@ -175,7 +183,7 @@ async def _session(
     engine_options = options.engine or engine_options_of(spec)
     use_cache = engine_options.use_cache and model.capabilities.cacheable
     cache = ResponseCache(options.cache_path) if use_cache else None
-    status: Status = "stopped"
+    status: RunStatus = "stopped"
     clock = time.perf_counter()
     budget, asked, stop = options.budget, plans, None
     try:
@@ -278,6 +286,8 @@ class Timings(BaseModel):
     model_config = ConfigDict(extra="ignore", frozen=True)
     created: Json = None
     sessions: int = 1
+    session_elapsed_s: list[float] = []
+    """Each earlier session's seconds; ``elapsed_s`` is their sum with this session's."""
 
 
 def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dict[str, Json]:
@@ -287,7 +297,7 @@ def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dic
     >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": bert}
     >>> new = _resumed({"timings": {"created": "t1"}, "judges": ["b"]}, old)
     >>> new["timings"], new["judges"], "bertscore" in new
-    ({'created': 't0', 'sessions': 3}, ['a', 'b'], False)
+    ({'created': 't0', 'sessions': 3, 'session_elapsed_s': []}, ['a', 'b'], False)
     """
     if previous is None:
         return manifest
@@ -295,6 +305,7 @@ def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dic
     first = Timings.model_validate(before.timings)
     timings = {**now.timings, "created": first.created or Timings.model_validate(now.timings).created}
     timings["sessions"] = first.sessions + 1
+    timings["session_elapsed_s"] = list(first.session_elapsed_s)
     judges = [*before.judges, *(j for j in now.judges if j not in before.judges)]
     return {**manifest, "judges": judges, "timings": timings}
 
@@ -305,7 +316,7 @@ def _finish(
     plans: Sequence[TaskPlan],
     spec: RunSpec,
     manifest: dict[str, Json],
-    status: Status,
+    status: RunStatus,
     started: float,
     samples: Sequence[Sample],
 ) -> RunResult:
@@ -316,16 +327,32 @@ def _finish(
     lines = [PredictionLine.from_json(r) for r in records]
     counts = count_run(plans, lines, runner.requests)
     complete = all(c["done"] == c["instances"] for c in counts.values())
-    scores = None
+    scores, ending = None, None
     if status == "finished" and complete:
+        planned = sum(plan.asks for plan in plans)
+        ending = run_status(lines, planned, spec.degraded_share)
+        status = ending.status
+    if is_final(status):
         check_required(records)  # the lines are typed once, here, for the counts and the scores
         scores = aggregate_scores(plans, lines, seed=spec.model.seed or 0, samples=samples)
         store.write_scores(scores)
     else:
-        # An unfinished session may have replaced predictions (--retry-failed): old scores would not fit.
+        # Unfinished: old scores would not fit (a re-run may have replaced predictions), new ones would count
+        # instances that got no answer as misses.
         store.scores_file.unlink(missing_ok=True)
-        status = "stopped"
+        if status == "finished":
+            status = "stopped"
+    if ending is not None and ending.status == "incomplete":
+        runner.stop_reason = runner.stop_reason or no_answer_reason(ending)
     runner.phases["finish_s"] = round(time.perf_counter() - clock, 3)
     final = finish_manifest(manifest, status, counts, started, runner.stop_reason, runner.phases)
     store.write_manifest(final)
-    return RunResult(store.root, status, scores, counts, runner.stop_reason)
+    return RunResult(store.root, status, scores, counts, runner.stop_reason, ending)
+
+
+def no_answer_reason(ending: Ending) -> str:
+    """One line: how many instances got no answer, and the most frequent reason."""
+    reasons: Counter[str] = Counter()
+    for task_reasons in ending.unanswered.values():
+        reasons.update(task_reasons)
+    return f"{sum(reasons.values())} instances got no answer ({summarise(reasons, 1)})"

@@ -2,8 +2,9 @@
 
 All tasks share one worker pool and the engine's global in-flight limit, so a run keeps the endpoint busy. A
 batch is recorded at once (its prediction lines, then its request lines), which is what makes resume exact:
-a resumed run finds the finished instances in ``predictions.jsonl`` and asks only the rest, in the same
-batches, so the cache answers whatever had already been paid for.
+a resumed run finds the finished instances in ``predictions.jsonl`` and asks only the rest (those never
+asked, and those that got no answer), in the same batches, so the cache answers whatever had already been
+paid for.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 
 from rescue_bench.engine.counts import tally_requests
+from rescue_bench.engine.ending import unanswered
 from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
@@ -71,13 +73,20 @@ class Runner:
         for batch in plan.batches_of(repeat):
             todo = tuple(i for i in batch if self._needs(i, repeat))
             if todo:
-                retry = any(line_key(i.id, repeat) in self.done for i in todo)
+                # An answer asked again (--retry-failed) must not come back from the cache; an instance that
+                # got no answer has no cache entry, unless another run has answered it since.
+                retry = any(self._answered(i, repeat) for i in todo)
                 out.append((todo, retry))
         return out
 
-    def _needs(self, inst: Instance, repeat: int) -> bool:
+    def _answered(self, inst: Instance, repeat: int) -> bool:
         record = self.done.get(line_key(inst.id, repeat))
-        return record is None or (self.retry_failed and not record.get("valid"))
+        return record is not None and not unanswered(record)
+
+    def _needs(self, inst: Instance, repeat: int) -> bool:
+        """Whether an instance is asked: never asked, no answer yet, or answered badly (--retry-failed)."""
+        record = self.done.get(line_key(inst.id, repeat))
+        return record is None or unanswered(record) or (self.retry_failed and not record.get("valid"))
 
     async def run(self, engine: Engine) -> None:
         """Ask every pending batch of the plans added.

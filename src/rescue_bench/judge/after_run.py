@@ -27,7 +27,7 @@ from rescue_bench.judge.runner import Complete, CompleteAgain, Judge, JudgeRunRe
 from rescue_bench.models.base import GenerationParams, Provider, parse_model_name
 from rescue_bench.models.presets import PRESETS
 from rescue_bench.models.registry import get_model
-from rescue_bench.records import Json, Reply, Request
+from rescue_bench.records import Reply, Request
 from rescue_bench.rundir import JUDGMENTS_FILE
 from rescue_bench.spec import JudgeSpec
 
@@ -76,6 +76,8 @@ class ScorePass:
     budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
     """Judge name -> its guard on the run's budget; a request that could pass it stops the pass."""
     judge_repeats: int = 1
+    quiet: bool = True
+    """No progress display."""
 
 
 def named_judges(names: Sequence[str]) -> tuple[JudgeSpec, ...]:
@@ -185,6 +187,7 @@ async def score_run(
             retry_unscored=spec.retry_unscored,
             warn=warn or (lambda _: None),
             judge_repeats=spec.judge_repeats,
+            quiet=spec.quiet,
         )
     finally:
         for provider in providers:
@@ -228,9 +231,15 @@ def _again(engine: Engine) -> CompleteAgain:
 
 
 async def score_after_run(
-    out: Path, tasks: Sequence[str], settings: JudgeSettings, warn: Callable[[str], None]
-) -> dict[str, Json] | None:
-    """Judge and BERTScore a finished run; the new ``scores.json``, or ``None`` when nothing changed.
+    out: Path,
+    tasks: Sequence[str],
+    settings: JudgeSettings,
+    warn: Callable[[str], None],
+    *,
+    quiet: bool = True,
+) -> JudgeRunResult | None:
+    """Judge and BERTScore a finished run; what the pass did (with the new ``scores.json``), or ``None`` when
+    nothing changed.
 
     Without judges or BERTScore, a run that holds judgments from an earlier pass (``score``) gets its
     ``scores.json`` aggregated with them again, since the engine's own aggregation leaves them out.
@@ -249,8 +258,9 @@ async def score_after_run(
             bertscore=DEFAULT_MODEL if bertscore else None,
             budgets=settings.budgets,
             judge_repeats=settings.judge_repeats,
+            quiet=quiet,
         )
-        return (await score_run(out, spec, warn)).scores
+        return await score_run(out, spec, warn)
     if (out / JUDGMENTS_FILE).is_file():
-        return rescore_run(out)
+        return JudgeRunResult({}, 0, None, (), rescore_run(out))
     return None

@@ -13,12 +13,13 @@ import asyncio
 from collections.abc import Awaitable, Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 
+from rescue_bench.engine.ending import reason_of
 from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.errors import BenchError
 from rescue_bench.judge import rubric
-from rescue_bench.judge.merge import prediction_fingerprint
+from rescue_bench.judge.merge import AFTER_REASK, no_verdict, prediction_fingerprint
 from rescue_bench.judge.rubric import JudgeItem, Verdict
-from rescue_bench.records import Reply, Request
+from rescue_bench.records import ProblemKind, Reply, Request
 from rescue_bench.rundir import JudgeCounts, JudgmentLine, PredictionLine
 
 Complete = Callable[[Request], Awaitable[Reply]]
@@ -112,7 +113,7 @@ def _judgment(
         problems = ((f"reasked: {first.problem}",) if second else ()) + final.notes
         raw = {"verdict": final.raw, "attempts": 2 if second else 1, "prompt_hash": hash_}
         return JudgmentLine(**line, valid=True, scores=final.scores, problems=problems, raw=raw, **where)
-    problems = (str(first.problem), f"after re-ask: {final.problem}") if second else (str(first.problem),)
+    problems = (str(first.problem), f"{AFTER_REASK}{final.problem}") if second else (str(first.problem),)
     raw = {"replies": [t[:RAW_LIMIT] for t in texts], "attempts": len(texts), "prompt_hash": hash_}
     return JudgmentLine(**line, valid=False, scores={}, problems=problems, raw=raw, **where)
 
@@ -148,13 +149,26 @@ async def judge_group(
         for it in items
     ]
     valid = sum(j.valid for j in judgments)
+    silent = [j for j in judgments if no_verdict(j)]
+    reasons: dict[str, int] = {}
+    for line in silent:
+        reason = reason_of(line.problems[-1].removeprefix(AFTER_REASK))
+        reasons[reason] = reasons.get(reason, 0) + 1
+    unscored: dict[str, int] = {}
+    for line in judgments:
+        if not line.valid and not no_verdict(line):
+            kind = str(ProblemKind.of(line.problems[-1].removeprefix(AFTER_REASK)))
+            unscored[kind] = unscored.get(kind, 0) + 1
     tally = JudgeCounts(
         sent=len(items),
         requests=1 + bool(problems),
         reasked=len(problems),
         valid=valid,
-        unscored=len(items) - valid,
+        unscored=len(items) - valid - len(silent),
         failed_requests=failed,
+        unanswered=len(silent),
+        unanswered_reasons=reasons,
+        unscored_reasons=unscored,
         usage=usage,
     )
     return judgments, tally
@@ -174,9 +188,10 @@ async def judge_records(
     concurrency: int = 8,
     max_per_request: int = 10,
     judge_repeat: int = 0,
+    tick: Callable[[JudgeCounts], None] = lambda _: None,
 ) -> JudgeCounts:
     """Judge each valid ER/VP prediction whose line key is not in ``done``, for the ``judge_repeat``-th time;
-    ``sink`` gets each sample's judgments on arrival."""
+    ``sink`` gets each sample's judgments on arrival, ``tick`` its counts (a progress display)."""
     records = list(records)
     fingerprints = {r.key: fingerprint(r) for r in records}
     groups, tally = plan_groups(records, done, max_per_request)
@@ -194,6 +209,7 @@ async def judge_records(
                 stopped.append(exc)
                 return exc.tally
         sink([j.model_copy(update={"prediction_hash": fingerprints.get(j.key)}) for j in judgments])
+        tick(counts)
         return counts
 
     for counts in await asyncio.gather(*(run(g) for g in groups)):

@@ -22,7 +22,7 @@ from typing import Any
 
 from rescue_bench.judge.agreement import inter_judge_agreement
 from rescue_bench.judge.rubric import judge_rubric
-from rescue_bench.records import Json
+from rescue_bench.records import Json, ProblemKind
 from rescue_bench.rundir import JudgmentLine, PredictionLine
 from rescue_bench.tasks import judged_tasks
 
@@ -31,6 +31,25 @@ JUDGED_TASKS = judged_tasks()
 JUDGE_SCORE_KEYS = {task: judge_rubric(task).score_keys for task in JUDGED_TASKS}
 AGREEMENT_KEY = {task: judge_rubric(task).agreement_key for task in JUDGED_TASKS}
 """The judge score compared between judges (and with humans)."""
+
+
+AFTER_REASK = "after re-ask: "
+
+
+def no_verdict(line: JudgmentLine) -> bool:
+    """Whether a judgment line records a verdict the judge never gave (its request got no answer).
+
+    Unlike an unscored verdict (the judge answered, unusably), this is unfinished work: the next pass asks it
+    again, and until then the instance counts as not judged.
+
+    >>> line = JudgmentLine(instance_id="i", task="er", judge="a/j", valid=False,
+    ...                     problems=("out_of_range: 9", "after re-ask: request_failed: HTTP 503"))
+    >>> no_verdict(line), no_verdict(line.model_copy(update={"problems": ("out_of_range: 9",)}))
+    (True, False)
+    """
+    if line.valid or not line.problems:
+        return False
+    return ProblemKind.of(line.problems[-1].removeprefix(AFTER_REASK)) is ProblemKind.REQUEST_FAILED
 
 
 def prediction_fingerprint(valid: bool, prediction: Json) -> str:
@@ -150,7 +169,8 @@ def judged_lines(
     by_key: dict[str, list[JudgmentLine]] = {}
     judgment_list = list(judgments)
     for line in judgment_list:
-        by_key.setdefault(line.key, []).append(line)
+        if not no_verdict(line):  # no verdict yet: the instance is not judged (not unscored)
+            by_key.setdefault(line.key, []).append(line)
     judged = bool(judge_names(judgment_list))
     out: list[PredictionLine] = []
     for record in predictions:

@@ -3,8 +3,11 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from rescue_bench.judge import rubric
 from rescue_bench.judge.asking import Judge
@@ -18,6 +21,7 @@ from rescue_bench.rundir import (
     SCORES_FILE,
     BertScoreSetting,
     JudgeCounts,
+    JudgeSession,
     Judging,
     PredictionLine,
     atomic_write_json,
@@ -53,19 +57,49 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     return scores
 
 
+JudgeStatus = Literal["finished", "incomplete", "stopped"]
+
+
+@dataclass(frozen=True, slots=True)
+class PassClock:
+    """When a judge pass started, to record its share of the time."""
+
+    started: float
+    wall: float
+
+    @classmethod
+    def start(cls) -> PassClock:
+        return cls(time.perf_counter(), time.time())
+
+    def session(self, status: JudgeStatus, counts: Mapping[str, JudgeCounts] | None = None) -> JudgeSession:
+        started = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(self.wall))
+        elapsed = round(time.perf_counter() - self.started, 3)
+        return JudgeSession(started=started, elapsed_s=elapsed, status=status, counts=dict(counts or {}))
+
+
 def record_judging(
-    run_dir: Path, judges: Sequence[Judge], tallies: Mapping[str, JudgeCounts], scorer: BertScorer | None
+    run_dir: Path,
+    judges: Sequence[Judge],
+    tallies: Mapping[str, JudgeCounts],
+    scorer: BertScorer | None,
+    session: JudgeSession | None = None,
 ) -> Judging:
-    """Write ``judging.json``: this pass's counts over the earlier ones, the rubric hashes, BERTScore."""
+    """Write ``judging.json``: this pass's counts added to the earlier passes', this pass kept as a session,
+    its status, the rubric hashes and BERTScore."""
     old = load_judging(Path(run_dir))
     listed = tuple(dict.fromkeys([*old.judges, *(judge.name for judge in judges)]))
-    counts = {**old.counts, **tallies}
+    counts = dict(old.counts)
+    for name, tally in tallies.items():
+        counts[name] = counts.get(name, JudgeCounts()) + tally
     bertscore = old.bertscore
     if scorer is not None:
         bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)
+    session = (session or JudgeSession()).model_copy(update={"counts": dict(tallies)})
     judging = Judging(
         judges=listed,
         counts=counts,
+        status=session.status,
+        sessions=(*old.sessions, session),
         prompt_hashes={task: rubric.prompt_hash(task) for task in rubric.JUDGE_TASKS},
         bertscore=bertscore,
     )

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rescue_bench.engine.progress import Progress
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.asking import (
     RAW_LIMIT,
@@ -39,8 +40,8 @@ from rescue_bench.judge.asking import (
     plan_groups,
 )
 from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
-from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, is_current
-from rescue_bench.judge.recording import record_judging, rescore_run
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, is_current, no_verdict
+from rescue_bench.judge.recording import JudgeStatus, PassClock, record_judging, rescore_run
 from rescue_bench.records import Json
 from rescue_bench.rundir import (
     JUDGMENTS_FILE,
@@ -94,6 +95,12 @@ class JudgeRunResult:
     bertscore_hash: str | None
     warnings: tuple[str, ...]
     scores: dict[str, Json]
+    status: JudgeStatus = "finished"
+    """``incomplete`` when verdicts got no answer: the next pass asks them again."""
+
+    def unanswered(self) -> int:
+        """Verdicts of this pass that got no answer."""
+        return sum(t.unanswered for t in self.tallies.values())
 
 
 def _done(
@@ -106,7 +113,7 @@ def _done(
     judge_repeat: int = 0,
 ) -> set[str]:
     """Line keys whose present prediction ``judge`` has scored for its ``judge_repeat``-th time (or tried
-    to, unless ``retry_unscored``).
+    to, unless ``retry_unscored``). A verdict that got no answer is never done: every pass asks it again.
 
     For BERTScore (``bertscore_hash`` given) a line counts only when it was made with that scorer.
     """
@@ -116,6 +123,7 @@ def _done(
         if j.judge == judge
         and j.judge_repeat == judge_repeat
         and (j.valid or not retry_unscored)
+        and not no_verdict(j)
         and (bertscore_hash is None or j.raw_field("hash") == bertscore_hash)
         and is_current(j, fingerprints.get(j.key, ""))
     }
@@ -130,6 +138,7 @@ class JudgePass:
     retry_unscored: bool
     judge_repeats: int
     concurrency: int
+    progress: Progress = field(default_factory=lambda: Progress(enabled=False))
 
 
 async def _judge_repeats(
@@ -150,7 +159,15 @@ async def _judge_repeats(
         )
         try:
             counts = await judge_records(
-                records, judge, done=done, sink=sink, concurrency=how.concurrency, judge_repeat=judge_repeat
+                records,
+                judge,
+                done=done,
+                sink=sink,
+                concurrency=how.concurrency,
+                judge_repeat=judge_repeat,
+                tick=lambda c: how.progress.update(
+                    judge.name, done=c.sent, failures=c.unscored + c.unanswered, tokens=c.usage.total_tokens
+                ),
             )
         except JudgeStopped as exc:
             raise JudgeStopped(exc.reason, tally + exc.tally) from None
@@ -176,6 +193,7 @@ async def judge_run(
     retry_unscored: bool = False,
     warn: Callable[[str], None] = lambda _: None,
     judge_repeats: int = 1,
+    quiet: bool = True,
 ) -> JudgeRunResult:
     """Judge a run directory's ER/VP predictions, add BERTScore, and rewrite ``scores.json``.
 
@@ -187,28 +205,36 @@ async def judge_run(
     Raises:
         ConfigError: the run has no ER or VP predictions.
     """
+    clock = PassClock.start()
     data = load_run(run_dir)
     records = [r for r in data.prediction_lines if r.task in JUDGED_TASKS]
     if not records:
         raise ConfigError(f"{run_dir} has no ER or VP predictions to judge (tasks: {', '.join(data.tasks)})")
     fingerprints = {r.key: fingerprint(r) for r in records}
-    how = JudgePass(data.judgment_lines, fingerprints, retry_unscored, judge_repeats, concurrency)
+    progress = Progress.for_terminal(quiet)
+    how = JudgePass(data.judgment_lines, fingerprints, retry_unscored, judge_repeats, concurrency, progress)
     appender = JsonlAppender(Path(run_dir) / JUDGMENTS_FILE)
+    valid = sum(r.valid for r in records)
+    progress.start({judge.name: (valid * judge_repeats, 0) for judge in judges})
     try:
         judged = await _ask_judges(records, judges, how, data.manifest.candidate, appender, warn)
         bert_lines: list[JudgmentLine] = []
         if scorer is not None and judged.stop is None:
             bert_lines = _add_bertscore(records, scorer, how, appender)
     finally:
+        progress.stop()
         appender.close()
     tallies = judged.tallies
     if judged.stop is not None:
         # The judges' spend so far is recorded; scores.json keeps the engine's scores until a pass finishes.
-        record_judging(run_dir, [j for j in judges if j.name in tallies], tallies, None)
+        asked = [j for j in judges if j.name in tallies]
+        record_judging(run_dir, asked, tallies, None, clock.session("stopped"))
         raise judged.stop
+    status: JudgeStatus = "incomplete" if any(t.unanswered for t in tallies.values()) else "finished"
     scores = rescore_run(run_dir)
-    record_judging(run_dir, judges, tallies, scorer)
-    return JudgeRunResult(tallies, len(bert_lines), scorer.hash if scorer else None, judged.warnings, scores)
+    record_judging(run_dir, judges, tallies, scorer, clock.session(status))
+    bertscore_hash = scorer.hash if scorer else None
+    return JudgeRunResult(tallies, len(bert_lines), bertscore_hash, judged.warnings, scores, status)
 
 
 async def _ask_judges(

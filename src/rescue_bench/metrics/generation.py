@@ -13,8 +13,9 @@ two rules:
   every instance.
 
 A judge mean is ``None`` ("not judged") when no valid instance carries the judge key at all, i.e. the run was
-never judged; likewise ``bertscore_f1`` is ``None`` when BERTScore was never computed. A mean over zero items
-is 0.0.
+never judged, and when no instance got a usable verdict (a judge that could not be reached, or whose every
+verdict was unscored); likewise ``bertscore_f1`` is ``None`` when no instance has a BERTScore. A mean over
+zero items is ``None`` (shown "–"), never 0.0: a judge scale starts at 1.
 """
 
 from __future__ import annotations
@@ -201,8 +202,10 @@ def generation_summary(
     (3, 2, 1, 2.75, 2.5, 3.0, None)
     >>> generation_summary(VIEWPOINT, [{"pairing": 2, "viewpoint": 4}])["llm"]
     5.0
-    >>> generation_summary(VIEWPOINT, [])["llm"]
-    0.0
+    >>> generation_summary(VIEWPOINT, [])["llm"] is None
+    True
+    >>> generation_summary(EMOTION, [{"s_int": 5, "s_emo": None}])["llm"] is None  # every verdict unscored
+    True
     """
     valid = [True] * len(scores) if valid is None else list(valid)
     if len(valid) != len(scores):
@@ -219,8 +222,10 @@ def generation_summary(
         for s in valid_scores
         if any(k in s for k in keys) and not (all(score_value(s, k) is not None for k in keys))
     )
-    if valid_scores and not any(k in s for s in valid_scores for k in keys):
+    never_judged = valid_scores and not any(k in s for s in valid_scores for k in keys)
+    if never_judged or out["n_judged"] == 0:
         out.update(dict.fromkeys(metrics.judge_metrics))
-    if valid_scores and not any("bertscore_f1" in s for s in valid_scores):
+    never_bertscored = valid_scores and not any("bertscore_f1" in s for s in valid_scores)
+    if never_bertscored or out["n_bertscore"] == 0:
         out["bertscore_f1"] = None
     return out

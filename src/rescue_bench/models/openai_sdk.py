@@ -103,11 +103,12 @@ class SdkEndpoint:
                 raise RetryableError(f"timed out after {self.settings.timeout:g} s") from None
             # The SDK's aiohttp transport maps every aiohttp connection error (a refused certificate
             # included) to httpx2.ConnectTimeout: what went wrong is the error underneath.
-            raise RetryableError(f"connection error: {self._clean(str(root))}") from None
+            raise RetryableError(f"{self._where}: connection error: {self._clean(str(root))}") from None
         except openai.APIConnectionError as exc:
-            raise RetryableError(f"connection error: {self._clean(str(exc.__cause__ or exc))}") from None
+            cause = self._clean(str(exc.__cause__ or exc))
+            raise RetryableError(f"{self._where}: connection error: {cause}") from None
         except httpx2.TransportError as exc:  # while the body streams in, past the SDK's own mapping
-            raise RetryableError(f"connection error: {self._clean(str(exc))}") from None
+            raise RetryableError(f"{self._where}: connection error: {self._clean(str(exc))}") from None
         except (ValueError, httpx2.DecodingError) as exc:  # a truncated or garbled body
             raise RetryableError(f"unreadable response body: {exc.__class__.__name__}") from None
         except ReplyTooLarge as exc:
@@ -182,6 +183,11 @@ class SdkEndpoint:
 
     def _clean(self, text: str) -> str:
         return redact(text, self.settings.secrets)[:500]
+
+    @property
+    def _where(self) -> str:
+        """The endpoint, safe to show (no user info, no query)."""
+        return public_url(self.settings.base_url)
 
 
 def _too_large(size: str, cap: int) -> str:

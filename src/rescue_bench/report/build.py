@@ -28,10 +28,11 @@ from rescue_bench.errors import BenchError, DataError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
-from rescue_bench.report import analysis, figures, html, relational, robustness, tables, writers
+from rescue_bench.report import analysis, figures, html, likeness, relational, robustness, tables, writers
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.tables import Table
 from rescue_bench.rundir import PredictionLine, RunData, Scores, load_run
+from rescue_bench.rundir.status import is_final
 from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
 
@@ -53,7 +54,7 @@ class Progress:
 
     @property
     def finished(self) -> bool:
-        return self.status == "finished" and all(done >= planned for _, done, planned in self.tasks)
+        return is_final(self.status) and all(done >= planned for _, done, planned in self.tasks)
 
     def describe(self) -> str:
         """``runs/x (status stopped): itp 40/120, rpp 98/98 instances done``"""
@@ -239,8 +240,10 @@ def build_report(
     data = [relational.relational_data(run) for run in runs]
     robust = (robustness.robustness_table(base, variants),) if variants else ()
     priced = None if prices is None else partial(load_prices, prices)
+    board = tables.leaderboard(runs, with_paper=with_paper)
+    unlike = likeness.note(runs, names)  # named beside the numbers it changes
     built = (
-        tables.leaderboard(runs, with_paper=with_paper),
+        replace(board, note=f"{board.note} {unlike}".strip()) if unlike else board,
         *robust,
         *report_tables(runs, names, data, priced),
     )

@@ -25,6 +25,7 @@ from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.report.tables import PAPER_COLUMNS, Cell, Table, Value, metric_cell
 from rescue_bench.report.writers import write_markdown
 from rescue_bench.rundir import RunData, load_run
+from rescue_bench.rundir.status import is_final
 
 FILES = ("leaderboard.md", "leaderboard.html", "leaderboard.csv")
 
@@ -37,7 +38,7 @@ class Entry:
     path: Path
     variant: str
     status: str
-    """``finished``, ``partial``, ``failed`` or ``pending`` (``study.json``)."""
+    """A run status, ``failed`` or ``pending`` (``study.json``)."""
     reason: str | None = None
 
 
@@ -50,15 +51,16 @@ class Row:
 
     @property
     def complete(self) -> bool:
-        return self.state == "finished"
+        return is_final(self.state)
 
 
 def _row(entry: Entry) -> Row:
     has_predictions = (entry.path / "predictions.jsonl").is_file()
     run = with_scores(load_run(entry.path)) if has_predictions else None
-    finished = run is not None and entry.status == "finished" and progress(run).finished
+    finished = run is not None and is_final(entry.status) and progress(run).finished
     if finished:
-        return Row(entry, run, "finished")
+        # A degraded run is complete (every instance answered) but most answers failed: it says so.
+        return Row(entry, run, entry.status)
     if entry.status == "failed":
         return Row(entry, None, f"failed: {entry.reason or 'unknown'}")
     done = (

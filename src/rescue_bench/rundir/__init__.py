@@ -40,6 +40,7 @@ from rescue_bench.rundir.lines import (
 from rescue_bench.rundir.manifest import (
     BertScoreSetting,
     JudgeCounts,
+    JudgeSession,
     Judging,
     Manifest,
     Scores,
@@ -71,6 +72,7 @@ __all__ = [
     "BertScoreSetting",
     "JsonlAppender",
     "JudgeCounts",
+    "JudgeSession",
     "Judging",
     "JudgmentLine",
     "Manifest",

@@ -37,10 +37,17 @@ class JudgeCounts(BaseModel):
     resumed: int = 0
     """Instances already judged in an earlier pass."""
     failed_requests: int = 0
+    unanswered: int = 0
+    """Instances the judge never answered (no verdict: connection, timeout, 5xx after the retries); unfinished
+    work, asked again by the next pass."""
+    unanswered_reasons: dict[str, int] = Field(default_factory=dict)
+    """Why they got no answer, with counts."""
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
+    """Why the unscored verdicts are unscored (the kind of problem after the re-ask), with counts."""
     usage: Usage = Usage()
 
     def __add__(self, other: JudgeCounts) -> JudgeCounts:
-        """Both counts together (two judge repeats, or two samples of one pass).
+        """Both counts together (two judge repeats, two samples of one pass, or two passes).
 
         >>> both = JudgeCounts(sent=2, usage=Usage(prompt_tokens=5)) + JudgeCounts(sent=1, valid=1)
         >>> both.sent, both.valid, both.usage.prompt_tokens
@@ -49,9 +56,37 @@ class JudgeCounts(BaseModel):
         summed = {
             name: getattr(self, name) + getattr(other, name)
             for name in JudgeCounts.model_fields
-            if name != "usage"
+            if name not in ("usage", "unanswered_reasons", "unscored_reasons")
         }
-        return JudgeCounts(**summed, usage=self.usage + other.usage)
+        return JudgeCounts(
+            **summed,
+            unanswered_reasons=_added(self.unanswered_reasons, other.unanswered_reasons),
+            unscored_reasons=_added(self.unscored_reasons, other.unscored_reasons),
+            usage=self.usage + other.usage,
+        )
+
+    def summary(self) -> str:
+        """One line: valid, unscored (why), no answer (why).
+
+        >>> JudgeCounts(valid=8, unscored=1, unscored_reasons={"out_of_range": 1}).summary()
+        '8 valid, 1 unscored (out_of_range: 1), 0 no answer'
+        """
+
+        def why(reasons: dict[str, int]) -> str:
+            top = sorted(reasons.items(), key=lambda item: -item[1])[:3]
+            return f" ({'; '.join(f'{r}: {n}' for r, n in top)})" if top else ""
+
+        return (
+            f"{self.valid} valid, {self.unscored} unscored{why(self.unscored_reasons)}, "
+            f"{self.unanswered} no answer{why(self.unanswered_reasons)}"
+        )
+
+
+def _added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
+    out = dict(a)
+    for key, n in b.items():
+        out[key] = out.get(key, 0) + n
+    return out
 
 
 class BertScoreSetting(BaseModel):
@@ -177,13 +212,29 @@ class Manifest(Line):
         return _facts(self.config).seed
 
 
+class JudgeSession(BaseModel):
+    """One judge pass over a run (a session of ``run`` or ``score``): its own share of the work."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    started: str | None = None
+    elapsed_s: float = 0.0
+    status: str = "finished"
+    counts: dict[str, JudgeCounts] = Field(default_factory=dict)
+
+
 class Judging(Line):
-    """``judging.json``: what the judge passes over a run did (the latest pass per judge)."""
+    """``judging.json``: what the judge passes over a run did, added up over the passes, each pass kept."""
 
     format: int = JUDGING_FORMAT
     judges: tuple[str, ...] = ()
     """LLM judges that have judged the run, in first-judged order."""
     counts: dict[str, JudgeCounts] = Field(default_factory=dict)
+    """Per judge, the work of every pass added up (requests, tokens, verdicts); :attr:`sessions` has each
+    pass's share."""
+    status: str = "finished"
+    """``finished``, ``incomplete`` (verdicts got no answer; the next pass asks them) or ``stopped``."""
+    sessions: tuple[JudgeSession, ...] = ()
     prompt_hashes: dict[str, str] = Field(default_factory=dict)
     """Hash of the judge rubric's prompt per judged task."""
     bertscore: BertScoreSetting | None = None

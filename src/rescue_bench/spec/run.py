@@ -18,6 +18,7 @@ from pydantic import (
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams
+from rescue_bench.rundir.status import DEGRADED_SHARE
 from rescue_bench.spec.settings import BudgetSpec, EngineSpec, JudgeSpec, ModelSpec, SpecTable, VideoSpec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task, TaskConfig, resolve_mode
@@ -66,6 +67,12 @@ class RunSpec(SpecTable):
     judge_repeats: int = Field(1, ge=1, description="Ask every judge this many times per reply.")
     batch: bool = Field(
         False, description="Send the run's requests through the endpoint's Batch API (files + batches)."
+    )
+    degraded_share: float = Field(
+        DEGRADED_SHARE,
+        gt=0.0,
+        le=1.0,
+        description="A run whose share of failed answers reaches this ends 'degraded' (exit 5).",
     )
     out: Path | None = Field(None, description="Run directory (default: runs/<model>_<data>).")
 

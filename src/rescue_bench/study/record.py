@@ -6,9 +6,9 @@ Format 1::
      "runs": [{"model", "perturbation", "dir" (relative to the study directory), "status", "reason",
                "counts": {"instances", "done", "invalid", "request_failures"}, "cost_usd", "elapsed_s"}]}
 
-``status`` is ``finished`` (every instance done and scored), ``partial`` (stopped: budget, interrupt;
-resumable), ``failed`` (the endpoint refused: bad key, unknown model; or every request failed) or
-``pending`` (not started).
+``status`` is a run status (:mod:`rescue_bench.rundir.status`: ``finished``, ``degraded``, ``incomplete``,
+``stopped``), ``failed`` (the endpoint refused: bad key, unknown model) or ``pending`` (not started).
+``elapsed_s`` and ``cost_usd`` add up over every session of the study (judges' tokens included).
 A run that did not finish is never shown as complete: the leaderboard marks it PARTIAL.
 """
 
@@ -27,7 +27,7 @@ from rescue_bench.errors import DataError
 
 STUDY_FILE: Final = "study.json"
 FORMAT: Final = 1
-Status = Literal["pending", "finished", "partial", "failed"]
+Status = Literal["pending", "running", "finished", "degraded", "incomplete", "stopped", "failed"]
 
 
 class _Record(BaseModel):

@@ -1,13 +1,14 @@
 """Run a study: every (model, perturbation) through the engine and the judge pass, at the same time.
 
-Each run is what ``rescue-bench run`` makes of its spec: :func:`rescue_bench.engine.run.execute_run` (plan,
-check the directory, ask, record, score), then the judge pass
-(:func:`rescue_bench.judge.after_run.score_after_run`) when it finished, so every run directory is an
-ordinary one. The runs share one event loop and nothing else: each has its own engine, hence its own
-in-flight limit (the model's ``concurrency``, else ``engine.concurrency``), rate limits and budget. A run that
-fails (the endpoint refuses: bad key, unknown model; a configuration its directory refuses) stops alone,
-its reason recorded in ``study.json``; the others go on. Re-running resumes every run: finished instances
-are never asked again, so a finished run sends nothing and a model added to the study is the only one asked.
+Each run is what ``rescue-bench run`` makes of its spec: the one run operation
+(:func:`rescue_bench.evaluation.run.execute`: plan, check the directory, ask, record, score, judge), so every
+run directory is an ordinary one, with the same statuses. The runs share one event loop and nothing else:
+each has its own engine, hence its own in-flight limit (the model's ``concurrency``, else
+``engine.concurrency``), rate limits and budget. A run that fails (the endpoint refuses: bad key, unknown
+model; a configuration its directory refuses) stops alone, its reason recorded in ``study.json``; the others
+go on. Time and cost in ``study.json`` add up over the study's sessions. Re-running resumes every run:
+finished instances are never asked again, so a finished run sends nothing and a model added to the study is
+the only one asked.
 
 Everything that can be checked is checked before the first directory is written: every run spec, every
 judge (its provider is built, so a missing key stops the study now), budgets and prices.
@@ -18,20 +19,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.manifest import build_plans, check_tasks, select_samples
-from rescue_bench.engine.run import RunOptions, RunResult, execute_run
-from rescue_bench.engine.video import check_video_config
+from rescue_bench.engine.manifest import build_plans, select_samples
 from rescue_bench.errors import BenchError
-from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, score_after_run
-from rescue_bench.judge.runner import JudgeStopped
-from rescue_bench.judge.setup import judge_budgets, judge_settings, run_budget, spec_prices, with_judges
+from rescue_bench.evaluation import run as evaluation
+from rescue_bench.evaluation.setup import spec_prices
 from rescue_bench.pricing import spent_so_far
-from rescue_bench.rundir import read_requests
+from rescue_bench.rundir import load_judging, read_requests
 from rescue_bench.study.progress import StudyProgress
 from rescue_bench.study.record import RunCounts, RunEntry, StudyRecord, now, read_record, write_record
 from rescue_bench.study.spec import StudyRun, StudySpec
@@ -49,10 +47,10 @@ class StudyOptions:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """One run, checked and ready: its spec with judges resolved, and its judge pass."""
+    """One run, checked and ready: the study's entry and the run operation's prepared spec."""
 
     run: StudyRun
-    judging: JudgeSettings
+    prepared: evaluation.Prepared
 
 
 @dataclass(slots=True)
@@ -74,15 +72,9 @@ def prepare(study: StudySpec) -> list[Prepared]:
     """Check every run before anything is written; a :class:`ConfigError` names what is wrong."""
     prepared = []
     for run in study.runs():
-        spec = with_judges(run.spec)
-        check_tasks(spec)
-        check_video_config(spec)
-        run_budget(spec, run.out)  # a budget without prices is named now
+        ready = evaluation.prepare(run.spec.model_copy(update={"out": run.out}))
         prepared.append(
-            Prepared(
-                StudyRun(run.index, run.model, run.perturbation, run.out, spec),
-                judge_settings(spec, None, run.out),
-            )
+            Prepared(StudyRun(run.index, run.model, run.perturbation, run.out, ready.spec), ready)
         )
     return prepared
 
@@ -91,10 +83,10 @@ def run_study(study: StudySpec, options: StudyOptions | None = None) -> StudyRec
     """Run (or resume) every run of ``study``; the final ``study.json``. Failed runs are in its entries."""
     options = options or StudyOptions()
     prepared = prepare(study)
-    read_record(study.out)  # a damaged study.json is named before anything runs
+    earlier = read_record(study.out)  # a damaged study.json is named before anything runs
     samples = select_samples(load_samples(study.base.data), study.base)
     total = sum(len(p.instances) for p in build_plans(samples, study.base))
-    return asyncio.run(_run_all(study, prepared, samples, total, options))
+    return asyncio.run(_run_all(study, prepared, samples, total, options, earlier))
 
 
 async def _run_all(
@@ -103,8 +95,10 @@ async def _run_all(
     samples: Sequence[Sample],
     total: int,
     options: StudyOptions,
+    earlier: StudyRecord | None = None,
 ) -> StudyRecord:
-    entries = [_entry(study, p.run) for p in prepared]
+    before = {entry.dir: entry for entry in (earlier.runs if earlier is not None else ())}
+    entries = [_entry(study, p.run, before) for p in prepared]
     state = _State(study, entries, study.out)
     state.save()
     rows = [(p.run.label, p.run.out, total, spec_prices(p.run.spec)) for p in prepared]
@@ -128,8 +122,12 @@ async def _watch(progress: StudyProgress) -> None:
         progress.refresh()
 
 
-def _entry(study: StudySpec, run: StudyRun) -> RunEntry:
-    return RunEntry(model=run.model, perturbation=run.perturbation, dir=str(run.out.relative_to(study.out)))
+def _entry(study: StudySpec, run: StudyRun, before: dict[str, RunEntry]) -> RunEntry:
+    """The run's entry at the start of a session: pending, with the time earlier sessions spent."""
+    where = str(run.out.relative_to(study.out))
+    earlier = before.get(where)
+    elapsed = earlier.elapsed_s if earlier is not None else None
+    return RunEntry(model=run.model, perturbation=run.perturbation, dir=where, elapsed_s=elapsed)
 
 
 async def _one(
@@ -138,49 +136,32 @@ async def _one(
     run, index = item.run, item.run.index
     clock = time.perf_counter()
     progress.tallies[index].status = "running"
+    before = state.entries[index]
     try:
-        budget = run_budget(run.spec, run.out)
-        # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
-        paid = budget if has_endpoint(run.spec.model.name) else None
-        run_options = RunOptions(quiet=True, budget=paid, cache_path=options.cache_path)
-        result = await execute_run(run.spec, run.out, run_options, samples=samples)
-        if result.status == "finished":
-            judging = replace(item.judging, budgets=judge_budgets(run.spec, budget, run.out))
-            try:
-                await score_after_run(run.out, run.spec.tasks, judging, options.warn)
-            except JudgeStopped as exc:
-                result = replace(result, status="stopped", stop_reason=str(exc))
-        entry = _finished(state.entries[index], result)
+        session = evaluation.SessionOptions(quiet=True, cache_path=options.cache_path, warn=options.warn)
+        outcome = await evaluation.execute(item.prepared, session, samples=samples)
+        counts = RunCounts.of(outcome.counts)
+        entry = before.model_copy(
+            update={"status": outcome.status, "reason": outcome.reason, "counts": counts}
+        )
     except BenchError as exc:
-        entry = state.entries[index].model_copy(update={"status": "failed", "reason": str(exc)})
-    entry = entry.model_copy(
-        update={"elapsed_s": round(time.perf_counter() - clock, 3), "cost_usd": _cost(run)}
-    )
+        entry = before.model_copy(update={"status": "failed", "reason": str(exc)})
+    # Time and cost add up over the study's sessions (the requests and judge files hold every session's).
+    elapsed = (before.elapsed_s or 0.0) + time.perf_counter() - clock
+    entry = entry.model_copy(update={"elapsed_s": round(elapsed, 3), "cost_usd": _cost(run)})
     state.entries[index] = entry
     progress.tallies[index].status = entry.status
     state.save()
 
 
-def _finished(entry: RunEntry, result: RunResult) -> RunEntry:
-    counts = RunCounts.of(result.counts)
-    if result.status != "finished":
-        return entry.model_copy(
-            update={"status": "partial", "reason": result.stop_reason or "not finished", "counts": counts}
-        )
-    if counts.done and counts.request_failures == counts.done:
-        # A 5xx storm: the engine records each failed request as a miss and finishes; nothing was answered.
-        return entry.model_copy(
-            update={
-                "status": "failed",
-                "reason": "every request failed (see requests.jsonl)",
-                "counts": counts,
-            }
-        )
-    return entry.model_copy(update={"status": "finished", "reason": None, "counts": counts})
-
-
 def _cost(run: StudyRun) -> float | None:
+    """What the run spent: its model's requests, and its judges' tokens over every pass, at their prices."""
     prices = spec_prices(run.spec)
     if prices is None or not run.out.is_dir():
         return None
-    return round(spent_so_far(read_requests(run.out), prices), 6)
+    spent = spent_so_far(read_requests(run.out), prices)
+    for name, tally in load_judging(run.out).counts.items():
+        judge_prices = spec_prices(run.spec, name)
+        if judge_prices is not None:
+            spent += judge_prices.cost(tally.usage.prompt_tokens, tally.usage.completion_tokens)
+    return round(spent, 6)

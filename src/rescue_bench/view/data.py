@@ -33,6 +33,7 @@ from rescue_bench.rundir import (
     RunData,
     load_run,
 )
+from rescue_bench.rundir.status import is_final
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.view.rows import InstanceRow, index_rows
 
@@ -98,7 +99,7 @@ class RunView:
     @property
     def partial(self) -> bool:
         """Still going (or stopped before the end): what is shown is what was written so far."""
-        return self.status != "finished"
+        return not is_final(self.status)
 
     @property
     def tasks(self) -> list[str]:

@@ -1,0 +1,199 @@
+"""The one run operation: ``rescue_bench.run``, ``rescue-bench run`` and every run of ``sweep`` use it.
+
+:func:`prepare` checks everything that can be checked before anything is written (tasks, video settings,
+judges and their keys, the budget and its prices); :func:`execute` then locks the run directory for the whole
+operation, runs the engine's session (:func:`rescue_bench.engine.run.execute_run`), and when every instance
+has an answer the judge pass (LLM judges, BERTScore), and writes the run's final status to ``run.json``. The
+same
+spec gives the same run directory whichever door it came through, and the same errors.
+
+Statuses (:mod:`rescue_bench.rundir.status`): a judge pass whose verdicts got no answer leaves the run
+``incomplete`` like the engine's instances do; the budget stopping the judges leaves it ``stopped``. A plain
+re-run asks whatever is missing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from rescue_bench.data.schema import Sample
+from rescue_bench.engine.batch_plan import BatchOptions
+from rescue_bench.engine.ending import Ending, summarise
+from rescue_bench.engine.estimate import Budget
+from rescue_bench.engine.manifest import check_tasks
+from rescue_bench.engine.run import RunOptions, RunResult, execute_run
+from rescue_bench.engine.video import check_video_config
+from rescue_bench.evaluation.setup import (
+    judge_budgets,
+    judge_settings,
+    run_budget,
+    with_judges,
+)
+from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, score_after_run
+from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
+from rescue_bench.records import Json
+from rescue_bench.rundir import SCORES_FILE, RunStore, Scores, read_json_object
+from rescue_bench.rundir.status import RunStatus, is_final
+from rescue_bench.spec import RunSpec, default_out
+
+__all__ = ["Prepared", "RunOutcome", "SessionOptions", "execute", "outcome_of", "prepare", "run", "with_out"]
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A run spec checked and ready: judges' endpoints resolved, its directory named, its judge pass set."""
+
+    spec: RunSpec
+    judging: JudgeSettings
+
+    @property
+    def out(self) -> Path:
+        assert self.spec.out is not None  # prepare() names it
+        return self.spec.out
+
+
+@dataclass(frozen=True, slots=True)
+class SessionOptions:
+    """How a session shows itself and where it keeps its cache; nothing here changes what is asked."""
+
+    quiet: bool = True
+    cache_path: Path | None = None
+    batch_poll: float | None = None
+    """With ``spec.batch``: seconds before the first poll (default: the engine's)."""
+    warn: Callable[[str], None] = lambda _: None
+
+
+@dataclass(frozen=True, slots=True)
+class RunOutcome:
+    """How a run operation ended: the directory, the status and why, the counts, and ``scores.json`` typed."""
+
+    out: Path
+    status: RunStatus
+    scores: Scores | None
+    """``scores.json`` when the status is final (``finished`` or ``degraded``), else ``None``."""
+    counts: dict[str, dict[str, Json]]
+    """``run.json``'s per-task counts (instances, valid, invalid, request_failures, tokens...)."""
+    reason: str | None = None
+    """Why the run is not finished (budget, no answer), else ``None``."""
+    ending: Ending | None = None
+    """The engine's reasons: instances without an answer per task, the main reason answers failed."""
+    judged: JudgeRunResult | None = None
+    """What the judge pass did, when there was one."""
+
+    @property
+    def unanswered(self) -> dict[str, Counter[str]]:
+        """Task -> reason -> instances (or, under ``<task> judge``, verdicts) that got no answer."""
+        out = dict(self.ending.unanswered) if self.ending is not None else {}
+        if self.judged is not None:
+            for name, tally in self.judged.tallies.items():
+                if tally.unanswered:
+                    out[f"judge {name}"] = Counter(tally.unanswered_reasons)
+        return out
+
+
+def outcome_of(result: RunResult) -> RunOutcome:
+    """The outcome of an engine session alone (``batch import``, which has no judge pass)."""
+    scores = _scores(result.out, result.status)
+    return RunOutcome(result.out, result.status, scores, result.counts, result.stop_reason, result.ending)
+
+
+def with_out(spec: RunSpec) -> RunSpec:
+    """The spec with its run directory (``runs/<model>_<data>...`` when none is given)."""
+    return spec if spec.out is not None else spec.model_copy(update={"out": default_out(spec)})
+
+
+def prepare(spec: RunSpec) -> Prepared:
+    """Check ``spec`` before anything is written; a :class:`~rescue_bench.errors.ConfigError` says what is
+    wrong.
+
+    Resolves the judges' endpoints, builds each judge's provider (a missing key stops here), checks the
+    tasks, video settings, the budget and its prices, and whether BERTScore can run when asked for.
+    """
+    spec = with_judges(with_out(spec))
+    assert spec.out is not None
+    check_tasks(spec)
+    check_video_config(spec)
+    run_budget(spec, spec.out)  # a budget without prices is named now
+    return Prepared(spec, judge_settings(spec, None, spec.out))
+
+
+async def execute(
+    prepared: Prepared, options: SessionOptions | None = None, *, samples: Sequence[Sample] | None = None
+) -> RunOutcome:
+    """Run (or resume) a prepared spec: the engine's session, then the judge pass, then the final status.
+
+    Raises:
+        ConfigError: the directory holds a run of another configuration, or is in use.
+        ProviderError: the endpoint refused in a way no request can avoid (the run is left resumable).
+    """
+    options = options or SessionOptions()
+    spec, out = prepared.spec, prepared.out
+    budget = run_budget(spec, out)
+    # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
+    paid = budget if has_endpoint(spec.model.name) else None
+    store = RunStore(out)
+    store.lock()
+    try:
+        batch = BatchOptions() if options.batch_poll is None else BatchOptions(poll=options.batch_poll)
+        run_options = RunOptions(options.quiet, paid, options.cache_path, batch=batch, store=store)
+        result = await execute_run(spec, out, run_options, samples=samples)
+        judged: JudgeRunResult | None = None
+        status, reason = result.status, result.stop_reason
+        if is_final(status):
+            judged, status, reason = await _judge(prepared, result, budget, options)
+            if status != result.status:
+                _set_status(store, status, reason)
+        return RunOutcome(out, status, _scores(out, status), result.counts, reason, result.ending, judged)
+    finally:
+        store.unlock()
+
+
+async def _judge(
+    prepared: Prepared, result: RunResult, budget: Budget | None, options: SessionOptions
+) -> tuple[JudgeRunResult | None, RunStatus, str | None]:
+    """The judge pass of a run whose every instance has an answer, and the run's status after it."""
+    spec, out = prepared.spec, prepared.out
+    judging = replace(prepared.judging, budgets=judge_budgets(spec, budget, out))
+    if judging.judges and not options.quiet:
+        options.warn(f"judging ER/VP with {', '.join(j.name for j in judging.judges)}")
+    try:
+        judged = await score_after_run(out, spec.tasks, judging, options.warn, quiet=options.quiet)
+    except JudgeStopped as exc:
+        return None, "stopped", str(exc)
+    if judged is not None and judged.status == "incomplete":
+        reasons: Counter[str] = Counter()
+        for tally in judged.tallies.values():
+            reasons.update(tally.unanswered_reasons)
+        why = f"{judged.unanswered()} judge verdicts got no answer ({summarise(reasons, 1)})"
+        return judged, "incomplete", why
+    return judged, result.status, result.stop_reason
+
+
+def _set_status(store: RunStore, status: RunStatus, reason: str | None) -> None:
+    """``run.json`` with the operation's final status (the judge pass can leave a run unfinished)."""
+    manifest = store.manifest()
+    if manifest is not None:
+        store.write_manifest({**manifest, "status": status, "stop_reason": reason})
+
+
+def _scores(out: Path, status: RunStatus) -> Scores | None:
+    path = out / SCORES_FILE
+    found = read_json_object(path) if is_final(status) else None
+    return None if found is None else Scores.of(found, str(path))
+
+
+def run(spec: RunSpec, out: str | Path | None = None, *, quiet: bool = True) -> RunOutcome:
+    """Run (or resume) ``spec`` into ``out`` (else ``spec.out``, else ``runs/<model>_<data>...``): the same
+    checks, engine, judge pass and statuses as ``rescue-bench run --spec``.
+
+    >>> outcome = run(RunSpec(model="baseline/random", tasks=["itp"]), out="runs/x")  # doctest: +SKIP
+    >>> outcome.status, outcome.scores.entry("itp")["f1"]  # doctest: +SKIP
+    """
+    if out is not None:
+        spec = spec.model_copy(update={"out": Path(out)})
+    prepared = prepare(spec)
+    return asyncio.run(execute(prepared, SessionOptions(quiet=quiet)))
