@@ -195,3 +195,22 @@ def _timeless(value: Any, root: str) -> Any:
     if isinstance(value, list):
         return [_timeless(v, root) for v in value]
     return "<out>" if value == root else value
+
+
+def test_sweep_and_run_end_a_dead_endpoint_alike(tmp_path: Path) -> None:
+    url = dead_url()
+    args = ("--tasks", "itp", "--max-retries", "0", "--base-url", url)
+    ran = cli("--model", "vllm/m", *args, "--out", str(tmp_path / "run"))
+    swept = runner.invoke(
+        app,
+        ["sweep", "--model", "vllm/m", *BASE, *args, "--out", str(tmp_path / "study")],
+        catch_exceptions=False,
+    )
+    assert ran.exit_code == swept.exit_code == 4, swept.output
+    study = read(tmp_path / "study" / "study.json")
+    (entry,) = study["runs"]
+    assert entry["status"] == read(tmp_path / "run" / "run.json")["status"] == "incomplete"
+    assert "got no answer" in entry["reason"]
+    line = next(x for x in ran.output.splitlines() if x.startswith("vllm/m: INCOMPLETE"))
+    assert line in swept.output.splitlines()
+    assert "resume (asks only what is missing): rescue-bench" in swept.output

@@ -245,7 +245,8 @@ class FakeOpenAIServer:
         return self
 
     def stop(self) -> None:
-        if self._loop is not None:
+        """Stop serving: new connections are refused, as by a server that died. Stopping twice is fine."""
+        if self._loop is not None and not self._loop.is_closed():
             self._loop.call_soon_threadsafe(self._loop.stop)
         if self._thread is not None:
             self._thread.join(5)
