@@ -96,7 +96,18 @@ def test_the_judge_dies_mid_pass_and_comes_back(tmp_path: Path) -> None:
     def judge(request: ChatRequest) -> Script | dict[str, Any]:
         return grade(request)
 
-    args = ("run", "--model", "baseline/random", "--seed", "4", "--tasks", "er,vp", *DATA, "--judge", "vllm/j")
+    args = (
+        "run",
+        "--model",
+        "baseline/random",
+        "--seed",
+        "4",
+        "--tasks",
+        "er,vp",
+        *DATA,
+        "--judge",
+        "vllm/j",
+    )
     outage(tmp_path, judge, 3, (*args, "--max-retries", "1", "--timeout", "5", "--concurrency", "1"))
     judging = json.loads((tmp_path / "hit" / "judging.json").read_text())
     assert [s["status"] for s in judging["sessions"]] == ["incomplete", "finished"]

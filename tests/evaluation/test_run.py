@@ -214,3 +214,21 @@ def test_sweep_and_run_end_a_dead_endpoint_alike(tmp_path: Path) -> None:
     line = next(x for x in ran.output.splitlines() if x.startswith("vllm/m: INCOMPLETE"))
     assert line in swept.output.splitlines()
     assert "resume (asks only what is missing): rescue-bench" in swept.output
+
+
+def test_score_with_a_dead_judge_is_incomplete_and_a_later_score_finishes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    made = cli("--model", "baseline/random", "--tasks", "vp", "--seed", "1", "--out", str(out))
+    assert made.exit_code == 0, made.output
+    args = ("score", str(out), "--judge", "vllm/j", "--bertscore-model", "none", "--no-cache")
+    dead = runner.invoke(app, [*args, "--max-retries", "0", "--base-url", dead_url()])
+    assert dead.exit_code == 4, dead.output
+    assert (
+        read(out / "run.json")["status"] == "incomplete"
+        and read(out / "scores.json")["vp"]["all"]["llm"] is None
+    )
+    with FakeOpenAIServer(grade) as fake:
+        back = runner.invoke(app, [*args, "--base-url", fake.base_url])
+    assert back.exit_code == 0, back.output
+    assert read(out / "run.json")["status"] == "finished"
+    assert read(out / "scores.json")["vp"]["all"]["llm"] is not None

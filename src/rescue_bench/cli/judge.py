@@ -14,8 +14,10 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import ScorePass, named_judges, score_run
+from rescue_bench.evaluation.run import judge_again
+from rescue_bench.judge.after_run import ScorePass, named_judges
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
@@ -37,9 +39,9 @@ JudgeOpt = Annotated[
 def _print_result(result: JudgeRunResult) -> None:
     for name, tally in result.tallies.items():
         typer.echo(
-            f"{name}: {tally.valid} valid, {tally.unscored} unscored after one re-ask, "
-            f"{tally.reasked} re-asked, {tally.skipped_invalid} invalid predictions at the floor, "
-            f"{tally.resumed} already judged; {tally.requests} requests, {tally.usage.total_tokens} tokens"
+            f"{name}: {tally.summary()}; {tally.reasked} re-asked, {tally.skipped_invalid} invalid "
+            f"predictions at the floor, {tally.resumed} already judged; {tally.requests} requests, "
+            f"{tally.usage.total_tokens} tokens"
         )
     if result.bertscore_hash:
         typer.echo(f"BERTScore: {result.bertscored} instances scored ({result.bertscore_hash})")
@@ -92,10 +94,16 @@ def score(
         retry_unscored=retry_unscored,
     )
     result = asyncio.run(
-        score_run(run_dir, spec, warn=lambda message: typer.echo(f"warning: {message}", err=True))
+        judge_again(run_dir, spec, warn=lambda message: typer.echo(f"warning: {message}", err=True))
     )
     _print_result(result)
     typer.echo(f"scores written to {run_dir / SCORES_FILE}")
+    if result.status == "incomplete":
+        typer.echo(
+            f"incomplete: {result.unanswered()} judge verdicts got no answer; resume: {resume_command()}",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def calibrate(

@@ -99,6 +99,27 @@ def run_status(lines: Iterable[PredictionLine], planned: int, degraded_share: fl
     return Ending(status, {}, share, dominant)
 
 
+def counted_status(counts: Mapping[str, Mapping[str, Json]], degraded_share: float) -> RunStatus:
+    """The status a run's per-task counts (``run.json``) give when its session asked everything.
+
+    >>> counted_status({"itp": {"instances": 4, "invalid": 1, "request_failures": 0}}, 0.5)
+    'finished'
+    >>> counted_status({"itp": {"instances": 4, "invalid": 3, "request_failures": 1}}, 0.5)
+    'incomplete'
+    >>> counted_status({"itp": {"instances": 4, "invalid": 2, "request_failures": 0}}, 0.5)
+    'degraded'
+    """
+
+    def total(key: str) -> int:
+        return sum(v for c in counts.values() if isinstance(v := c.get(key), int))
+
+    planned, no_answer = total("instances"), total("request_failures")
+    if no_answer:
+        return "incomplete"
+    share = (total("invalid") - no_answer) / planned if planned else 0.0
+    return "degraded" if planned and share >= degraded_share else "finished"
+
+
 def summarise(reasons: Counter[str], limit: int = 3) -> str:
     """``reason: n`` for the most frequent reasons, the rest counted.
 

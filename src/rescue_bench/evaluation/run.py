@@ -20,9 +20,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch_plan import BatchOptions
-from rescue_bench.engine.ending import Ending, summarise
+from rescue_bench.engine.ending import Ending, counted_status, summarise
 from rescue_bench.engine.estimate import Budget
 from rescue_bench.engine.manifest import check_tasks
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
@@ -33,14 +35,24 @@ from rescue_bench.evaluation.setup import (
     run_budget,
     with_judges,
 )
-from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, score_after_run
+from rescue_bench.judge.after_run import JudgeSettings, ScorePass, has_endpoint, score_after_run, score_run
 from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
 from rescue_bench.records import Json
-from rescue_bench.rundir import SCORES_FILE, RunStore, Scores, read_json_object
-from rescue_bench.rundir.status import RunStatus, is_final
+from rescue_bench.rundir import SCORES_FILE, Manifest, RunStore, Scores, read_json_object
+from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, is_final
 from rescue_bench.spec import RunSpec, default_out
 
-__all__ = ["Prepared", "RunOutcome", "SessionOptions", "execute", "outcome_of", "prepare", "run", "with_out"]
+__all__ = [
+    "Prepared",
+    "RunOutcome",
+    "SessionOptions",
+    "execute",
+    "judge_again",
+    "outcome_of",
+    "prepare",
+    "run",
+    "with_out",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,12 +177,15 @@ async def _judge(
     except JudgeStopped as exc:
         return None, "stopped", str(exc)
     if judged is not None and judged.status == "incomplete":
-        reasons: Counter[str] = Counter()
-        for tally in judged.tallies.values():
-            reasons.update(tally.unanswered_reasons)
-        why = f"{judged.unanswered()} judge verdicts got no answer ({summarise(reasons, 1)})"
-        return judged, "incomplete", why
+        return judged, "incomplete", _judge_reason(judged)
     return judged, result.status, result.stop_reason
+
+
+def _judge_reason(judged: JudgeRunResult) -> str:
+    reasons: Counter[str] = Counter()
+    for tally in judged.tallies.values():
+        reasons.update(tally.unanswered_reasons)
+    return f"{judged.unanswered()} judge verdicts got no answer ({summarise(reasons, 1)})"
 
 
 def _set_status(store: RunStore, status: RunStatus, reason: str | None) -> None:
@@ -184,6 +199,50 @@ def _scores(out: Path, status: RunStatus) -> Scores | None:
     path = out / SCORES_FILE
     found = read_json_object(path) if is_final(status) else None
     return None if found is None else Scores.of(found, str(path))
+
+
+async def judge_again(run_dir: Path, judging: ScorePass, warn: Callable[[str], None]) -> JudgeRunResult:
+    """``rescue-bench score``: judge a run directory's existing predictions, under the run's lock, and set its
+    status as a run's judge pass does (judge verdicts without an answer leave it ``incomplete``).
+
+    Raises:
+        ConfigError: the directory is in use, a judge is not a chat model, or there is nothing to judge.
+    """
+    store = RunStore(run_dir)
+    store.lock()
+    try:
+        judged = await score_run(run_dir, judging, warn)
+        manifest = store.manifest()
+        if manifest is not None:
+            _after_judging(store, Manifest.from_json(manifest, str(store.run_file)), judged)
+        return judged
+    finally:
+        store.unlock()
+
+
+def _after_judging(store: RunStore, before: Manifest, judged: JudgeRunResult) -> None:
+    """``run.json``'s status after a ``score`` pass: a run whose every instance has an answer is finished
+    (or degraded) by its counts, unless judge verdicts got no answer."""
+    no_answer = any(_int(c.get("request_failures")) for c in before.counts.values())
+    if not (is_final(before.status) or (before.status == "incomplete" and not no_answer)):
+        return  # the engine's own work is unfinished: that status stands
+    status, reason = counted_status(before.counts, _degraded_share(before.spec)), None
+    if judged.status == "incomplete":
+        status, reason = "incomplete", _judge_reason(judged)
+    if status != before.status:
+        _set_status(store, status, reason)
+
+
+def _degraded_share(spec: dict[str, Json] | None) -> float:
+    """The run's ``degraded_share`` as recorded (the default for a spec this version cannot read)."""
+    try:
+        return RunSpec.model_validate(spec).degraded_share if spec else DEGRADED_SHARE
+    except ValidationError:
+        return DEGRADED_SHARE
+
+
+def _int(value: Json) -> int:
+    return value if isinstance(value, int) else 0
 
 
 def run(spec: RunSpec, out: str | Path | None = None, *, quiet: bool = True) -> RunOutcome:
