@@ -54,9 +54,11 @@ def dying(answer: Callable[[ChatRequest], Any], after: int, server: list[FakeOpe
     return handler
 
 
-def outage(tmp_path: Path, answer: Callable[[ChatRequest], Any], after: int, args: tuple[str, ...]) -> None:
+def outage(
+    tmp_path: Path, answer: Callable[[ChatRequest], Any], after: int, args: tuple[str, ...]
+) -> subprocess.CompletedProcess[str]:
     """Run ``args`` undisturbed, then against an endpoint that dies after ``after`` requests and comes back;
-    both end with the same ``scores.json``."""
+    both end with the same ``scores.json``. Returns the disturbed first command."""
     with FakeOpenAIServer(answer) as calm:
         clean = rescue_bench(tmp_path, *args, "--base-url", calm.base_url, "--out", str(tmp_path / "clean"))
     assert clean.returncode == 0, clean.stderr
@@ -82,6 +84,7 @@ def outage(tmp_path: Path, answer: Callable[[ChatRequest], Any], after: int, arg
     assert asked_again > 0
     assert json.loads((hit / "run.json").read_text())["status"] == "finished"
     assert (hit / "scores.json").read_bytes() == (tmp_path / "clean" / "scores.json").read_bytes()
+    return first
 
 
 def test_the_model_endpoint_dies_mid_run_and_comes_back(tmp_path: Path) -> None:
@@ -108,6 +111,7 @@ def test_the_judge_dies_mid_pass_and_comes_back(tmp_path: Path) -> None:
         "--judge",
         "vllm/j",
     )
-    outage(tmp_path, judge, 3, (*args, "--max-retries", "1", "--timeout", "5", "--concurrency", "1"))
+    first = outage(tmp_path, judge, 3, (*args, "--max-retries", "1", "--timeout", "5", "--concurrency", "1"))
+    assert "RESCUE-Bench" not in first.stdout  # no table of numbers for an unfinished run
     judging = json.loads((tmp_path / "hit" / "judging.json").read_text())
     assert [s["status"] for s in judging["sessions"]] == ["incomplete", "finished"]

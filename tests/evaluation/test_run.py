@@ -232,3 +232,19 @@ def test_score_with_a_dead_judge_is_incomplete_and_a_later_score_finishes(tmp_pa
     assert back.exit_code == 0, back.output
     assert read(out / "run.json")["status"] == "finished"
     assert read(out / "scores.json")["vp"]["all"]["llm"] is not None
+
+
+def test_judge_means_over_fewer_instances_say_so(tmp_path: Path) -> None:
+    def first_only(request: ChatRequest) -> dict[str, Any]:
+        graded = grade(request)["graded"]
+        return {"graded": graded[:1]}  # the other items get no verdict, even after the re-ask
+
+    out = tmp_path / "run"
+    with FakeOpenAIServer(first_only) as fake:
+        args = ("--model", "baseline/random", "--tasks", "er", "--seed", "1", "--judge", "vllm/j")
+        result = cli(*args, "--base-url", fake.base_url, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    er = read(out / "scores.json")["er"]["all"]
+    assert 0 < er["n_judged"] < er["n"] and er["n_unscored"] > 0
+    expected = f"ER LLM is the mean over {er['n_judged']} of {er['n']} instances"
+    assert expected in " ".join(result.output.split())

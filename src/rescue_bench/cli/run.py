@@ -28,8 +28,9 @@ from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import make_prices, spec_prices, with_judges
 from rescue_bench.judge.after_run import JudgeSettings, judge_params, wants_bertscore
 from rescue_bench.pricing import Prices
+from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
-from rescue_bench.tasks import paper_columns
+from rescue_bench.tasks import judged_tasks, paper_columns
 
 __all__ = ["make_prices", "register", "report_result", "summary_table"]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
@@ -84,6 +85,8 @@ def report_result(outcome: RunOutcome, model: str) -> None:
     console = Console(width=None if Console().is_terminal else 200)
     if outcome.scores is not None:
         console.print(summary_table(outcome.scores.to_json(), model))
+        for line in judged_counts(outcome.scores):
+            console.print(line)
     invalid = {
         t: (bad, c["instances"])
         for t, c in outcome.counts.items()
@@ -103,6 +106,19 @@ def report_result(outcome: RunOutcome, model: str) -> None:
     dominant = outcome.ending.dominant if outcome.ending is not None else None
     echo_ending(outcome.status, outcome.reason, outcome.unanswered, outcome.counts, dominant)
     exit_with(outcome.status)
+
+
+def judged_counts(scores: Scores) -> list[str]:
+    """One line per judged task whose judge means cover fewer instances than it has (``n_judged < n``)."""
+    lines = []
+    for task in judged_tasks():
+        entry = scores.entry(task)
+        n, judged = entry.get("n"), entry.get("n_judged")
+        if isinstance(n, int) and isinstance(judged, int) and judged < n and entry.get("llm") is not None:
+            lines.append(
+                f"{task.upper()} LLM is the mean over {judged} of {n} instances ({n - judged} not judged)"
+            )
+    return lines
 
 
 def _int(value: object) -> int:
