@@ -28,6 +28,14 @@ def _need(module: str, extra: str) -> None:
         raise DependencyError.missing(module, extra)
 
 
+def _check_finished(run: Path, partial: bool) -> None:
+    from rescue_bench.report.build import check_finished
+    from rescue_bench.rundir import load_run
+
+    for progress in check_finished([load_run(run)], allow_partial=partial):
+        typer.echo(f"PARTIAL: {progress.describe()}", err=True)
+
+
 def export(
     run: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
     fmt: Annotated[Format, typer.Option("--format", help="eee: Every Eval Ever; hf: a Hub dataset folder.")],
@@ -36,8 +44,15 @@ def export(
         bool,
         typer.Option("--redact", help="hf: leave out replies and other text that can quote transcripts."),
     ] = False,
+    partial: Annotated[
+        bool, typer.Option("--partial", help="Export a run that is not finished (its status says so).")
+    ] = False,
 ) -> None:
-    """Write a run's results in another format (Every Eval Ever records, or a Hugging Face Hub folder)."""
+    """Write a run's results in another format (Every Eval Ever records, or a Hugging Face Hub folder).
+
+    An unfinished run (incomplete, stopped) is refused unless --partial is given.
+    """
+    _check_finished(run, partial)
     if fmt is Format.eee:
         from rescue_bench.adapters.eee import export_eee
 
