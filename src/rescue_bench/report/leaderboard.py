@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rescue_bench.metrics.compare_many import ManyComparison
 from rescue_bench.metrics.multiplicity import Adjustment
+from rescue_bench.report import likeness
 from rescue_bench.report.build import PARTIAL, Report, progress, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.html import write_html
@@ -131,7 +132,7 @@ def leaderboard_report(
             "Leaderboard (paper Table 5 layout)",
             ("Model", "Status", *headers),
             tuple(main),
-            _note(with_paper),
+            f"{_note(with_paper)} {_unlike(rows)}".strip(),
         ),
         Table(
             "rank_groups",
@@ -145,6 +146,18 @@ def leaderboard_report(
         ),
     )
     return Report("Study leaderboard", tuple(r.entry.label for r in rows), tables, (), partial=unfinished)
+
+
+def _unlike(rows: Sequence[Row]) -> str:
+    """What differs between the finished runs of each perturbation in a way that changes their numbers."""
+    notes = []
+    for variant in dict.fromkeys(r.entry.variant for r in rows):
+        members = [r for r in rows if r.entry.variant == variant and r.run is not None]
+        runs = [r.run for r in members if r.run is not None]
+        found = likeness.note(runs, [r.entry.label for r in members]) if len(runs) > 1 else ""
+        if found:
+            notes.append(found)
+    return " ".join(notes)
 
 
 def _note(with_paper: bool) -> str:
