@@ -75,9 +75,14 @@ def test_replies_that_all_fail_to_parse_are_degraded_with_the_likely_fix(tmp_pat
     assert "DEGRADED, valid 0/" in result.output
     assert "likely fix: the replies do not have the answer's shape" in result.output
     assert "try another --response-format" in result.output
-    # A lower threshold never makes a finished run of it; a threshold of 1 still flags 100% failures.
+    # A threshold of 1 still flags 100% failures; the reason goes with the status (a study's reason column).
     again = cli("--model", "vllm/m", "--tasks", "itp", "--out", str(out), "--degraded-share", "1")
     assert again.exit_code == 5, again.output
+    spec = RunSpec.model_validate({"model": "vllm/m", "tasks": ["itp"], "data": "demo", "limit_samples": 1})
+    outcome = rescue_bench.run(spec, out=out)
+    assert outcome.status == "degraded" and outcome.scores is not None
+    assert outcome.reason is not None
+    assert outcome.reason.startswith("100% of the answers failed; main reason:")
 
 
 def test_a_refusal_is_a_counted_miss_not_unfinished_work(tmp_path: Path) -> None:

@@ -99,6 +99,21 @@ def run_status(lines: Iterable[PredictionLine], planned: int, degraded_share: fl
     return Ending(status, {}, share, dominant)
 
 
+def degraded_reason(ending: Ending) -> str | None:
+    """One line for a degraded run: the share of failed answers, the main reason and the likely fix.
+
+    >>> degraded_reason(Ending("degraded", {}, 1.0, ("parse_failure: not JSON", "try text")))
+    '100% of the answers failed; main reason: parse_failure: not JSON; likely fix: try text'
+    """
+    if ending.status != "degraded":
+        return None
+    text = f"{100 * ending.invalid_share:.0f}% of the answers failed"
+    if ending.dominant is not None:
+        reason, hint = ending.dominant
+        text += f"; main reason: {reason}" + (f"; likely fix: {hint}" if hint else "")
+    return text
+
+
 def counted_status(counts: Mapping[str, Mapping[str, Json]], degraded_share: float) -> RunStatus:
     """The status a run's per-task counts (``run.json``) give when its session asked everything.
 

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch_plan import BatchOptions
-from rescue_bench.engine.ending import Ending, counted_status, summarise
+from rescue_bench.engine.ending import Ending, counted_status, degraded_reason, summarise
 from rescue_bench.engine.estimate import Budget
 from rescue_bench.engine.manifest import check_tasks
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
@@ -154,10 +154,12 @@ async def execute(
         run_options = RunOptions(options.quiet, paid, options.cache_path, batch=batch, store=store)
         result = await execute_run(spec, out, run_options, samples=samples)
         judged: JudgeRunResult | None = None
-        status, reason = result.status, result.stop_reason
+        status = result.status
+        reason = result.stop_reason or (degraded_reason(result.ending) if result.ending else None)
         if is_final(status):
-            judged, status, reason = await _judge(prepared, result, budget, options)
-            if status != result.status:
+            judged, ended = await _judge(prepared, budget, options)
+            if ended is not None:
+                status, reason = ended
                 _set_status(store, status, reason)
         return RunOutcome(out, status, _scores(out, status), result.counts, reason, result.ending, judged)
     finally:
@@ -165,9 +167,10 @@ async def execute(
 
 
 async def _judge(
-    prepared: Prepared, result: RunResult, budget: Budget | None, options: SessionOptions
-) -> tuple[JudgeRunResult | None, RunStatus, str | None]:
-    """The judge pass of a run whose every instance has an answer, and the run's status after it."""
+    prepared: Prepared, budget: Budget | None, options: SessionOptions
+) -> tuple[JudgeRunResult | None, tuple[RunStatus, str] | None]:
+    """The judge pass of a run whose every instance has an answer; the status and reason it leaves the run
+    in when they are not the engine's (a budget stop, verdicts without an answer)."""
     spec, out = prepared.spec, prepared.out
     judging = replace(prepared.judging, budgets=judge_budgets(spec, budget, out))
     if judging.judges and not options.quiet:
@@ -175,10 +178,10 @@ async def _judge(
     try:
         judged = await score_after_run(out, spec.tasks, judging, options.warn, quiet=options.quiet)
     except JudgeStopped as exc:
-        return None, "stopped", str(exc)
+        return None, ("stopped", str(exc))
     if judged is not None and judged.status == "incomplete":
-        return judged, "incomplete", _judge_reason(judged)
-    return judged, result.status, result.stop_reason
+        return judged, ("incomplete", _judge_reason(judged))
+    return judged, None
 
 
 def _judge_reason(judged: JudgeRunResult) -> str:
