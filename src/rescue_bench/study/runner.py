@@ -24,6 +24,7 @@ from pathlib import Path
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.manifest import build_plans, check_tasks, select_samples
+from rescue_bench.engine.preflight import check_model
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
 from rescue_bench.engine.video import check_video_config
 from rescue_bench.errors import BenchError
@@ -32,6 +33,7 @@ from rescue_bench.judge.runner import JudgeStopped
 from rescue_bench.judge.setup import judge_budgets, judge_settings, run_budget, spec_prices, with_judges
 from rescue_bench.pricing import spent_so_far
 from rescue_bench.rundir import read_requests
+from rescue_bench.study.lock import study_lock
 from rescue_bench.study.progress import StudyProgress
 from rescue_bench.study.record import RunCounts, RunEntry, StudyRecord, now, read_record, write_record
 from rescue_bench.study.spec import StudyRun, StudySpec
@@ -75,6 +77,7 @@ def prepare(study: StudySpec) -> list[Prepared]:
     prepared = []
     for run in study.runs():
         spec = with_judges(run.spec)
+        check_model(spec)  # an unknown provider or a baseline asked to batch stops the study before any run
         check_tasks(spec)
         check_video_config(spec)
         run_budget(spec, run.out)  # a budget without prices is named now
@@ -91,10 +94,11 @@ def run_study(study: StudySpec, options: StudyOptions | None = None) -> StudyRec
     """Run (or resume) every run of ``study``; the final ``study.json``. Failed runs are in its entries."""
     options = options or StudyOptions()
     prepared = prepare(study)
-    read_record(study.out)  # a damaged study.json is named before anything runs
     samples = select_samples(load_samples(study.base.data), study.base)
     total = sum(len(p.instances) for p in build_plans(samples, study.base))
-    return asyncio.run(_run_all(study, prepared, samples, total, options))
+    with study_lock(study.out):  # a second sweep of the study is refused, its runs left as they are
+        read_record(study.out)  # a damaged study.json is named before anything runs
+        return asyncio.run(_run_all(study, prepared, samples, total, options))
 
 
 async def _run_all(
