@@ -6,9 +6,14 @@ import hashlib
 import json
 import multiprocessing
 import os
+import sqlite3
+import subprocess
+import sys
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.engine.cache import ResponseCache, cache_dir, cache_key
 from rescue_bench.models.base import GenerationParams
@@ -179,3 +184,55 @@ def test_keys_are_those_of_key_version_3(tmp_path: Path) -> None:
         for p in params:
             for request in (REQUEST, replace(REQUEST, messages=messages)):
                 assert cache_key(identity, request, p) == version_3(identity, request, p)
+
+
+def test_a_damaged_row_is_a_counted_miss_and_is_replaced(tmp_path: Path, caplog: Any) -> None:
+    path = tmp_path / "c.sqlite3"
+    keys = [cache_key(IDENTITY, replace(REQUEST, max_tokens=n), PARAMS) for n in (1, 2, 3, 4)]
+    with ResponseCache(path) as cache:
+        for key in keys:
+            cache.put(key, REPLY, IDENTITY)
+    db = sqlite3.connect(path)
+    with db:
+        db.execute("UPDATE responses SET meta = '{' WHERE key = ?", (keys[0],))
+        db.execute("UPDATE responses SET text = x'ff00' WHERE key = ?", (keys[1],))  # a blob
+        db.execute("UPDATE responses SET prompt_tokens = 'x' WHERE key = ?", (keys[2],))
+    db.close()
+    with ResponseCache(path) as cache:
+        assert [cache.get(k) is None for k in keys] == [True, True, True, False]
+        assert cache.damaged == 3 and cache.usable
+        assert [r.message for r in caplog.records].count(caplog.records[0].message) == 1
+        assert "holds a damaged entry" in caplog.records[0].message
+        assert "rescue-bench cache clear" in caplog.records[0].message
+        cache.put(keys[0], REPLY, IDENTITY)  # asked again: the good reply takes the damaged row's place
+        hit = cache.get(keys[0])
+        assert hit is not None and hit[0].text == REPLY.text
+
+
+def test_a_run_over_a_damaged_cache_finishes_and_asks_only_the_damaged(tmp_path: Path) -> None:
+    env = {**os.environ, "RESCUE_BENCH_CACHE_DIR": str(tmp_path / "cache")}
+    with FakeOpenAIServer() as server:
+        command = [
+            sys.executable, "-c", "from rescue_bench.cli.main import main; main()", "run",
+            "--model", "vllm/x", "--base-url", server.base_url, "--tasks", "itp", "--limit-samples", "1",
+            "-q",
+        ]  # fmt: skip
+        first = subprocess.run(
+            [*command, "--out", str(tmp_path / "a")], env=env, capture_output=True, text=True
+        )
+        assert first.returncode == 0, first.stderr
+        asked = len(server.requests)
+        db = sqlite3.connect(tmp_path / "cache" / "responses.sqlite3")
+        with db:
+            db.execute(
+                "UPDATE responses SET meta = 'not json' WHERE rowid IN (SELECT rowid FROM responses LIMIT 2)"
+            )
+        db.close()
+        second = subprocess.run(
+            [*command, "--out", str(tmp_path / "b")], env=env, capture_output=True, text=True
+        )
+        assert second.returncode == 0, second.stderr
+        assert len(server.requests) == asked + 2
+    assert "Traceback" not in second.stderr and second.stderr.count("damaged entry") == 1
+    scores = json.loads((tmp_path / "b" / "scores.json").read_text())
+    assert scores == json.loads((tmp_path / "a" / "scores.json").read_text())

@@ -86,6 +86,18 @@ def test_two_models_of_one_name_get_distinct_directories() -> None:
         ({"models": ["a/b"], "model": "c/d"}, "study.toml: model: a study lists its models"),
         ({"models": ["a/b"], "perturb": ["nope"]}, "study.toml: perturb"),
         ({"models": ["a/b"], "engine": {"concurency": 2}}, "study.toml: engine.concurency: unknown key"),
+        (
+            {"models": {"name": "a/b"}},
+            "study.toml: models: one table where a list of tables belongs: write [[models]]",
+        ),
+        (
+            {"models": ["a/b"], "context_curve": "yes"},
+            "study.toml: context_curve: Input should be a valid boolean",
+        ),
+        (
+            {"models": [{"name": "a/b", "seed": "3"}]},
+            "study.toml: models.0.seed: Input should be a valid integer",
+        ),
     ],
 )
 def test_bad_keys_are_named_with_the_file(table: dict[str, object], message: str) -> None:
@@ -119,3 +131,11 @@ def test_print_spec_round_trips_and_flags_override(tmp_path: Path) -> None:
     bad = CliRunner().invoke(app, ["sweep", str(path), "--concurrency", "0"])
     assert bad.exit_code == 2 and "--concurrency" in bad.output
     assert not (tmp_path / "studies").exists()
+
+
+def test_print_spec_refuses_a_null_in_a_models_extra_body() -> None:
+    result = CliRunner().invoke(
+        app, ["sweep", "--model", "openai/gpt-4o", "--extra-body", '{"stop": null}', "--print-spec"]
+    )
+    assert result.exit_code == 2
+    assert result.output.startswith("error: models.0.extra_body.stop is null, which a TOML spec cannot hold")

@@ -328,6 +328,8 @@ def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, st
         data["judges"] = [{"name": n} for n in names]  # type: ignore[attr-defined]
         where[("judges",)] = "--judge"
     judges = data.get("judges") or []
+    if not isinstance(judges, list):
+        return  # the spec's own check names it ([judges] written for [[judges]])
     for index, judge in enumerate(judges):
         if isinstance(judge, str):
             judges[index] = judge = {"name": judge}

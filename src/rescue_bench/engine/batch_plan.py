@@ -17,6 +17,8 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Instance, Json, Request
+from rescue_bench.spec import RunSpec
+from rescue_bench.tasks.perturb import is_circular
 
 BATCH_URL: Final = "/v1/chat/completions"
 
@@ -41,6 +43,22 @@ class BatchOptions:
             )
         if self.max_resubmits < 0:
             raise ConfigError(f"batch re-submits must be >= 0 (got {self.max_resubmits})")
+
+
+def batchable(spec: RunSpec, provider: Provider) -> OpenAICompatProvider | None:
+    """The provider whose Batch API ``spec.batch`` uses, or ``None`` for an online run; a spec that cannot
+    go through a Batch API is a one-line :class:`ConfigError` (before anything is written)."""
+    if not spec.batch:
+        return None
+    if spec.is_video:
+        raise ConfigError("--batch sends text only; for --mode video run without --batch")
+    if spec.repeats > 1 or is_circular(spec.perturb):
+        # The session asks and keys each batch once: the repeats would all get repeat 0's reply.
+        raise ConfigError(
+            "--batch asks each instance once; for --repeats or label-order:all run without --batch, "
+            "or use `rescue-bench batch export`, which writes every repeat"
+        )
+    return check_batchable(provider)
 
 
 def check_batchable(provider: Provider) -> OpenAICompatProvider:

@@ -157,6 +157,35 @@ def _connect(path: Path) -> sqlite3.Connection:
     return db
 
 
+def _row_reply(row: tuple[Any, ...]) -> tuple[Reply, dict[str, Json]] | None:
+    """The reply and meta of a stored row, or ``None`` when the row is damaged (a field of the wrong type,
+    meta that is not a JSON object): a damaged row is a miss, never a crash or a wrong answer."""
+    text, reasoning, finish, p_tok, c_tok, r_tok, meta = row
+    tokens = (p_tok, c_tok, r_tok)
+    if (
+        not isinstance(text, str)
+        or not all(v is None or isinstance(v, str) for v in (reasoning, finish))
+        or not all(type(t) is int and t >= 0 for t in tokens)
+        or not isinstance(meta, str)
+    ):
+        return None
+    try:
+        extra = json.loads(meta)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(extra, dict):
+        return None
+    reply = Reply(
+        text=text,
+        reasoning=reasoning,
+        usage=Usage(p_tok, c_tok, r_tok),
+        finish_reason=finish,
+        cached=True,
+        attempts=0,
+    )
+    return reply, extra
+
+
 class ResponseCache:
     """A handle on the cache file; cheap lookups and single-row inserts, each its own transaction.
 
@@ -170,6 +199,8 @@ class ResponseCache:
         self._flush_scheduled = False
         self.failure: str | None = None
         """Why the cache was given up, once it was."""
+        self.damaged = 0
+        """Rows found that could not be read (each a miss, warned about once)."""
         self._db: sqlite3.Connection | None = None
         try:
             self._db = _connect(self.path)
@@ -223,16 +254,21 @@ class ResponseCache:
                 return None
         if row is None:
             return None
-        text, reasoning, finish, p_tok, c_tok, r_tok, meta = row
-        reply = Reply(
-            text=text,
-            reasoning=reasoning,
-            usage=Usage(p_tok, c_tok, r_tok),
-            finish_reason=finish,
-            cached=True,
-            attempts=0,
-        )
-        return reply, json.loads(meta)
+        found = _row_reply(row)
+        if found is None:
+            self._damaged_row(key)
+        return found
+
+    def _damaged_row(self, key: str) -> None:
+        """Count a row that cannot be read (a miss: the request is asked again and its row replaced)."""
+        self.damaged += 1
+        if self.damaged == 1:
+            log.warning(
+                "warning: response cache %s holds a damaged entry (key %s...); it is asked again and "
+                "replaced. To clear the cache, run `rescue-bench cache clear` or delete the file",
+                self.path,
+                key[:12],
+            )
 
     def put(
         self, key: str, reply: Reply, identity: dict[str, Json], meta: dict[str, Json] | None = None

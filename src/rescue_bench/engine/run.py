@@ -27,7 +27,7 @@ from pydantic import BaseModel, ConfigDict
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch_api import BatchSession, ask_by_batch
-from rescue_bench.engine.batch_plan import BatchOptions, check_batchable
+from rescue_bench.engine.batch_plan import BatchOptions, batchable
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.ending import Ending, run_status, summarise
@@ -45,7 +45,7 @@ from rescue_bench.engine.outcomes import prediction_record, request_record
 from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.engine.video import Hook, make_hook
-from rescue_bench.errors import ConfigError, ProviderError
+from rescue_bench.errors import ProviderError
 from rescue_bench.metrics.aggregate import check_required
 from rescue_bench.models.base import Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider
@@ -55,7 +55,6 @@ from rescue_bench.rundir import Manifest, PredictionLine, RunStore
 from rescue_bench.rundir.status import RunStatus, is_final
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks.base import Task
-from rescue_bench.tasks.perturb import is_circular
 
 __all__ = [
     "RunOptions",
@@ -145,7 +144,7 @@ async def execute_run(
     chosen = select_samples(samples if samples is not None else load_samples(spec.data), spec)
     provider = model or make_model(spec)
     try:
-        batch = _batchable(spec, provider)  # refused before anything is written
+        batch = batchable(spec, provider)  # refused before anything is written
         store = options.store or RunStore(out)
         if options.store is None:
             store.lock()
@@ -207,21 +206,6 @@ async def _session(
         # Also when interrupted: the records are closed and run.json says "stopped", so the run resumes.
         result = _finish(store, runner, plans, spec, _resumed(manifest, previous), status, started, samples)
     return result
-
-
-def _batchable(spec: RunSpec, provider: Provider) -> OpenAICompatProvider | None:
-    """The provider whose Batch API ``spec.batch`` uses, or ``None`` for an online run."""
-    if not spec.batch:
-        return None
-    if spec.is_video:
-        raise ConfigError("--batch sends text only; for --mode video run without --batch")
-    if spec.repeats > 1 or is_circular(spec.perturb):
-        # The session asks and keys each batch once: the repeats would all get repeat 0's reply.
-        raise ConfigError(
-            "--batch asks each instance once; for --repeats or label-order:all run without --batch, "
-            "or use `rescue-bench batch export`, which writes every repeat"
-        )
-    return check_batchable(provider)
 
 
 async def _by_batch(

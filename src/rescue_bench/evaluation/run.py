@@ -27,6 +27,7 @@ from rescue_bench.engine.batch_plan import BatchOptions
 from rescue_bench.engine.ending import Ending, counted_status, degraded_reason, summarise
 from rescue_bench.engine.estimate import Budget
 from rescue_bench.engine.manifest import check_tasks
+from rescue_bench.engine.preflight import check_model
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
 from rescue_bench.engine.video import check_video_config
 from rescue_bench.evaluation.setup import (
@@ -127,6 +128,7 @@ def prepare(spec: RunSpec) -> Prepared:
     """
     spec = with_judges(with_out(spec))
     assert spec.out is not None
+    check_model(spec)  # an unknown provider, a missing key, a baseline asked to batch
     check_tasks(spec)
     check_video_config(spec)
     run_budget(spec, spec.out)  # a budget without prices is named now

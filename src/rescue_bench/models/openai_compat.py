@@ -27,11 +27,12 @@ are honoured, as by any httpx2 client.
 from __future__ import annotations
 
 import asyncio
+import json
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from rescue_bench.errors import FormatRejected, RetryableError
+from rescue_bench.errors import ConfigError, FormatRejected, ProviderError, RetryableError
 from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
 from rescue_bench.models.env import KeyOrigin
 from rescue_bench.models.presets import (
@@ -79,6 +80,7 @@ class OpenAICompatProvider:
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.name = f"{preset.name}/{model}"
+        check_key(api_key, key_origin or KeyOrigin(None))
         self.model = model
         self.preset = preset
         self.base_url = base_url
@@ -132,6 +134,7 @@ class OpenAICompatProvider:
             async with asyncio.timeout(self.timeout):
                 while True:
                     body = self.body(request, params, fmt)
+                    check_body(body, self.name)
                     try:
                         return await endpoint.complete(body, step_down=fmt != "text", started=started)
                     except FormatRejected:
@@ -184,3 +187,27 @@ def _in_create_order(body: dict[str, Any]) -> dict[str, Any]:
     """``body`` with its keys in the order ``create`` sends them, so both calls send the same bytes."""
     named = {key: body[key] for key in CREATE_ORDER if key in body}
     return {**named, **{key: value for key, value in body.items() if key not in named}}
+
+
+def check_key(key: str, origin: KeyOrigin) -> None:
+    """Refuse a key no HTTP header can carry (a newline, a space, a non-ASCII character), naming where it came
+    from and never the key: sent, it fails in the HTTP library, and every request would fail the same way."""
+    bad = next((c for c in key if not (c.isascii() and c.isprintable()) or c.isspace()), None)
+    if bad is None:
+        return
+    what = (
+        "a newline" if bad in "\r\n" else "a space" if bad.isspace() else "a non-ASCII or control character"
+    )
+    where = f"the key in {origin.variable}" if origin.variable else "the API key"
+    raise ConfigError(f"{where} holds {what}, which no HTTP header can carry; check the variable")
+
+
+def check_body(body: Mapping[str, Any], name: str) -> None:
+    """Refuse a request body that is not strict JSON (``inf`` or ``nan`` in ``extra_body`` or a parameter):
+    the same body would fail every request, so the run stops with the reason instead of recording failures."""
+    try:
+        json.dumps(body, allow_nan=False)
+    except (ValueError, TypeError) as exc:
+        raise ProviderError(
+            f"{name}: the request body cannot be sent as JSON ({exc}); fix the run's settings"
+        ) from None

@@ -187,21 +187,32 @@ def normalize_base_url(url: str) -> str:
     ('http://127.0.0.1:8000/v1', 'https://x.org/api/v1')
     """
     parts = urlsplit(url.strip())
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--base-url {public_url(url)!r} is not an http(s) URL")
+    if parts.username is not None or parts.password is not None:
+        # The HTTP client cannot send them (every request would fail), and the URL is recorded.
+        raise ConfigError(
+            "--base-url holds credentials (user:password@), which are never sent; put the key in a variable "
+            "and name it with --api-key-env"
+        )
+    try:
+        parts.port  # noqa: B018 -- a port that is not a number raises here, not in every request
+    except ValueError:
+        raise ConfigError(f"--base-url {public_url(url, port=False)!r}: the port is not a number") from None
     path = parts.path.rstrip("/") or "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
-def public_url(url: str) -> str:
-    """The URL without user info or query string, safe to record (some gateways put tokens there).
+def public_url(url: str, *, port: bool = True) -> str:
+    """The URL without user info or query string, safe to record (some gateways put tokens there); without
+    its port when ``port`` is false (a port that is not a number cannot be read).
 
     >>> public_url("https://user:secret@host.org/v1?key=abc")
     'https://host.org/v1'
     """
     parts = urlsplit(url)
     host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
+    netloc = f"{host}:{parts.port}" if port and parts.port else host
     return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 

@@ -26,6 +26,9 @@ from rescue_bench.tasks.perturb import parse_perturbations
 
 VIDEO_BATCH_SIZE = 1
 """Instances per request in video mode when ``batch_size`` is not given, as in the reference scripts."""
+MAX_REPEATS = 100
+"""The most repeats of an instance (or of a judge) a spec may ask for: every repeat is planned in memory
+before the first request goes out, and repeat estimates settle long before a hundred."""
 TASKS_CONTEXT = "tasks"
 """Validation-context key of the tasks a spec may name (default: the registry, ``tasks.TASKS``)."""
 
@@ -36,21 +39,27 @@ class RunSpec(SpecTable):
     model: ModelSpec
     judges: tuple[JudgeSpec, ...] = ()
     bertscore: bool | None = Field(
-        None, description="BERTScore ER/VP after the run (default: when the bertscore extra is installed)."
+        None,
+        strict=True,
+        description="BERTScore ER/VP after the run (default: when the bertscore extra is installed).",
     )
     tasks: tuple[str, ...] = Field(tuple(TASKS), description="all, or a comma list of task names.")
     task_options: dict[str, dict[str, JsonValue]] = Field(
         default_factory=dict, description="Task name -> that task's options."
     )
     data: str = Field("demo", description="A release JSONL file, a directory, 'hf[:repo]' or 'demo'.")
-    limit_samples: int | None = Field(None, ge=1, description="Only the first N selected samples.")
+    limit_samples: int | None = Field(
+        None, ge=1, strict=True, description="Only the first N selected samples."
+    )
     sample_ids: tuple[str, ...] | None = Field(None, description="Only these samples (in data order).")
     mode: str = Field(
         "dialogue", description="dialogue (text), or video (ER/VP/SSP with row clips; needs clips)."
     )
-    context_size: int | None = Field(None, ge=-1, description="-1 all prior rows, 0 none, N the last N.")
+    context_size: int | None = Field(
+        None, ge=-1, strict=True, description="-1 all prior rows, 0 none, N the last N."
+    )
     batch_size: int | None = Field(
-        None, ge=1, description="Instances per request (default: per task; 1 in video mode)."
+        None, ge=1, strict=True, description="Instances per request (default: per task; 1 in video mode)."
     )
     engine: EngineSpec = EngineSpec()
     budget: BudgetSpec = BudgetSpec()
@@ -62,11 +71,20 @@ class RunSpec(SpecTable):
         "unperturbed run, so `compare BASE PERTURBED` pairs them.",
     )
     repeats: int = Field(
-        1, ge=1, description="Ask every instance this many times (repeat i is its own cache entry)."
+        1,
+        ge=1,
+        le=MAX_REPEATS,
+        strict=True,
+        description=f"Ask every instance this many times, {MAX_REPEATS} at most (repeat i is its own cache "
+        "entry).",
     )
-    judge_repeats: int = Field(1, ge=1, description="Ask every judge this many times per reply.")
+    judge_repeats: int = Field(
+        1, ge=1, le=MAX_REPEATS, strict=True, description="Ask every judge this many times per reply."
+    )
     batch: bool = Field(
-        False, description="Send the run's requests through the endpoint's Batch API (files + batches)."
+        False,
+        strict=True,
+        description="Send the run's requests through the endpoint's Batch API (files + batches).",
     )
     degraded_share: float = Field(
         DEGRADED_SHARE,
@@ -168,14 +186,17 @@ class RunSpec(SpecTable):
         return self.model.generation_params()
 
 
-def named_entries(value: object) -> object:
-    """A list of model (or judge) tables in which a bare name stands for ``{"name": name}``.
+def named_entries(value: object, table: str = "judges") -> object:
+    """A list of model (or judge) tables in which a bare name stands for ``{"name": name}``; ``table`` names
+    the key in the error of a single table (``[judges]`` written for ``[[judges]]``).
 
     >>> named_entries(["a/b", {"name": "c/d", "temperature": 0.5}])
     [{'name': 'a/b'}, {'name': 'c/d', 'temperature': 0.5}]
     """
     if isinstance(value, list | tuple):
         return [{"name": v} if isinstance(v, str) else v for v in value]
+    if isinstance(value, Mapping):
+        raise ValueError(f"one table where a list of tables belongs: write [[{table}]] (two brackets)")
     return value
 
 

@@ -2,13 +2,33 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
-from typing import Literal
+from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
 
 from rescue_bench.models.base import GenerationParams, ReasoningEffort, ResponseFormat
 from rescue_bench.models.presets import reasoning_problem
+
+MAX_SEED: Final = 2**63 - 1
+"""The largest seed: a request's ``seed`` is a 64-bit signed integer at OpenAI's API, and numpy takes no
+negative one (the baselines)."""
+OWNED_FIELDS: Final = {
+    "model": "the model's name",
+    "messages": "the task",
+    "stream": "the engine (it reads whole replies)",
+    "stream_options": "the engine (it reads whole replies)",
+    "n": "the engine (one answer per request; use repeats)",
+    "temperature": "the model's temperature key",
+    "top_p": "the model's top_p key",
+    "seed": "the model's seed key",
+    "max_tokens": "the model's max_tokens key",
+    "max_completion_tokens": "the model's max_tokens key",
+    "response_format": "the model's response_format key",
+}
+"""Request fields the tool sets itself, and what sets them: ``extra_body`` may not replace them (a replaced
+``model`` or ``messages`` would ask another question under this run's name)."""
 
 
 class SpecTable(BaseModel):
@@ -23,14 +43,23 @@ class ModelSpec(SpecTable):
     name: str = Field(description="provider/model, e.g. openai/gpt-4o, local/gemma-3-270m.")
     base_url: str | None = Field(None, description="Endpoint of an OpenAI-compatible server.")
     api_key_env: str | None = Field(None, description="Name of the variable that holds the API key.")
-    temperature: float = Field(0.0, ge=0.0, description="Sampling temperature.")
-    seed: int | None = Field(None, description="Sent to the model as its seed; seeds baselines.")
+    temperature: float = Field(
+        0.0, ge=0.0, strict=True, allow_inf_nan=False, description="Sampling temperature."
+    )
+    seed: int | None = Field(
+        None, ge=0, le=MAX_SEED, strict=True, description="Sent to the model as its seed; seeds baselines."
+    )
     response_format: ResponseFormat = Field("json_schema", description="How the answer's shape is asked for.")
-    disable_thinking: bool = Field(False, description="Send the endpoint's switch to turn off thinking.")
-    top_p: float | None = Field(None, gt=0.0, le=1.0, description="Nucleus sampling: top_p sent as is.")
+    disable_thinking: bool = Field(
+        False, strict=True, description="Send the endpoint's switch to turn off thinking."
+    )
+    top_p: float | None = Field(
+        None, gt=0.0, le=1.0, strict=True, description="Nucleus sampling: top_p sent as is."
+    )
     max_tokens: int | None = Field(
         None,
         ge=1,
+        strict=True,
         description="Output cap of every task (default: each task's own cap, with headroom when reasoning).",
     )
     reasoning_effort: ReasoningEffort = Field(
@@ -42,7 +71,10 @@ class ModelSpec(SpecTable):
         default_factory=dict, description="Fields added to every request body as they are."
     )
     concurrency: int | None = Field(
-        None, ge=1, description="Requests in flight for this model (default: engine.concurrency)."
+        None,
+        ge=1,
+        strict=True,
+        description="Requests in flight for this model (default: engine.concurrency).",
     )
 
     @field_validator("name")
@@ -52,6 +84,19 @@ class ModelSpec(SpecTable):
         if not sep or not provider or not model:
             raise ValueError(f"{name!r} is not of the form provider/model (e.g. openai/gpt-4o)")
         return name
+
+    @field_validator("extra_body")
+    @classmethod
+    def _own_fields(cls, extra: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        owned = [key for key in extra if key in OWNED_FIELDS]
+        if owned:
+            key = owned[0]
+            raise ValueError(f"{key!r} is set by {OWNED_FIELDS[key]}, not by extra_body")
+        try:
+            json.dumps(extra, allow_nan=False)
+        except ValueError:
+            raise ValueError("inf and nan are not JSON: no request can carry them") from None
+        return extra
 
     @model_validator(mode="after")
     def _reasoning(self) -> ModelSpec:
@@ -93,27 +138,41 @@ class JudgeSpec(ModelSpec):
     api_key_env: str | None = Field(
         None, description="Variable holding the judges' key (default: as the endpoint)."
     )
-    temperature: float = Field(0.0, ge=0.0, description="The judges' sampling temperature.")
+    temperature: float = Field(
+        0.0, ge=0.0, strict=True, allow_inf_nan=False, description="The judges' sampling temperature."
+    )
 
 
 class EngineSpec(SpecTable):
     """How fast and how robustly the run goes; never what it asks."""
 
-    concurrency: int = Field(16, ge=1, description="Requests in flight at most.")
-    rpm: float | None = Field(None, gt=0, description="Requests per minute at most.")
-    tpm: float | None = Field(None, gt=0, description="Tokens per minute at most.")
-    timeout: float = Field(120.0, gt=0, description="Seconds per request attempt.")
-    max_retries: int = Field(5, ge=0, description="Retries of 429/5xx/timeouts.")
-    cache: bool = Field(True, description="Read and write the response cache.")
-    retry_failed: bool = Field(False, description="Ask invalid instances again.")
+    concurrency: int = Field(16, ge=1, strict=True, description="Requests in flight at most.")
+    rpm: float | None = Field(
+        None, gt=0, strict=True, allow_inf_nan=False, description="Requests per minute at most."
+    )
+    tpm: float | None = Field(
+        None, gt=0, strict=True, allow_inf_nan=False, description="Tokens per minute at most."
+    )
+    timeout: float = Field(
+        120.0, gt=0, strict=True, allow_inf_nan=False, description="Seconds per request attempt."
+    )
+    max_retries: int = Field(5, ge=0, strict=True, description="Retries of 429/5xx/timeouts.")
+    cache: bool = Field(True, strict=True, description="Read and write the response cache.")
+    retry_failed: bool = Field(False, strict=True, description="Ask invalid instances again.")
 
 
 class BudgetSpec(SpecTable):
     """A spending limit and the prices it is counted with."""
 
-    usd: float | None = Field(None, gt=0, description="Stop before spending more USD.")
-    price_in: float | None = Field(None, ge=0, description="USD per million prompt tokens.")
-    price_out: float | None = Field(None, ge=0, description="USD per million completion tokens.")
+    usd: float | None = Field(
+        None, gt=0, strict=True, allow_inf_nan=False, description="Stop before spending more USD."
+    )
+    price_in: float | None = Field(
+        None, ge=0, strict=True, allow_inf_nan=False, description="USD per million prompt tokens."
+    )
+    price_out: float | None = Field(
+        None, ge=0, strict=True, allow_inf_nan=False, description="USD per million completion tokens."
+    )
     prices: Path | None = Field(None, description="JSON file of prices (per model or one entry).")
 
     @model_validator(mode="after")
@@ -134,8 +193,14 @@ class VideoSpec(SpecTable):
     form: Literal["video", "frames"] = Field(
         "video", description="Video mode: send clips as video, or as still frames."
     )
-    frames: int = Field(4, ge=1, description="Video mode: frames per clip (frames form).")
+    frames: int = Field(4, ge=1, strict=True, description="Video mode: frames per clip (frames form).")
     clip_url_base: str | None = Field(
         None, description="Video mode: URL the clips are served under (default: data URLs)."
     )
-    fps: float | None = Field(None, gt=0, description="Video mode: 'fps' sent with each clip (DashScope).")
+    fps: float | None = Field(
+        None,
+        gt=0,
+        strict=True,
+        allow_inf_nan=False,
+        description="Video mode: 'fps' sent with each clip (DashScope).",
+    )

@@ -7,6 +7,9 @@ from typing import Any
 
 from rescue_bench.errors import ConfigError
 
+FREE_TABLE = "extra_body"
+"""The table whose values are sent as given (every other ``None`` of a spec dump is a default, left out)."""
+
 
 def to_toml(data: Mapping[str, Any]) -> str:
     """TOML of a spec dump: tables, arrays, strings, numbers and booleans; ``None`` values are left out.
@@ -22,6 +25,8 @@ def to_toml(data: Mapping[str, Any]) -> str:
 
 
 def _toml_table(data: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
+    if FREE_TABLE in path:  # sent as given: a null there is data, not a default left out
+        no_null(data, path)
     plain = [f"{_key(k)} = {_value(v)}\n" for k, v in data.items() if v is not None and not _is_table(v)]
     lines = ([f"\n[{'.'.join(_key(p) for p in path)}]\n"] if path else []) + plain
     if path and not plain and any(_is_table(v) for v in data.values()):
@@ -32,8 +37,26 @@ def _toml_table(data: Mapping[str, Any], path: tuple[str, ...]) -> list[str]:
         elif _is_table(v):
             for item in v:
                 lines.append(f"\n[[{'.'.join(_key(p) for p in (*path, k))}]]\n")
+                if FREE_TABLE in item:
+                    no_null(item[FREE_TABLE], (*path, k, FREE_TABLE))
                 lines += [f"{_key(ik)} = {_value(iv)}\n" for ik, iv in item.items() if iv is not None]
     return lines
+
+
+def no_null(value: object, path: tuple[str, ...]) -> None:
+    """Refuse a null anywhere in ``value``: TOML has none, and leaving it out would print another spec."""
+    if value is None:
+        raise ConfigError(
+            f"{'.'.join(path)} is null, which a TOML spec cannot hold: leave the key out, or give the spec "
+            "in Python"
+        )
+    items = value.items() if isinstance(value, Mapping) else enumerate(value) if _is_list(value) else ()
+    for key, item in items:
+        no_null(item, (*path, str(key)))
+
+
+def _is_list(value: object) -> bool:
+    return isinstance(value, list | tuple)
 
 
 def _is_table(value: object) -> bool:
@@ -55,9 +78,9 @@ def _value(value: object) -> str:
     if isinstance(value, str):
         return _string(value)
     if isinstance(value, list | tuple):
-        return "[" + ", ".join(_value(v) for v in value if v is not None) + "]"
+        return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, Mapping):  # inside an array of tables (a judge's extra_body): an inline table
-        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items() if v is not None) + "}"
+        return "{" + ", ".join(f"{_key(k)} = {_value(v)}" for k, v in value.items()) + "}"
     raise ConfigError(f"cannot write {type(value).__name__} as TOML")
 
 

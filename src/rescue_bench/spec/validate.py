@@ -61,9 +61,12 @@ def load_spec(path: Path, what: str = "--spec") -> dict[str, Any]:
     """The raw table of a spec file (validated later, after the flags given beside it are applied); ``what``
     names the file in an error (the flag, or ``study file``)."""
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        # A byte-order mark (some Windows editors write one) is not part of the TOML: read past it.
+        text = path.read_bytes().decode("utf-8-sig")
+        return tomllib.loads(text)
     except OSError as exc:
         raise ConfigError(f"{what}: cannot read {path} ({exc.__class__.__name__})") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{what}: {path}: not UTF-8 text (byte {exc.start})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{what}: {path}: not valid TOML ({exc})") from None

@@ -30,6 +30,7 @@ from rescue_bench.evaluation import run as evaluation
 from rescue_bench.evaluation.setup import spec_prices
 from rescue_bench.pricing import spent_so_far
 from rescue_bench.rundir import load_judging, read_requests
+from rescue_bench.study.lock import study_lock
 from rescue_bench.study.progress import StudyProgress
 from rescue_bench.study.record import RunCounts, RunEntry, StudyRecord, now, read_record, write_record
 from rescue_bench.study.spec import StudyRun, StudySpec
@@ -72,6 +73,8 @@ def prepare(study: StudySpec) -> list[Prepared]:
     """Check every run before anything is written; a :class:`ConfigError` names what is wrong."""
     prepared = []
     for run in study.runs():
+        # The run operation's checks, model included: an unknown provider or a baseline asked to batch stops
+        # the study before any run.
         ready = evaluation.prepare(run.spec.model_copy(update={"out": run.out}))
         prepared.append(
             Prepared(StudyRun(run.index, run.model, run.perturbation, run.out, ready.spec), ready)
@@ -83,10 +86,11 @@ def run_study(study: StudySpec, options: StudyOptions | None = None) -> StudyRec
     """Run (or resume) every run of ``study``; the final ``study.json``. Failed runs are in its entries."""
     options = options or StudyOptions()
     prepared = prepare(study)
-    earlier = read_record(study.out)  # a damaged study.json is named before anything runs
     samples = select_samples(load_samples(study.base.data), study.base)
     total = sum(len(p.instances) for p in build_plans(samples, study.base))
-    return asyncio.run(_run_all(study, prepared, samples, total, options, earlier))
+    with study_lock(study.out):  # a second sweep of the study is refused, its runs left as they are
+        earlier = read_record(study.out)  # a damaged study.json is named before anything runs
+        return asyncio.run(_run_all(study, prepared, samples, total, options, earlier))
 
 
 async def _run_all(

@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.spec import ModelSpec, RunSpec, named_entries, to_toml, validate_spec
+from rescue_bench.spec.toml_text import FREE_TABLE, no_null
 from rescue_bench.tasks.perturb import parse_perturbations
 
 CONTEXT_CURVE: Final = ("context:0", "context:1", "context:3", "context:5", "context:all")
@@ -62,7 +63,7 @@ class StudySpec(BaseModel):
 
     models: tuple[ModelSpec, ...] = Field(min_length=1, description="The models of the study.")
     perturb: tuple[str, ...] = Field(("",), description="Perturbation variants ('' = unperturbed).")
-    context_curve: bool = Field(False, description="Add the context:0,1,3,5,all variants.")
+    context_curve: bool = Field(False, strict=True, description="Add the context:0,1,3,5,all variants.")
     base: RunSpec
     """Every other key, as a run spec (its model is the first model; ``perturb`` empty)."""
 
@@ -83,7 +84,7 @@ class StudySpec(BaseModel):
     @field_validator("models", mode="before")
     @classmethod
     def _model_names(cls, value: object) -> object:
-        return named_entries(value)
+        return named_entries(value, "models")
 
     @field_validator("perturb", mode="before")
     @classmethod
@@ -141,7 +142,9 @@ class StudySpec(BaseModel):
         arrays = {key: table.pop(key) for key in ("judges", "models")}
         lines = [to_toml(table)]
         for name, items in arrays.items():
-            for item in items:
+            for number, item in enumerate(items):
+                if FREE_TABLE in item:
+                    no_null(item[FREE_TABLE], (name, str(number), FREE_TABLE))
                 lines.append(f"\n[[{name}]]\n")
                 lines += [f"{key} = {_inline(value)}\n" for key, value in item.items() if value is not None]
         return "".join(lines)
@@ -213,7 +216,7 @@ def validate_study(data: Mapping[str, Any], *, where: str = "") -> StudySpec:
         loc = loc[1:] if loc[:1] == ("base",) else loc
         message = "unknown key" if error["type"] == "extra_forbidden" else str(error["msg"])
         message = message.removeprefix("Value error, ")
-        if not isinstance(models, list | tuple) or not models:
+        if models is None or (isinstance(models, list | tuple) and not models):
             loc, message = ("models",), "a study needs at least one [[models]] table (or --model)"
         raise ConfigError(": ".join(p for p in (where, ".".join(loc), message) if p)) from None
     model_slugs(study.models)

@@ -79,8 +79,12 @@ class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
     """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
-    checkpoints_per_sample: int = Field(5, ge=1, description="ER: checkpoints per conversation at most.")
-    min_dialogue_words: int = Field(5, ge=0, description="ER: words a checkpoint row has at least.")
+    checkpoints_per_sample: int = Field(
+        5, ge=1, strict=True, description="ER: checkpoints per conversation at most."
+    )
+    min_dialogue_words: int = Field(
+        5, ge=0, strict=True, description="ER: words a checkpoint row has at least."
+    )
 
 
 NAME = "er"

@@ -48,6 +48,7 @@ class Options(BaseModel):
     )
     include_current_turn: bool = Field(
         False,
+        strict=True,
         description="RPP: also show the target row.",
         json_schema_extra={"flags": ["--rpp-current-turn"]},
     )

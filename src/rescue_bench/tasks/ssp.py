@@ -35,6 +35,7 @@ class Options(BaseModel):
     """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
     include_target_emotion: bool = Field(
         False,
+        strict=True,
         description="SSP: also give the target's latest internal emotion.",
         json_schema_extra={"flags": ["--ssp-target-emotion"]},
     )

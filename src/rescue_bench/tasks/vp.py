@@ -49,7 +49,9 @@ class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
     """Format 1 had one flat key for ER's and VP's checkpoints (read by ``engine.manifest_v1``)."""
-    checkpoints_per_sample: int = Field(5, ge=1, description="VP: checkpoints per conversation at most.")
+    checkpoints_per_sample: int = Field(
+        5, ge=1, strict=True, description="VP: checkpoints per conversation at most."
+    )
 
 
 NAME = "vp"
