@@ -19,7 +19,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
 from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
@@ -33,13 +33,17 @@ from rescue_bench.tasks import paper_columns
 
 __all__ = ["make_prices", "register", "report_result", "summary_table"]
 EXIT_STOPPED = 3
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
-OutDir = Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<model>_<data>).")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.", rich_help_panel=OUTPUT)]
+OutDir = Annotated[
+    Path | None,
+    typer.Option("--out", help="Run directory (default: runs/<model>_<data>).", rich_help_panel=OUTPUT),
+]
 BatchPoll = Annotated[
     float,
     typer.Option(
         "--batch-poll",
         help="With --batch: seconds before the first poll of a batch, doubled after each (at most 600).",
+        rich_help_panel=ENGINE,
     ),
 ]
 
