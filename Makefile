@@ -10,13 +10,23 @@ DEMO_OUT ?= runs/demo
 DEMO_STUDY ?= examples/demo-study.toml
 DEMO_RUN ?= local-gemma-3-270m
 
+DEMO_RUNS ?= $(DEMO_OUT)/$(DEMO_RUN) $(DEMO_OUT)/baseline-random $(DEMO_OUT)/baseline-majority
+
 # A small study (examples/demo-study.toml): the local model next to the two baselines (what chance looks
 # like) on two demo conversations, the local model judging ER and VP so every column is filled offline (a 270M
 # model's verdicts are noise); it prints the leaderboard, then the report of the local model's run
-# (DEMO_RUN: that model's directory in the study).
+# (DEMO_RUN: that model's directory in the study), then what the table shows and where to look next.
 demo: setup-demo
 	$(BIN)/rescue-bench sweep $(DEMO_STUDY) --out $(DEMO_OUT)
 	$(BIN)/rescue-bench report $(DEMO_OUT)/$(DEMO_RUN) --out $(DEMO_OUT)/report
+	@echo
+	@echo "What the table shows: a 270M model (local/gemma-3-270m) next to chance (baseline/random) and the"
+	@echo "majority label (baseline/majority), on two demo conversations, the 270M model also judging ER and VP."
+	@echo "Its scores are noise by design: the demo runs the whole pipeline offline; it grades no model."
+	@echo "Files: $(DEMO_OUT)/leaderboard.md (.html, .csv), $(DEMO_OUT)/study.json, one run directory per model"
+	@echo "  ($(DEMO_RUNS)), and the report in $(DEMO_OUT)/report/report.html."
+	@echo "Every answer in the browser: $(BIN)/rescue-bench view $(DEMO_RUNS)"
+	@echo "Your own model: see README.md, 'Evaluate your model'."
 
 test: setup-test
 	$(BIN)/python -m pytest

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 from tests.adapters.conftest import LIMIT, Served, run_cli
-from tests.conftest import REPO_ROOT
+
+from rescue_bench.adapters.lm_eval import include_path
 
 lm_eval = pytest.importorskip("lm_eval")
 
@@ -23,7 +24,7 @@ def closed_run(served: Served, tmp_path_factory: pytest.TempPathFactory) -> dict
 @pytest.fixture(scope="module")
 def lm_eval_results(served: Served) -> dict[str, Any]:
     served.handler.unknown.clear()
-    manager = TaskManager(include_path=str(REPO_ROOT / "lm_eval_tasks"), metadata={"limit_samples": LIMIT})
+    manager = TaskManager(include_path=str(include_path()), metadata={"limit_samples": LIMIT})
     results: dict[str, Any] = lm_eval.simple_evaluate(
         model="local-chat-completions",
         model_args={

@@ -131,3 +131,27 @@ def test_synth_writes_a_loadable_file(tmp_path: Path) -> None:
 
 def _rows(path: Path) -> int:
     return sum(len(json.loads(line)["rows"]) for line in path.read_text().splitlines())
+
+
+def test_get_then_the_short_name_works_everywhere_a_path_does(tmp_path: Path) -> None:
+    from tests.fakes.release_server import ReleaseServer
+
+    release = tmp_path / "release.jsonl"
+    write_synthetic(release, samples=191, seed=0)
+    before = _run("data", "validate", "rescue")
+    assert before.exit_code == 1
+    assert before.output.startswith(
+        "error: the official release is not downloaded yet: run `rescue-bench data get`"
+    )
+    with ReleaseServer(release.read_bytes()) as server:
+        got = _run("data", "get", "--base-url", server.base_url)
+        assert got.exit_code == 0, got.output
+        assert (
+            "downloaded: " in got.stdout and "191 samples (174 couple, 17 family), 7,079 rows" in got.stdout
+        )
+        again = _run("data", "get", "--base-url", server.base_url)
+        assert "already downloaded (--force downloads again)" in again.stdout
+    checked = _run("data", "validate", "rescue")
+    assert checked.exit_code == 0 and "191 usable samples, 7079 rows: 0 errors" in checked.stdout
+    summary = _run("tasks", "summary", "rescue", "--format", "json")
+    assert summary.exit_code == 0, summary.output

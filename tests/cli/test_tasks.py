@@ -140,3 +140,13 @@ def test_export_reports_an_unwritable_path(tmp_path: Path) -> None:
     blocker.write_text("")
     result = run("tasks", "export", "demo", "--task", "itp", "--out", str(blocker / "x.jsonl"), code=2)
     assert "cannot write" in result.stderr
+
+
+def test_lm_eval_path_prints_the_task_files_shipped_in_the_package() -> None:
+    printed = Path(run("tasks", "lm-eval-path").stdout.strip())
+    assert printed.is_dir() and printed.name == "lm_eval_tasks"
+    assert printed.parent == Path(__file__).resolve().parents[2] / "src" / "rescue_bench" / "adapters" or (
+        "site-packages" in printed.parts  # a non-editable install
+    )
+    tasks = sorted(p.name for p in (printed / "rescue_bench").iterdir() if p.suffix in (".yaml", ".py"))
+    assert tasks == ["itp.yaml", "rpp.yaml", "ssp.yaml", "stp.yaml", "utils.py"]

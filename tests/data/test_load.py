@@ -127,8 +127,8 @@ def test_hf_offline_says_what_to_download_and_where(monkeypatch: pytest.MonkeyPa
     with pytest.raises(DataError) as caught:
         read_source("hf")
     message = str(caught.value)
-    assert calls == [{"repo_id": DEFAULT_HF_REPO, "repo_type": "dataset"}]
-    assert DEFAULT_HF_REPO in message
+    assert calls == [{"repo_id": DEFAULT_HF_REPO, "repo_type": "dataset", "endpoint": None}]
+    assert DEFAULT_HF_REPO in message and "when online, run `rescue-bench data get --source hf`" in message
     assert f"huggingface-cli download {DEFAULT_HF_REPO} --repo-type dataset --local-dir DIR" in message
     assert "benchmark_191.jsonl" in message and "HF_HOME" in message
     assert "\n" not in message
@@ -143,7 +143,7 @@ def test_hf_snapshot_reads_the_release_jsonl(
     (data / "er.jsonl").write_text('{"not": "a sample"}\n', encoding="utf-8")
     seen: list[str] = []
 
-    def cached(*, repo_id: str, repo_type: str) -> str:
+    def cached(*, repo_id: str, repo_type: str, endpoint: str | None) -> str:
         seen.append(repo_id)
         return str(tmp_path / "snapshot")
 

@@ -9,7 +9,7 @@ import importlib
 from typing import Any, NoReturn
 
 import typer
-from typer.core import TyperGroup
+from typer.core import TyperGroup, TyperOption
 
 from rescue_bench import __version__
 from rescue_bench.errors import BenchError, ConfigError
@@ -32,6 +32,18 @@ COMMAND_MODULES = (
 
 
 class _BenchGroup(TyperGroup):
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None:
+            _plain_flags(command, ctx)
+        return command
+
+    def get_help_option(self, ctx: Any) -> Any:
+        for param in self.params:  # --version
+            if isinstance(param, TyperOption) and param.is_flag:
+                _no_metavar(param)
+        return _no_metavar(super().get_help_option(ctx))
+
     def invoke(self, ctx: Any) -> Any:
         from rescue_bench.data.load import SourceNotFound
 
@@ -41,6 +53,21 @@ class _BenchGroup(TyperGroup):
             _fail(str(exc), 2)
         except BenchError as exc:
             _fail(str(exc), 1)
+
+
+def _plain_flags(command: Any, ctx: Any) -> None:
+    """A flag takes no value, so ``--help`` shows none beside it (typer writes ``<bool>`` for every flag)."""
+    for param in (*command.params, command.get_help_option(ctx)):
+        if isinstance(param, TyperOption) and param.is_flag:
+            _no_metavar(param)
+    for sub in getattr(command, "commands", {}).values():
+        _plain_flags(sub, ctx)
+
+
+def _no_metavar(option: Any) -> Any:
+    if option is not None:
+        option.metavar = ""
+    return option
 
 
 def _fail(message: str, exit_code: int) -> NoReturn:

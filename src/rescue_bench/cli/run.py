@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.table import Table
 
 from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
-from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
 from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
@@ -33,13 +33,17 @@ from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import judged_tasks, paper_columns
 
 __all__ = ["make_prices", "register", "report_result", "summary_table"]
-Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
-OutDir = Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<model>_<data>).")]
+Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.", rich_help_panel=OUTPUT)]
+OutDir = Annotated[
+    Path | None,
+    typer.Option("--out", help="Run directory (default: runs/<model>_<data>).", rich_help_panel=OUTPUT),
+]
 BatchPoll = Annotated[
     float,
     typer.Option(
         "--batch-poll",
         help="With --batch: seconds before the first poll of a batch, doubled after each (at most 600).",
+        rich_help_panel=ENGINE,
     ),
 ]
 

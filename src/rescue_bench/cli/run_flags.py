@@ -62,6 +62,22 @@ class Flag:
     """For an on-only flag: the value it sets (``--no-cache`` sets ``engine.cache`` to false)."""
     parse: Callable[[str], object] | None = None
     """Turns the flag's text into the spec's value (``--extra-body``'s JSON); errors name the flag."""
+    panel: str = ""
+    """The group of ``--help`` it is shown in (:data:`PANELS`)."""
+
+
+DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, OUTPUT = (
+    "Data",
+    "Model",
+    "Generation",
+    "Engine and budget",
+    "Judging",
+    "Video mode",
+    "Task options",
+    "Output and spec",
+)
+PANELS: Final = (DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, OUTPUT)
+"""The groups of a run command's ``--help``, in the order shown."""
 
 
 def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
@@ -85,49 +101,61 @@ def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
 
 
 FLAGS: Final = (
-    _spec_flag("--model -m", "model.name"),
-    _spec_flag("--base-url", "model.base_url"),
-    _spec_flag("--api-key-env", "model.api_key_env"),
-    _spec_flag("--seed", "model.seed", int),
-    _spec_flag("--disable-thinking", "model.disable_thinking", bool, value=True),
-    _spec_flag("--reasoning-effort", "model.reasoning_effort"),
-    _spec_flag("--top-p", "model.top_p", float),
-    _spec_flag("--max-tokens", "model.max_tokens", int),
-    _spec_flag("--extra-body", "model.extra_body", parse=lambda text: json_object("--extra-body", text)),
-    _spec_flag("--tasks", "tasks", help="all, or a comma list of " + ",".join(TASKS) + "."),
-    _spec_flag("--data", "data"),
-    _spec_flag("--mode", "mode"),
-    _spec_flag("--context-size", "context_size", int),
-    _spec_flag("--batch-size", "batch_size", int),
-    _spec_flag("--limit-samples", "limit_samples", int),
-    _spec_flag("--perturb", "perturb"),
-    _spec_flag("--repeats", "repeats", int),
-    _spec_flag("--judge-repeats", "judge_repeats", int),
-    _spec_flag("--sample-ids", "", Path, help="JSON list, {'sample_ids': [...]}, or lines."),
-    _spec_flag("--judge", "", multiple=True, help=describe(("name",), JudgeSpec)),
-    _spec_flag("--judge-base-url", "", help=describe(("base_url",), JudgeSpec)),
-    _spec_flag("--judge-api-key-env", "", help=describe(("api_key_env",), JudgeSpec)),
-    _spec_flag("--bertscore/--no-bertscore", "bertscore", bool),
-    _spec_flag("--concurrency", "engine.concurrency", int),
-    _spec_flag("--rpm", "engine.rpm", float),
-    _spec_flag("--tpm", "engine.tpm", float),
-    _spec_flag("--timeout", "engine.timeout", float),
-    _spec_flag("--max-retries", "engine.max_retries", int),
+    _spec_flag("--model -m", "model.name", panel=MODEL),
+    _spec_flag("--base-url", "model.base_url", panel=MODEL),
+    _spec_flag("--api-key-env", "model.api_key_env", panel=MODEL),
+    _spec_flag("--seed", "model.seed", int, panel=GENERATION),
+    _spec_flag("--disable-thinking", "model.disable_thinking", bool, value=True, panel=GENERATION),
+    _spec_flag("--reasoning-effort", "model.reasoning_effort", panel=GENERATION),
+    _spec_flag("--top-p", "model.top_p", float, panel=GENERATION),
+    _spec_flag("--max-tokens", "model.max_tokens", int, panel=GENERATION),
     _spec_flag(
-        "--no-cache", "engine.cache", bool, value=False, help="Neither read nor write the response cache."
+        "--extra-body",
+        "model.extra_body",
+        parse=lambda text: json_object("--extra-body", text),
+        panel=GENERATION,
     ),
-    _spec_flag("--retry-failed", "engine.retry_failed", bool, value=True),
-    _spec_flag("--degraded-share", "degraded_share", float),
-    _spec_flag("--batch", "batch", bool, value=True),
-    _spec_flag("--budget", "budget.usd", float),
-    _spec_flag("--price-in", "budget.price_in", float),
-    _spec_flag("--price-out", "budget.price_out", float),
-    _spec_flag("--prices", "budget.prices", Path),
-    _spec_flag("--clips", "video.clips", Path, multiple=True),
-    _spec_flag("--video-form", "video.form", help=describe(("video", "form")) + " (video or frames)"),
-    _spec_flag("--video-frames", "video.frames", int),
-    _spec_flag("--clip-url-base", "video.clip_url_base"),
-    _spec_flag("--video-fps", "video.fps", float),
+    _spec_flag("--repeats", "repeats", int, panel=GENERATION),
+    _spec_flag("--tasks", "tasks", help="all, or a comma list of " + ",".join(TASKS) + ".", panel=DATA),
+    _spec_flag("--data", "data", panel=DATA),
+    _spec_flag("--limit-samples", "limit_samples", int, panel=DATA),
+    _spec_flag("--sample-ids", "", Path, help="JSON list, {'sample_ids': [...]}, or lines.", panel=DATA),
+    _spec_flag("--mode", "mode", panel=DATA),
+    _spec_flag("--context-size", "context_size", int, panel=DATA),
+    _spec_flag("--batch-size", "batch_size", int, panel=DATA),
+    _spec_flag("--perturb", "perturb", panel=DATA),
+    _spec_flag("--judge", "", multiple=True, help=describe(("name",), JudgeSpec), panel=JUDGING),
+    _spec_flag("--judge-base-url", "", help=describe(("base_url",), JudgeSpec), panel=JUDGING),
+    _spec_flag("--judge-api-key-env", "", help=describe(("api_key_env",), JudgeSpec), panel=JUDGING),
+    _spec_flag("--judge-repeats", "judge_repeats", int, panel=JUDGING),
+    _spec_flag("--bertscore/--no-bertscore", "bertscore", bool, panel=JUDGING),
+    _spec_flag("--concurrency", "engine.concurrency", int, panel=ENGINE),
+    _spec_flag("--rpm", "engine.rpm", float, panel=ENGINE),
+    _spec_flag("--tpm", "engine.tpm", float, panel=ENGINE),
+    _spec_flag("--timeout", "engine.timeout", float, panel=ENGINE),
+    _spec_flag("--max-retries", "engine.max_retries", int, panel=ENGINE),
+    _spec_flag(
+        "--no-cache",
+        "engine.cache",
+        bool,
+        value=False,
+        help="Neither read nor write the response cache.",
+        panel=ENGINE,
+    ),
+    _spec_flag("--retry-failed", "engine.retry_failed", bool, value=True, panel=ENGINE),
+    _spec_flag("--degraded-share", "degraded_share", float, panel=ENGINE),
+    _spec_flag("--batch", "batch", bool, value=True, panel=ENGINE),
+    _spec_flag("--budget", "budget.usd", float, panel=ENGINE),
+    _spec_flag("--price-in", "budget.price_in", float, panel=ENGINE),
+    _spec_flag("--price-out", "budget.price_out", float, panel=ENGINE),
+    _spec_flag("--prices", "budget.prices", Path, panel=ENGINE),
+    _spec_flag("--clips", "video.clips", Path, multiple=True, panel=VIDEO),
+    _spec_flag(
+        "--video-form", "video.form", help=describe(("video", "form")) + " (video or frames)", panel=VIDEO
+    ),
+    _spec_flag("--video-frames", "video.frames", int, panel=VIDEO),
+    _spec_flag("--clip-url-base", "video.clip_url_base", panel=VIDEO),
+    _spec_flag("--video-fps", "video.fps", float, panel=VIDEO),
 )
 
 
@@ -164,7 +192,8 @@ def _option_flag(
     text = help_ or field.description or ""
     if kind is str and choices:
         text += f" ({' | '.join(str(c) for c in choices)})"
-    return Flag(tuple(decls), dest, paths, kind, text, value=True if kind is bool else None)
+    value = True if kind is bool else None
+    return Flag(tuple(decls), dest, paths, kind, text, value=value, panel=TASK_OPTIONS)
 
 
 @functools.cache
@@ -176,30 +205,63 @@ SPEC_HELP: Final = "A TOML run spec to start from; flags given beside it overrid
 PRINT_HELP: Final = "Print the effective run spec as TOML (the run directory included) and exit."
 
 
-def _parameter(flag: Flag) -> inspect.Parameter:
+def _parameters(flag: Flag) -> list[inspect.Parameter]:
+    """The flag's parameter, and one hidden parameter per further long name.
+
+    ``--help`` joins all long names of an option in one column, which cuts a long alias at 100 columns; an
+    alias is therefore a hidden option of its own, named in the help text, whose value
+    :func:`_fold_aliases` hands to the flag.
+    """
+    names = (flag.decls[0], *(d for d in flag.decls[1:] if not d.startswith("--")))
+    aliases = [d for d in flag.decls[1:] if d.startswith("--")]
+    text = flag.help + (f" Also {', '.join(aliases)}." if aliases else "")
+    shown = {"help": text, "rich_help_panel": flag.panel or None}
+    parameters = [_parameter(flag, flag.dest, names, shown)]
+    for index, alias in enumerate(aliases):
+        hidden = {"hidden": True}
+        parameters.append(_parameter(flag, f"{flag.dest}{ALIAS_MARK}{index}", (alias,), hidden))
+    return parameters
+
+
+ALIAS_MARK: Final = "__alias"
+
+
+def _parameter(flag: Flag, dest: str, names: Sequence[str], shown: dict[str, Any]) -> inspect.Parameter:
     if flag.kind is bool:
-        option = typer.Option(*flag.decls, help=flag.help, show_default=False)
+        option = typer.Option(*names, show_default=False, **shown)
         annotation: Any = Annotated[bool | None, option]
     elif flag.multiple:
-        annotation = Annotated[list[flag.kind] | None, typer.Option(*flag.decls, help=flag.help)]  # type: ignore[name-defined]
+        annotation = Annotated[list[flag.kind] | None, typer.Option(*names, **shown)]  # type: ignore[name-defined]
     else:
-        annotation = Annotated[flag.kind | None, typer.Option(*flag.decls, help=flag.help)]
-    return inspect.Parameter(flag.dest, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+        annotation = Annotated[flag.kind | None, typer.Option(*names, **shown)]
+    return inspect.Parameter(dest, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+
+
+def _fold_aliases(values: dict[str, object]) -> dict[str, object]:
+    """The values by flag, an alias's value given to its flag (when the flag itself was not given)."""
+    folded = {k: v for k, v in values.items() if ALIAS_MARK not in k}
+    for key, value in values.items():
+        dest = key.partition(ALIAS_MARK)[0]
+        if ALIAS_MARK in key and value not in (None, (), []) and folded.get(dest) in (None, (), []):
+            folded[dest] = value
+    return folded
 
 
 @functools.cache
 def _click_params() -> tuple[Any, ...]:
     """The click parameters of every flag, with ``--spec`` and ``--print-spec``."""
-    parameters = [_parameter(f) for f in all_flags()]
-    parameters.append(_plain("spec", Path, typer.Option("--spec", help=SPEC_HELP)))
-    parameters.append(_plain("print_spec", bool, typer.Option("--print-spec", help=PRINT_HELP)))
+    parameters = [p for f in all_flags() for p in _parameters(f)]
+    spec = typer.Option("--spec", help=SPEC_HELP, rich_help_panel=OUTPUT)
+    parameters.append(_plain("spec", Path, spec))
+    print_ = typer.Option("--print-spec", help=PRINT_HELP, rich_help_panel=OUTPUT)
+    parameters.append(_plain("print_spec", bool, print_))
     return _declared(parameters)
 
 
 @functools.cache
 def _option_params() -> tuple[Any, ...]:
     """The click parameters of the tasks' own option flags alone."""
-    return _declared([_parameter(f) for f in task_option_flags()])
+    return _declared([p for f in task_option_flags() for p in _parameters(f)])
 
 
 def _declared(parameters: list[inspect.Parameter]) -> tuple[Any, ...]:
@@ -226,12 +288,13 @@ class SpecCommand(TyperCommand):
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.params = [*self.params, *_click_params()]
+        self.params = _by_panel([*self.params, *_click_params()])
 
     def invoke(self, ctx: Any) -> Any:
         # The command's own callback knows only its own parameters: the shared ones are moved aside.
         names = {p.name for p in _click_params()}
-        ctx.meta[FLAGS_KEY] = FlagValues({n: ctx.params.pop(n) for n in names if n in ctx.params})
+        given = {n: ctx.params.pop(n) for n in names if n in ctx.params}
+        ctx.meta[FLAGS_KEY] = FlagValues(_fold_aliases(given))
         return super().invoke(ctx)
 
 
@@ -245,8 +308,15 @@ class OptionsCommand(TyperCommand):
 
     def invoke(self, ctx: Any) -> Any:
         names = {p.name for p in _option_params()}
-        ctx.meta[FLAGS_KEY] = FlagValues({n: ctx.params.pop(n) for n in names if n in ctx.params})
+        given = {n: ctx.params.pop(n) for n in names if n in ctx.params}
+        ctx.meta[FLAGS_KEY] = FlagValues(_fold_aliases(given))
         return super().invoke(ctx)
+
+
+def _by_panel(params: list[Any]) -> list[Any]:
+    """The parameters in the order of :data:`PANELS` (``--help`` shows its groups as they first appear)."""
+    order = {panel: index for index, panel in enumerate(PANELS)}
+    return sorted(params, key=lambda p: order.get(getattr(p, "rich_help_panel", None) or "", -1))
 
 
 def task_options(flags: FlagValues) -> dict[str, dict[str, object]]:

@@ -1,4 +1,4 @@
-"""CLI commands: ``rescue-bench tasks summary | show | export``."""
+"""CLI commands: ``rescue-bench tasks summary | show | export | lm-eval-path``."""
 
 from __future__ import annotations
 
@@ -10,10 +10,9 @@ from typing import Annotated
 import typer
 
 from rescue_bench.cli.run_flags import OptionsCommand, flag_values, task_options
+from rescue_bench.data.sources import SOURCE_HELP
 from rescue_bench.errors import ConfigError
 from rescue_bench.tasks.base import TaskConfig
-
-SOURCE_HELP = "A release JSONL file, a directory of per-sample JSON files, 'demo', or 'hf' / 'hf:<repo_id>'."
 
 tasks_app = typer.Typer(
     name="tasks",
@@ -159,6 +158,17 @@ def export(
     except OSError as exc:
         raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {count} {chosen.NAME} instances from {len(samples)} samples to {out}", err=True)
+
+
+@tasks_app.command("lm-eval-path")
+def lm_eval_path() -> None:
+    """Print the directory of the lm-eval task files shipped with the package, for lm-eval's --include_path.
+
+    lm_eval --include_path "$(rescue-bench tasks lm-eval-path)" --tasks rescue_bench ... (docs/adapters.md)
+    """
+    from rescue_bench.adapters.lm_eval import include_path
+
+    typer.echo(str(include_path()))
 
 
 def register(app: typer.Typer) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import importlib.util
 import socket
 from pathlib import Path
 from typing import Annotated
 
 import typer
+
+from rescue_bench.errors import DependencyError
 
 LOOPBACK = "127.0.0.1"
 
@@ -32,9 +35,14 @@ def view(
         typer.Option("--redact", help="Leave out transcript text and replies (ids, labels, scores stay)."),
     ] = False,
 ) -> None:
-    """Look at every answer of one or more runs in the browser (a run still going is shown as partial)."""
+    """Look at every answer of one or more runs in the browser (a run still going is shown as partial).
+
+    Serving needs the `view` extra; --bundle works on a core install.
+    """
     from rescue_bench.view.data import check_run_dir
 
+    if bundle is None:
+        _require_server()
     for run in runs:
         check_run_dir(run)
     if bundle is not None:
@@ -44,6 +52,13 @@ def view(
         typer.echo(f"wrote {count} pages to {bundle}; open {(bundle / 'index.html').resolve().as_uri()}")
         return
     _serve(runs, host, port, redact)
+
+
+def _require_server() -> None:
+    """Fail with the extra to install, before any run is read, when the web server's packages are missing."""
+    for module in ("fastapi", "uvicorn"):
+        if importlib.util.find_spec(module) is None:
+            raise DependencyError.missing(module, "view")
 
 
 def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:

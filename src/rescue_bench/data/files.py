@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from rescue_bench.data.sources import GIVE
 from rescue_bench.errors import DataError
 
 SourceKind = Literal["file", "directory"]
@@ -50,17 +51,14 @@ def source_kind(path: Path, shown: str) -> SourceKind:
         info = path.stat()
     except OSError as exc:
         if exc.errno in (errno.ENOENT, errno.ENOTDIR) and not path.is_symlink():
-            raise SourceNotFound(
-                f"{shown}: no such file or directory (give a JSONL file, a directory, 'demo' or 'hf')"
-            ) from None
+            raise SourceNotFound(f"{shown}: no such file or directory ({GIVE})") from None
         raise UnreadableSource(f"{shown}: {describe_error(exc, path)}") from None
     if stat.S_ISDIR(info.st_mode):
         return "directory"
     if stat.S_ISREG(info.st_mode):
         return "file"
     raise UnreadableSource(
-        f"{shown}: is {_file_type(info.st_mode)}, not a regular file or a directory "
-        "(give a JSONL file, a directory, 'demo' or 'hf')"
+        f"{shown}: is {_file_type(info.st_mode)}, not a regular file or a directory ({GIVE})"
     )
 
 

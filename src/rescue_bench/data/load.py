@@ -5,9 +5,12 @@ Sources (see :func:`read_source`):
 * a release JSONL file, one sample per line (like the official ``data/benchmark_191.jsonl``);
 * a directory tree of per-sample ``*.json`` files ``{"rows": [...]}``; ``sample_id`` is the path relative to
   the root without suffix, ``manifest.json`` files are skipped, and links to directories are followed once;
-* ``hf`` or ``hf:<repo_id>``: the Hugging Face dataset (default ``tomhu/relation_therapy``) from the user
-  cache;
+* ``hf`` or ``hf:<repo_id>``: the Hugging Face dataset (default ``tomhu/relation_therapy``), downloaded when
+  online, else from the Hugging Face cache;
+* ``rescue``: the official release that ``rescue-bench data get`` downloaded into the user cache;
 * ``demo``: the project's own fictional demo data, shipped with the package.
+
+The names are those of :mod:`rescue_bench.data.sources`.
 
 Problems are never silent: a sample that cannot be read is reported as an error :class:`Problem` with its
 file, line, sample, row and field, and left out of the usable samples. :func:`load_samples` raises
@@ -41,7 +44,9 @@ from rescue_bench.data.files import (
     source_kind,
 )
 from rescue_bench.data.raw import RawSample
+from rescue_bench.data.release import HF_REPO, hf_snapshot, installed_release, release_jsonl_in
 from rescue_bench.data.schema import Sample
+from rescue_bench.data.sources import DEMO, HF, RELEASE
 from rescue_bench.errors import DataError
 from rescue_bench.problems import Problem
 
@@ -58,7 +63,7 @@ __all__ = [
     "read_source",
 ]
 
-DEFAULT_HF_REPO = "tomhu/relation_therapy"
+DEFAULT_HF_REPO = HF_REPO
 _DEMO_FILE = "demo.jsonl"
 _NOTICES_SHOWN = 10
 _log = logging.getLogger("rescue_bench.data")
@@ -119,17 +124,19 @@ def read_source(source: str | Path, *, max_row_chars: int = DEFAULT_MAX_ROW_CHAR
     Raises:
         SourceNotFound: the path does not exist.
         UnreadableSource: the path is a symlink loop, a FIFO, a device, or cannot be examined.
-        DataError: the Hugging Face dataset cannot be fetched.
+        DataError: the Hugging Face dataset cannot be fetched, or the official release is not downloaded.
     """
     text = str(source)
     finish = _Finisher(text, max_row_chars)
-    if text == "demo":
+    if text == DEMO:
         demo = resources.files("rescue_bench.data.demo").joinpath(_DEMO_FILE)
         with resources.as_file(demo) as path:
-            return finish(_read_jsonl(path, display="demo"))
-    if text == "hf" or text.startswith("hf:"):
-        snapshot = _hf_snapshot(text.partition(":")[2] or DEFAULT_HF_REPO)
-        return read_source(_hf_sample_source(snapshot), max_row_chars=max_row_chars)
+            return finish(_read_jsonl(path, display=DEMO))
+    if text == RELEASE:
+        return read_source(installed_release(), max_row_chars=max_row_chars)
+    if text == HF or text.startswith(f"{HF}:"):
+        snapshot = hf_snapshot(text.partition(":")[2] or HF_REPO)
+        return read_source(release_jsonl_in(snapshot), max_row_chars=max_row_chars)
     path = Path(text).expanduser()
     kind_of_source = source_kind(path, text)
     if kind_of_source == "directory":
@@ -330,32 +337,3 @@ def _json_reason(exc: BaseException) -> str:
     if isinstance(exc, RecursionError):
         return "nested too deeply"
     return str(exc)
-
-
-def _hf_sample_source(snapshot: Path) -> Path:
-    """The release JSONL inside a dataset snapshot, else the snapshot directory itself.
-
-    The release keeps all samples in ``benchmark*.jsonl``, beside task files (``er.jsonl``, ``vp.jsonl``) that
-    are not samples, so a lone JSONL file or one named ``benchmark*`` is taken.
-    """
-    candidates = sorted(snapshot.rglob("*.jsonl"))
-    named = [p for p in candidates if p.name.startswith("benchmark")]
-    if len(named) == 1:
-        return named[0]
-    return candidates[0] if len(candidates) == 1 else snapshot
-
-
-def _hf_snapshot(repo_id: str) -> Path:
-    try:
-        from huggingface_hub import snapshot_download
-    except ImportError as exc:  # pragma: no cover - huggingface_hub is a core dependency
-        raise DataError("huggingface_hub is not installed: pip install huggingface_hub") from exc
-    try:
-        return Path(snapshot_download(repo_id=repo_id, repo_type="dataset"))
-    except Exception as exc:  # any hub failure gets the same advice
-        raise DataError(
-            f"cannot fetch the Hugging Face dataset {repo_id!r} ({type(exc).__name__}). When offline, "
-            f"download it elsewhere with `huggingface-cli download {repo_id} --repo-type dataset "
-            f"--local-dir DIR`, copy DIR here and pass its JSONL file (data/benchmark_191.jsonl) or DIR as "
-            f"SOURCE; or set HF_HOME to a cache that holds it."
-        ) from None

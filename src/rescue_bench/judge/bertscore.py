@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, prediction_fingerprint
 from rescue_bench.judge.rubric import judge_rubric
+from rescue_bench.quiet import hf_progress_off
 from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine, PredictionLine
 
@@ -113,14 +114,15 @@ class BertScorer:
             bs = _import_bert_score()
             source, _, layers = self._resolve()
             try:
-                self._scorer = bs.BERTScorer(
-                    model_type=source,
-                    num_layers=layers,
-                    batch_size=self.config.batch_size,
-                    idf=self.config.idf,
-                    device="cpu",
-                    use_fast_tokenizer=False,
-                )
+                with hf_progress_off():  # no "Loading weights" bar in the middle of a run's output
+                    self._scorer = bs.BERTScorer(
+                        model_type=source,
+                        num_layers=layers,
+                        batch_size=self.config.batch_size,
+                        idf=self.config.idf,
+                        device="cpu",
+                        use_fast_tokenizer=False,
+                    )
             except (OSError, ValueError) as exc:
                 raise ConfigError(
                     f"cannot load BERTScore model {self.config.model!r} ({type(exc).__name__}); "

@@ -47,7 +47,9 @@ class RunSpec(SpecTable):
     task_options: dict[str, dict[str, JsonValue]] = Field(
         default_factory=dict, description="Task name -> that task's options."
     )
-    data: str = Field("demo", description="A release JSONL file, a directory, 'hf[:repo]' or 'demo'.")
+    data: str = Field(
+        "demo", description="A release JSONL file, a directory, 'demo', 'rescue' or 'hf[:repo]'."
+    )
     limit_samples: int | None = Field(
         None, ge=1, strict=True, description="Only the first N selected samples."
     )

@@ -1,4 +1,4 @@
-"""lm-eval glue for RESCUE-Bench (``lm_eval --include_path lm_eval_tasks``; needs ``rescue-bench`` installed).
+"""lm-eval glue for RESCUE-Bench (``lm_eval --include_path "$(rescue-bench tasks lm-eval-path)"``).
 
 Each document is one request batch of ``rescue-bench run``: ``system`` and ``user`` are our own rendered
 messages, byte for byte. ``process_results`` parses the generation with our parser and scores it with our
