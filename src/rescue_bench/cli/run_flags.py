@@ -108,6 +108,7 @@ FLAGS: Final = (
     _spec_flag("--judge-base-url", "", help=describe(("base_url",), JudgeSpec)),
     _spec_flag("--judge-api-key-env", "", help=describe(("api_key_env",), JudgeSpec)),
     _spec_flag("--bertscore/--no-bertscore", "bertscore", bool),
+    _spec_flag("--bertscore-model", "bertscore_model"),
     _spec_flag("--concurrency", "engine.concurrency", int),
     _spec_flag("--rpm", "engine.rpm", float),
     _spec_flag("--tpm", "engine.tpm", float),

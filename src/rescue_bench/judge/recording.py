@@ -43,6 +43,9 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     meta["judges"] = names
     bert = [j for j in data.judgment_lines if j.judge == BERTSCORE_JUDGE]
     meta["bertscore"] = (bert[-1].raw or None) if bert else None
+    meta["scoring_rules"] = {
+        task: dict(rubric.judge_rubric(task).rules) for task in rubric.JUDGE_TASKS if task in scores
+    }
     if len(names) > 1:
         meta["judge_agreement"] = judge_agreement(judgments)
     if data.score_record is not None and data.score_record.relational is not None:
@@ -62,7 +65,7 @@ def record_judging(
     counts = {**old.counts, **tallies}
     bertscore = old.bertscore
     if scorer is not None:
-        bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)
+        bertscore = BertScoreSetting.model_validate(scorer.setting)
     judging = Judging(
         judges=listed,
         counts=counts,

@@ -22,7 +22,17 @@ from rescue_bench.report.build import PARTIAL, Report, progress, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.html import write_html
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.report.tables import PAPER_COLUMNS, Cell, Table, Value, metric_cell
+from rescue_bench.report.tables import (
+    PAPER_BERT_NOTE,
+    PAPER_COLUMNS,
+    Cell,
+    Table,
+    Value,
+    bert_note,
+    metric_cell,
+    paper_bert_comparable,
+    published_cells,
+)
 from rescue_bench.report.writers import write_markdown
 from rescue_bench.rundir import RunData, load_run
 
@@ -116,10 +126,11 @@ def leaderboard_report(
         main.append((label, row.state, *cells))
         found = groups.get(index, {})
         letters.append((label, *(found.get((task, metric), "") for task, metric, *_ in PAPER_COLUMNS)))
+    runs = [row.run for row in rows]
+    comparable = paper_bert_comparable(runs)
     if with_paper:
         for model, values in published_rows():
-            published = [Cell(values.get((t, m)), None, None, s, d) for t, m, _, s, d in PAPER_COLUMNS]
-            main.append((f"{model} (published)", SOURCE, *published))
+            main.append((f"{model} (published)", SOURCE, *published_cells(values, comparable)))
     headers = tuple(c[2] for c in PAPER_COLUMNS)
     unfinished = tuple(f"{r.entry.label}: {r.state}" for r in rows if not r.complete)
     how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[method]
@@ -129,7 +140,7 @@ def leaderboard_report(
             "Leaderboard (paper Table 5 layout)",
             ("Model", "Status", *headers),
             tuple(main),
-            _note(with_paper),
+            _note(with_paper, comparable) + " " + bert_note([r.entry.label for r in rows], runs),
         ),
         Table(
             "rank_groups",
@@ -145,13 +156,14 @@ def leaderboard_report(
     return Report("Study leaderboard", tuple(r.entry.label for r in rows), tables, (), partial=unfinished)
 
 
-def _note(with_paper: bool) -> str:
+def _note(with_paper: bool, comparable: bool = True) -> str:
     note = (
         "Values pooled over both scenarios; brackets: 95% CI from a cluster bootstrap over conversations. "
         f"'–': not computed. Rows marked [{PARTIAL}] did not finish: their values cover what was done."
     )
     if with_paper:
         note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
+        note += "" if comparable else PAPER_BERT_NOTE
     return note
 
 

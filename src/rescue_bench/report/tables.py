@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rescue_bench.judge.bertscore import DEFAULT_MODEL, backbone_label, is_reference_setting
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
 from rescue_bench.report import analysis
@@ -99,26 +100,69 @@ def _names(tasks: Sequence[str], joiner: str) -> str:
     return joiner.join(task.upper() for task in tasks)
 
 
+def bert_setting(run: RunData | None) -> dict[str, Json] | None:
+    """The BERTScore setting a run's ``scores.json`` records (``None``: BERTScore never ran)."""
+    meta = run.score_record.meta if run is not None and run.score_record is not None else None
+    return None if meta is None or meta.bertscore is None else meta.bertscore.model_dump()
+
+
+def bert_note(names: Sequence[str], runs: Sequence[RunData | None]) -> str:
+    """The sentence that names the BERTScore backbone of the rows' BERT columns.
+
+    >>> bert_note(["a"], [None])
+    'BERT: BERTScore F1 (not computed).'
+    """
+    labels = {n: backbone_label(bert_setting(r)) for n, r in zip(names, runs, strict=True)}
+    found = {label for label in labels.values() if label is not None}
+    if not found:
+        return "BERT: BERTScore F1 (not computed)."
+    if len(found) == 1:
+        return f"BERT: BERTScore F1 with {found.pop()}."
+    listed = "; ".join(f"{n}: {label or 'not computed'}" for n, label in labels.items())
+    return f"BERT: BERTScore F1, with backbones that differ by row ({listed}); compare BERT only within one."
+
+
+def paper_bert_comparable(runs: Sequence[RunData | None]) -> bool:
+    """Whether every run with BERT numbers used the reference scripts' setting, the paper's BERT scale."""
+    settings = [bert_setting(run) for run in runs]
+    return all(is_reference_setting(s) for s in settings if s is not None)
+
+
+def published_cells(values: Mapping[tuple[str, str], float], comparable: bool) -> list[Value]:
+    """A published row's cells; its BERT values marked when the runs beside it used another backbone."""
+    cells: list[Value] = []
+    for task, metric, _, scale, digits in PAPER_COLUMNS:
+        cell = Cell(values.get((task, metric)), None, None, scale, digits)
+        bert = metric == "bertscore_f1"
+        cells.append(f"{cell.text()} (not comparable)" if bert and not comparable else cell)
+    return cells
+
+
+PAPER_BERT_NOTE = (
+    " The published BERT values are marked (not comparable): the runs beside them were scored with another "
+    f"backbone than the reference scripts' ({DEFAULT_MODEL} L5, no idf), and BERTScore's scale moves with it."
+)
+
+
 def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
     """Table 5: one row per run (both scenarios pooled), then the published rows when asked for."""
+    names = display_names(runs)
     rows: list[tuple[Value, ...]] = [
         (name, "this toolkit", *_metric_row(run.score_record, "all"))
-        for name, run in zip(display_names(runs), runs, strict=True)
+        for name, run in zip(names, runs, strict=True)
     ]
+    comparable = paper_bert_comparable(runs)
     if with_paper:
         for model, values in published_rows():
-            cells = [
-                Cell(values.get((task, metric)), None, None, scale, digits)
-                for task, metric, _, scale, digits in PAPER_COLUMNS
-            ]
-            rows.append((f"{model} (published)", SOURCE, *cells))
+            rows.append((f"{model} (published)", SOURCE, *published_cells(values, comparable)))
     note = (
-        f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; BERT is "
-        "BERTScore F1. Brackets: 95% CI from a cluster bootstrap over conversations. '–': not computed (e.g. "
-        "the run was not judged)."
+        f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; "
+        f"{bert_note(names, runs)} Brackets: 95% CI from a cluster bootstrap over conversations. '–': not "
+        "computed (e.g. the run was not judged)."
     )
     if with_paper:
         note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
+        note += "" if comparable else PAPER_BERT_NOTE
     return Table(
         "leaderboard",
         "Leaderboard (paper Table 5 layout)",
@@ -140,7 +184,8 @@ def per_scenario(runs: Sequence[RunData]) -> Table:
         "Per-scenario results (paper Table 11 layout)",
         ("Model", "Scen.", *(c[2] for c in PAPER_COLUMNS)),
         tuple(rows),
-        "Both pools the instances of the two scenarios (micro average).",
+        "Both pools the instances of the two scenarios (micro average). "
+        + bert_note(display_names(runs), runs),
     )
 
 
