@@ -168,7 +168,7 @@ def check_compatible(
     if protocol != PROTOCOL:
         raise ConfigError(
             f"{store.root} holds a run of protocol version {protocol} and this rescue-bench runs version "
-            f"{PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start it in a new directory"
+            f"{PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start a new directory"
         )
     changes = describe_changes(upgrade_manifest(old, tasks), manifest)
     if changes:
