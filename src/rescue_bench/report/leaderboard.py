@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rescue_bench.metrics.compare_many import ManyComparison
 from rescue_bench.metrics.multiplicity import Adjustment
+from rescue_bench.report import averages
 from rescue_bench.report.build import PARTIAL, Report, progress, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.html import write_html
@@ -28,6 +29,7 @@ from rescue_bench.report.tables import (
     Cell,
     Table,
     Value,
+    average_row,
     bert_note,
     metric_cell,
     paper_bert_comparable,
@@ -126,6 +128,8 @@ def leaderboard_report(
         main.append((label, row.state, *cells))
         found = groups.get(index, {})
         letters.append((label, *(found.get((task, metric), "") for task, metric, *_ in PAPER_COLUMNS)))
+    averaged = _average_rows(rows)
+    main.extend(averaged)
     runs = [row.run for row in rows]
     comparable = paper_bert_comparable(runs)
     if with_paper:
@@ -140,7 +144,10 @@ def leaderboard_report(
             "Leaderboard (paper Table 5 layout)",
             ("Model", "Status", *headers),
             tuple(main),
-            _note(with_paper, comparable) + " " + bert_note([r.entry.label for r in rows], runs),
+            _note(with_paper, comparable)
+            + " "
+            + bert_note([r.entry.label for r in rows], runs)
+            + (averages.NOTE if averaged else ""),
         ),
         Table(
             "rank_groups",
@@ -154,6 +161,18 @@ def leaderboard_report(
         ),
     )
     return Report("Study leaderboard", tuple(r.entry.label for r in rows), tables, (), partial=unfinished)
+
+
+def _average_rows(rows: Sequence[Row]) -> list[tuple[Value, ...]]:
+    """The paper's Average rows: per perturbation, over its finished, comparable model runs."""
+    out: list[tuple[Value, ...]] = []
+    for variant in dict.fromkeys(r.entry.variant for r in rows):
+        runs = [r.run for r in rows if r.entry.variant == variant and r.complete and r.run is not None]
+        for group in averages.groups(runs):
+            label = f"Average ({len(group.members)} runs{f', {variant}' if variant else ''})"
+            members = [runs[i] for i in group.members]
+            out.append((label, "mean of finished runs", *average_row(members, "all")))
+    return out
 
 
 def _note(with_paper: bool, comparable: bool = True) -> str:

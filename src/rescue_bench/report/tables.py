@@ -15,7 +15,7 @@ from typing import Any
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, backbone_label, is_reference_setting
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
-from rescue_bench.report import analysis
+from rescue_bench.report import analysis, averages
 from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.rundir import RunData, Scores, ScoresMeta
@@ -151,6 +151,10 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
         (name, "this toolkit", *_metric_row(run.score_record, "all"))
         for name, run in zip(names, runs, strict=True)
     ]
+    found = averages.groups(runs)
+    for group in found:
+        label = group.label(names, len(found) > 1)
+        rows.append((label, "mean of runs", *average_row([runs[i] for i in group.members], "all")))
     comparable = paper_bert_comparable(runs)
     if with_paper:
         for model, values in published_rows():
@@ -160,6 +164,7 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
         f"{bert_note(names, runs)} Brackets: 95% CI from a cluster bootstrap over conversations. '–': not "
         "computed (e.g. the run was not judged)."
     )
+    note += averages.NOTE if found else ""
     if with_paper:
         note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
         note += "" if comparable else PAPER_BERT_NOTE
@@ -173,20 +178,35 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
 
 
 def per_scenario(runs: Sequence[RunData]) -> Table:
-    """Table 11: the Table 5 columns per scenario (Couple, Family, Both) and run."""
+    """Table 11: the Table 5 columns per scenario (Couple, Family, Both) and run, then the Average rows."""
     rows: list[tuple[Value, ...]] = []
-    for name, run in zip(display_names(runs), runs, strict=True):
+    names = display_names(runs)
+    for name, run in zip(names, runs, strict=True):
         for scope in ("couple", "family", "all"):
             if any(scope in _tasks(run).get(task, {}) for task, *_ in PAPER_COLUMNS):
                 rows.append((name, SCOPE_NAMES[scope], *_metric_row(run.score_record, scope)))
+    found = averages.groups(runs)
+    for group in found:
+        members, label = [runs[i] for i in group.members], group.label(names, len(found) > 1)
+        for scope in ("couple", "family", "all"):
+            rows.append((label, SCOPE_NAMES[scope], *average_row(members, scope)))
     return Table(
         "per_scenario",
         "Per-scenario results (paper Table 11 layout)",
         ("Model", "Scen.", *(c[2] for c in PAPER_COLUMNS)),
         tuple(rows),
         "Both pools the instances of the two scenarios (micro average). "
-        + bert_note(display_names(runs), runs),
+        + bert_note(names, runs)
+        + (averages.NOTE if found else ""),
     )
+
+
+def average_row(runs: Sequence[RunData], scope: str) -> list[Value]:
+    """The paper's Average row over ``runs`` (:mod:`rescue_bench.report.averages`), without CIs."""
+    return [
+        Cell(averages.mean_value(runs, task, scope, metric), None, None, scale, digits)
+        for task, metric, _, scale, digits in PAPER_COLUMNS
+    ]
 
 
 def per_label(runs: Sequence[RunData]) -> Table:
