@@ -196,6 +196,8 @@ class Prediction:
     problems: tuple[str, ...] = ()
     """Why the prediction is invalid or what was repaired (``parse_failure: ...``, ``invalid_label: ...``,
     ``normalized: 'Track' -> 'track'``)."""
+    reason: str | None = None
+    """The answer's own short ``reason`` field, kept for the judges (the reference judge sees it)."""
 
     @classmethod
     def failed(cls, instance_id: str, reason: str) -> Prediction:

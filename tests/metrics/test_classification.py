@@ -27,13 +27,14 @@ def test_binary_hand_computed_with_invalid_predictions() -> None:
     preds = ["yes", "yes", "no", None, "yes", "no", None]
     m = binary_metrics(golds, preds)
     assert (m["tp"], m["fp"], m["tn"], m["fn"], m["invalid"], m["n"]) == (2, 1, 1, 1, 2, 7)
-    # precision 2/3; recall counts the invalid "yes" as a miss: 2/4; F1 = 2*2/(3+4)
-    assert m["precision"] == pytest.approx(2 / 3)
+    # an invalid answer is the wrong class: the invalid "no" item is a false positive, so precision 2/4;
+    # the invalid "yes" item a false negative: recall 2/4; F1 = 2*2/(4+4)
+    assert m["precision"] == pytest.approx(2 / 4)
     assert m["recall"] == pytest.approx(0.5)
-    assert m["f1"] == pytest.approx(4 / 7)
-    assert m["precision_no"] == pytest.approx(1 / 2)
+    assert m["f1"] == pytest.approx(0.5)
+    assert m["precision_no"] == pytest.approx(1 / 3)
     assert m["recall_no"] == pytest.approx(1 / 3)
-    assert m["f1_no"] == pytest.approx(2 / 5)
+    assert m["f1_no"] == pytest.approx(1 / 3)
     assert m["accuracy"] == pytest.approx(3 / 7)
     assert m["balanced_accuracy"] == pytest.approx((1 / 2 + 1 / 3) / 2)
     assert m["confusion"] == {
@@ -91,7 +92,10 @@ def test_binary_matches_sklearn_and_stays_in_unit_interval(pairs: list[tuple[str
         assert 0.0 <= m[name] <= 1.0
     if not pairs:
         return
-    sk_preds = [INVALID if p is None else p for p in preds]
+    # an invalid answer is the wrong class (module docstring): sklearn sees the other label
+    sk_preds = [
+        ("no" if g == "yes" else "yes") if p is None else p for g, p in zip(golds, preds, strict=True)
+    ]
     p, r, f, _ = precision_recall_fscore_support(golds, sk_preds, labels=["yes", "no"], zero_division=0.0)
     assert [m["precision"], m["precision_no"]] == pytest.approx(p.tolist())
     assert [m["recall"], m["recall_no"]] == pytest.approx(r.tolist())

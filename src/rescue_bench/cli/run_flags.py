@@ -129,6 +129,7 @@ FLAGS: Final = (
     _spec_flag("--judge-api-key-env", "", help=describe(("api_key_env",), JudgeSpec), panel=JUDGING),
     _spec_flag("--judge-repeats", "judge_repeats", int, panel=JUDGING),
     _spec_flag("--bertscore/--no-bertscore", "bertscore", bool, panel=JUDGING),
+    _spec_flag("--bertscore-model", "bertscore_model", panel=JUDGING),
     _spec_flag("--concurrency", "engine.concurrency", int, panel=ENGINE),
     _spec_flag("--rpm", "engine.rpm", float, panel=ENGINE),
     _spec_flag("--tpm", "engine.tpm", float, panel=ENGINE),

@@ -36,7 +36,7 @@ from rescue_bench.engine.plans import (
 )
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
-from rescue_bench.rundir import RunStore, describe_changes
+from rescue_bench.rundir import PROTOCOL, Manifest, RunStore, describe_changes
 from rescue_bench.spec import ModelSpec, RunSpec, validate_spec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
@@ -75,6 +75,7 @@ def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str,
     model = spec.model
     options: dict[str, Json] = {n: o.model_dump(mode="json") for n, o in spec.options_of(tasks).items()}
     return {
+        "protocol": PROTOCOL,
         "model": model.name,
         "tasks": list(spec.tasks),
         "mode": spec.mode,
@@ -163,6 +164,12 @@ def check_compatible(
     if old is None:
         store.check_compatible(manifest)  # no run yet: refuses only records without a run.json
         return
+    protocol = Manifest.from_json(old, "run.json").protocol
+    if protocol != PROTOCOL:
+        raise ConfigError(
+            f"{store.root} holds a run of protocol version {protocol} and this rescue-bench runs version "
+            f"{PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start a new directory"
+        )
     changes = describe_changes(upgrade_manifest(old, tasks), manifest)
     if changes:
         listed = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")

@@ -120,4 +120,5 @@ def prediction_record(
         "scores": score.metrics,
         "request_key": outcome.request_key if outcome else None,
         "single": single,
+        **({"reason": pred.reason} if pred.reason else {}),
     }

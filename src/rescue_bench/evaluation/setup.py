@@ -13,7 +13,8 @@ from pathlib import Path
 
 from rescue_bench.engine.estimate import Budget, make_counter
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_endpoint, wants_bertscore
+from rescue_bench.judge.after_run import JudgeSettings, fetch_bertscore, has_endpoint, judge_endpoint
+from rescue_bench.judge.bertscore import DEFAULT_MODEL
 from rescue_bench.models.registry import get_model
 from rescue_bench.pricing import Prices, load_prices, spent_so_far
 from rescue_bench.rundir import load_judging, read_requests
@@ -50,9 +51,11 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         if not model.capabilities.reads_prompts:
             raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
     engine = spec.engine
+    asked = spec.bertscore if spec.bertscore is False or spec.bertscore_model is None else True
     settings = JudgeSettings(
         spec.judges,
-        spec.bertscore,
+        asked,
+        bertscore_model=spec.bertscore_model or DEFAULT_MODEL,
         concurrency=engine.concurrency,
         timeout=engine.timeout,
         max_retries=engine.max_retries,
@@ -60,7 +63,8 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         budgets=judge_budgets(spec, budget, out),
         judge_repeats=spec.judge_repeats,
     )
-    wants_bertscore(settings, spec.tasks)  # a missing extra asked for by --bertscore fails now, not later
+    # A missing extra or backbone asked for (--bertscore, --bertscore-model) fails now, not after the run.
+    fetch_bertscore(settings, spec.tasks)
     return settings
 
 

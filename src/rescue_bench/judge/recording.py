@@ -47,6 +47,9 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
     meta["judges"] = names
     bert = [j for j in data.judgment_lines if j.judge == BERTSCORE_JUDGE]
     meta["bertscore"] = (bert[-1].raw or None) if bert else None
+    meta["scoring_rules"] = {
+        task: dict(rubric.judge_rubric(task).rules) for task in rubric.JUDGE_TASKS if task in scores
+    }
     if len(names) > 1:
         meta["judge_agreement"] = judge_agreement(judgments)
     if data.score_record is not None and data.score_record.relational is not None:
@@ -93,7 +96,7 @@ def record_judging(
         counts[name] = counts.get(name, JudgeCounts()) + tally
     bertscore = old.bertscore
     if scorer is not None:
-        bertscore = BertScoreSetting(model=scorer.config.model, hash=scorer.hash)
+        bertscore = BertScoreSetting.model_validate(scorer.setting)
     session = (session or JudgeSession()).model_copy(update={"counts": dict(tallies)})
     judging = Judging(
         judges=listed,

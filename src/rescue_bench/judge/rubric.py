@@ -5,9 +5,9 @@ text (the reference scripts' protocol §6-7 and the paper's §4.2 for ER and VP)
 checkpoint, the integer scores and their ranges, and a total the pass adds up itself (VP's 0-6), never taken
 from the judge. This module turns those into requests and verdicts.
 
-Blindness: a judge request shows only the gold annotation, the prediction value and the speaker's name,
-under opaque ids ``c1``, ``c2``, ... It never shows the candidate model's name, its reasoning or the
-instance ids.
+What a judge request shows is what the reference scripts' ``judge_prompt`` shows: the turn (speaker, time,
+words), the gold annotation, the prediction value and the answer's own short ``reason``, under opaque ids
+``c1``, ``c2``, ... It never shows the candidate model's name, its reasoning trace or the instance ids.
 
 Parsing never clamps and never defaults: an out-of-range, missing or unreadable score makes that item's
 verdict invalid with a reason; the runner asks once more and then leaves it unscored.
@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Request
 from rescue_bench.tasks import judged_tasks, task_info
-from rescue_bench.tasks.base import JudgeRubric
+from rescue_bench.tasks.base import JudgeRubric, TurnFacts
 
 JUDGE_TASKS: tuple[str, ...] = judged_tasks()
 VERDICT_LABELS = ("strong", "pass", "borderline", "fail")
@@ -65,18 +65,21 @@ def schema(task: str) -> dict[str, Json]:
 
 
 def prompt_hash(task: str) -> str:
-    """Hash of the rubric and schema of ``task`` (12 hex digits), recorded with every judgment.
+    """Hash of the rubric, the schema and the fields a checkpoint shows for ``task`` (12 hex digits),
+    recorded with every judgment: judgments made with other inputs have another hash.
 
     >>> len(prompt_hash("er")), prompt_hash("er") != prompt_hash("vp")
     (12, True)
     """
-    blob = json.dumps([judge_rubric(task).rubric, schema(task)], sort_keys=True)
+    rule = judge_rubric(task)
+    shown = list(rule.view(None, None, TurnFacts()))
+    blob = json.dumps([rule.rubric, schema(task), shown], sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
 @dataclass(frozen=True, slots=True)
 class JudgeItem:
-    """What the judge sees about one instance: gold and prediction, never the model or the instance id."""
+    """What the judge sees about one instance: the turn, gold and prediction, never the model or the id."""
 
     instance_id: str
     task: str
@@ -85,6 +88,14 @@ class JudgeItem:
     speaker: str | None = None
     repeat: int = 0
     """The prediction's repeat (``repeats``): never shown to the judge, written on its judgment line."""
+    timestamp: str | None = None
+    utterance: str | None = None
+    reason: str | None = None
+    """The answer's own short reason (its ``reason`` field), as the reference judge sees it."""
+
+    @property
+    def turn(self) -> TurnFacts:
+        return TurnFacts(self.speaker, self.timestamp, self.utterance, self.reason)
 
 
 def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:
@@ -92,8 +103,8 @@ def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:
 
     >>> req = render([JudgeItem("s::er::3", "er", {"emotion": "hurt", "intensity": 6}, {"emotion": "sad"})])
     >>> user = req.messages[1]["content"]
-    >>> req.task, req.instance_ids, "s::er::3" in user, "intensity" in user
-    ('er_judge', ('s::er::3',), False, False)
+    >>> req.task, req.instance_ids, "s::er::3" in user, '"gold_intensity": 6' in user
+    ('er_judge', ('s::er::3',), False, True)
     """
     if not items:
         raise ValueError("a judge request needs at least one item")
@@ -101,9 +112,7 @@ def render(items: Sequence[JudgeItem], *, note: str = "") -> Request:
     if any(it.task != task for it in items):
         raise ValueError("a judge request holds items of one task only")
     rule = judge_rubric(task)
-    checkpoints = {
-        f"c{i}": rule.view(it.gold, it.prediction, it.speaker) for i, it in enumerate(items, start=1)
-    }
+    checkpoints = {f"c{i}": rule.view(it.gold, it.prediction, it.turn) for i, it in enumerate(items, start=1)}
     user = "Checkpoints:\n" + json.dumps(checkpoints, ensure_ascii=False, indent=1) + note
     return Request(
         task=f"{task}_judge",

@@ -5,8 +5,11 @@ Every metric is a function of a confusion table, written so that it also takes a
 resampled tables in one call, with the same code that gives the point estimate.
 
 Invalid predictions (``None``, or a label outside the closed set) get their own confusion column,
-``<invalid>``. Such a prediction is wrong for its gold class (it lowers that class's recall) and counts
-towards no class's precision; it is never dropped and never turned into a real label. Every zero denominator
+``<invalid>``. Such a prediction is wrong for its gold class (it lowers that class's recall); it is never
+dropped and never turned into a real label. In the binary metrics (ITP) it is the wrong class outright: a
+false negative on a positive item and a **false positive on a negative one**, so it lowers precision too and a
+non-answer is never free in the paper's P/R/F1. In the multiclass metrics (RPP) there is no one wrong class,
+so it counts towards no class's precision. Every zero denominator
 gives 0.0, as in the reference scripts and scikit-learn's ``zero_division=0``.
 """
 
@@ -70,18 +73,20 @@ def binary_from_confusion(table: npt.ArrayLike) -> dict[str, FloatArray]:
     (positive, negative, invalid).
 
     Precision, recall and F1 are given for both classes; the unsuffixed ones are of the positive class (the
-    paper's ITP columns). ``balanced_accuracy`` is the plain mean of the two recalls, as in the reference
-    scripts (a class without gold items contributes a recall of 0).
+    paper's ITP columns). An invalid answer is the wrong class: on a negative item it is a false positive
+    (in ``precision``), on a positive one a false negative (in ``precision_no``). ``balanced_accuracy`` is
+    the plain mean of the two recalls, as in the reference scripts (a class without gold items contributes a
+    recall of 0).
 
-    >>> m = binary_from_confusion([[3, 1, 1], [2, 4, 0]])
+    >>> m = binary_from_confusion([[3, 1, 1], [2, 4, 1]])
     >>> {k: round(float(m[k]), 4) for k in ("precision", "recall", "f1", "recall_no", "accuracy")}
-    {'precision': 0.6, 'recall': 0.6, 'f1': 0.6, 'recall_no': 0.6667, 'accuracy': 0.6364}
+    {'precision': 0.5, 'recall': 0.6, 'f1': 0.5455, 'recall_no': 0.5714, 'accuracy': 0.5833}
     """
     t = np.asarray(table, dtype=np.float64)
     tp, fn, inv_pos = t[..., 0, 0], t[..., 0, 1], t[..., 0, 2]
     fp, tn, inv_neg = t[..., 1, 0], t[..., 1, 1], t[..., 1, 2]
     gold_pos, gold_neg = tp + fn + inv_pos, fp + tn + inv_neg
-    pred_pos, pred_neg = tp + fp, fn + tn
+    pred_pos, pred_neg = tp + fp + inv_neg, fn + tn + inv_pos
     recall, recall_no = safe_div(tp, gold_pos), safe_div(tn, gold_neg)
     return {
         "precision": safe_div(tp, pred_pos),
@@ -100,9 +105,9 @@ def binary_metrics(
 ) -> dict[str, Any]:
     """Binary classification metrics with ``positive`` as the positive class (ITP: "yes").
 
-    ``tp``, ``fp``, ``tn``, ``fn`` count valid predictions only; ``invalid`` counts the rest, which are wrong
-    for their gold class. ``precision``/``recall``/``f1`` are of the positive class, ``*_no`` of the negative
-    class. Empty input gives zeros.
+    ``tp``, ``fp``, ``tn``, ``fn`` count valid predictions only; ``invalid`` counts the rest, which are the
+    wrong class in every metric (:func:`binary_from_confusion`). ``precision``/``recall``/``f1`` are of the
+    positive class, ``*_no`` of the negative class. Empty input gives zeros.
 
     Raises:
         ValueError: a gold label is neither ``positive`` nor ``negative``.

@@ -32,12 +32,22 @@ def paired_repeats(
 ) -> tuple[dict[str, list[dict[str, Json]]], dict[str, list[dict[str, Json]]]]:
     """Both runs' records; an (instance, repeat) is paired with the same (instance, repeat) of the other run
     (:func:`rescue_bench.metrics.compare.shared_instances`). Runs with different repeats are refused."""
+    check_one_protocol([a, b])
     k_a, k_b = a.repeats, b.repeats
     if k_a != k_b:
         raise ConfigError(
             f"compare: {a.path} has {k_a} repeats and {b.path} {k_b}; compare runs with the same repeats"
         )
     return run_records(a), run_records(b)
+
+
+def check_one_protocol(runs: Sequence[RunData]) -> None:
+    """Refuse to compare runs made under different protocol versions (``run.json``'s ``config.protocol``):
+    their prompts, judge inputs or scoring differ, so a difference would not be the models'."""
+    versions = {run.path: run.manifest.protocol for run in runs}
+    if len(set(versions.values())) > 1:
+        listed = ", ".join(f"{path} v{version}" for path, version in versions.items())
+        raise ConfigError(f"compare: the runs follow different protocol versions ({listed}); rerun the older")
 
 
 def _cell(task: str, value: float | None, lo: float | None = None, hi: float | None = None) -> Cell:
@@ -126,6 +136,7 @@ def compare_many_run_data(
 ) -> ManyComparison:
     """The many-way comparison of ``runs`` (:func:`rescue_bench.metrics.compare_many.compare_many`), the
     records prepared as for two runs (judgments folded in, renamed answers mapped back)."""
+    check_one_protocol(runs)
     return compare_many(
         [run_records(run) for run in runs],
         display_names(runs),

@@ -18,12 +18,23 @@ from pathlib import Path
 
 from rescue_bench.metrics.compare_many import ManyComparison
 from rescue_bench.metrics.multiplicity import Adjustment
-from rescue_bench.report import likeness
+from rescue_bench.report import averages, likeness
 from rescue_bench.report.build import PARTIAL, Report, progress, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.html import write_html
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.report.tables import PAPER_COLUMNS, Cell, Table, Value, metric_cell
+from rescue_bench.report.tables import (
+    PAPER_BERT_NOTE,
+    PAPER_COLUMNS,
+    Cell,
+    Table,
+    Value,
+    average_row,
+    bert_note,
+    metric_cell,
+    paper_bert_comparable,
+    published_cells,
+)
 from rescue_bench.report.writers import write_markdown
 from rescue_bench.rundir import RunData, load_run
 from rescue_bench.rundir.status import is_final
@@ -119,10 +130,13 @@ def leaderboard_report(
         main.append((label, row.state, *cells))
         found = groups.get(index, {})
         letters.append((label, *(found.get((task, metric), "") for task, metric, *_ in PAPER_COLUMNS)))
+    averaged = _average_rows(rows)
+    main.extend(averaged)
+    runs = [row.run for row in rows]
+    comparable = paper_bert_comparable(runs)
     if with_paper:
         for model, values in published_rows():
-            published = [Cell(values.get((t, m)), None, None, s, d) for t, m, _, s, d in PAPER_COLUMNS]
-            main.append((f"{model} (published)", SOURCE, *published))
+            main.append((f"{model} (published)", SOURCE, *published_cells(values, comparable)))
     headers = tuple(c[2] for c in PAPER_COLUMNS)
     unfinished = tuple(f"{r.entry.label}: {r.state}" for r in rows if not r.complete)
     how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[method]
@@ -132,7 +146,12 @@ def leaderboard_report(
             "Leaderboard (paper Table 5 layout)",
             ("Model", "Status", *headers),
             tuple(main),
-            f"{_note(with_paper)} {_unlike(rows)}".strip(),
+            _note(with_paper, comparable)
+            + " "
+            + bert_note([r.entry.label for r in rows], runs)
+            + (averages.NOTE if averaged else "")
+            + " "
+            + _unlike(rows),
         ),
         Table(
             "rank_groups",
@@ -160,13 +179,26 @@ def _unlike(rows: Sequence[Row]) -> str:
     return " ".join(notes)
 
 
-def _note(with_paper: bool) -> str:
+def _average_rows(rows: Sequence[Row]) -> list[tuple[Value, ...]]:
+    """The paper's Average rows: per perturbation, over its finished, comparable model runs."""
+    out: list[tuple[Value, ...]] = []
+    for variant in dict.fromkeys(r.entry.variant for r in rows):
+        runs = [r.run for r in rows if r.entry.variant == variant and r.complete and r.run is not None]
+        for group in averages.groups(runs):
+            label = f"Average ({len(group.members)} runs{f', {variant}' if variant else ''})"
+            members = [runs[i] for i in group.members]
+            out.append((label, "mean of finished runs", *average_row(members, "all")))
+    return out
+
+
+def _note(with_paper: bool, comparable: bool = True) -> str:
     note = (
         "Values pooled over both scenarios; brackets: 95% CI from a cluster bootstrap over conversations. "
         f"'–': not computed. Rows marked [{PARTIAL}] did not finish: their values cover what was done."
     )
     if with_paper:
         note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
+        note += "" if comparable else PAPER_BERT_NOTE
     return note
 
 

@@ -1,8 +1,11 @@
 """The paper's published Table 5 (10 LLMs, zero-shot, couple and family pooled), for ``report --with-paper``.
 
 Copied from the paper (Hu et al., 2026, Table 5). These are **published numbers**, not results of this
-toolkit: the paper's judge (GPT-5.4) and BERTScore backbone (not stated) differ from a local run, and its ITP
-prompt leaked the label (see the protocol notes), so they are context, not a target.
+toolkit: the paper's judge is GPT-5.4, its BERTScore backbone is not stated (the reference scripts default to
+``distilbert-base-uncased``, layer 5, which this toolkit uses by default too), and the released ITP script
+writes the label into each item's id (``__pos_after_row`` / ``__neg_after_row``), so the published ITP numbers
+may have been made with a prompt that leaked it. That is an inference from the script, not something the paper
+says (docs/protocol-differences.md). They are context, not a target.
 ITP, RPP, STP and SSP are percentages; ER and VP "LLM" are 1-5 judge scores; "BERT" is BERTScore F1.
 """
 

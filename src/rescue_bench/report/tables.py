@@ -12,9 +12,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from rescue_bench.judge.bertscore import DEFAULT_MODEL, backbone_label, is_reference_setting
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
-from rescue_bench.report import analysis
+from rescue_bench.report import analysis, averages
 from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.rundir import RunData, Scores, ScoresMeta
@@ -99,26 +100,74 @@ def _names(tasks: Sequence[str], joiner: str) -> str:
     return joiner.join(task.upper() for task in tasks)
 
 
+def bert_setting(run: RunData | None) -> dict[str, Json] | None:
+    """The BERTScore setting a run's ``scores.json`` records (``None``: BERTScore never ran)."""
+    meta = run.score_record.meta if run is not None and run.score_record is not None else None
+    return None if meta is None or meta.bertscore is None else meta.bertscore.model_dump()
+
+
+def bert_note(names: Sequence[str], runs: Sequence[RunData | None]) -> str:
+    """The sentence that names the BERTScore backbone of the rows' BERT columns.
+
+    >>> bert_note(["a"], [None])
+    'BERT: BERTScore F1 (not computed).'
+    """
+    labels = {n: backbone_label(bert_setting(r)) for n, r in zip(names, runs, strict=True)}
+    found = {label for label in labels.values() if label is not None}
+    if not found:
+        return "BERT: BERTScore F1 (not computed)."
+    if len(found) == 1:
+        return f"BERT: BERTScore F1 with {found.pop()}."
+    listed = "; ".join(f"{n}: {label or 'not computed'}" for n, label in labels.items())
+    return f"BERT: BERTScore F1, with backbones that differ by row ({listed}); compare BERT only within one."
+
+
+def paper_bert_comparable(runs: Sequence[RunData | None]) -> bool:
+    """Whether every run with BERT numbers used the reference scripts' setting, the paper's BERT scale."""
+    settings = [bert_setting(run) for run in runs]
+    return all(is_reference_setting(s) for s in settings if s is not None)
+
+
+def published_cells(values: Mapping[tuple[str, str], float], comparable: bool) -> list[Value]:
+    """A published row's cells; its BERT values marked when the runs beside it used another backbone."""
+    cells: list[Value] = []
+    for task, metric, _, scale, digits in PAPER_COLUMNS:
+        cell = Cell(values.get((task, metric)), None, None, scale, digits)
+        bert = metric == "bertscore_f1"
+        cells.append(f"{cell.text()} (not comparable)" if bert and not comparable else cell)
+    return cells
+
+
+PAPER_BERT_NOTE = (
+    " The published BERT values are marked (not comparable): the runs beside them were scored with another "
+    f"backbone than the reference scripts' ({DEFAULT_MODEL} L5, no idf), and BERTScore's scale moves with it."
+)
+
+
 def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
     """Table 5: one row per run (both scenarios pooled), then the published rows when asked for."""
+    names = display_names(runs)
     rows: list[tuple[Value, ...]] = [
         (name, "this toolkit", *_metric_row(run.score_record, "all"))
-        for name, run in zip(display_names(runs), runs, strict=True)
+        for name, run in zip(names, runs, strict=True)
     ]
+    found = averages.groups(runs)
+    for group in found:
+        label = group.label(names, len(found) > 1)
+        rows.append((label, "mean of runs", *average_row([runs[i] for i in group.members], "all")))
+    comparable = paper_bert_comparable(runs)
     if with_paper:
         for model, values in published_rows():
-            cells = [
-                Cell(values.get((task, metric)), None, None, scale, digits)
-                for task, metric, _, scale, digits in PAPER_COLUMNS
-            ]
-            rows.append((f"{model} (published)", SOURCE, *cells))
+            rows.append((f"{model} (published)", SOURCE, *published_cells(values, comparable)))
     note = (
-        f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; BERT is "
-        "BERTScore F1. Brackets: 95% CI from a cluster bootstrap over conversations. '–': not computed (e.g. "
-        "the run was not judged)."
+        f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; "
+        f"{bert_note(names, runs)} Brackets: 95% CI from a cluster bootstrap over conversations. '–': not "
+        "computed (e.g. the run was not judged)."
     )
+    note += averages.NOTE if found else ""
     if with_paper:
         note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
+        note += "" if comparable else PAPER_BERT_NOTE
     return Table(
         "leaderboard",
         "Leaderboard (paper Table 5 layout)",
@@ -129,19 +178,35 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
 
 
 def per_scenario(runs: Sequence[RunData]) -> Table:
-    """Table 11: the Table 5 columns per scenario (Couple, Family, Both) and run."""
+    """Table 11: the Table 5 columns per scenario (Couple, Family, Both) and run, then the Average rows."""
     rows: list[tuple[Value, ...]] = []
-    for name, run in zip(display_names(runs), runs, strict=True):
+    names = display_names(runs)
+    for name, run in zip(names, runs, strict=True):
         for scope in ("couple", "family", "all"):
             if any(scope in _tasks(run).get(task, {}) for task, *_ in PAPER_COLUMNS):
                 rows.append((name, SCOPE_NAMES[scope], *_metric_row(run.score_record, scope)))
+    found = averages.groups(runs)
+    for group in found:
+        members, label = [runs[i] for i in group.members], group.label(names, len(found) > 1)
+        for scope in ("couple", "family", "all"):
+            rows.append((label, SCOPE_NAMES[scope], *average_row(members, scope)))
     return Table(
         "per_scenario",
         "Per-scenario results (paper Table 11 layout)",
         ("Model", "Scen.", *(c[2] for c in PAPER_COLUMNS)),
         tuple(rows),
-        "Both pools the instances of the two scenarios (micro average).",
+        "Both pools the instances of the two scenarios (micro average). "
+        + bert_note(names, runs)
+        + (averages.NOTE if found else ""),
     )
+
+
+def average_row(runs: Sequence[RunData], scope: str) -> list[Value]:
+    """The paper's Average row over ``runs`` (:mod:`rescue_bench.report.averages`), without CIs."""
+    return [
+        Cell(averages.mean_value(runs, task, scope, metric), None, None, scale, digits)
+        for task, metric, _, scale, digits in PAPER_COLUMNS
+    ]
 
 
 def per_label(runs: Sequence[RunData]) -> Table:

@@ -38,6 +38,7 @@ from rescue_bench.rundir.lines import (
     record_key,
 )
 from rescue_bench.rundir.manifest import (
+    PROTOCOL,
     BertScoreSetting,
     JudgeCounts,
     JudgeSession,
@@ -65,6 +66,7 @@ __all__ = [
     "JUDGMENTS_FILE",
     "LOCK_FILE",
     "PREDICTIONS_FILE",
+    "PROTOCOL",
     "REQUESTS_FILE",
     "RUN_FILE",
     "SCORES_FILE",

@@ -64,14 +64,24 @@ class PredictionLine(Line):
     single: bool = False
     repeat: int = Field(0, ge=0)
     """Which ask of the instance this is (``repeats``, CircularEval rotations); written only when > 0."""
+    reason: str | None = None
+    """The answer's own short ``reason`` (absent in older runs and when the answer gave none)."""
 
     @property
     def key(self) -> str:
         """The line's identity in a run: its instance id, and its repeat when > 0 (:func:`line_key`)."""
         return line_key(self.instance_id, self.repeat)
 
+    def meta_text(self, key: str) -> str | None:
+        """A text of the instance's ``meta`` (ER/VP: ``timestamp``, ``utterance``), ``None`` when absent."""
+        value = (self.meta or {}).get(key)
+        return value if isinstance(value, str) else None
+
     def to_json(self) -> dict[str, Json]:
-        return _without_first_repeat(self.model_dump(mode="json"))
+        record = _without_first_repeat(self.model_dump(mode="json"))
+        if record.get("reason") is None:
+            record.pop("reason", None)
+        return record
 
     @property
     def kinds(self) -> tuple[ProblemKind, ...]:

@@ -90,12 +90,14 @@ def _added(a: dict[str, int], b: dict[str, int]) -> dict[str, int]:
 
 
 class BertScoreSetting(BaseModel):
-    """The BERTScore backbone and the bert_score hash string of a pass."""
+    """The BERTScore backbone, its layer and the bert_score hash string of a pass."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     model: str
     hash: str
+    layer: int | None = None
+    """Absent in older files; the hash names it too (``..._L5_...``)."""
 
 
 class DatasetInfo(BaseModel):
@@ -146,6 +148,14 @@ def _facts(config: dict[str, Json]) -> ConfigFacts:
         return ConfigFacts()
 
 
+PROTOCOL = 2
+"""The version of the evaluation protocol a run follows (``run.json``'s ``config.protocol``): what the model
+is asked, what the judges are shown and how answers are scored. Runs of two protocols are neither resumed as
+one run nor compared. 1: every run made before the field existed; 2: the reference scripts' judge inputs,
+BERTScore backbone and VP pairing, the restored prompt rules, and ITP's invalid answer as the wrong class in
+precision too (docs/protocol-differences.md)."""
+
+
 class Manifest(Line):
     """``run.json``."""
 
@@ -182,6 +192,16 @@ class Manifest(Line):
     def to_json(self) -> dict[str, Json]:
         """The keys the file had (or the writer set), so a manifest reads back as it was written."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+    @property
+    def protocol(self) -> int:
+        """The protocol version of the run (:data:`PROTOCOL`); 1 for a run recorded without one.
+
+        >>> Manifest().protocol, Manifest(config={"protocol": 2}).protocol
+        (1, 2)
+        """
+        value = self.config.get("protocol", 1)
+        return value if isinstance(value, int) else 1
 
     @property
     def candidate(self) -> str | None:
@@ -269,6 +289,8 @@ class ScoresMeta(BaseModel):
     judges: list[str] = Field(default_factory=list)
     bertscore: BertScoreSetting | None = None
     judge_agreement: dict[str, Json] | None = None
+    scoring_rules: dict[str, dict[str, str]] | None = None
+    """Judged task -> metric -> how it is computed (the VP 1-5 mapping, what BERTScore compares)."""
 
 
 RESERVED_KEYS = frozenset({"_meta", "_relational"})

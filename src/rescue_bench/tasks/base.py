@@ -108,8 +108,20 @@ class PaperColumn:
     decimals: int = 2
 
 
-JudgeView = Callable[[Json, Json, str | None], dict[str, Json]]
-"""What the judge sees of one checkpoint, from (gold, prediction value, speaker); key order is prompt text."""
+@dataclass(frozen=True, slots=True)
+class TurnFacts:
+    """What a judge is told about a checkpoint besides gold and prediction, as the reference scripts'
+    ``judge_prompt`` tells it: who speaks, when, what they say, and the answer's own short reason."""
+
+    speaker: str | None = None
+    timestamp: str | None = None
+    utterance: str | None = None
+    reason: str | None = None
+
+
+JudgeView = Callable[[Json, Json, TurnFacts], dict[str, Json]]
+"""What the judge sees of one checkpoint, from (gold, prediction value, turn facts); key order is prompt
+text."""
 DerivedRule = Callable[[Mapping[str, object], Json, Json, bool], dict[str, float | None]]
 """Scores computed from the merged judge scores and (gold, prediction, valid), such as ER's ``s_er``."""
 TextPairs = tuple[tuple[tuple[str, str], ...], ...]
@@ -157,6 +169,8 @@ class JudgeRubric:
     """The agreement score on the 1-5 scale of the human ratings (``judge calibrate``)."""
     bertscore_pairs: PairRule
     total: JudgeTotal | None = None
+    rules: Mapping[str, str] = field(default_factory=dict)
+    """Metric key -> how it is computed, in words: recorded in ``scores.json`` (``_meta.scoring_rules``)."""
 
     def __post_init__(self) -> None:
         keys = self.score_keys

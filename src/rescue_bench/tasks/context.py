@@ -71,10 +71,16 @@ def _time(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".")
 
 
-def _timing(row: Row) -> str:
+def timestamp(row: Row) -> str | None:
+    """``12.5-15s`` as the transcript shows a row's time; ``None`` when both times are missing."""
     if row.start_time is None and row.end_time is None:
-        return ""
-    return f" ({_time(row.start_time or 0.0)}-{_time(row.end_time or 0.0)}s)"
+        return None
+    return f"{_time(row.start_time or 0.0)}-{_time(row.end_time or 0.0)}s"
+
+
+def _timing(row: Row) -> str:
+    stamp = timestamp(row)
+    return "" if stamp is None else f" ({stamp})"
 
 
 def _cues(cues: Sequence[Cue]) -> str:

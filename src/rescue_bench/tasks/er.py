@@ -33,6 +33,7 @@ from rescue_bench.tasks.base import (
     TaskConfig,
     TaskInfo,
     TextPairs,
+    TurnFacts,
     make_instance,
 )
 from rescue_bench.tasks.context import (
@@ -41,6 +42,7 @@ from rescue_bench.tasks.context import (
     early_cutoff,
     pick_evenly,
     row_records,
+    timestamp,
     window,
     word_count,
 )
@@ -117,13 +119,13 @@ Rules:
 - Use only the rows shown; nothing after the current row is known. Earlier rows only help to interpret; the \
 current row's evidence should dominate.
 - emotion: a short, concrete phrase that starts with "feels", such as "feels unheard and resentful".
-- intensity: an integer from 0 (no emotion) to 10 (overwhelming).
+- intensity: an integer from 0 to 10.
 - {context} {mode}
 
 {line_format}
 
 {answer}"""
-SHAPE = '{"predictions": [{"id": "c1", "emotion": "feels ...", "intensity": 0, "reason": "..."}]}'
+SHAPE = '{"predictions": [{"id": "c1", "emotion": "feels ...", "intensity": 6, "reason": "..."}]}'
 PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
 
 
@@ -168,7 +170,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "current": records[r - 1],
             "speaker": row.speaker,
         }
-        meta = {"speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
+        meta = {"speaker": row.speaker, "position": round(r / len(sample.rows), 4), **turn_meta(row)}
         out.append(make_instance(sample, NAME, r, gold, context=context, meta=meta))
     return out
 
@@ -183,6 +185,11 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
         line_format=prompts.line_format(mode),
         answer=prompts.answer_rules(SHAPE),
     )
+
+
+def turn_meta(row: Row) -> dict[str, Json]:
+    """The checkpoint's time and words, kept in the prediction record for the judge (ER and VP)."""
+    return {"timestamp": timestamp(row), "utterance": clean(row.dialogue_cleaned)}
 
 
 def current_block(opaque: str, inst: Instance) -> str:
@@ -278,7 +285,8 @@ def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
 
 
 # The judge (paper section 4.2, protocol section 6): ``emotion_score`` 1-5 of the predicted emotion text
-# against the gold one. Intensity is scored by formula (``s_int``), never shown to the judge.
+# against the gold one. It is shown what the reference scripts' ``judge_prompt`` shows (the utterance, its
+# time, both intensities, the model's reason); intensity itself is scored by formula (``s_int``).
 JUDGE_RUBRIC = """You are grading a therapy user-understanding task. For each checkpoint, a system \
 predicted the internal emotion of the CURRENT speaker right after they begin speaking. Compare the \
 predicted emotion description with the gold emotion description. Be lenient about paraphrases and \
@@ -286,20 +294,31 @@ near-synonyms.
 
 emotion_score: integer 1-5.
   1 = wrong or contradictory, 2 = weakly related, 3 = partially matches, 4 = close, 5 = almost exact.
-Do not grade intensity.
+Do not grade intensity: it is scored separately, by formula.
 
 Return JSON only, exactly in this shape, with one entry per checkpoint id:
 {"graded": [{"id": "c1", "emotion_score": 4, "verdict": "strong|pass|borderline|fail", \
 "notes": "short reason"}]}"""
 
 
-def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, Json]:
-    """The speaker and the two emotion descriptions; never the intensity."""
+def judge_view(gold: Json, prediction: Json, turn: TurnFacts) -> dict[str, Json]:
+    """What the reference scripts' judge sees: the turn (speaker, time, words), gold and predicted emotion
+    and intensity, and the model's reason.
+
+    >>> judge_view({"emotion": "hurt", "intensity": 6}, {"emotion": "sad", "intensity": 4},
+    ...            TurnFacts("Ana", "1-2s", "You never call.", "tone"))["predicted_intensity"]
+    4
+    """
     gold_record, answer = EmotionAnswer.of(gold), EmotionAnswer.of(prediction)
     return {
-        "speaker": speaker,
+        "speaker": turn.speaker,
+        "timestamp": turn.timestamp,
+        "utterance": turn.utterance,
         "gold_emotion": gold_record.emotion if gold_record else None,
+        "gold_intensity": gold_record.intensity if gold_record else None,
         "predicted_emotion": answer.emotion if answer else None,
+        "predicted_intensity": answer.intensity if answer else None,
+        "reason": turn.reason,
     }
 
 
@@ -352,6 +371,10 @@ JUDGE = JudgeRubric(
     derive=derived_scores,
     to_five=float,
     bertscore_pairs=bertscore_pairs,
+    rules={
+        "llm": "(s_emo + s_int) / 2 over the judged instances",
+        "bertscore_f1": "the predicted emotion description against the gold one; 0 for an invalid answer",
+    },
 )
 
 

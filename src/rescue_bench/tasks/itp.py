@@ -51,7 +51,7 @@ emerging, or the exchange between the {members} is developing productively.
 
 Rules:
 - Judge only from the rows shown. You never see the next turn; do not assume what it is.
-- Judge each item on its own.
+- Use a concise clinical standard.
 - The decision point is right after the last row of each item. {context}
 - {mode}
 

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from rescue_bench.metrics.ranking import rank_metrics
@@ -201,6 +202,8 @@ def parse_batch(
             pred = read(item, inst)
         except Exception as exc:
             pred = Prediction.failed(inst.id, f"parse_failure: unreadable answer ({type(exc).__name__})")
+        if pred.valid:
+            pred = replace(pred, reason=answer_reason(item))
         if opaque in duplicates:
             pred = note(pred, f"duplicate answers for {opaque}; the first was used")
         out.append(pred)
@@ -208,7 +211,22 @@ def parse_batch(
 
 
 def note(pred: Prediction, text: str) -> Prediction:
-    return Prediction(pred.instance_id, pred.value, pred.valid, (*pred.problems, text))
+    return replace(pred, problems=(*pred.problems, text))
+
+
+REASON_LIMIT = 400
+"""Characters of an answer's reason kept for the judge (the schema asks for at most 200)."""
+
+
+def answer_reason(item: Mapping[str, Any]) -> str | None:
+    """The answer entry's ``reason`` as one clean line (cut at :data:`REASON_LIMIT`), ``None`` without one.
+
+    >>> answer_reason({"reason": "  tone   rises "}), answer_reason({"reason": 3}), answer_reason({})
+    ('tone rises', None, None)
+    """
+    raw = item.get("reason")
+    text = " ".join(raw.split()) if isinstance(raw, str) else ""
+    return text[:REASON_LIMIT] or None
 
 
 def field(item: dict[str, Any], keys: Sequence[str]) -> tuple[bool, Any]:

@@ -24,7 +24,7 @@ from rescue_bench.tasks.context import context_size, row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import support_moves, target_emotion
-from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
+from rescue_bench.taxonomy import STRATEGIES, Scenario, group_label, strategy_labels
 
 
 class Options(BaseModel):
@@ -75,10 +75,12 @@ EMOTION_TASK = (
 )
 REMINDERS: dict[Scenario, str] = {
     "couple": (
-        "Naming or mapping the sequence is track; turning it into a shared relational meaning is reframe. "
+        "Naming or mapping the sequence is track; turning it into a shared relational meaning is reframe "
+        "(describing the sequence alone is not enough for reframe). "
         "Deepening one partner's primary emotion is evoke; making it receivable by the other partner is "
         "join. Restoring a partner's voice is counterbalance; immediate protection is safeguard. Having one "
-        "partner speak directly to the other is enact. goal_align turns both to a shared task; detach has "
+        "partner speak directly to the other is enact. goal_align turns both to a shared task (a generic "
+        "summary of the process is not enough for goal_align); detach has "
         "both step back to look at their pattern together; repair softens a rupture."
     ),
     "family": (
@@ -115,6 +117,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "target": move.target,
             "target_emotion": emotion,
             "with_emotion": with_emotion,
+            "participants": list(sample.participants),
         }
         meta = {
             "target": move.target,
@@ -157,7 +160,10 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     system = system_prompt(
         first.scenario, first.context["mode"], first.context["size"], first.context["with_emotion"]
     )
-    header = [prompts.session_line(batch)]
+    header = [
+        prompts.session_line(batch),
+        prompts.people_line(first.context["participants"], group_label(first.scenario)),
+    ]
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {"strategy_top3": prompts.ranking_field(first.candidates)}
     return prompts.request(

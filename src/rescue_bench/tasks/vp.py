@@ -34,13 +34,14 @@ from rescue_bench.tasks.base import (
     TaskConfig,
     TaskInfo,
     TextPairs,
+    TurnFacts,
     make_instance,
 )
 from rescue_bench.tasks.context import clean, context_size, pick_evenly, row_records, window
-from rescue_bench.tasks.er import current_block
+from rescue_bench.tasks.er import current_block, turn_meta
 from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_frequency, speaker_of
 from rescue_bench.tasks.parsing import field, parse_batch, short
-from rescue_bench.taxonomy import THERAPIST, Scenario, canonical_form, group_label
+from rescue_bench.taxonomy import THERAPIST, Scenario, group_label
 
 
 class Options(BaseModel):
@@ -59,7 +60,6 @@ KIND: TaskKind = "generation"
 DEFAULT_BATCH_SIZE = 5
 DEFAULT_CONTEXT_SIZE = 3
 MAX_TOKENS = 2200
-MAX_VIEWPOINTS = 5
 ANSWER_KEYS = ("viewpoints", "predicted_viewpoints")
 VIEWPOINT_PHRASES: Final = (
     "does not listen to me",
@@ -79,7 +79,7 @@ that row about other people in the room: who holds the view (source: normally th
 (target: a participant, the Therapist, or "{group}" for the {scenario} as a whole), and what the view is.
 
 Rules:
-- Give every distinct viewpoint towards a different person; usually one or two.
+- Give every distinct viewpoint towards a different person.
 - viewpoint: a short, concrete phrase in English, such as "he never takes my worries seriously".
 - Use only the rows shown; nothing after the current row is known. Earlier rows only help resolve references.
 - {context} {mode}
@@ -127,6 +127,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "speaker": row.speaker,
             "participants": list(sample.participants),
             "position": round(r / len(sample.rows), 4),
+            **turn_meta(row),
         }
         out.append(make_instance(sample, NAME, r, gold, candidates=people, context=context, meta=meta))
     return out
@@ -164,7 +165,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         "required": ["source", "target", "viewpoint"],
         "additionalProperties": False,
     }
-    fields = {"viewpoints": {"type": "array", "items": entry, "maxItems": MAX_VIEWPOINTS}}
+    fields = {"viewpoints": {"type": "array", "items": entry}}
     return prompts.request(
         NAME,
         batch,
@@ -314,12 +315,16 @@ def _keep(entries: Json, keys: tuple[str, ...]) -> list[dict[str, Json]]:
     return [{k: e.get(k) for k in keys} for e in entries if isinstance(e, Mapping)]
 
 
-def judge_view(gold: Json, prediction: Json, speaker: str | None) -> dict[str, Json]:
-    """The speaker, the gold viewpoints (with their attitude) and the predicted ones."""
+def judge_view(gold: Json, prediction: Json, turn: TurnFacts) -> dict[str, Json]:
+    """What the reference scripts' judge sees: the turn (speaker, time, words), the gold viewpoints with
+    their attitude, the predicted ones, and the model's reason."""
     return {
-        "speaker": speaker,
+        "speaker": turn.speaker,
+        "timestamp": turn.timestamp,
+        "utterance": turn.utterance,
         "gold_viewpoints": _keep(gold, ("source", "target", "viewpoint", "attitude")),
         "predicted_viewpoints": _keep(prediction, ("source", "target", "viewpoint")),
+        "reason": turn.reason,
     }
 
 
@@ -335,30 +340,38 @@ def derived_scores(
     return {"llm": viewpoint_to_five(float(total)) if isinstance(total, int | float) else None}
 
 
-def _targeted(entries: Json) -> list[tuple[str, str]]:
-    """(canonical target, viewpoint text) of well-formed viewpoint entries."""
-    return [(canonical_form(entry.target), entry.viewpoint.strip()) for entry in viewpoints_of(entries)]
+def _texts(entries: Json) -> list[str]:
+    """The viewpoint texts of well-formed viewpoint entries."""
+    return [entry.viewpoint.strip() for entry in viewpoints_of(entries) if entry.viewpoint.strip()]
 
 
 def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:
-    """One group per gold viewpoint, holding the predicted viewpoints about the same target.
+    """One group per gold viewpoint, holding every predicted viewpoint (whatever its target).
 
-    The source is not compared: the gold source is always the speaker and pairing is the judge's job.
+    Why any target: the reference scripts compute no VP BERTScore, and the paper's VP BERT barely moves over
+    ten models (0.856-0.867) while their VP judge scores span 3.20-4.08, so it cannot carry a 0 for every
+    gold view whose target was missed. Who the view is about is the judge's pairing score; BERTScore measures
+    how close the wording of the views is. A gold view with no predicted view at all (an empty or invalid
+    answer) scores 0, as an empty text does in the reference scripts' ``compute_bertscore_f1s``.
 
     >>> gold = [{"source": "A", "target": "Bo", "viewpoint": "he never listens"},
     ...         {"source": "A", "target": "Therapist", "viewpoint": "she takes his side"}]
-    >>> pred = [{"source": "A", "target": "bo", "viewpoint": "he ignores her"},
-    ...         {"source": "A", "target": "Cy", "viewpoint": "x"}]
+    >>> pred = [{"source": "A", "target": "bo", "viewpoint": "he ignores her"}]
     >>> bertscore_pairs(gold, pred, True)
-    ((('he ignores her', 'he never listens'),), ())
+    ((('he ignores her', 'he never listens'),), (('he ignores her', 'she takes his side'),))
+    >>> bertscore_pairs(gold, [], True)
+    ((), ())
     """
-    predicted = _targeted(prediction) if valid else []
-    groups = []
-    for target, reference in _targeted(gold):
-        if not reference:
-            continue
-        groups.append(tuple((text, reference) for t, text in predicted if t == target and text))
+    predicted = _texts(prediction) if valid else []
+    groups = [tuple((text, reference) for text in predicted) for reference in _texts(gold)]
     return tuple(groups) or ((),)
+
+
+BERTSCORE_RULE = (
+    "each gold viewpoint against its closest predicted viewpoint, whatever the target; mean over the gold "
+    "viewpoints; 0 for an empty or invalid answer"
+)
+LLM_RULE = "1 + 4 * total / 6: the judge's 0-6 total (pairing 0-2 + viewpoint 0-4) placed linearly on 1-5"
 
 
 JUDGE = JudgeRubric(
@@ -374,6 +387,7 @@ JUDGE = JudgeRubric(
     to_five=viewpoint_to_five,
     bertscore_pairs=bertscore_pairs,
     total=JudgeTotal("total", claimed_key="viewpoint_total_score"),
+    rules={"llm": LLM_RULE, "bertscore_f1": BERTSCORE_RULE},
 )
 
 
