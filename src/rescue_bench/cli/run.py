@@ -13,7 +13,7 @@ import asyncio
 import signal
 from dataclasses import replace
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -28,10 +28,11 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_params, wants_bertscore
 from rescue_bench.judge.setup import judge_settings, make_prices, run_budget, spec_prices, with_judges
 from rescue_bench.pricing import Prices
+from rescue_bench.report.terminal import make_console, print_tables, run_summary
+from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec, default_out
-from rescue_bench.tasks import paper_columns
 
-__all__ = ["make_prices", "register", "report_result", "summary_table"]
+__all__ = ["make_prices", "register", "report_result"]
 EXIT_STOPPED = 3
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")]
 OutDir = Annotated[Path | None, typer.Option("--out", help="Run directory (default: runs/<model>_<data>).")]
@@ -102,9 +103,9 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def report_result(result: RunResult, model: str) -> None:
     """The scores table, the invalid predictions and the run directory; exit 3 for a stopped run."""
-    console = Console(width=None if Console().is_terminal else 200)
+    console = make_console()
     if result.scores is not None:
-        console.print(summary_table(result.scores, model))
+        print_tables(console, [(run_summary(result.out, Scores.of(result.scores)), 1)])
     invalid = {t: (c["invalid"], c["instances"]) for t, c in result.counts.items() if c["invalid"]}
     if invalid:
         listed = ", ".join(f"{t} {bad}/{n}" for t, (bad, n) in invalid.items())
@@ -113,24 +114,6 @@ def report_result(result: RunResult, model: str) -> None:
     if result.status == "stopped":
         typer.echo(f"stopped: {result.stop_reason or 'not finished'}", err=True)
         raise typer.Exit(EXIT_STOPPED)
-
-
-def summary_table(scores: dict[str, Any], model: str) -> Table:
-    """The paper's Table 5 layout, one row per scope (Both, Couple, Family); '-' for a missing value."""
-    table = Table(title=f"RESCUE-Bench: {model}")
-    table.add_column("Scope")
-    columns = paper_columns()
-    for _, column in columns:
-        table.add_column(column.header, justify="right")
-    for scope, label in (("all", "Both"), ("couple", "Couple"), ("family", "Family")):
-        if not any(scope in (scores.get(t) or {}) for t, _ in columns):
-            continue
-        cells = []
-        for task, column in columns:
-            value = ((scores.get(task) or {}).get(scope) or {}).get(column.metric)
-            cells.append("-" if value is None else f"{value * column.scale:.{column.decimals}f}")
-        table.add_row(label, *cells)
-    return table
 
 
 def estimate(ctx: typer.Context) -> None:
