@@ -53,7 +53,7 @@ def report(
     """
     from rescue_bench.report.build import build_report, write_report
     from rescue_bench.report.leaderboard import study_tables
-    from rescue_bench.report.terminal import make_console, print_tables, without_source
+    from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
     from rescue_bench.rundir import expand_run_dirs
 
     first = study_tables(runs, with_paper=with_paper)
@@ -64,8 +64,9 @@ def report(
         typer.echo(f"warning: {built.banner}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
-    shown = [(t, 3 if t.key.endswith("_leaderboard") else 1) for t in first]
-    print_tables(make_console(), [*shown, (without_source(built.table("leaderboard")), 3)], ci=ci)
+    boards = [t for t in first if t.key.endswith("_leaderboard")] or [built.table("leaderboard")]
+    shown = [leaderboard_view(t) for t in boards] + [(t, 1) for t in first if t.key.endswith("_rank_groups")]
+    print_tables(make_console(), shown, ci=ci)
     typer.echo(
         f"wrote {len([p for p in paths if p.suffix != '.png'])} files and "
         f"{len([p for p in paths if p.suffix == '.png'])} figures to {target}"

@@ -155,12 +155,11 @@ def _interrupt(signum: int, frame: object) -> None:
 
 def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci: bool) -> None:
     """The leaderboard and rank groups fitted to the terminal, then each run's status, counts and reason."""
-    from rescue_bench.report.terminal import make_console, print_tables
+    from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
 
     console = make_console()
-    print_tables(
-        console, [(leaderboard.table("leaderboard"), 3), (leaderboard.table("rank_groups"), 1)], ci=ci
-    )
+    board = leaderboard_view(leaderboard.table("leaderboard"))
+    print_tables(console, [board, (leaderboard.table("rank_groups"), 1)], ci=ci)
     table = Table(title="Study", title_justify="left")
     table.add_column("Run", no_wrap=True)
     for header in ("Status", "Done", "Invalid", "Cost (USD)"):

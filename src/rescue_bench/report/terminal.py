@@ -67,7 +67,7 @@ def _rich(
 ) -> RichTable:
     table = RichTable(title=title or None, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
     for index in chosen:
-        numeric = any(_numeric(row[index]) for row in rows)
+        numeric = index > 0 and any(_numeric(row[index]) for row in rows)  # the first column names the row
         table.add_column(columns[index], justify="right" if numeric else "left", no_wrap=True)
     for row in rows:
         table.add_row(*(row[i] for i in chosen))
@@ -78,7 +78,7 @@ def _numeric(shown: str) -> bool:
     return shown[:1].isdigit() or (shown[:1] in "-–−" and shown[1:2].isdigit())
 
 
-def _width(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], chosen: Sequence[int]) -> int:
+def _width(columns: Sequence[str], rows: Sequence[Sequence[str]], chosen: Sequence[int]) -> int:
     table = _rich("", columns, rows, chosen)
     return Measurement.get(_MEASURE, _MEASURE.options, table).maximum
 
@@ -89,13 +89,13 @@ def _parts(
     """Value columns split into parts that fit beside the key columns; ``None`` when one column cannot."""
     key = list(range(keys))
     singles = [[i] for group in _groups(columns, keys) for i in group]
-    if any(_width("", columns, rows, key + single) > width for single in singles):
+    if any(_width(columns, rows, key + single) > width for single in singles):
         return None
     parts: list[list[int]] = []
     for group in _groups(columns, keys):
-        pieces = [group] if _width("", columns, rows, key + group) <= width else [[i] for i in group]
+        pieces = [group] if _width(columns, rows, key + group) <= width else [[i] for i in group]
         for piece in pieces:
-            if parts and _width("", columns, rows, key + parts[-1] + piece) <= width:
+            if parts and _width(columns, rows, key + parts[-1] + piece) <= width:
                 parts[-1] += piece
             else:
                 parts.append(list(piece))
@@ -105,6 +105,7 @@ def _parts(
 def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[RenderableType]:
     """``table`` as rich tables of at most ``width`` columns each, then its legend (if names were
     numbered) and its note. ``ci``: show each value's CI (else the value alone)."""
+    table, empty = _without_empty(table, keys)
     rows = [[text(value, ci=ci) for value in row] for row in table.rows]
     legend: list[str] = []
     parts = _parts(table.columns, rows, keys, width)
@@ -123,16 +124,46 @@ def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[Re
     if not table.rows:
         out = [Text(f"{table.title}\n(no data)")]
     out += [Text(line) for line in legend]
-    if table.note:
-        out.append(Text(table.note, style="dim"))
+    note = " ".join(
+        filter(None, (table.note, f"Not shown (no values): {', '.join(empty)}." if empty else ""))
+    )
+    if note:
+        out.append(Text(note, style="dim"))
     return out
 
 
-def without_source(table: Table) -> Table:
-    """A report's leaderboard without its Source column (the note says which rows are published)."""
-    keep = [i for i, name in enumerate(table.columns) if name != "Source"]
+def _blank(value: Value) -> bool:
+    return value is None or value == "" or (isinstance(value, Cell) and value.value is None)
+
+
+def _without_empty(table: Table, keys: int) -> tuple[Table, list[str]]:
+    """The table without its value columns that hold no value in any row (tasks no run was asked)."""
+    empty = [
+        i for i in range(keys, len(table.columns)) if table.rows and all(_blank(row[i]) for row in table.rows)
+    ]
+    if not empty:
+        return table, []
+    keep = [i for i in range(len(table.columns)) if i not in empty]
     rows = tuple(tuple(row[i] for i in keep) for row in table.rows)
-    return replace(table, columns=tuple(table.columns[i] for i in keep), rows=rows)
+    shown = replace(table, columns=tuple(table.columns[i] for i in keep), rows=rows)
+    return shown, [table.columns[i] for i in empty]
+
+
+PLAIN = frozenset({"finished", "published"})
+"""Statuses that need no mark: a leaderboard whose rows are all plain leaves its Status column out."""
+
+
+def leaderboard_view(table: Table) -> tuple[Table, int]:
+    """A leaderboard (a report's or a study's) for the terminal, with its number of key columns: without the
+    Source column (the note says which rows are published), and without the Status column when every row
+    finished cleanly (a PARTIAL, degraded or failed row keeps it)."""
+    status = table.columns.index("Status") if "Status" in table.columns else None
+    plain = status is not None and all(str(row[status]) in PLAIN for row in table.rows)
+    keep = [i for i, c in enumerate(table.columns) if c != "Source" and not (plain and i == status)]
+    rows = tuple(tuple(row[i] for i in keep) for row in table.rows)
+    shown = replace(table, columns=tuple(table.columns[i] for i in keep), rows=rows)
+    keys = sum(c in ("Model", "Status", "Valid (%)") for c in shown.columns)
+    return shown, keys
 
 
 def print_tables(console: Console, tables: Sequence[tuple[Table, int]], *, ci: bool = False) -> None:
