@@ -42,8 +42,11 @@ def test_three_runs_give_the_matrix(runs: list[Path]) -> None:
     assert len(accuracy["groups"]) == 3 and all(accuracy["groups"])
     table = RUNNER.invoke(app, ["compare", *map(str, runs), "--resamples", "100", "--adjust", "bh"])
     assert table.exit_code == 0, table.output
-    assert "## RPP accuracy (Both" in table.output and "Benjamini-Hochberg" in table.output
-    assert "McNemar" in table.output
+    flat = " ".join(table.output.split())
+    assert "RPP accuracy (Both" in flat and "Benjamini-Hochberg" in flat and "McNemar" in flat
+    assert all(len(line) <= 100 for line in table.output.splitlines())
+    names = [f"{n} baseline/random ({runs[0].name})" for n in (1,)] + ["2 baseline/majority"]
+    assert all(name in table.output for name in names), table.output
 
 
 def test_two_runs_keep_the_two_run_output(runs: list[Path]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,35 @@ def built(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Any
     out = tmp_path_factory.mktemp("report")
     write_report(report, out)
     return report, out
+
+
+LONG_NAMES = (
+    "openai/gpt-4o-mini-2024-07-18",
+    "openai/gpt-4o-2024-08-06",
+    "anthropic/claude-3-5-sonnet-20241022",
+)
+"""Model names as long as real ones, which the terminal tables must show whole."""
+
+
+def renamed_copy(run: Path, target: Path, name: str) -> Path:
+    """A copy of a run directory whose run.json names another model (the answers stay the same)."""
+    shutil.copytree(run, target)
+    manifest = json.loads((target / "run.json").read_text())
+    provider, model = name.split("/", 1)
+    manifest["model"] = {"provider": provider, "model": model}
+    (target / "run.json").write_text(json.dumps(manifest))
+    return target
+
+
+@pytest.fixture(scope="module")
+def study_dir(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A study directory of three runs with long model names (copies of the demo run), as `sweep` writes."""
+    from rescue_bench.study.record import RunEntry, StudyRecord, write_record
+
+    folder = tmp_path_factory.mktemp("study") / "study"
+    entries = []
+    for name in LONG_NAMES:
+        where = renamed_copy(demo_run, folder / name.replace("/", "-"), name)
+        entries.append(RunEntry(model=name, dir=where.name, status="finished"))
+    write_record(folder, StudyRecord(spec={}, updated="now", runs=tuple(entries)))
+    return folder

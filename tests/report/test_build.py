@@ -41,13 +41,18 @@ def test_leaderboard_matches_scores_json(built: tuple[Any, Path], demo_run: Path
     report, _ = built
     scores = json.loads((demo_run / "scores.json").read_text())
     row = report.table("leaderboard").rows[0]
-    assert row[:2] == ("baseline/random", "this toolkit")
-    rpp = row[2 + 3]
+    assert row[:3] == ("baseline/random", "this toolkit", "finished")
+    run = json.loads((demo_run / "run.json").read_text())
+    valid = sum(c["valid"] for c in run["counts"].values()) / sum(
+        c["instances"] for c in run["counts"].values()
+    )
+    assert row[3].value == pytest.approx(valid)
+    rpp = row[4 + 3]
     assert (
         rpp.value == scores["rpp"]["all"]["accuracy"]
         and [rpp.lo, rpp.hi] == scores["rpp"]["all"]["ci"]["accuracy"]
     )
-    er_llm, vp_llm = row[2 + 8], row[2 + 10]
+    er_llm, vp_llm = row[4 + 8], row[4 + 10]
     assert er_llm.value == pytest.approx(scores["er"]["all"]["llm"]) and er_llm.lo is not None
     assert 1.0 <= vp_llm.value <= 5.0
     published = [r for r in report.table("leaderboard").rows if str(r[0]).endswith("(published)")]
@@ -59,11 +64,12 @@ def test_leaderboard_matches_scores_json(built: tuple[Any, Path], demo_run: Path
 def test_markdown_and_tex(built: tuple[Any, Path]) -> None:
     _, out = built
     md = (out / "report.md").read_text()
-    assert "| Model | Source | ITP Prec. |" in md and "(published)" in md
+    assert "| Model | Source | Status | Valid (%) | ITP Prec. |" in md and "(published)" in md
     assert md.count("![") == len(EXPECTED_FIGURES)
     tex = (out / "table.tex").read_text()
     assert tex.count(r"\toprule") == 2 and r"\bottomrule" in tex and "baseline/random" in tex
-    assert r"GPT-4o (published) & 86.67 & 82.63 & 84.60" in tex
+    assert r"GPT-4o (published) & published & -- & 86.67 & 82.63 & 84.60" in tex
+    assert r"baseline/random & finished & 100.0 &" in tex
 
 
 def test_xlsx_opens_with_the_expected_sheets(built: tuple[Any, Path]) -> None:
@@ -78,8 +84,16 @@ def test_xlsx_opens_with_the_expected_sheets(built: tuple[Any, Path]) -> None:
     )
     assert book.sheetnames.index(relational[-1]) == book.sheetnames.index("config") - 1
     rows = list(book["leaderboard"].iter_rows(values_only=True))
-    assert rows[0][:5] == ("Model", "Source", "ITP Prec.", "ITP Prec. CI low", "ITP Prec. CI high")
-    assert rows[1][0] == "baseline/random" and isinstance(rows[1][2], float)
+    assert rows[0][:7] == (
+        "Model",
+        "Source",
+        "Status",
+        "Valid (%)",
+        "ITP Prec.",
+        "ITP Prec. CI low",
+        "ITP Prec. CI high",
+    )
+    assert rows[1][0] == "baseline/random" and rows[1][2] == "finished" and isinstance(rows[1][4], float)
     labels = list(book["per_label"].iter_rows(values_only=True))
     assert {r[1] for r in labels[1:] if r[1]} == {"couple", "family"}
     book.close()
@@ -95,6 +109,15 @@ def test_csv_is_long_format_with_cis(built: tuple[Any, Path], demo_run: Path) ->
     itp_f1 = next(r for r in ours if r["scope"] == "family" and r["task"] == "itp" and r["metric"] == "f1")
     assert float(itp_f1["value"]) == pytest.approx(scores["itp"]["family"]["f1"])
     assert float(itp_f1["ci_low"]) <= float(itp_f1["value"]) <= float(itp_f1["ci_high"])
+    run = json.loads((demo_run / "run.json").read_text())
+    valid = sum(c["valid"] for c in run["counts"].values()) / sum(
+        c["instances"] for c in run["counts"].values()
+    )
+    assert {r["status"] for r in ours} == {"finished"}
+    assert all(float(r["valid_share"]) == pytest.approx(valid) for r in ours)
+    assert {(r["status"], r["valid_share"]) for r in rows if r["source"] != "this toolkit"} == {
+        ("published", "")
+    }
 
 
 def test_html_is_self_contained_and_escaped(built: tuple[Any, Path]) -> None:
@@ -141,7 +164,7 @@ def test_html_loads_in_headless_chromium(built: tuple[Any, Path]) -> None:
             images = page.eval_on_selector_all(
                 "figure.report-figure img", "els => els.map(e => [e.complete, e.naturalWidth, e.alt])"
             )
-            tables = page.eval_on_selector_all("section table", "els => els.length")
+            tables = page.eval_on_selector_all("details.section table", "els => els.length")
             title = page.title()
         finally:
             browser.close()

@@ -60,12 +60,13 @@ def test_published_rows_match_the_paper_averages() -> None:
 
 def test_leaderboard_cells_and_published_marking() -> None:
     board = tables.leaderboard([_run()], with_paper=True)
-    assert board.columns[:5] == ("Model", "Source", "ITP Prec.", "ITP Rec.", "ITP F1")
+    assert board.columns[:7] == ("Model", "Source", "Status", "Valid (%)", "ITP Prec.", "ITP Rec.", "ITP F1")
     first = board.rows[0]
-    assert first[0] == "openai/x" and first[2].text() == "50.00 [40.00, 60.00]"
-    assert first[4].text() == "33.33" and first[2 + 8].text() == "–"  # ER LLM not judged
-    assert first[2 + 9].text() == "0.8100 [0.8000, 0.8200]"
-    assert board.rows[-1][0] == "GPT-4o (published)" and board.rows[-1][2].text() == "86.67"
+    assert first[0] == "openai/x" and first[4].text() == "50.00 [40.00, 60.00]"
+    assert first[6].text() == "33.33" and first[4 + 8].text() == "–"  # ER LLM not judged
+    assert first[4 + 9].text() == "0.8100 [0.8000, 0.8200]"
+    assert board.rows[-1][0] == "GPT-4o (published)" and board.rows[-1][4].text() == "86.67"
+    assert board.rows[-1][2:4] == ("published", None)
     assert "published" in board.note
     assert all(not str(r[0]).endswith("(published)") for r in tables.leaderboard([_run()]).rows)
 
@@ -76,8 +77,11 @@ def test_failures_usage_and_config() -> None:
     assert fail["ER"][-1] == 2 and fail["ITP"][-1] is None
     use = tables.usage([_run()]).rows
     assert use[0][1:5] == ("ITP", 3, 100, 7) and use[1][1] == "judge openai/j" and use[1][3] == 50
-    settings = {r[1]: r[2] for r in tables.config([_run()]).rows}
-    assert settings["model.provider"] == "openai" and "counts.itp.requests" not in settings
+    differ, shared = tables.config([_run()])
+    settings = dict(shared.rows)
+    assert (
+        not differ.rows and settings["model.provider"] == "openai" and "counts.itp.requests" not in settings
+    )
 
 
 def test_duplicate_models_get_directory_names() -> None:

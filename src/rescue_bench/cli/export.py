@@ -37,7 +37,7 @@ def _check_finished(run: Path, partial: bool) -> None:
 
 
 def export(
-    run: Annotated[Path, typer.Argument(help="A run directory.", show_default=False)],
+    run: Annotated[Path, typer.Argument(help="A run directory, or a study.", show_default=False)],
     fmt: Annotated[Format, typer.Option("--format", help="eee: Every Eval Ever; hf: a Hub dataset folder.")],
     out: Annotated[Path, typer.Option("--out", help="Output directory.", show_default=False)],
     redact: Annotated[
@@ -50,21 +50,33 @@ def export(
 ) -> None:
     """Write a run's results in another format (Every Eval Ever records, or a Hugging Face Hub folder).
 
-    An unfinished run (incomplete, stopped) is refused unless --partial is given.
+    A study directory exports each of its runs into OUT/<its run directory's name>. An unfinished run
+    (incomplete, stopped) is refused unless --partial is given.
     """
-    _check_finished(run, partial)
-    if fmt is Format.eee:
-        from rescue_bench.adapters.eee import export_eee
+    from rescue_bench.rundir import expand_run_dirs, is_study
 
-        paths = list(export_eee(run, out))
-    else:
+    if fmt is Format.hf:
         _need("pyarrow", "adapters")
-        from rescue_bench.adapters.hf import export_hf
-
-        paths = export_hf(run, out, redact=redact)
+    study = is_study(run)
+    members = expand_run_dirs([run])
+    for each in members:
+        _check_finished(each, partial)
+    paths: list[Path] = []
+    for each in members:
+        paths += _export_one(each, fmt, out / each.name if study else out, redact)
     typer.echo(f"wrote {len(paths)} files to {out}")
     for path in paths:
         typer.echo(f"  {path}")
+
+
+def _export_one(run: Path, fmt: Format, out: Path, redact: bool) -> list[Path]:
+    if fmt is Format.eee:
+        from rescue_bench.adapters.eee import export_eee
+
+        return list(export_eee(run, out))
+    from rescue_bench.adapters.hf import export_hf
+
+    return list(export_hf(run, out, redact=redact))
 
 
 def publish(

@@ -17,8 +17,11 @@ if TYPE_CHECKING:
 
 Runs = Annotated[
     list[Path],
-    typer.Argument(help="One or more run directories (BASE first for robustness).", show_default=False),
+    typer.Argument(
+        help="One or more run or study directories (BASE first for robustness).", show_default=False
+    ),
 ]
+ShowCI = Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the terminal's tables too.")]
 
 
 def report(
@@ -41,20 +44,31 @@ def report(
             help="Report unfinished runs too, every table and file marked PARTIAL with the counts.",
         ),
     ] = False,
+    ci: ShowCI = False,
 ) -> None:
     """Write report.md, a self-contained report.html, results.xlsx, results.csv and table.tex.
 
     `report BASE PERTURBED...`: runs made with --perturb after an unperturbed BASE add the robustness table
     (change from BASE with a paired CI, share of flipped answers); they must share BASE's data, model and
     tasks. An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
+    A study directory stands for its runs, its own leaderboard first.
     """
     from rescue_bench.report.build import build_report, write_report
+    from rescue_bench.report.leaderboard import study_tables
+    from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
+    from rescue_bench.rundir import expand_run_dirs
 
-    built = build_report(runs, with_paper=with_paper, prices=prices, allow_partial=partial)
+    first = study_tables(runs, with_paper=with_paper)
+    built = build_report(
+        expand_run_dirs(runs), with_paper=with_paper, prices=prices, allow_partial=partial, first=first
+    )
     if built.banner:
         typer.echo(f"warning: {built.banner}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
+    boards = [t for t in first if t.key.endswith("_leaderboard")] or [built.table("leaderboard")]
+    shown = [leaderboard_view(t) for t in boards] + [(t, 1) for t in first if t.key.endswith("_rank_groups")]
+    print_tables(make_console(), shown, ci=ci)
     typer.echo(
         f"wrote {len([p for p in paths if p.suffix != '.png'])} files and "
         f"{len([p for p in paths if p.suffix == '.png'])} figures to {target}"
@@ -65,7 +79,9 @@ def report(
 
 
 def compare(
-    runs: Annotated[list[Path], typer.Argument(help="Two run directories or more.", show_default=False)],
+    runs: Annotated[
+        list[Path], typer.Argument(help="Two run directories or more, or a study.", show_default=False)
+    ],
     scopes: Annotated[str, typer.Option("--scopes", help="Comma list of all, couple, family.")] = "all",
     every_metric: Annotated[
         bool, typer.Option("--all-metrics", help="Every headline metric, not only the paper's columns.")
@@ -94,14 +110,16 @@ def compare(
 ) -> None:
     """Paired differences of runs on their shared instances (bootstrap CIs, McNemar's test).
 
-    With three runs or more: the matrix of every pair's difference, adjusted p-values and rank groups. Every
-    difference between the runs that changes what a number means is named first.
+    With three runs or more: the matrix of every pair's difference, adjusted p-values and rank groups. A study
+    directory stands for its runs. Every difference between the runs that changes what a number means is named
+    first.
     """
     from rescue_bench.report.build import check_finished
-    from rescue_bench.rundir import load_run
+    from rescue_bench.rundir import expand_run_dirs, load_run
 
-    chosen, method = _compare_settings(runs, scopes, resamples, adjust, level)
-    loaded = [load_run(path) for path in runs]
+    expanded = expand_run_dirs(runs)
+    chosen, method = _compare_settings(expanded, scopes, resamples, adjust, level)
+    loaded = [load_run(path) for path in expanded]
     unfinished = check_finished(loaded, allow_partial=partial)
     _check_like(loaded, allow_different_judges)
     for progress in unfinished:
@@ -151,7 +169,7 @@ def _compare_settings(
     if resamples < 1:
         raise ConfigError(f"--resamples must be at least 1 (got {resamples})")
     if len(runs) < 2:
-        raise ConfigError("compare needs at least two run directories")
+        raise ConfigError("compare needs at least two run directories (or a study of two runs or more)")
     return chosen, rank_method(adjust, level)
 
 
@@ -180,17 +198,14 @@ def _compare_many(
 ) -> None:
     """Three runs or more: every pair's difference, adjusted p-values and rank groups."""
     from rescue_bench.report.comparison import compare_many_run_data, matrix_tables
-    from rescue_bench.report.writers import markdown_table
+    from rescue_bench.report.terminal import make_console, print_tables
 
     result = compare_many_run_data(loaded, method=method, level=level, n_resamples=resamples, seed=seed)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
-    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric)
-    for table in tables:
-        typer.echo(f"## {table.title}\n\n{markdown_table(table)}")
-    if tables:
-        typer.echo(tables[0].note)
+    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True)
+    print_tables(make_console(), [(table, 3 if table.key.startswith("compare_") else 2) for table in tables])
 
 
 def _compare_two(
@@ -202,10 +217,10 @@ def _compare_two(
     seed: int,
     as_json: bool,
 ) -> None:
-    """Today's two-run output (kept exactly)."""
+    """Two runs: one row per task, scope and metric (A, B, A - B with its CI, McNemar's p)."""
     from rescue_bench.report.comparison import compare_run_data, comparison_table
     from rescue_bench.report.tables import display_names
-    from rescue_bench.report.writers import markdown_table
+    from rescue_bench.report.terminal import make_console, print_tables
 
     result = compare_run_data(a, b, n_resamples=resamples, seed=seed)
     if as_json:
@@ -213,8 +228,7 @@ def _compare_two(
         return
     name_a, name_b = display_names([a, b])
     table = comparison_table(result, (name_a, name_b), scopes=chosen, every_metric=every_metric)
-    typer.echo(markdown_table(table))
-    typer.echo(table.note)
+    print_tables(make_console(), [(table, 3)], ci=True)
 
 
 class _EchoWarnings(logging.Handler):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.console import Console
@@ -28,11 +28,12 @@ from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import make_prices, spec_prices, with_judges
 from rescue_bench.judge.after_run import JudgeSettings, judge_params, wants_bertscore
 from rescue_bench.pricing import Prices
+from rescue_bench.report.terminal import make_console, print_tables, run_summary
 from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
-from rescue_bench.tasks import judged_tasks, paper_columns
+from rescue_bench.tasks import judged_tasks
 
-__all__ = ["make_prices", "register", "report_result", "summary_table"]
+__all__ = ["make_prices", "register", "report_result"]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.", rich_help_panel=OUTPUT)]
 OutDir = Annotated[
     Path | None,
@@ -84,11 +85,11 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def report_result(outcome: RunOutcome, model: str) -> None:
-    """The scores table (final runs only), invalid answers, the summary line, the reasons of unfinished work
+    """The scores table (final runs only), failed answers, the summary line, the reasons of unfinished work
     and the command that goes on; exits with the status's code (:mod:`rescue_bench.cli.outcome`)."""
-    console = Console(width=None if Console().is_terminal else 200)
+    console = make_console()
     if outcome.scores is not None:
-        console.print(summary_table(outcome.scores.to_json(), model))
+        print_tables(console, [(run_summary(outcome.out, outcome.scores), 1)])
         for line in judged_counts(outcome.scores):
             console.print(line)
     invalid = {
@@ -127,24 +128,6 @@ def judged_counts(scores: Scores) -> list[str]:
 
 def _int(value: object) -> int:
     return value if isinstance(value, int) else 0
-
-
-def summary_table(scores: dict[str, Any], model: str) -> Table:
-    """The paper's Table 5 layout, one row per scope (Both, Couple, Family); '-' for a missing value."""
-    table = Table(title=f"RESCUE-Bench: {model}")
-    table.add_column("Scope")
-    columns = paper_columns()
-    for _, column in columns:
-        table.add_column(column.header, justify="right")
-    for scope, label in (("all", "Both"), ("couple", "Couple"), ("family", "Family")):
-        if not any(scope in (scores.get(t) or {}) for t, _ in columns):
-            continue
-        cells = []
-        for task, column in columns:
-            value = ((scores.get(task) or {}).get(scope) or {}).get(column.metric)
-            cells.append("-" if value is None else f"{value * column.scale:.{column.decimals}f}")
-        table.add_row(label, *cells)
-    return table
 
 
 def estimate(ctx: typer.Context) -> None:

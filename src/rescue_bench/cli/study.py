@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
@@ -30,6 +29,7 @@ from rescue_bench.problems import one_line
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
+    from rescue_bench.report.build import Report
     from rescue_bench.study import StudyOptions, StudyRecord, StudySpec
 
 PLACEHOLDER = "study/none"
@@ -112,6 +112,7 @@ def sweep(
     ] = "holm",
     level: Annotated[float, typer.Option("--level", help="Rank groups: significance level.")] = 0.05,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
+    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the terminal's tables too.")] = False,
 ) -> None:
     """Run every model of a study (each into <out>/<model>/), then write study.json and the leaderboard.
 
@@ -130,8 +131,10 @@ def sweep(
         return
     options = StudyOptions(quiet=quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
     record = _run(study, options)
-    paths = write_study_leaderboard(study.out, record, with_paper=with_paper, method=method, level=level)
-    _summary(record, paths)
+    board, paths = write_study_leaderboard(
+        study.out, record, with_paper=with_paper, method=method, level=level
+    )
+    _summary(board, record, paths, ci=ci)
 
 
 def _run(study: StudySpec, options: StudyOptions) -> StudyRecord:
@@ -152,17 +155,18 @@ def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
-def _summary(record: StudyRecord, paths: list[Path]) -> None:
-    console = Console(width=None if Console().is_terminal else 200)
-    for path in paths:
-        if path.suffix == ".md":  # the leaderboard itself, as it reads in the file
-            # Imported here: rich's Markdown brings markdown-it, 70-90 ms at every start of the CLI.
-            from rich.markdown import Markdown
+def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci: bool) -> None:
+    """The leaderboard and rank groups fitted to the terminal, then each run's status, counts and reason."""
+    from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
 
-            console.print(Markdown(path.read_text(encoding="utf-8")))
-    table = Table(title="Study")
-    for header in ("Run", "Status", "Done", "Invalid", "No answer", "Cost (USD)", "Reason"):
-        table.add_column(header)
+    console = make_console()
+    board = leaderboard_view(leaderboard.table("leaderboard"))
+    print_tables(console, [board, (leaderboard.table("rank_groups"), 1)], ci=ci)
+    table = Table(title="Study", title_justify="left")
+    table.add_column("Run", no_wrap=True)
+    for header in ("Status", "Done", "Invalid", "No answer", "Cost (USD)"):
+        table.add_column(header, no_wrap=True)
+    table.add_column("Reason")
     for run in record.runs:
         cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
         done = f"{run.counts.done}/{run.counts.instances}"

@@ -16,7 +16,6 @@ which every table, figure title and file says PARTIAL with the counts. A run wit
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from functools import partial
@@ -24,61 +23,21 @@ from pathlib import Path
 
 from rescue_bench import __version__
 from rescue_bench.data.stats import Transitions
-from rescue_bench.errors import BenchError, DataError
+from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
 from rescue_bench.report import analysis, figures, html, likeness, relational, robustness, tables, writers
 from rescue_bench.report.figures import Figure
+from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table
 from rescue_bench.rundir import PredictionLine, RunData, Scores, load_run
-from rescue_bench.rundir.status import is_final
 from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
-
-PARTIAL = "PARTIAL"
 
 
 class UnfinishedRunError(BenchError):
     """A run asked to be reported is not finished (and no partial report was asked for)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Progress:
-    """How far one run got: its status and, per planned task, instances done and planned."""
-
-    run: str
-    status: str
-    tasks: tuple[tuple[str, int, int], ...]
-    """(task, done, planned)"""
-
-    @property
-    def finished(self) -> bool:
-        return is_final(self.status) and all(done >= planned for _, done, planned in self.tasks)
-
-    def describe(self) -> str:
-        """``runs/x (status stopped): itp 40/120, rpp 98/98 instances done``"""
-        counts = ", ".join(f"{task} {done}/{planned}" for task, done, planned in self.tasks)
-        return f"{self.run} (status {self.status}): {counts or 'no counts'} instances done"
-
-
-def progress(run: RunData) -> Progress:
-    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions.
-
-    Raises:
-        DataError: the run holds no predictions.
-    """
-    if not run.prediction_lines:
-        raise DataError(f"{run.path} holds no predictions: there is nothing to report")
-    done = Counter(p.task for p in run.prediction_lines)
-    planned = {
-        task: count["instances"]
-        for task, count in run.manifest.counts.items()
-        if isinstance(count.get("instances"), int)
-    }
-    # A directory written before counts were recorded has only its status to go by.
-    tasks = tuple((task, min(done[task], n), n) for task, n in planned.items())
-    return Progress(str(run.path), run.manifest.status, tasks)
 
 
 def check_finished(runs: Sequence[RunData], *, allow_partial: bool) -> tuple[Progress, ...]:
@@ -107,6 +66,8 @@ class Report:
     version: str = __version__
     partial: tuple[str, ...] = ()
     """One line per unfinished run (:meth:`Progress.describe`) of a partial report; empty otherwise."""
+    subtitle: str = ""
+    """What the runs measured (:func:`rescue_bench.report.measured.heading`), shown under the title."""
 
     def table(self, key: str) -> Table:
         return next(t for t in self.tables if t.key == key)
@@ -222,9 +183,11 @@ def build_report(
     with_paper: bool = False,
     prices: Path | None = None,
     allow_partial: bool = False,
+    first: Sequence[Table] = (),
 ) -> Report:
     """Read the runs and build every table and figure; ``prices`` is a JSON price file for the cost column
-    (see :func:`rescue_bench.pricing.load_prices`).
+    (see :func:`rescue_bench.pricing.load_prices`); ``first``: tables put before the leaderboard (a study's
+    leaderboard, :func:`rescue_bench.report.leaderboard.study_tables`).
 
     Raises:
         DataError: a directory is not a readable run, or holds no predictions.
@@ -243,13 +206,14 @@ def build_report(
     board = tables.leaderboard(runs, with_paper=with_paper)
     unlike = likeness.note(runs, names)  # named beside the numbers it changes
     built = (
+        *first,
         replace(board, note=f"{board.note} {unlike}".strip()) if unlike else board,
         *robust,
         *report_tables(runs, names, data, priced),
     )
     title = "RESCUE-Bench report: " + ", ".join(names)
     shown = (*run_figures(runs, names), *relational_part(runs, names, data))
-    report = Report(title, tuple(names), built, shown)
+    report = Report(title, tuple(names), built, shown, subtitle=heading(runs))
     return marked_partial(report, unfinished)
 
 
@@ -270,7 +234,7 @@ def report_tables(
         tables.usage(runs, prices),
         relational.profile_table(runs, names),
         *relational.relational_tables(names, data),
-        tables.config(runs),
+        *tables.config(runs),
     )
 
 

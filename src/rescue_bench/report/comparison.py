@@ -153,10 +153,16 @@ def _p(value: float | None) -> str:
 
 
 def matrix_tables(
-    result: ManyComparison, *, scopes: Sequence[str] = ("all",), every_metric: bool = False
+    result: ManyComparison,
+    *,
+    scopes: Sequence[str] = ("all",),
+    every_metric: bool = False,
+    numbered: bool = False,
 ) -> list[Table]:
     """Per task, scope and metric: each run's value and rank group, and its difference from every other run
-    (row minus column, 95% CI, adjusted p); McNemar's pairs below for top-1 tasks."""
+    (row minus column, 95% CI, adjusted p); McNemar's pairs below for top-1 tasks.
+
+    ``numbered``: rows read ``1 name``, columns ``− 1`` (narrow columns for the terminal)."""
     tables = []
     names = result.runs
     for entry in [e for t in TASK_NAMES for e in result.tasks if e.task == t]:
@@ -164,14 +170,20 @@ def matrix_tables(
         for scope in [s for s in scopes if s in entry.scopes]:
             block = entry.scopes[scope]
             for matrix in [m for m in block.metrics if m.metric in wanted]:
-                tables.append(_matrix_table(entry.task, scope, block.n, matrix, names, result))
+                tables.append(_matrix_table(entry.task, scope, block.n, matrix, names, result, numbered))
             if block.mcnemar:
                 tables.append(_mcnemar_table(entry.task, scope, block, names, result))
     return tables
 
 
 def _matrix_table(
-    task: str, scope: str, n: int, matrix: MetricMatrix, names: Sequence[str], result: ManyComparison
+    task: str,
+    scope: str,
+    n: int,
+    matrix: MetricMatrix,
+    names: Sequence[str],
+    result: ManyComparison,
+    numbered: bool = False,
 ) -> Table:
     by_pair = {(p.a, p.b): p for p in matrix.pairs}
     rows: list[tuple[Value, ...]] = []
@@ -187,11 +199,13 @@ def _matrix_table(
             bounds = (None, None) if lo is None or hi is None else sorted((sign * lo, sign * hi))
             cell = _cell(task, sign * pair.diff, bounds[0], bounds[1]).text()
             cells.append(f"{cell} p={_p(pair.p_adjusted)}")
-        rows.append((name, _cell(task, matrix.values[i]), matrix.groups[i], *cells))
+        label = f"{i + 1} {name}" if numbered else name
+        rows.append((label, _cell(task, matrix.values[i]), matrix.groups[i], *cells))
+    heads = [str(i + 1) for i in range(len(names))] if numbered else names
     return Table(
         f"compare_{task}_{matrix.metric}_{scope}",
         f"{task.upper()} {matrix.metric} ({SCOPE_NAMES[scope]}, n = {n})",
-        ("Model", "Value", "Group", *(f"− {name}" for name in names)),
+        ("Model", "Value", "Group", *(f"− {head}" for head in heads)),
         tuple(rows),
         _note(result),
     )

@@ -31,9 +31,16 @@ def _environment() -> Environment:
     return env
 
 
+COLLAPSED = frozenset({"per_label", "label_distribution", "usage", "config_shared"})
+"""Sections shown closed (long, and read less often); the figures are closed too. Every section opens
+with a click, and the contents list links to each."""
+
+
 def render_html(report: Report) -> str:
-    """The report as one HTML document."""
-    return _environment().get_template("report.html.j2").render(report=report)
+    """The report as one HTML document: a contents list, then each table in a collapsible section (the
+    long ones closed), its wide tables scrolling inside their own box."""
+    closed = COLLAPSED | {t.key for t in report.tables if t.key.startswith("relational_")}
+    return _environment().get_template("report.html.j2").render(report=report, collapsed=closed)
 
 
 def write_html(report: Report, path: Path) -> Path:

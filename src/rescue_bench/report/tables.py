@@ -15,7 +15,7 @@ from typing import Any
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, backbone_label, is_reference_setting
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
-from rescue_bench.report import analysis, averages
+from rescue_bench.report import analysis, averages, measured
 from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
 from rescue_bench.rundir import RunData, Scores, ScoresMeta
@@ -68,6 +68,8 @@ class Table:
     columns: tuple[str, ...]
     rows: tuple[tuple[Value, ...], ...]
     note: str = ""
+    subtitle: str = ""
+    """What was measured (data, judge, marks), shown under the title."""
 
 
 def display_names(runs: Sequence[RunData]) -> list[str]:
@@ -144,37 +146,75 @@ PAPER_BERT_NOTE = (
 )
 
 
+LEADER_KEYS = ("Model", "Source", "Status", "Valid (%)")
+"""The leaderboard's columns before the metrics."""
+
+
+def validity_cell(run: RunData) -> Cell | None:
+    """The share of the run's instances with a valid answer, in % (``None`` when not recorded)."""
+    share = measured.validity(run)
+    return None if share is None else Cell(share, scale=100.0, digits=1)
+
+
 def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
-    """Table 5: one row per run (both scenarios pooled), then the published rows when asked for."""
+    """Table 5: one row per run (both scenarios pooled) with its status and validity, the Average rows, then
+    the published rows when asked for; the subtitle says what the runs measured."""
     names = display_names(runs)
     rows: list[tuple[Value, ...]] = [
-        (name, "this toolkit", *_metric_row(run.score_record, "all"))
+        (name, "this toolkit", measured.state(run), validity_cell(run), *_metric_row(run.score_record, "all"))
         for name, run in zip(names, runs, strict=True)
     ]
     found = averages.groups(runs)
     for group in found:
         label = group.label(names, len(found) > 1)
-        rows.append((label, "mean of runs", *average_row([runs[i] for i in group.members], "all")))
+        rows.append((label, "mean of runs", "", None, *average_row([runs[i] for i in group.members], "all")))
     comparable = paper_bert_comparable(runs)
     if with_paper:
-        for model, values in published_rows():
-            rows.append((f"{model} (published)", SOURCE, *published_cells(values, comparable)))
+        rows += published_table_rows(comparable)
     note = (
         f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; "
         f"{bert_note(names, runs)} Brackets: 95% CI from a cluster bootstrap over conversations. '–': not "
-        "computed (e.g. the run was not judged)."
+        f"computed (e.g. the run was not judged). {VALIDITY_NOTE}"
     )
     note += averages.NOTE if found else ""
+    marks = status_note([str(row[2]) for row in rows])
+    note += f" {marks}" if marks else ""
     if with_paper:
-        note += " Rows marked (published) are the paper's numbers, not results of this toolkit."
+        note += " " + measured.published_caveat(runs)
         note += "" if comparable else PAPER_BERT_NOTE
     return Table(
         "leaderboard",
         "Leaderboard (paper Table 5 layout)",
-        ("Model", "Source", *(c[2] for c in PAPER_COLUMNS)),
+        (*LEADER_KEYS, *(c[2] for c in PAPER_COLUMNS)),
         tuple(rows),
         note,
+        subtitle=measured.heading(runs),
     )
+
+
+VALIDITY_NOTE = "Valid: the share of instances with a valid answer (invalid answers are scored as misses)."
+
+
+def status_note(states: Sequence[str]) -> str:
+    """What the marks among ``states`` (the Status column) mean; empty when every run finished cleanly."""
+    out = []
+    if any(s.startswith(measured.PARTIAL) for s in states):
+        out.append(
+            f"{measured.PARTIAL} (done/planned instances): the run did not finish; its values cover what was "
+            "done and are not final."
+        )
+    if measured.DEGRADED in states:
+        out.append(f"{measured.DEGRADED}: the share of invalid answers passed the run's threshold.")
+    return " ".join(out)
+
+
+def published_table_rows(comparable: bool = True) -> list[tuple[Value, ...]]:
+    """The paper's Table 5 rows in the leaderboard layout, marked (published); their BERT values marked (not
+    comparable) when the runs beside them used another backbone."""
+    return [
+        (f"{model} (published)", SOURCE, "published", None, *published_cells(values, comparable))
+        for model, values in published_rows()
+    ]
 
 
 def per_scenario(runs: Sequence[RunData]) -> Table:
@@ -452,11 +492,46 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix, str(value))]
 
 
-def config(runs: Sequence[RunData]) -> Table:
-    """Each run's recorded configuration (run.json without the per-task counts)."""
-    rows = [
-        (name, key, value)
-        for name, run in zip(display_names(runs), runs, strict=True)
-        for key, value in flatten({k: v for k, v in run.run.items() if k not in ("counts", "judge_counts")})
-    ]
-    return Table("config", "Run configuration", ("Model", "Setting", "Value"), tuple(rows))
+VOLATILE = ("counts", "judge_counts", "timings", "stop_reason")
+"""run.json keys that record how a run went, not how it was set up (the other tables show them)."""
+
+
+def settings(run: RunData) -> dict[str, str]:
+    """A run's recorded setup as dotted ``key: value`` pairs, each fact once: the whole spec (format 2) stands
+    for ``config`` and ``options``, which repeat parts of it."""
+    record = {k: v for k, v in run.run.items() if k not in VOLATILE}
+    if record.get("spec") is not None:
+        record = {k: v for k, v in record.items() if k not in ("config", "options")}
+    return dict(flatten(record))
+
+
+def config(runs: Sequence[RunData]) -> tuple[Table, Table]:
+    """The configuration once: the settings that differ between the runs (a column per run), then the
+    settings they share (one value each)."""
+    names = display_names(runs)
+    each = [settings(run) for run in runs]
+    keys = list(dict.fromkeys(key for found in each for key in found))
+    differ = [k for k in keys if len({found.get(k) for found in each}) > 1]
+    shared = [k for k in keys if k not in differ]
+    note = (
+        "Settings recorded in run.json that differ between the runs; the settings they share are in the next "
+        "table."
+        if len(runs) > 1
+        else "A single run: every setting is in the next table."
+    )
+    return (
+        Table(
+            "config",
+            "Run configuration: what differs between the runs",
+            ("Setting", *names),
+            tuple((key, *(found.get(key, "–") for found in each)) for key in differ),
+            note,
+        ),
+        Table(
+            "config_shared",
+            "Run configuration: settings every run shares" if len(runs) > 1 else "Run configuration",
+            ("Setting", "Value"),
+            tuple((key, each[0][key]) for key in shared),
+            "From run.json; the spec stands for its copies (config, options).",
+        ),
+    )

@@ -8,6 +8,7 @@ directory (engine, judge, report, review) reads and writes it through here.
 * ``requests.jsonl``, ``predictions.jsonl``, ``judgments.jsonl``: append-only (:class:`JsonlAppender`), read
   as :class:`RequestLine`, :class:`PredictionLine`, :class:`JudgmentLine`.
 * ``scores.json`` (:class:`Scores`) and ``judging.json`` (:class:`Judging`, the judge pass's own record).
+* a study directory's run directories (:func:`expand_run_dirs`, from its ``study.json``).
 """
 
 from rescue_bench.rundir.files import (
@@ -58,6 +59,7 @@ from rescue_bench.rundir.read import (
     read_requests,
 )
 from rescue_bench.rundir.store import RunStore, describe_changes
+from rescue_bench.rundir.study import STUDY_FILE, StudyMember, expand_run_dirs, is_study, study_members
 
 __all__ = [
     "BATCH_EXPORT_FILE",
@@ -70,6 +72,7 @@ __all__ = [
     "REQUESTS_FILE",
     "RUN_FILE",
     "SCORES_FILE",
+    "STUDY_FILE",
     "SYNC_INTERVAL",
     "BertScoreSetting",
     "JsonlAppender",
@@ -85,10 +88,13 @@ __all__ = [
     "RunStore",
     "Scores",
     "ScoresMeta",
+    "StudyMember",
     "atomic_write_json",
     "atomic_write_lines",
     "cut_torn_tail",
     "describe_changes",
+    "expand_run_dirs",
+    "is_study",
     "judging_of",
     "latest",
     "line_key",
@@ -101,4 +107,5 @@ __all__ = [
     "read_predictions",
     "read_requests",
     "record_key",
+    "study_members",
 ]

@@ -50,7 +50,11 @@ def no_null(value: object, path: tuple[str, ...]) -> None:
             f"{'.'.join(path)} is null, which a TOML spec cannot hold: leave the key out, or give the spec "
             "in Python"
         )
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if _is_list(value) else ()
+    items: list[tuple[object, object]] = []
+    if isinstance(value, Mapping):
+        items = list(value.items())
+    elif isinstance(value, list | tuple):
+        items = list(enumerate(value))
     for key, item in items:
         no_null(item, (*path, str(key)))
 

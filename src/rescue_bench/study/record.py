@@ -24,8 +24,8 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from rescue_bench.errors import DataError
+from rescue_bench.rundir import STUDY_FILE
 
-STUDY_FILE: Final = "study.json"
 FORMAT: Final = 1
 Status = Literal["pending", "running", "finished", "degraded", "incomplete", "stopped", "failed"]
 

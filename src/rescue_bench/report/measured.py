@@ -1,0 +1,182 @@
+"""What a run measured and how far it got: the facts every heading and leaderboard row states.
+
+* :func:`progress`: the run's status and done/planned instances per task;
+* :func:`state`: the short status a leaderboard row shows (``finished``, ``degraded``, ``PARTIAL 40/120``);
+* :func:`validity`: the share of instances with a valid answer, from ``run.json``'s counts;
+* :func:`measured`: one line naming the data (source, samples, scenario split, instances), the judge and the
+  BERTScore model, and :func:`heading` the same for several runs;
+* :data:`PUBLISHED` and :func:`published_caveat`: what the paper's published rows measured, and the word of
+  warning when the runs beside them measured something else.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from rescue_bench.errors import DataError
+from rescue_bench.rundir import RunData
+from rescue_bench.rundir.status import FINAL
+
+PARTIAL = "PARTIAL"
+DEGRADED = "degraded"
+COMPLETE = FINAL
+"""Statuses (run.json ``status``) of a run whose every instance has an answer; any other is unfinished."""
+PAPER_SAMPLES = 191
+PUBLISHED = (
+    "published: 191 conversations of the official release (174 couple, 17 family), judge GPT-5.4, "
+    "BERTScore backbone not stated"
+)
+"""What the paper's Table 5 rows measured (docs/paper.md)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """How far one run got: its status and, per planned task, instances done and planned."""
+
+    run: str
+    status: str
+    tasks: tuple[tuple[str, int, int], ...]
+    """(task, done, planned)"""
+
+    @property
+    def finished(self) -> bool:
+        """Every planned instance has an answer (a ``degraded`` run too: it is shown marked, not refused)."""
+        return self.status in COMPLETE and all(done >= planned for _, done, planned in self.tasks)
+
+    @property
+    def done(self) -> int:
+        return sum(done for _, done, _ in self.tasks)
+
+    @property
+    def planned(self) -> int:
+        return sum(planned for _, _, planned in self.tasks)
+
+    def describe(self) -> str:
+        """``runs/x (status stopped): itp 40/120, rpp 98/98 instances done``"""
+        counts = ", ".join(f"{task} {done}/{planned}" for task, done, planned in self.tasks)
+        return f"{self.run} (status {self.status}): {counts or 'no counts'} instances done"
+
+
+def progress(run: RunData) -> Progress:
+    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions.
+
+    Raises:
+        DataError: the run holds no predictions.
+    """
+    if not run.prediction_lines:
+        raise DataError(f"{run.path} holds no predictions: there is nothing to report")
+    done = Counter(p.task for p in run.prediction_lines)
+    planned = {
+        task: count["instances"]
+        for task, count in run.manifest.counts.items()
+        if isinstance(count.get("instances"), int)
+    }
+    # A directory written before counts were recorded has only its status to go by.
+    tasks = tuple((task, min(done[task], n), n) for task, n in planned.items())
+    return Progress(str(run.path), run.manifest.status, tasks)
+
+
+def state(run: RunData) -> str:
+    """The short status of a leaderboard row: ``finished``, ``degraded`` or ``PARTIAL done/planned``.
+
+    >>> from pathlib import Path
+    >>> line = {"instance_id": "i", "sample_id": "s", "task": "itp", "scenario": "couple"}
+    >>> state(RunData.of(Path("r"), {"status": "stopped", "counts": {"itp": {"instances": 4}}}, [line]))
+    'PARTIAL 1/4'
+    """
+    status = run.manifest.status
+    if run.prediction_lines:
+        found = progress(run)
+        complete, done, planned = found.finished, found.done, found.planned
+    else:  # the counts run.json recorded (a summary read without the predictions)
+        done, planned = _total(run, "done"), _total(run, "instances")
+        complete = status in COMPLETE and done >= planned
+    if not complete:
+        # Instances that got no answer are recorded (with their reason) but not done: they are asked again.
+        return f"{PARTIAL} {done - _total(run, 'request_failures')}/{planned}"
+    return DEGRADED if status == DEGRADED else "finished"
+
+
+def _total(run: RunData, key: str) -> int:
+    return sum(v for c in run.manifest.counts.values() if isinstance(v := c.get(key), int))
+
+
+def validity(run: RunData) -> float | None:
+    """The share of instances with a valid answer: sum of ``valid`` over sum of ``instances`` in run.json.
+
+    ``None`` when the run records no valid counts (a directory written before they were counted).
+
+    >>> from pathlib import Path
+    >>> counts = {"itp": {"instances": 3, "valid": 3}, "rpp": {"instances": 1, "valid": 0}}
+    >>> validity(RunData.of(Path("r"), {"counts": counts}, []))
+    0.75
+    """
+    counts = run.manifest.counts.values()
+    if not counts or not all(isinstance(c.get("valid"), int) for c in counts):
+        return None
+    instances = _total(run, "instances")
+    return _total(run, "valid") / instances if instances else None
+
+
+def data_line(run: RunData) -> str:
+    """The data a run was asked on: source, samples with their scenario split, instances.
+
+    >>> from pathlib import Path
+    >>> info = {"source": "demo", "samples": 6, "couple": 3, "family": 3}
+    >>> data_line(RunData.of(Path("r"), {"dataset": info, "counts": {"itp": {"instances": 24}}}, []))
+    'demo data (fictional): 6 samples (3 couple, 3 family), 24 instances'
+    """
+    info = run.manifest.dataset
+    source = "demo data (fictional)" if info.source == "demo" else (info.source or "unrecorded data")
+    split = f" ({info.couple} couple, {info.family} family)" if info.couple is not None else ""
+    samples = f"{info.samples} samples{split}" if info.samples is not None else "samples unrecorded"
+    selected = run.manifest.selection.sample_ids
+    chosen = f", {len(selected)} chosen by id" if selected else ""
+    return f"{source}: {samples}{chosen}, {_total(run, 'instances')} instances"
+
+
+def judge_line(run: RunData) -> str:
+    """The judge(s) and the BERTScore model of a run (``not judged``, ``no BERTScore`` when absent)."""
+    meta = run.score_record.meta if run.score_record is not None else None
+    judges = list(run.judging.judges) or (meta.judges if meta is not None else [])
+    bert = run.judging.bertscore or (meta.bertscore if meta is not None else None)
+    judged = f"judge {', '.join(judges)}" if judges else "not judged"
+    return f"{judged}; {f'BERTScore {bert.model}' if bert is not None else 'no BERTScore'}"
+
+
+def measured(run: RunData) -> str:
+    """One line: the data, the judge and the BERTScore model of a run."""
+    return f"{data_line(run)}; {judge_line(run)}"
+
+
+def heading(runs: Sequence[RunData]) -> str:
+    """What the runs measured, for a heading: the shared line, or each run's when they differ; then the
+    runs that are PARTIAL or degraded."""
+    lines = list(dict.fromkeys(measured(run) for run in runs))
+    text = (
+        f"Measured: {lines[0]}"
+        if len(lines) == 1
+        else "Measured (runs differ): " + " | ".join(f"{run.name}: {measured(run)}" for run in runs)
+    )
+    marked = [f"{run.name} {shown}" for run in runs if (shown := state(run)) != "finished"]
+    return text + (f". Marked: {', '.join(marked)}" if marked else "")
+
+
+def official_size(run: RunData) -> bool:
+    """Whether the run was asked on data of the official release's size and not on the demo data."""
+    info = run.manifest.dataset
+    return info.source != "demo" and info.samples == PAPER_SAMPLES and not run.manifest.selection.sample_ids
+
+
+def published_caveat(runs: Sequence[RunData]) -> str:
+    """The note beside published rows: what they measured, and a warning when a run measured other data."""
+    other = [run for run in runs if not official_size(run)]
+    if not other:
+        return f"Rows marked (published) are the paper's numbers ({PUBLISHED}), not results of this toolkit."
+    where = "; ".join(dict.fromkeys(data_line(run) for run in other))
+    return (
+        f"Rows marked (published) are the paper's numbers ({PUBLISHED}), not results of this toolkit. "
+        f"Not comparable: the runs above were asked on other data ({where})."
+    )
