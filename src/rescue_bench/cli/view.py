@@ -18,8 +18,24 @@ def _free_port(host: str) -> int:
         return port
 
 
+def _own_names(host: str) -> list[str]:
+    """Bound to every address (``0.0.0.0``, ``::``): this machine's names and addresses are its hosts too."""
+    if host not in ("0.0.0.0", "::"):
+        return []
+    names = {socket.gethostname(), socket.getfqdn()}
+    try:
+        for name in list(names):
+            names.update(info[4][0] for info in socket.getaddrinfo(name, None))
+    except OSError:
+        pass  # a host name that does not resolve: its literal names still count
+    return sorted(str(n) for n in names)
+
+
 def view(
-    runs: Annotated[list[Path], typer.Argument(help="One or more run directories.", show_default=False)],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run directories, or a study directory (opens as its runs).", show_default=False),
+    ],
     port: Annotated[int | None, typer.Option("--port", help="Port (default: a free one).")] = None,
     host: Annotated[
         str, typer.Option("--host", help="Address to bind; anything but loopback shares your runs.")
@@ -33,15 +49,23 @@ def view(
     ] = False,
 ) -> None:
     """Look at every answer of one or more runs in the browser (a run still going is shown as partial)."""
-    from rescue_bench.view.data import check_run_dir
+    from rescue_bench.view.data import ViewError, check_run_dir, expand_runs
 
+    runs, notes = expand_runs(runs)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    if not runs:
+        raise ViewError("no run to show: the study has no run with predictions yet")
     for run in runs:
         check_run_dir(run)
     if bundle is not None:
         from rescue_bench.view.bundle import write_bundle
 
-        count = write_bundle(runs, bundle, redact=redact)
-        typer.echo(f"wrote {count} pages to {bundle}; open {(bundle / 'index.html').resolve().as_uri()}")
+        written = write_bundle(runs, bundle, redact=redact)
+        typer.echo(
+            f"wrote {written.files} files ({written.size / 1e6:.1f} MB) to {bundle}; "
+            f"open {(bundle / 'index.html').resolve().as_uri()}"
+        )
         return
     _serve(runs, host, port, redact)
 
@@ -57,14 +81,11 @@ def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:
             "(transcripts and replies included); there is no login",
             err=True,
         )
-    from rescue_bench.view.data import ViewError
-
-    app = create_app(runs, redact=redact)
-    try:
-        app.state.viewer.views()  # read and index every run now, so the first page is fast
-    except ViewError as exc:
-        typer.echo(f"warning: {exc} (the pages will say so until the file is repaired)", err=True)
     chosen = port if port is not None else _free_port(host)
+    app = create_app(runs, redact=redact, hosts=[host, *_own_names(host)], port=chosen)
+    # read and index every run now, so the first page is fast
+    for broken in app.state.viewer.state()[1]:
+        typer.echo(f"warning: {broken.error} (its pages will say so until the file is repaired)", err=True)
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"rescue-bench view: http://{shown}:{chosen}/  (Ctrl-C to stop)")
     uvicorn.run(app, host=host, port=chosen, log_level="warning")
