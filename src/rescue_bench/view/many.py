@@ -50,6 +50,7 @@ class Score:
     """One leaderboard cell: value with CI (as shown and as sorted on) and the run's rank group."""
 
     text: str
+    ci: str
     value: float | None
     group: str
 
@@ -93,7 +94,7 @@ def leaderboard(views: Sequence[RunView], results: Mapping[str, ManyComparison |
         for task, metric, _, scale, digits in PAPER_COLUMNS:
             cell = metric_cell(view.data.score_record, task, "all", metric, scale, digits)
             group = groups.get(view.index, {}).get(f"{task}/{metric}", "")
-            scores.append(Score(cell.text(), cell.scaled(cell.value), group))
+            scores.append(Score(cell.shown(cell.value), _ci(cell), cell.scaled(cell.value), group))
         entries.append(
             Entry(
                 view=view,
@@ -112,6 +113,10 @@ def leaderboard(views: Sequence[RunView], results: Mapping[str, ManyComparison |
         "problems": problems,
         "level": LEVEL,
     }
+
+
+def _ci(cell: Cell) -> str:
+    return "" if cell.lo is None or cell.hi is None else f"[{cell.shown(cell.lo)}, {cell.shown(cell.hi)}]"
 
 
 def _of(views: Sequence[RunView], name: str) -> list[RunView]:
@@ -135,6 +140,7 @@ class PairCell:
     """Row run minus column run on one metric."""
 
     text: str
+    ci: str
     p: str
     significant: bool
     sign: int
@@ -172,12 +178,14 @@ def _pair_cell(
     if test is not None:
         a_only, b_only = (test.a_only, test.b_only) if test.a == i else (test.b_only, test.a_only)
     if pair.diff is None:
-        return PairCell("–", "", False, 0, a_only, b_only)
+        return PairCell("–", "", "", False, 0, a_only, b_only)
     lo, hi = sorted((sign * pair.ci[0], sign * pair.ci[1])) if pair.ci else (None, None)
     diff = sign * pair.diff
     q = pair.p_adjusted
+    cell = _scaled(task, diff, lo, hi)
     return PairCell(
-        text=_scaled(task, diff, lo, hi).text(),
+        text=cell.shown(diff),
+        ci="" if lo is None or hi is None else f"95% CI [{cell.shown(lo)}, {cell.shown(hi)}]",
         p="–" if q is None else f"{q:.3g}",
         significant=q is not None and q < level,
         sign=(diff > 0) - (diff < 0),
@@ -223,10 +231,10 @@ def _section(name: str, views: Sequence[RunView], result: ManyComparison | str) 
             )
     how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
     note = (
-        "Cell: row minus column on the instances all runs share, 95% CI from a paired cluster bootstrap "
-        f"over conversations ({result.n_resamples} resamples), p two-sided with {how} adjustment over the "
-        f"pairs of the metric; bold: p < {result.level:g}. Group: runs sharing a letter cannot be told apart "
-        "(a = best). "
+        "Cell: row minus column on the instances all runs share (point at it for its 95% CI, from a paired "
+        f"cluster bootstrap over conversations, {result.n_resamples} resamples), p two-sided with {how} "
+        f"adjustment over the pairs of the metric; bold: p < {result.level:g}. Group: runs sharing a letter "
+        "cannot be told apart (a = best). "
         "Top-1 tasks: the counts link to the instances right in the row run and wrong in the column run, "
         "and the reverse."
     )
