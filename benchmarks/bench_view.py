@@ -21,7 +21,9 @@ import argparse
 import functools
 import http.server
 import json
+import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+REPO = Path(__file__).resolve().parent.parent
 TARGET_MS = 300.0
 BUNDLE_TARGETS = {"size_mb": 50.0, "files": 200, "interactive_s": 2.0}
 """For ten paper-size runs (issue #33)."""
@@ -51,12 +54,25 @@ def make_data(tmp: Path) -> Path:
     return data
 
 
-def make_run(tmp: Path, model: str = "baseline/random", seed: int = 0, name: str = "run") -> Path:
-    """A paper-size run of a baseline (no cost, no network) on the synthetic data."""
+def make_run(
+    tmp: Path, model: str = "baseline/random", seed: int = 0, name: str = "run", *extra: str
+) -> Path:
+    """A paper-size run on the synthetic data (kept and reused when ``tmp`` already has it finished)."""
     out = tmp / name
+    if (out / "run.json").exists() and json.loads((out / "run.json").read_text()).get("status") == "finished":
+        return out
     _cli("run", "--model", model, "--data", str(make_data(tmp)), "--out", str(out), "--no-bertscore",
-         "--seed", str(seed))  # fmt: skip
+         "--seed", str(seed), *extra)  # fmt: skip
     return out
+
+
+def replied_run(tmp: Path) -> Path:
+    """A paper-size run of the repository's fake OpenAI-compatible endpoint: its replies are in the bundle."""
+    sys.path.insert(0, str(REPO))
+    from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
+
+    with FakeOpenAIServer(schema_answer) as server:
+        return make_run(tmp, "vllm/fake", 0, "fake-endpoint", "--base-url", server.base_url)
 
 
 def ten_runs(tmp: Path) -> list[Path]:
@@ -75,7 +91,7 @@ def _interactive(site: Path) -> dict[str, float] | None:
         return None
     if not chromium.exists():
         return None
-    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler = functools.partial(_Quiet, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     base = f"http://127.0.0.1:{server.server_address[1]}"
@@ -98,6 +114,11 @@ def _interactive(site: Path) -> dict[str, float] | None:
     return out
 
 
+class _Quiet(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
 def measure_bundle(runs: list[Path], site: Path, redact: bool = False) -> dict[str, Any]:
     from rescue_bench.view.bundle import write_bundle
 
@@ -118,12 +139,22 @@ def measure_bundle(runs: list[Path], site: Path, redact: bool = False) -> dict[s
 
 
 def bundles(tmp: Path) -> list[dict[str, Any]]:
+    """One run, ten runs, ten runs redacted, and one run of an endpoint whose replies the bundle carries;
+    each printed as soon as it is measured."""
     runs = ten_runs(tmp)
-    return [
-        measure_bundle(runs[1:2], tmp / "site-1"),
-        measure_bundle(runs, tmp / "site-10"),
-        measure_bundle(runs, tmp / "site-10-redacted", redact=True),
-    ]
+    found = []
+    for label, chosen, redact in (
+        ("one run", runs[1:2], False),
+        ("ten runs", runs, False),
+        ("ten runs, --redact", runs, True),
+        ("one run with replies", [replied_run(tmp)], False),
+    ):
+        site = tmp / f"site-{len(found)}"
+        shutil.rmtree(site, ignore_errors=True)
+        figures = {"label": label, **measure_bundle(chosen, site, redact)}
+        print(json.dumps(figures), flush=True)
+        found.append(figures)
+    return found
 
 
 def _time(client: Any, url: str, repeats: int) -> dict[str, float]:
@@ -169,13 +200,12 @@ def main() -> None:
     parser.add_argument("--run", type=Path, help="An existing run directory (default: make one).")
     parser.add_argument("--repeats", type=int, default=20)
     parser.add_argument("--bundles", action="store_true", help="Measure the static bundles instead.")
+    parser.add_argument("--workdir", type=Path, help="Keep the generated runs here (reused when finished).")
     parser.add_argument("--json", type=Path, help="Also write the figures to this file.")
     args = parser.parse_args()
     if args.bundles:
         with tempfile.TemporaryDirectory() as tmp:
-            found = bundles(Path(tmp))
-        for figures in found:
-            print(json.dumps(figures))
+            found = bundles(args.workdir or Path(tmp))
         ten = found[1]
         meets = ten["size_mb"] < BUNDLE_TARGETS["size_mb"] and ten["files"] < BUNDLE_TARGETS["files"]
         print(f"ten runs: {ten['size_mb']} MB in {ten['files']} files ({'meets' if meets else 'misses'} the "

@@ -116,9 +116,10 @@ def test_serve_binds_loopback_and_warns_about_other_hosts(
     assert calls[1] == {"host": "0.0.0.0", "port": 8765, "log_level": "warning"}
     assert "warning: binding 0.0.0.0" in result.output and "http://0.0.0.0:8765/" in result.output
     # the host check knows the bound address and port (and this machine's names, bound to every address)
-    assert (
-        "0.0.0.0" in apps[1].state.hosts and "localhost" in apps[1].state.hosts and apps[1].state.port == 8765
-    )
+    assert {"0.0.0.0", "localhost"} <= apps[1].state.hosts and apps[1].state.port == 8765
+    runner.invoke(cli, ["view", str(runs["majority"]), "--allow-host", "viewer.lan", "--allow-host", "Proxy"])
+    assert {"viewer.lan", "proxy", "127.0.0.1"} <= apps[2].state.hosts
+    assert "0.0.0.0" not in apps[2].state.hosts
 
 
 def test_a_running_run_is_marked_partial(runs: dict[str, Path], tmp_path: Path) -> None:
@@ -132,6 +133,35 @@ def test_a_running_run_is_marked_partial(runs: dict[str, Path], tmp_path: Path) 
     assert 'id="partial-0"' in page and "running" in page
     itp = manifest["counts"]["itp"]["instances"]
     assert f"10 of {itp}" in page
+
+
+def test_unfinished_runs_need_partial(runs: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "run"
+    shutil.copytree(runs["majority"], copy)
+    manifest = json.loads((copy / "run.json").read_text())
+    (copy / "run.json").write_text(json.dumps({**manifest, "status": "incomplete"}))
+    runner = CliRunner()
+    result = runner.invoke(cli, ["view", str(runs["random"]), str(copy), "--bundle", str(tmp_path / "b")])
+    assert result.exit_code == 1 and "not finished" in result.output and "(incomplete)" in result.output
+    assert "--partial" in result.output and not (tmp_path / "b").exists()
+    args = ["view", str(runs["random"]), str(copy), "--bundle", str(tmp_path / "b"), "--partial"]
+    result = runner.invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    leaderboard = (tmp_path / "b" / "leaderboard.html").read_text()
+    assert "PARTIAL (incomplete)" in leaderboard and 'class="partial-row"' in leaderboard
+
+
+def test_a_study_directory_opens_as_its_runs(tmp_path: Path) -> None:
+    study = tmp_path / "study"
+    args = ["sweep", "--model", "baseline/random", "--model", "baseline/majority", "--data", "demo"]
+    result = CliRunner().invoke(cli, [*args, "--out", str(study), "--no-bertscore"])
+    assert result.exit_code == 0, result.output
+    result = CliRunner().invoke(cli, ["view", str(study), "--bundle", str(tmp_path / "site")])
+    assert result.exit_code == 0, result.output
+    index = (tmp_path / "site" / "index.html").read_text()
+    assert "baseline/random" in index and "baseline/majority" in index
+    assert (tmp_path / "site" / "matrices-1.html").exists()
+    assert (tmp_path / "site" / "leaderboard.html").exists()
 
 
 def test_redacted_search_does_not_reveal_reply_text(runs: dict[str, Path]) -> None:

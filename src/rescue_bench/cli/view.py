@@ -47,9 +47,21 @@ def view(
         bool,
         typer.Option("--redact", help="Leave out transcript text and replies (ids, labels, scores stay)."),
     ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host", help="Another host name the browser uses to reach the viewer (a proxy's name)."
+        ),
+    ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial", help="Also show runs that did not finish (running, stopped, incomplete): PARTIAL."
+        ),
+    ] = False,
 ) -> None:
-    """Look at every answer of one or more runs in the browser (a run still going is shown as partial)."""
-    from rescue_bench.view.data import ViewError, check_run_dir, expand_runs
+    """Look at every answer of one or more runs in the browser (a run still going with --partial)."""
+    from rescue_bench.view.data import COMPLETE, ViewError, check_run_dir, expand_runs, run_status
 
     runs, notes = expand_runs(runs)
     for note in notes:
@@ -58,6 +70,13 @@ def view(
         raise ViewError("no run to show: the study has no run with predictions yet")
     for run in runs:
         check_run_dir(run)
+    statuses = {run: run_status(run) for run in runs}
+    unfinished = [f"{run} ({s})" for run, s in statuses.items() if s is not None and s not in COMPLETE]
+    if unfinished and not partial:
+        raise ViewError(
+            f"not finished: {', '.join(unfinished)}; "
+            "add --partial to show what was written so far, marked PARTIAL"
+        )
     if bundle is not None:
         from rescue_bench.view.bundle import write_bundle
 
@@ -67,10 +86,10 @@ def view(
             f"open {(bundle / 'index.html').resolve().as_uri()}"
         )
         return
-    _serve(runs, host, port, redact)
+    _serve(runs, host, port, redact, allow_host or [])
 
 
-def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:
+def _serve(runs: list[Path], host: str, port: int | None, redact: bool, allowed: list[str]) -> None:
     import uvicorn
 
     from rescue_bench.view.app import create_app
@@ -82,7 +101,7 @@ def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:
             err=True,
         )
     chosen = port if port is not None else _free_port(host)
-    app = create_app(runs, redact=redact, hosts=[host, *_own_names(host)], port=chosen)
+    app = create_app(runs, redact=redact, hosts=[host, *_own_names(host), *allowed], port=chosen)
     # read and index every run now, so the first page is fast
     for broken in app.state.viewer.state()[1]:
         typer.echo(f"warning: {broken.error} (its pages will say so until the file is repaired)", err=True)

@@ -240,6 +240,15 @@ class RunSource:
             return self._view
 
 
+def run_status(path: Path) -> str | None:
+    """``run.json``'s status, read alone (``None`` when it cannot be read: the viewer then says why)."""
+    try:
+        found = json.loads((path / RUN_FILE).read_text(encoding="utf-8")).get("status")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
 def check_run_dir(path: Path) -> None:
     """A clear error unless ``path`` looks like a run directory."""
     if not path.is_dir():
