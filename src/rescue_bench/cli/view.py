@@ -25,7 +25,7 @@ def _own_names(host: str) -> list[str]:
     names = {socket.gethostname(), socket.getfqdn()}
     try:
         for name in list(names):
-            names.update(info[4][0] for info in socket.getaddrinfo(name, None))
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
     except OSError:
         pass  # a host name that does not resolve: its literal names still count
     return sorted(str(n) for n in names)

@@ -265,7 +265,7 @@ def _handlers(app: FastAPI) -> None:
         if not allowed_host(request.headers.get("host", ""), app.state.hosts, app.state.port):
             # DNS rebinding: a page of another site whose name now points at this address
             # (plain text: nothing of the runs, not even their names, goes to such a page)
-            response = PlainTextResponse(
+            response: Response = PlainTextResponse(
                 "421 Misdirected Request: this viewer answers only the addresses it was started for "
                 "(loopback names, the bound address, --host).",
                 status_code=421,

@@ -91,6 +91,11 @@ def _static(site: _Site) -> None:
         )
 
 
+def _free_text(site: _Site) -> set[str]:
+    """Tasks answered in words (ER, VP): their answers are texts, left out by ``--redact``."""
+    return {str(t) for t in site.env.globals["free_text"]}  # type: ignore[attr-defined]
+
+
 def _row(row: InstanceRow, redact: bool, free_text: bool) -> list[Json]:
     hide = redact and free_text
     return [
@@ -107,7 +112,7 @@ def _choices(view: RunView) -> dict[str, Any]:
 
 def _runs(site: _Site) -> None:
     names = run_labels(site.views)
-    free_text = sorted(site.env.globals["free_text"])
+    free_text = sorted(_free_text(site))
     site.data(
         "runs",
         {
@@ -161,7 +166,7 @@ def _detail(view: RunView, row: InstanceRow, redact: bool, free_text: bool) -> d
     out: dict[str, Json] = {
         "scores": dict(record.scores or {}),
         "meta": dict(record.meta or {}),
-        "judgments": judgments,  # type: ignore[dict-item]
+        "judgments": judgments,
         "gold": None if hide else record.gold,
         "prediction": None if hide else record.prediction,
         "request": None,
@@ -229,13 +234,13 @@ def _conversations(site: _Site, source: Source) -> str:
 
 def _details(site: _Site, view: RunView, cache: SourceCache) -> None:
     source = None if site.redact else cache.get(view)
-    free_text = site.env.globals["free_text"]
+    free_text = _free_text(site)
     for task in view.tasks:
         rows = [r for r in view.rows if r.task == task]
         items = {
             f"{r.instance_id}\t{r.repeat}": _detail(view, r, site.redact, task in free_text) for r in rows
         }
-        head: dict[str, Json] = {"items": items}  # type: ignore[dict-item]
+        head: dict[str, Json] = {"items": items}
         if source is not None and source.problem:
             head["problem"] = source.problem
         elif source is not None:

@@ -271,7 +271,7 @@ class Source:
     problem: str | None = None
     texts: Mapping[str, Sequence[tuple[int, str]]] = field(default_factory=dict)
     """Per sample, ``(row_index, lower-cased "speaker: words")`` for the text search."""
-    built: dict[tuple[str, str], Any] = field(default_factory=dict)
+    built: dict[tuple[str, ...], Any] = field(default_factory=dict)
     """Memo of the instances built per (task, sample), filled by the transcript rebuild."""
     origin: str = ""
     """Where the rebuilt transcript and messages come from, and whether the data still is the run's."""
