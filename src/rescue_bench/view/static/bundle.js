@@ -230,6 +230,22 @@ async function everyRun(meta, run, task, id, repeat) {
     el("thead", {}, el("tr", {}, ["Run", "Predicted", "Correct", "Problems", "Judge"].map((h) => el("th", { text: h })))), body));
 }
 
+function everyRepeat(meta, task, rows, detail, keep, repeat) {
+  const hide = meta.redact && meta.free_text.includes(task);
+  return card("Every repeat of this instance", el("table", { class: "data", id: "repeats" },
+    el("thead", {}, el("tr", {}, ["Repeat", "Predicted", "Correct", "Scores", "Problems", "Reply"].map((h) => el("th", { text: h })))),
+    el("tbody", {}, rows.map((r) => {
+      const item = detail.items[`${r.id}\t${r.repeat}`];
+      const reply = item.request ? (item.request.text || item.request.error || "") : null;
+      return el("tr", { "data-repeat": r.repeat, class: r.repeat === repeat ? "current" : null },
+        el("td", {}, el("a", { href: hashOf({ ...keep, id: r.id, at: r.repeat }), text: r.repeat })),
+        el("td", { class: "predicted" }, hide ? muted("(redacted)") : el("code", { text: r.pred.slice(0, 160) })),
+        el("td", {}, verdict(r.correct)), el("td", { class: "scores" }, scoreSpans(item.scores)),
+        el("td", { text: r.problems.join("; ") }),
+        el("td", {}, meta.redact ? muted("(redacted)") : reply === null ? muted("no request record") : el("pre", { class: "text reply", text: reply })));
+    }))));
+}
+
 async function transcript(detail, row) {
   const found = detail.transcripts ? detail.transcripts[row.id] : null;
   const problem = detail.problem || (found ? found.problem : "the instance was not rebuilt");
@@ -277,7 +293,8 @@ async function showInstance(meta, run, task, id, params) {
     el("nav", { class: "steps" }, at > 0 ? step(rows[at - 1], "← previous", "prev") : null,
       el("a", { id: "back", href: hashOf(keep), text: "back to the list" }), at >= 0 ? step(rows[at + 1], "next →", "next") : null),
     el("h1", { id: "instance-id", text: id }),
-    el("p", { class: "muted", text: `${run.name} · ${task.toUpperCase()} · ${row.scenario} · sample ${row.sample} · row ${row.row}${run.repeats > 1 ? ` · repeat ${repeat} of ${run.repeats}` : ""}` }),
+    el("p", { class: "muted" }, `${run.name} · ${task.toUpperCase()} · ${row.scenario} · sample ${row.sample} · row ${row.row}`,
+      run.repeats > 1 ? [" · ", el("span", { id: "shown-repeat", text: `repeat ${repeat}` }), ` of ${run.repeats}`] : null),
     card("Answer", kv([
       ["Gold", hide ? muted("(redacted)") : el("pre", { text: json(item.gold) }), "gold"],
       ["Parsed answer", hide ? muted("(redacted)") : el("pre", { text: json(item.prediction) }), "prediction"],
@@ -288,6 +305,7 @@ async function showInstance(meta, run, task, id, params) {
       ["Meta", scoreSpans(item.meta)],
     ])),
   ];
+  if (run.repeats > 1) out.push(everyRepeat(meta, task, all.filter((r) => r.id === id), detail, keep, repeat));
   if (meta.runs.length > 1) out.push(await everyRun(meta, run, task, id, repeat));
   if (item.judgments.length) {
     out.push(card("Judges and BERTScore", el("table", { class: "data", id: "judgments" },
