@@ -10,7 +10,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import pytest
 from tests.fakes.live_server import served
@@ -110,6 +110,7 @@ def _filter_and_step(page: Any, base: str, runs: dict[str, Path]) -> None:
     sample = next(s for s in load_samples("demo") if s.sample_id == sample_id)
     expect(page.locator(".turn.target .said")).to_have_text(sample.row(int(row)).dialogue_cleaned)
     expect(page.locator("#verdict")).to_have_text("wrong")
+    _dimmed_target(page)
     _shot(page, "view-instance.png")
     page.locator(".turn.target").scroll_into_view_if_needed()
     _shot(page, "view-transcript.png")
@@ -176,17 +177,36 @@ def _bundle(page: Any, runs: dict[str, Path], tmp_path: Path) -> None:
     from playwright.sync_api import expect
 
     out = tmp_path / "site"
-    write_bundle([runs["random"], runs["majority"]], out)
+    write_bundle([runs["random"], runs["majority"], runs["hostile"]], out)
     page.goto((out / "index.html").as_uri())
     expect(page.locator("h1")).to_have_text("Runs")
     page.locator("#runs tr", has_text="baseline/random").locator("a:has-text('RPP')").click()
     label = str(next(r["gold"] for r in records(runs["random"]) if r["task"] == "rpp"))
     expected = _wrong_of(runs["random"], "rpp", label)
+    expect(page.locator("#instances")).to_be_visible()  # drawn by bundle.js from data/*.js, under the CSP
     page.select_option("#f-gold", label)
     page.select_option("#f-correct", "no")
-    page.click("#apply")  # the package's script filters the rows (it runs from file:// under the CSP)
+    page.click("#apply")
     expect(page.locator("#shown-count")).to_have_text(str(len(expected)))
-    expect(page.locator("#instances tbody tr:visible")).to_have_count(len(expected))
-    page.locator("#instances tbody tr:visible a.open").first.click()
+    expect(page.locator("#instances tbody tr")).to_have_count(min(len(expected), 100))
+    page.locator("#instances tbody tr a.open").first.click()
     expect(page.locator("#instance-id")).to_have_text(expected[0])
     expect(page.locator(".turn.target")).to_have_count(1)
+    _dimmed_target(page)
+    page.click("#next")
+    expect(page.locator("#instance-id")).to_have_text(expected[1])
+    # hostile text of a reply is shown as text in the bundle too
+    instance = next(str(r["instance_id"]) for r in records(runs["hostile"]) if r["task"] == "er")
+    page.goto((out / "instances.html").as_uri() + "#" + urlencode({"run": "2", "task": "er", "id": instance}))
+    expect(page.locator("#reply")).to_contain_text(HOSTILE)
+    assert page.locator("img").count() == 0
+
+
+def _dimmed_target(page: Any) -> None:
+    """The RPP target row, which the model did not see, is drawn dimmed like every row it did not see."""
+    target = page.locator(".turn.target")
+    expect_hidden = "hidden-row" in (target.get_attribute("class") or "")
+    assert expect_hidden, "the RPP target row is not shown to the model"
+    opacity = float(target.evaluate("e => getComputedStyle(e).opacity"))
+    assert opacity < 0.6
+    assert "not shown to the model" in target.inner_text()

@@ -10,7 +10,9 @@ from urllib.parse import quote
 import pytest
 from fastapi.testclient import TestClient
 from tests.view.conftest import HOSTILE, _run, records
+from typer.testing import CliRunner
 
+from rescue_bench.cli.main import app as cli
 from rescue_bench.data.load import load_samples
 from rescue_bench.rundir import line_key
 from rescue_bench.view.app import create_app
@@ -157,6 +159,39 @@ def test_judgments_belong_to_their_repeat(tmp_path: Path) -> None:
     assert [j.repeat for j in view.judgments[line_key(er[0], 1)]] == [1, 1]
     got = apply(view.rows, parse_query({"task": "er", "disagree": "3"}))
     assert {(r.instance_id, r.repeat) for r in got} == {(i, 0) for i in er}
-    page = TestClient(create_app([run])).get(f"/instances/{quote(er[0], safe='')}?repeat=1").text
+    page = (
+        TestClient(create_app([run]), base_url="http://127.0.0.1")
+        .get(f"/instances/{quote(er[0], safe='')}?repeat=1")
+        .text
+    )
     table = page.split('id="judgments"', 1)[1].split("</table>", 1)[0]
     assert table.count("<tr>") - 1 == 2  # the header row, then repeat 1's two verdicts
+
+
+def test_messages_say_whether_the_data_is_the_runs(tmp_path: Path) -> None:
+    """The dataset hash run.json recorded, against today's file (issue #35.12)."""
+    data = tmp_path / "data.jsonl"
+    runner = CliRunner()
+    assert runner.invoke(cli, ["data", "synth", "--out", str(data), "--samples", "2"]).exit_code == 0
+    run = _run_on(tmp_path / "run", data)
+    view = read_run(run)
+    row = next(r for r in view.rows if r.task == "rpp")
+    url = f"/instances/{quote(row.instance_id, safe='')}?task=rpp"
+    page = TestClient(create_app([run]), base_url="http://127.0.0.1").get(url).text
+    assert "Messages sent" in page and "same content as the run recorded" in page
+    samples = [json.loads(line) for line in data.read_text().splitlines()]
+    first = next(r for r in samples[0]["rows"] if r["row_index"] < row.row_index)
+    first["dialogue_cleaned"] = "A sentence the model never saw."
+    data.write_text("".join(json.dumps(s) + "\n" for s in samples))
+    page = TestClient(create_app([run]), base_url="http://127.0.0.1").get(url).text
+    assert "Messages sent" not in page and "Messages (rebuilt)" in page
+    assert "The data changed since the run" in page and str(data) in page
+    recorded = json.loads((run / "run.json").read_text())["dataset"]["hash"]
+    assert recorded[:12] in page
+
+
+def _run_on(out: Path, data: Path) -> Path:
+    args = ["run", "--data", str(data), "--out", str(out), "--no-bertscore", "--model", "baseline/random"]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return out

@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.view.app import create_app
+from rescue_bench.view.bundle import write_bundle
 
 pytestmark = pytest.mark.browser
 REPEATS = 3
@@ -74,7 +75,7 @@ def live(repeated: dict[str, Path]) -> Iterator[str]:
         yield url
 
 
-def test_repeats_in_the_browser(live: str, repeated: dict[str, Path]) -> None:
+def test_repeats_in_the_browser(live: str, repeated: dict[str, Path], tmp_path: Path) -> None:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
@@ -85,6 +86,7 @@ def test_repeats_in_the_browser(live: str, repeated: dict[str, Path]) -> None:
         try:
             _list_and_instance(page, live, repeated["a"])
             _compare(page, live, repeated)
+            _bundle(page, repeated["a"], tmp_path)
         finally:
             browser.close()
     assert [e for e in errors if not e.startswith("Failed to load resource")] == []
@@ -146,3 +148,29 @@ def _compare(page: Any, base: str, repeated: dict[str, Path]) -> None:
     expected = sum(1 for x, y in right.values() if x and not y)
     assert expected > 0
     expect(page.locator("#shown-count")).to_have_text(str(expected))
+
+
+def _bundle(page: Any, run: Path, tmp_path: Path) -> None:
+    """The bundle's instance page of a run with repeats: the repeat it was opened at, every repeat's reply."""
+    from playwright.sync_api import expect
+
+    write_bundle([run], tmp_path / "site")
+    predictions = lines(run, "predictions.jsonl")
+    replies = {
+        (r["request_key"], r.get("repeat", 0)): r["reply"]["text"] for r in lines(run, "requests.jsonl")
+    }
+    wanted = [p for p in predictions if p["task"] == "itp" and p.get("repeat", 0) == 2]
+    page.goto((tmp_path / "site" / "instances.html").as_uri() + "#run=0&task=itp&repeat=2")
+    expect(page.locator("#shown-count")).to_have_text(str(len(wanted)))
+    page.locator("#instances tbody tr a.open").first.click()
+    first = wanted[0]["instance_id"]
+    expect(page.locator("#instance-id")).to_have_text(first)
+    expect(page.locator("#shown-repeat")).to_have_text("repeat 2")
+    mine = sorted((p for p in predictions if p["instance_id"] == first), key=lambda p: p.get("repeat", 0))
+    rows = page.locator("#repeats tbody tr")
+    expect(rows).to_have_count(REPEATS)
+    shown = [rows.nth(k).locator("pre.reply").inner_text() for k in range(REPEATS)]
+    assert shown == [replies[p["request_key"], p.get("repeat", 0)] for p in mine]
+    expect(page.locator("#repeats tr.current")).to_have_attribute("data-repeat", "2")
+    page.click("#next")
+    expect(page.locator("#instance-id")).to_have_text(wanted[1]["instance_id"])

@@ -41,7 +41,7 @@ def test_routes(tmp_path: Path) -> None:
     base = _run(tmp_path / "base", "baseline/random")
     swapped = _run(tmp_path / "swap", "baseline/random", "--perturb", "name-swap")
     other = _run(tmp_path / "other", "baseline/majority", "--perturb", "label-order")
-    client = TestClient(create_app([base, swapped]))
+    client = TestClient(create_app([base, swapped]), base_url="http://127.0.0.1")
     page = client.get("/robustness?base=0")
     assert page.status_code == 200 and "name-swap" in page.text
     links = [x.replace("&amp;", "&") for x in re.findall(r'class="flipped" href="([^"]+)"', page.text)]
@@ -54,7 +54,7 @@ def test_routes(tmp_path: Path) -> None:
     assert client.get("/flipped?base=0&run=0&task=rpp").status_code == 400
     assert client.get("/flipped?base=0&run=1&task=nope").status_code == 400
     assert client.get("/robustness?base=7").status_code == 400
-    refused = TestClient(create_app([base, other])).get("/robustness?base=0")
+    refused = TestClient(create_app([base, other]), base_url="http://127.0.0.1").get("/robustness?base=0")
     assert refused.status_code == 400 and "baseline/majority" in refused.text
     assert "Traceback" not in refused.text
 
@@ -63,7 +63,11 @@ def test_flipped_answers_of_repeated_runs_name_their_repeat(tmp_path: Path) -> N
     """With ``--repeats 2`` each flip is an (instance, repeat) pair, and its links open that repeat."""
     base = _run(tmp_path / "base", "baseline/random", "--repeats", "2")
     shuffled = _run(tmp_path / "shuffled", "baseline/random", "--repeats", "2", "--perturb", "label-order")
-    page = TestClient(create_app([base, shuffled])).get("/flipped?base=0&run=1&task=rpp").text
+    page = (
+        TestClient(create_app([base, shuffled]), base_url="http://127.0.0.1")
+        .get("/flipped?base=0&run=1&task=rpp")
+        .text
+    )
     count = int(re.findall(r'id="flipped-count">(\d+)<', page)[0])
     rows = page.split('id="flipped"', 1)[1].split("<tbody>", 1)[1].split("</tbody>", 1)[0].count("<tr>")
     assert "shared (instance, repeat) pairs" in page and rows == count > 0

@@ -21,8 +21,24 @@ def _free_port(host: str) -> int:
         return port
 
 
+def _own_names(host: str) -> list[str]:
+    """Bound to every address (``0.0.0.0``, ``::``): this machine's names and addresses are its hosts too."""
+    if host not in ("0.0.0.0", "::"):
+        return []
+    names = {socket.gethostname(), socket.getfqdn()}
+    try:
+        for name in list(names):
+            names.update(str(info[4][0]) for info in socket.getaddrinfo(name, None))
+    except OSError:
+        pass  # a host name that does not resolve: its literal names still count
+    return sorted(str(n) for n in names)
+
+
 def view(
-    runs: Annotated[list[Path], typer.Argument(help="One or more run directories.", show_default=False)],
+    runs: Annotated[
+        list[Path],
+        typer.Argument(help="Run directories, or a study directory (opens as its runs).", show_default=False),
+    ],
     port: Annotated[int | None, typer.Option("--port", help="Port (default: a free one).")] = None,
     host: Annotated[
         str, typer.Option("--host", help="Address to bind; anything but loopback shares your runs.")
@@ -34,24 +50,51 @@ def view(
         bool,
         typer.Option("--redact", help="Leave out transcript text and replies (ids, labels, scores stay)."),
     ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host", help="Another host name the browser uses to reach the viewer (a proxy's name)."
+        ),
+    ] = None,
+    partial: Annotated[
+        bool,
+        typer.Option(
+            "--partial", help="Also show runs that did not finish (running, stopped, incomplete): PARTIAL."
+        ),
+    ] = False,
 ) -> None:
-    """Look at every answer of one or more runs in the browser (a run still going is shown as partial).
+    """Look at every answer of one or more runs in the browser (a run still going with --partial).
 
     Serving needs the `view` extra; --bundle works on a core install.
     """
-    from rescue_bench.view.data import check_run_dir
+    from rescue_bench.view.data import COMPLETE, ViewError, check_run_dir, expand_runs, run_status
 
     if bundle is None:
         _require_server()
+    runs, notes = expand_runs(runs)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    if not runs:
+        raise ViewError("no run to show: the study has no run with predictions yet")
     for run in runs:
         check_run_dir(run)
+    statuses = {run: run_status(run) for run in runs}
+    unfinished = [f"{run} ({s})" for run, s in statuses.items() if s is not None and s not in COMPLETE]
+    if unfinished and not partial:
+        raise ViewError(
+            f"not finished: {', '.join(unfinished)}; "
+            "add --partial to show what was written so far, marked PARTIAL"
+        )
     if bundle is not None:
         from rescue_bench.view.bundle import write_bundle
 
-        count = write_bundle(runs, bundle, redact=redact)
-        typer.echo(f"wrote {count} pages to {bundle}; open {(bundle / 'index.html').resolve().as_uri()}")
+        written = write_bundle(runs, bundle, redact=redact)
+        typer.echo(
+            f"wrote {written.files} files ({written.size / 1e6:.1f} MB) to {bundle}; "
+            f"open {(bundle / 'index.html').resolve().as_uri()}"
+        )
         return
-    _serve(runs, host, port, redact)
+    _serve(runs, host, port, redact, allow_host or [])
 
 
 def _require_server() -> None:
@@ -61,7 +104,7 @@ def _require_server() -> None:
             raise DependencyError.missing(module, "view")
 
 
-def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:
+def _serve(runs: list[Path], host: str, port: int | None, redact: bool, allowed: list[str]) -> None:
     import uvicorn
 
     from rescue_bench.view.app import create_app
@@ -72,14 +115,11 @@ def _serve(runs: list[Path], host: str, port: int | None, redact: bool) -> None:
             "(transcripts and replies included); there is no login",
             err=True,
         )
-    from rescue_bench.view.data import ViewError
-
-    app = create_app(runs, redact=redact)
-    try:
-        app.state.viewer.views()  # read and index every run now, so the first page is fast
-    except ViewError as exc:
-        typer.echo(f"warning: {exc} (the pages will say so until the file is repaired)", err=True)
     chosen = port if port is not None else _free_port(host)
+    app = create_app(runs, redact=redact, hosts=[host, *_own_names(host), *allowed], port=chosen)
+    # read and index every run now, so the first page is fast
+    for broken in app.state.viewer.state()[1]:
+        typer.echo(f"warning: {broken.error} (its pages will say so until the file is repaired)", err=True)
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"rescue-bench view: http://{shown}:{chosen}/  (Ctrl-C to stop)")
     uvicorn.run(app, host=host, port=chosen, log_level="warning")

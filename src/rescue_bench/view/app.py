@@ -1,8 +1,11 @@
 """The local viewer app: ``create_app(paths)`` builds it; ``rescue-bench view RUN...`` serves it.
 
-Read-only, no accounts: it is meant for 127.0.0.1. Every response carries a strict Content-Security-Policy
-(the only script is the package's own static file), and every page is rendered with autoescaping. Errors, bad
-input included, are pages that say what is wrong, never a traceback.
+Read-only, no accounts: it is meant for 127.0.0.1. A request whose ``Host`` header names anything but the
+loopback names, the bound address (and port) or a ``--host`` given is refused (421): a web page cannot read
+the runs through DNS rebinding. Every response carries a strict Content-Security-Policy (the only script is
+the package's own static file), and every page is rendered with autoescaping. Errors, bad input included,
+are pages that say what is wrong, never a traceback; a damaged run shows its error on its own pages while
+the other runs stay viewable.
 """
 
 from __future__ import annotations
@@ -16,12 +19,12 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from rescue_bench.errors import BenchError, ConfigError
-from rescue_bench.view import pages, robustness
+from rescue_bench.view import many, pages, robustness
 from rescue_bench.view.data import RunSource, RunView, SourceCache, signature
 from rescue_bench.view.filters import BadQuery, Query, parse_query
 from rescue_bench.view.links import ServerLinks
@@ -41,6 +44,38 @@ class NotFound(Exception):
     pass
 
 
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
+
+
+def allowed_host(header: str, names: frozenset[str], port: int | None) -> bool:
+    """Whether a ``Host`` header names this server: one of ``names`` (with ``port`` when it is known).
+
+    >>> names = LOOPBACK_NAMES | {"10.0.0.5"}
+    >>> [allowed_host(h, names, 8000) for h in ("127.0.0.1:8000", "[::1]:8000", "LOCALHOST", "10.0.0.5:8000")]
+    [True, True, True, True]
+    >>> [allowed_host(h, names, 8000) for h in ("evil.example:8000", "127.0.0.1:9", "127.0.0.1.evil", "")]
+    [False, False, False, False]
+    """
+    value = header.strip().lower()
+    if value.startswith("["):  # an IPv6 address: [::1]:8000
+        host, _, rest = value[1:].partition("]")
+        rest = rest.removeprefix(":")
+    elif value.count(":") == 1:
+        host, _, rest = value.partition(":")
+    else:
+        host, rest = value, ""
+    if rest and (not rest.isdigit() or (port is not None and int(rest) != port)):
+        return False
+    return host in names
+
+
+class Broken:
+    """A run directory that cannot be read: its pages show the error, the other runs stay viewable."""
+
+    def __init__(self, index: int, path: Path, error: str) -> None:
+        self.index, self.path, self.error = index, path, error
+
+
 class Viewer:
     """The runs being viewed and what was computed from them."""
 
@@ -55,7 +90,24 @@ class Viewer:
         self._robust: dict[tuple[Any, ...], Mapping[str, Any]] = {}
 
     def views(self) -> list[RunView]:
-        return [source.get() for source in self.sources]
+        """The runs that can be read now (each keeps its index among the runs given)."""
+        return self.state()[0]
+
+    def state(self) -> tuple[list[RunView], list[Broken]]:
+        """The runs that can be read, and those that cannot with their error."""
+        views, broken = [], []
+        for source in self.sources:
+            try:
+                views.append(source.get())
+            except BenchError as exc:
+                broken.append(Broken(source.index, source.path, str(exc)))
+        return views, broken
+
+    def run(self, index: int) -> RunView:
+        """One run by its index; its own error when it is damaged."""
+        if not 0 <= index < len(self.sources):
+            raise BadQuery(f"bad query: run={index}; the viewer has runs 0 to {len(self.sources) - 1}")
+        return self.sources[index].get()
 
     def compared(self, a: RunView, b: RunView) -> Mapping[str, Any]:
         key = (a.index, b.index, signature(a.path), signature(b.path))
@@ -63,6 +115,14 @@ class Viewer:
             if key not in self._compared:
                 self._compared[key] = pages.comparison_result(a, b)
             return self._compared[key]
+
+    def many(self, views: Sequence[RunView]) -> Mapping[str, Any]:
+        """The many-way comparisons per perturbation variant, computed once per state of the runs."""
+        key = ("many", *((v.index, signature(v.path)) for v in views))
+        with self._lock:
+            if key not in self._robust:
+                self._robust[key] = many.variant_results(views)
+            return self._robust[key]
 
     def robustness(self, views: Sequence[RunView], base: int) -> Mapping[str, Any]:
         """The robustness page's context, computed once per state of the runs (its CIs take a while)."""
@@ -79,7 +139,7 @@ class Viewer:
         return HTMLResponse(html, status_code=status)
 
     def message(self, status: int, title: str, text: str) -> HTMLResponse:
-        return self.page("message.html", {"title": title, "text": text}, [], status)
+        return self.page("message.html", {"title": title, "text": text}, self.views(), status)
 
 
 def _viewer(request: Request) -> Viewer:
@@ -87,11 +147,11 @@ def _viewer(request: Request) -> Viewer:
     return found
 
 
-def _query(request: Request, views: Sequence[RunView]) -> Query:
+def _query(request: Request, viewer: Viewer) -> Query:
     query = parse_query(dict(request.query_params))
-    if not 0 <= query.run < len(views):
-        raise BadQuery(f"bad query: run={query.run}; the viewer has runs 0 to {len(views) - 1}")
-    tasks = views[query.run].tasks
+    tasks = viewer.run(query.run).tasks
+    if query.vs is not None:
+        viewer.run(query.vs)
     if not query.task and tasks:
         return replace(query, task=tasks[0])
     if query.task not in tasks:
@@ -99,10 +159,18 @@ def _query(request: Request, views: Sequence[RunView]) -> Query:
     return query
 
 
-def create_app(paths: Sequence[Path], *, redact: bool = False) -> FastAPI:
-    """The viewer of the run directories ``paths`` (each read on first use, again after it changes)."""
+def create_app(
+    paths: Sequence[Path], *, redact: bool = False, hosts: Sequence[str] = (), port: int | None = None
+) -> FastAPI:
+    """The viewer of the run directories ``paths`` (each read on first use, again after it changes).
+
+    It answers requests whose ``Host`` is a loopback name or one of ``hosts`` (the bound address, ``--host``),
+    on ``port`` when given; anything else gets 421.
+    """
     app = FastAPI(title="rescue-bench view", docs_url=None, redoc_url=None, openapi_url=None)
     app.state.viewer = Viewer(paths, redact=redact)
+    app.state.hosts = LOOPBACK_NAMES | {h.strip().strip("[]").lower() for h in hosts}
+    app.state.port = port
     app.mount("/static", StaticFiles(packages=[("rescue_bench.view", "static")]), name="static")
     _list_routes(app)
     _other_routes(app)
@@ -115,15 +183,15 @@ def _list_routes(app: FastAPI) -> None:
     @app.get("/")
     def overview(request: Request) -> Response:
         viewer = _viewer(request)
-        views = viewer.views()
-        return viewer.page("overview.html", pages.overview(views), views)
+        views, broken = viewer.state()
+        return viewer.page("overview.html", {**pages.overview(views), "broken": broken}, views)
 
     @app.get("/instances")
     def instances(request: Request) -> Response:
         viewer = _viewer(request)
+        query = _query(request, viewer)
         views = viewer.views()
-        query = _query(request, views)
-        source = viewer.data.get(views[query.run]) if query.q.strip() and not viewer.redact else None
+        source = viewer.data.get(viewer.run(query.run)) if query.q.strip() and not viewer.redact else None
         return viewer.page(
             "instances.html", pages.instances(views, query, source, texts=not viewer.redact), views
         )
@@ -131,9 +199,9 @@ def _list_routes(app: FastAPI) -> None:
     @app.get("/instances/{instance_id:path}")
     def instance(request: Request, instance_id: str) -> Response:
         viewer = _viewer(request)
+        query = _query(request, viewer)
         views = viewer.views()
-        query = _query(request, views)
-        source = None if viewer.redact else viewer.data.get(views[query.run])
+        source = None if viewer.redact else viewer.data.get(viewer.run(query.run))
         context = pages.instance(views, query, instance_id, source, None, texts=not viewer.redact)
         if context is None:
             raise NotFound()
@@ -141,29 +209,39 @@ def _list_routes(app: FastAPI) -> None:
 
 
 def _other_routes(app: FastAPI) -> None:
-    @app.get("/compare")
-    def compare(request: Request, a: int = 0, b: int = 1) -> Response:
+    @app.get("/leaderboard")
+    def leaderboard(request: Request) -> Response:
         viewer = _viewer(request)
         views = viewer.views()
-        if not (0 <= a < len(views) and 0 <= b < len(views)) or a == b:
-            raise BadQuery(f"bad query: compare needs two different runs among 0 to {len(views) - 1}")
-        context = pages.compare(views[a], views[b], viewer.compared(views[a], views[b]))
+        return viewer.page("leaderboard.html", many.leaderboard(views, viewer.many(views)), views)
+
+    @app.get("/compare")
+    def compare(request: Request, a: int | None = None, b: int | None = None) -> Response:
+        viewer = _viewer(request)
+        if a is None or b is None:
+            views = viewer.views()
+            return viewer.page("many.html", many.compare_page(views, viewer.many(views)), views)
+        if a == b:
+            raise BadQuery(
+                f"bad query: compare needs two different runs among 0 to {len(viewer.sources) - 1}"
+            )
+        run_a, run_b = viewer.run(a), viewer.run(b)
+        views = viewer.views()
+        context = pages.compare(run_a, run_b, viewer.compared(run_a, run_b))
         return viewer.page("compare.html", {**context, "lists": []}, views)
 
     @app.get("/matrices")
     def matrices(request: Request, run: int = 0) -> Response:
         viewer = _viewer(request)
-        views = viewer.views()
-        if not 0 <= run < len(views):
-            raise NotFound()
-        return viewer.page("matrices.html", pages.matrices(views[run]), views)
+        chosen = viewer.run(run)
+        return viewer.page("matrices.html", pages.matrices(chosen), viewer.views())
 
 
 def _robustness_routes(app: FastAPI) -> None:
     @app.get("/robustness")
     def robustness_table(request: Request, base: int = 0) -> Response:
         viewer = _viewer(request)
-        views = viewer.views()
+        views = [viewer.run(i) for i in range(len(viewer.sources))]
         try:
             context = viewer.robustness(views, base)
         except ConfigError as exc:
@@ -173,7 +251,7 @@ def _robustness_routes(app: FastAPI) -> None:
     @app.get("/flipped")
     def flipped(request: Request, run: int, task: str, base: int = 0) -> Response:
         viewer = _viewer(request)
-        views = viewer.views()
+        views = [viewer.run(i) for i in range(len(viewer.sources))]
         try:
             context = robustness.flipped_page(views, base, run, task)
         except ConfigError as exc:
@@ -184,7 +262,16 @@ def _robustness_routes(app: FastAPI) -> None:
 def _handlers(app: FastAPI) -> None:
     @app.middleware("http")
     async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        response = await call_next(request)
+        if not allowed_host(request.headers.get("host", ""), app.state.hosts, app.state.port):
+            # DNS rebinding: a page of another site whose name now points at this address
+            # (plain text: nothing of the runs, not even their names, goes to such a page)
+            response: Response = PlainTextResponse(
+                "421 Misdirected Request: this viewer answers only the addresses it was started for "
+                "(loopback names, the bound address, --host).",
+                status_code=421,
+            )
+        else:
+            response = await call_next(request)
         for name, value in HEADERS.items():
             response.headers.setdefault(name, value)
         return response

@@ -8,6 +8,7 @@ going shows its new lines.
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,8 @@ from typing import Any
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch import config_from_manifest
+from rescue_bench.engine.manifest import dataset_hash
+from rescue_bench.engine.plans import select_samples
 from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_lines
 from rescue_bench.records import Json
@@ -33,10 +36,13 @@ from rescue_bench.rundir import (
     RunData,
     load_run,
 )
-from rescue_bench.rundir.status import is_final
+from rescue_bench.rundir.status import FINAL
+from rescue_bench.tasks import TASK_NAMES
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.view.rows import InstanceRow, index_rows
 
+COMPLETE = FINAL
+"""Statuses of a run that has an answer for every instance (docs/viewer.md: partial and degraded marks)."""
 FILES = (RUN_FILE, PREDICTIONS_FILE, REQUESTS_FILE, JUDGMENTS_FILE, SCORES_FILE)
 FACT_KEYS = frozenset({"latency", "usage", "attempts", "cached", "masked", "refused", "single", "time"})
 """The fields of a request line shown as its facts."""
@@ -90,6 +96,11 @@ class RunView:
 
     @property
     def name(self) -> str:
+        """The run's model, and its perturbations when it has any (what the viewer calls the run)."""
+        record = self.data.manifest.perturbation or {}
+        names = record.get("names") if isinstance(record, dict) else None
+        if isinstance(names, list) and names:
+            return f"{self.data.name} ({', '.join(map(str, names))})"
         return self.data.name
 
     @property
@@ -98,8 +109,26 @@ class RunView:
 
     @property
     def partial(self) -> bool:
-        """Still going (or stopped before the end): what is shown is what was written so far."""
-        return not is_final(self.status)
+        """Still going, stopped or with instances that got no answer: what is shown is what was written so
+        far, never a final result (``degraded`` is complete, and marked apart)."""
+        return self.status not in COMPLETE
+
+    @property
+    def degraded(self) -> bool:
+        """Every instance answered, but too many answers were invalid: shown with a mark."""
+        return self.status == "degraded"
+
+    def validity(self, task: str | None = None) -> tuple[int, int] | None:
+        """(valid, instances) from ``run.json``'s counts, of one task or summed over all; ``None`` unknown."""
+        counts = self.data.manifest.counts
+        chosen = [counts.get(task, {})] if task else list(counts.values())
+        valid = [c.get("valid") for c in chosen]
+        total = [c.get("instances") for c in chosen]
+        if not chosen or not all(isinstance(v, int) for v in valid + total):
+            return None
+        return sum(int(v) for v in valid if isinstance(v, int)), sum(
+            int(t) for t in total if isinstance(t, int)
+        )
 
     @property
     def tasks(self) -> list[str]:
@@ -121,6 +150,12 @@ class RunView:
     def expected(self, task: str) -> int | None:
         value = self.data.manifest.counts.get(task, {}).get("instances")
         return int(value) if isinstance(value, int) else None
+
+
+def run_labels(views: Sequence[RunView]) -> dict[int, str]:
+    """Each run's name (model, and perturbations), with its directory name where two runs share one."""
+    names = [v.name for v in views]
+    return {v.index: f"{v.name} ({v.path.name})" if names.count(v.name) > 1 else v.name for v in views}
 
 
 def _reply(line: RequestLine) -> ReplyRecord:
@@ -146,6 +181,12 @@ def read_run(path: Path, index: int = 0) -> RunView:
         records = tuple(judged_lines(data.prediction_lines, data.judgment_lines))
     except BenchError as exc:
         raise ViewError(str(exc)) from None
+    unknown = sorted(set(data.tasks) - set(TASK_NAMES))
+    if unknown:
+        shown = ", ".join(repr(t[:40]) for t in unknown[:3])
+        raise ViewError(
+            f"{path / PREDICTIONS_FILE}: unknown task name(s) {shown}; choose among {', '.join(TASK_NAMES)}"
+        )
     replies = {(line.request_key, line.repeat): _reply(line) for line in data.request_lines}
     judgments: dict[str, list[JudgmentLine]] = {}
     for line in data.judgment_lines:
@@ -200,6 +241,15 @@ class RunSource:
             return self._view
 
 
+def run_status(path: Path) -> str | None:
+    """``run.json``'s status, read alone (``None`` when it cannot be read: the viewer then says why)."""
+    try:
+        found = json.loads((path / RUN_FILE).read_text(encoding="utf-8")).get("status")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) else None
+
+
 def check_run_dir(path: Path) -> None:
     """A clear error unless ``path`` looks like a run directory."""
     if not path.is_dir():
@@ -222,8 +272,14 @@ class Source:
     problem: str | None = None
     texts: Mapping[str, Sequence[tuple[int, str]]] = field(default_factory=dict)
     """Per sample, ``(row_index, lower-cased "speaker: words")`` for the text search."""
-    built: dict[tuple[str, str], Any] = field(default_factory=dict)
+    built: dict[tuple[str, ...], Any] = field(default_factory=dict)
     """Memo of the instances built per (task, sample), filled by the transcript rebuild."""
+    origin: str = ""
+    """Where the rebuilt transcript and messages come from, and whether the data still is the run's."""
+    exact: bool = False
+    """Today's data has the run's recorded dataset hash: the rebuilt messages are the ones sent."""
+    digest: str = ""
+    """The dataset hash of today's selection (what :attr:`samples` hold)."""
 
 
 def _data_path(run: Manifest, run_dir: Path) -> str:
@@ -237,19 +293,44 @@ def _data_path(run: Manifest, run_dir: Path) -> str:
     return data
 
 
+def data_note(run: Manifest, where: str, today: str) -> tuple[str, bool]:
+    """What the rebuilt transcript and messages come from, and whether they are exactly what was sent: the
+    run's recorded dataset hash (``run.json``) against ``today``'s hash of the same selection of the file."""
+    recorded = run.dataset.hash
+    if recorded is None:
+        return (
+            f"Rebuilt from {where} (sha256 {today[:12]}); the run recorded no dataset hash, so it cannot be "
+            "checked that this is the data the model saw.",
+            False,
+        )
+    if recorded != today:
+        return (
+            f"The data changed since the run: it recorded dataset sha256 {recorded[:12]}, {where} now gives "
+            f"{today[:12]}. The transcript and messages below are rebuilt from today's file and may not be "
+            "what the model saw.",
+            False,
+        )
+    return f"Rebuilt from {where}: same content as the run recorded (dataset sha256 {today[:12]}).", True
+
+
 def read_source(run: Manifest, run_dir: Path) -> Source:
     """Load the samples a run used; a problem (missing file, no recorded config) is reported, not raised."""
     sizes = dict(run.batch_sizes)
     hashes = dict(run.prompt_hashes)
+    where = _data_path(run, run_dir)
     try:
         config = config_from_manifest(run.to_json())
         cfg = config.task_config()
-        samples = load_samples(_data_path(run, run_dir))
+        samples = load_samples(where)
+        selected = select_samples(samples, config)
     except BenchError as exc:
         return Source({}, TaskConfig(), sizes, hashes, f"the run's data cannot be loaded: {exc}")
-    wanted = set(config.sample_ids) if config.sample_ids is not None else None
-    chosen = {s.sample_id: s for s in samples if wanted is None or s.sample_id in wanted}
-    return Source(chosen, cfg, sizes, hashes, texts=sample_texts(list(chosen.values())))
+    today = dataset_hash(selected)
+    note, exact = data_note(run, where, today)
+    chosen = {s.sample_id: s for s in selected}
+    return Source(
+        chosen, cfg, sizes, hashes, texts=sample_texts(selected), origin=note, exact=exact, digest=today
+    )
 
 
 class SourceCache:
@@ -272,3 +353,49 @@ def sample_texts(samples: Sequence[Sample]) -> dict[str, list[tuple[int, str]]]:
         s.sample_id: [(r.row_index, f"{r.primary_speaker}: {r.dialogue_cleaned}".lower()) for r in s.rows]
         for s in samples
     }
+
+
+# -- study directories --------------------------------------------------------------------------------------
+
+STUDY_FILE = "study.json"
+
+
+def expand_runs(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """Run directories of ``paths``, a study directory (``study.json``) opening as its runs in the study's
+    order; and a note per study run that has nothing to show yet (pending, or its directory missing).
+
+    Raises:
+        ViewError: a study file that cannot be read (named, with the reason).
+    """
+    out: list[Path] = []
+    notes: list[str] = []
+    for path in paths:
+        study = path / STUDY_FILE
+        if (path / PREDICTIONS_FILE).exists() or not study.is_file():
+            out.append(path)
+            continue
+        for entry in _study_runs(study):
+            run_dir = path / entry
+            if (run_dir / PREDICTIONS_FILE).exists():
+                out.append(run_dir)
+            else:
+                notes.append(f"{run_dir}: nothing to show yet (no {PREDICTIONS_FILE})")
+    return out, notes
+
+
+def _study_runs(study: Path) -> list[str]:
+    try:
+        record = json.loads(study.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise ViewError(f"{study}: cannot be read ({exc})") from None
+    runs = record.get("runs") if isinstance(record, dict) else None
+    dirs = (
+        [r.get("dir") for r in runs]
+        if isinstance(runs, list) and all(isinstance(r, dict) for r in runs)
+        else None
+    )
+    if dirs is None or not all(
+        isinstance(d, str) and d and not Path(d).is_absolute() and ".." not in Path(d).parts for d in dirs
+    ):
+        raise ViewError(f"{study}: 'runs' must be a list of objects with a relative 'dir'")
+    return [str(d) for d in dirs]

@@ -4,13 +4,10 @@ both."""
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Mapping
 from urllib.parse import quote, urlencode
 
 Filters = Mapping[str, str]
-_UNSAFE = re.compile(r"[^A-Za-z0-9_-]+")
 
 
 class ServerLinks:
@@ -34,24 +31,20 @@ class ServerLinks:
     def matrices(self, run: int) -> str:
         return f"/matrices?run={run}"
 
+    def leaderboard(self) -> str:
+        return "/leaderboard"
+
+    def compare_many(self) -> str:
+        return "/compare"
+
     def static(self, name: str) -> str:
         return f"/static/{name}"
 
 
-def slug(instance_id: str) -> str:
-    """A file-name-safe, collision-free name for an instance id.
-
-    >>> slug("demo/s01::rpp::12").startswith("demo_s01_rpp_12-")
-    True
-    >>> slug("demo/s01::rpp::12") == slug("demo_s01::rpp::12")  # the same readable part, told apart
-    False
-    """
-    digest = hashlib.sha1(instance_id.encode()).hexdigest()[:8]
-    return f"{_UNSAFE.sub('_', instance_id).strip('_')}-{digest}"
-
-
 class BundleLinks:
-    """Links of the static bundle: every page a file beside ``index.html``; filters go in the fragment."""
+    """Links of the static bundle: a few pages beside ``index.html``; the instance lists and pages
+    are ``instances.html`` with the run, task, instance and filters in the URL fragment (read by its
+    script)."""
 
     bundle = True
 
@@ -59,18 +52,24 @@ class BundleLinks:
         return "index.html"
 
     def instances(self, run: int, filters: Filters) -> str:
-        task = filters.get("task", "")
-        rest = {k: v for k, v in filters.items() if k not in ("task", "run", "page", "per", "sort", "desc")}
-        return f"instances-{run}-{task}.html" + (f"#{urlencode(rest)}" if rest else "")
+        rest = {k: v for k, v in filters.items() if k not in ("run", "page", "per", "sort", "desc", "at")}
+        return "instances.html#" + urlencode({"run": str(run), **rest})
 
     def instance(self, run: int, instance_id: str, filters: Filters) -> str:
-        return f"instance-{run}-{slug(instance_id)}.html"
+        rest = {k: v for k, v in filters.items() if k not in ("run", "page", "per", "sort", "desc", "id")}
+        return "instances.html#" + urlencode({"run": str(run), **rest, "id": instance_id})
 
     def compare(self, a: int, b: int) -> str:
-        return f"compare-{a}-{b}.html"
+        return "compare.html"
 
     def matrices(self, run: int) -> str:
         return f"matrices-{run}.html"
+
+    def leaderboard(self) -> str:
+        return "leaderboard.html"
+
+    def compare_many(self) -> str:
+        return "compare.html"
 
     def static(self, name: str) -> str:
         return f"static/{name}"

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue_bench.report.comparison import compare_run_data, comparison_table
-from rescue_bench.report.tables import Table, display_names, leaderboard, per_scenario, usage
+from rescue_bench.report.tables import Table, leaderboard, per_scenario, usage
 from rescue_bench.tasks import tasks_of_kind
-from rescue_bench.view.data import ReplyRecord, RunView, Source
+from rescue_bench.view.data import ReplyRecord, RunView, Source, run_labels
 from rescue_bench.view.filters import COMPARISONS, Query, apply, neighbours, paginate, params
 from rescue_bench.view.matrices import all_matrices
 from rescue_bench.view.rows import FAILURE_KINDS, InstanceRow
@@ -54,7 +54,7 @@ def overview(views: Sequence[RunView]) -> Context:
     return {
         "title": "Runs",
         "views": views,
-        "names": display_names(data),
+        "broken": [],
         "counts": {v.index: task_counts(v) for v in views},
         "tables": [leaderboard(data), per_scenario(data), usage(data)],
         "failure_kinds": FAILURE_KINDS,
@@ -86,12 +86,25 @@ def hits_for(view: RunView, source: Source | None, query: Query) -> Any:
     return hit
 
 
+def pick(views: Sequence[RunView], index: int | None) -> RunView | None:
+    """The run with this index among ``views`` (a damaged run is not among them)."""
+    return next((v for v in views if v.index == index), None)
+
+
+def _run(views: Sequence[RunView], index: int) -> RunView:
+    found = pick(views, index)
+    if found is None:
+        raise KeyError(f"no run {index}")
+    return found
+
+
 def filtered(
     views: Sequence[RunView], query: Query, source: Source | None, *, texts: bool = True
 ) -> list[InstanceRow]:
     """The rows of the list ``query`` asks for; ``texts`` false searches instance ids only (redacted)."""
-    view = views[query.run]
-    other = views[query.vs].by_key if query.vs is not None and query.vs < len(views) else None
+    view = _run(views, query.run)
+    found = pick(views, query.vs)
+    other = found.by_key if found is not None else None
     hits = hits_for(view, source, query) if texts else None
     return apply(view.rows, query, other=other, transcript_hits=hits, texts=texts)
 
@@ -99,10 +112,10 @@ def filtered(
 def instances(
     views: Sequence[RunView], query: Query, source: Source | None, *, texts: bool = True
 ) -> Context:
-    view = views[query.run]
+    view = _run(views, query.run)
     rows = filtered(views, query, source, texts=texts)
     page = paginate(rows, query)
-    other = views[query.vs] if query.vs is not None and query.vs < len(views) else None
+    other = pick(views, query.vs)
     return {
         "title": f"{query.task.upper()} instances of {view.name}",
         "view": view,
@@ -165,7 +178,7 @@ def instance(
     texts: bool = True,
 ) -> Context | None:
     """The instance page, or ``None`` when the run has no such instance."""
-    view = views[query.run]
+    view = _run(views, query.run)
     repeat = shown_repeat(query)
     row = view.by_key.get((instance_id, repeat))
     if row is None:
@@ -213,7 +226,8 @@ def discordant(a: RunView, b: RunView) -> list[Discordant]:
 
 
 def compare(a: RunView, b: RunView, result: Mapping[str, Any]) -> Context:
-    names = display_names([a.data, b.data])
+    labels = run_labels([a, b])
+    names = [labels[a.index], labels[b.index]]
     table: Table = comparison_table(result, (names[0], names[1]), scopes=("all", "couple", "family"))
     return {
         "title": f"{names[0]} vs {names[1]}",

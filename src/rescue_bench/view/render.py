@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from rescue_bench.report.tables import Cell
 from rescue_bench.tasks import tasks_of_kind
-from rescue_bench.view.data import RunView
+from rescue_bench.view.data import RunView, run_labels
 from rescue_bench.view.links import Links
 
 CSP = (
@@ -36,6 +37,32 @@ def _num(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
 
 
+def fact(value: Any, key: str) -> str:
+    """A request record's fact in human units: a time as UTC date and time, a latency in s or ms, tokens.
+
+    >>> fact(1796000000.5, "time"), fact(1.2345, "latency"), fact(0.0412, "latency")
+    ('2026-11-30 06:53:20 UTC', '1.23 s', '41 ms')
+    >>> fact({"prompt_tokens": 900, "completion_tokens": 12, "reasoning_tokens": 0}, "usage")
+    '900 prompt + 12 completion tokens'
+    """
+    if key == "time" and isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            moment = datetime.fromtimestamp(value, tz=UTC)
+        except (OverflowError, OSError, ValueError):
+            return _num(value)
+        return moment.strftime("%Y-%m-%d %H:%M:%S UTC")
+    if key == "latency" and isinstance(value, int | float) and not isinstance(value, bool):
+        return f"{value:.2f} s" if value >= 1 else f"{value * 1000:.0f} ms"
+    if key == "usage" and isinstance(value, dict):
+        parts = [f"{value.get(k, 0)} {k.split('_')[0]}" for k in ("prompt_tokens", "completion_tokens")]
+        if value.get("reasoning_tokens"):
+            parts.append(f"{value['reasoning_tokens']} reasoning")
+        return " + ".join(parts) + " tokens"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    return _num(value)
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
@@ -48,7 +75,7 @@ def make_environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(cell=_cell, num=_num, json=_json)
+    env.filters.update(cell=_cell, num=_num, json=_json, fact=fact)
     env.globals["free_text"] = tasks_of_kind("generation")  # tasks answered in words, not labels
     return env
 
@@ -64,5 +91,12 @@ def render_page(
 ) -> str:
     """One page as HTML text."""
     return env.get_template(name).render(
-        {**context, "links": links, "nav_views": views, "redact": redact, "csp": BUNDLE_CSP}
+        {
+            **context,
+            "links": links,
+            "nav_views": views,
+            "run_names": run_labels(views),
+            "redact": redact,
+            "csp": BUNDLE_CSP,
+        }
     )

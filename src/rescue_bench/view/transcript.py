@@ -1,5 +1,7 @@
 """What the model saw for one instance: the conversation (speakers, the rows shown, the target row) and the
-exact messages of its request, rebuilt from the run's data with the task's own ``build`` and ``render``.
+messages of its request, rebuilt from the run's data with the task's own ``build`` and ``render``. They are
+the exact messages sent only when today's data has the dataset hash the run recorded and the prompt template
+is unchanged; otherwise the page says what they were rebuilt from and that they may differ.
 
 The batch is the one the request record names (``requests.jsonl``), else the run's batching of the instance's
 conversation (batches never cross a conversation, so rebuilding one conversation is exact). When the task's
@@ -51,6 +53,10 @@ class Rebuilt:
     """Instance ids of the request, in order (the prompt calls them c1, c2, ...)."""
     notes: tuple[str, ...] = ()
     problem: str | None = None
+    origin: str = ""
+    """What the transcript and messages were rebuilt from (:func:`~rescue_bench.view.data.data_note`)."""
+    exact: bool = False
+    """Same data (recorded hash) and prompt template as the run: these are the messages that were sent."""
 
 
 def _sides(sample: Sample) -> dict[str, str]:
@@ -61,7 +67,10 @@ def _sides(sample: Sample) -> dict[str, str]:
 
 
 def _shown_rows(instance: Instance) -> set[int]:
-    return {row_index_of(r) for r in shown_context(instance.context).rows if "row_index" in r}
+    """The rows the instance's context shows the model (its current row included when the task shows it)."""
+    shown = shown_context(instance.context)
+    rows = [*shown.rows, *([shown.current] if shown.current is not None else [])]
+    return {row_index_of(r) for r in rows if "row_index" in r}
 
 
 def conversation(sample: Sample, instance: Instance) -> tuple[Turn, ...]:
@@ -120,12 +129,16 @@ def rebuild(
             return Rebuilt(problem=f"{instance_id} is no longer built from the run's data")
         size = source.batch_sizes.get(task_name, task.DEFAULT_BATCH_SIZE)
         batch = _batch(instance, built, size, reply)
-        request = task.render(batch, source.cfg)
+        rendered = ("render", task_name, *(i.id for i in batch))
+        if rendered not in source.built:  # instances of one batch share its request
+            source.built[rendered] = task.render(batch, source.cfg)
+        request = source.built[rendered]
     except BenchError as exc:
         return Rebuilt(problem=f"the instance cannot be rebuilt: {exc}")
     notes = []
     recorded = source.prompt_hashes.get(task_name)
-    if recorded and request.prompt_hash and recorded != request.prompt_hash:
+    same_prompt = not (recorded and request.prompt_hash and recorded != request.prompt_hash)
+    if not same_prompt:
         notes.append("The task's prompt template changed since this run: the messages below are today's.")
     return Rebuilt(
         turns=conversation(sample, instance),
@@ -133,6 +146,8 @@ def rebuild(
         schema=json.dumps(request.response_schema, ensure_ascii=False, indent=2),
         batch=tuple(i.id for i in batch),
         notes=tuple(notes),
+        origin=source.origin,
+        exact=source.exact and same_prompt,
     )
 
 

@@ -1,5 +1,5 @@
-// rescue-bench view: copy buttons, and in a static bundle the instance list's filters (read from the URL
-// fragment, applied to the rows' data attributes). No inline script anywhere: the CSP forbids it.
+// rescue-bench view: copy buttons and sortable tables (the leaderboard). No inline script anywhere: the CSP
+// forbids it. The static bundle's instance pages are drawn by bundle.js.
 "use strict";
 
 function copyButtons() {
@@ -14,53 +14,43 @@ function copyButtons() {
   }
 }
 
-const EXACT = ["scenario", "sample", "gold", "pred", "correct", "prev_gold", "gold_kind", "pred_kind", "repeat"];
-
-function rowMatches(row, wanted) {
-  for (const key of EXACT) {
-    if (wanted.get(key) && row.dataset[key] !== wanted.get(key)) return false;
-  }
-  const failure = wanted.get("failure");
-  if (failure && !(failure === "any" ? row.dataset.failure : row.dataset.failure === failure)) return false;
-  const disagree = parseFloat(wanted.get("disagree") || "");
-  if (!Number.isNaN(disagree) && !(parseFloat(row.dataset.disagree) >= disagree)) return false;
-  const needle = (wanted.get("q") || "").trim().toLowerCase();
-  return !needle || row.dataset.search.includes(needle);
-}
-
-function applyFragment(form) {
-  const wanted = new URLSearchParams(window.location.hash.slice(1));
-  for (const element of form.elements) {
-    if (element.name && element.type !== "hidden" && element.type !== "submit") {
-      element.value = wanted.get(element.name) || "";
-    }
-  }
-  let shown = 0;
-  for (const row of document.querySelectorAll("#instances tbody tr")) {
-    const ok = rowMatches(row, wanted);
-    row.hidden = !ok;
-    if (ok) shown += 1;
-  }
-  const count = document.getElementById("shown-count");
-  if (count) count.textContent = String(shown);
-}
-
-function bundleFilters() {
-  const form = document.getElementById("filters");
-  if (!form || !document.body.dataset.bundle) return;
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    const chosen = new URLSearchParams();
-    for (const element of form.elements) {
-      if (element.name && element.type !== "hidden" && element.value) chosen.set(element.name, element.value);
-    }
-    window.location.hash = chosen.toString();
+// A table.sortable sorts on a click of a column's button, by each cell's data-value (numbers numerically,
+// empty values last whichever the direction); a second click reverses.
+function sortTable(table, column, kind, descending) {
+  const body = table.tBodies[0];
+  const rows = Array.from(body.rows);
+  const key = (row) => {
+    const raw = row.cells[column] ? row.cells[column].dataset.value || "" : "";
+    return kind === "number" ? (raw === "" ? null : parseFloat(raw)) : (raw === "" ? null : raw.toLowerCase());
+  };
+  rows.sort((a, b) => {
+    const x = key(a);
+    const y = key(b);
+    if (x === null || y === null) return (x === null) - (y === null);
+    const order = kind === "number" ? x - y : x.localeCompare(y);
+    return descending ? -order : order;
   });
-  window.addEventListener("hashchange", () => applyFragment(form));
-  applyFragment(form);
+  for (const row of rows) body.appendChild(row);
+}
+
+function sortableTables() {
+  for (const table of document.querySelectorAll("table.sortable")) {
+    const headers = Array.from(table.tHead.rows[0].cells);
+    headers.forEach((th, column) => {
+      const button = th.querySelector("button.sort");
+      if (!button) return;
+      button.addEventListener("click", () => {
+        const descending = th.getAttribute("aria-sort") === "ascending"
+          || (!th.hasAttribute("aria-sort") && button.dataset.kind === "number");
+        for (const other of headers) other.removeAttribute("aria-sort");
+        th.setAttribute("aria-sort", descending ? "descending" : "ascending");
+        sortTable(table, column, button.dataset.kind, descending);
+      });
+    });
+  }
 }
 
 document.addEventListener("DOMContentLoaded", () => {
   copyButtons();
-  bundleFilters();
+  sortableTables();
 });
