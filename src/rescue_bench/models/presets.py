@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import REASONING_HEADROOM, ReasoningEffort, ResponseFormat
 from rescue_bench.records import Json, Request
+from rescue_bench.redaction import public_url
 
 TokenField = Literal["max_tokens", "max_completion_tokens"]
 ReasoningStyle = Literal[
@@ -188,21 +189,9 @@ def normalize_base_url(url: str) -> str:
     """
     parts = urlsplit(url.strip())
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise ConfigError(f"--base-url {url!r} is not an http(s) URL")
+        raise ConfigError(f"--base-url {public_url(url)!r} is not an http(s) URL")
     path = parts.path.rstrip("/") or "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
-def public_url(url: str) -> str:
-    """The URL without user info or query string, safe to record (some gateways put tokens there).
-
-    >>> public_url("https://user:secret@host.org/v1?key=abc")
-    'https://host.org/v1'
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def lower_format(a: ResponseFormat, b: ResponseFormat) -> ResponseFormat:

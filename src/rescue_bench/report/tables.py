@@ -14,6 +14,7 @@ from typing import Any
 
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
+from rescue_bench.redaction import scrub
 from rescue_bench.report import analysis
 from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
@@ -388,9 +389,10 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
 
 
 def config(runs: Sequence[RunData]) -> Table:
-    """Each run's recorded configuration (run.json without the per-task counts)."""
+    """Each run's recorded configuration (run.json without the per-task counts), every URL in it without
+    user info or query (a directory written before ``run.json`` was scrubbed may still hold them)."""
     rows = [
-        (name, key, value)
+        (name, key, scrub(value))
         for name, run in zip(display_names(runs), runs, strict=True)
         for key, value in flatten({k: v for k, v in run.run.items() if k not in ("counts", "judge_counts")})
     ]
