@@ -34,14 +34,17 @@ def export(
     out: Annotated[Path, typer.Option("--out", help="Output directory.", show_default=False)],
     redact: Annotated[
         bool,
-        typer.Option("--redact", help="hf: leave out replies and other text that can quote transcripts."),
+        typer.Option(
+            "--redact",
+            help="Leave out replies, problems and the ER/VP gold and predicted texts (both formats).",
+        ),
     ] = False,
 ) -> None:
     """Write a run's results in another format (Every Eval Ever records, or a Hugging Face Hub folder)."""
     if fmt is Format.eee:
         from rescue_bench.adapters.eee import export_eee
 
-        paths = list(export_eee(run, out))
+        paths = list(export_eee(run, out, redact=redact))
     else:
         _need("pyarrow", "adapters")
         from rescue_bench.adapters.hf import export_hf
