@@ -10,6 +10,8 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.printable import printable
+
 SOURCE_HELP = "A release JSONL file, a directory of per-sample JSON files, 'demo', or 'hf' / 'hf:<repo_id>'."
 
 data_app = typer.Typer(name="data", help="Check, describe and generate benchmark data.", no_args_is_help=True)
@@ -53,7 +55,7 @@ def validate(
     if fmt is ValidateFormat.json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
-        typer.echo(report.render_text())
+        typer.echo(printable(report.render_text()))
     if report.failed(strict=strict):
         raise typer.Exit(1)
 
@@ -121,7 +123,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(record.getMessage(), err=True)
+        typer.echo(printable(record.getMessage()), err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -19,6 +19,7 @@ from rescue_bench.judge.after_run import ScorePass, named_judges, score_run
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
+from rescue_bench.printable import printable
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
@@ -92,7 +93,7 @@ def score(
         retry_unscored=retry_unscored,
     )
     result = asyncio.run(
-        score_run(run_dir, spec, warn=lambda message: typer.echo(f"warning: {message}", err=True))
+        score_run(run_dir, spec, warn=lambda message: typer.echo(f"warning: {printable(message)}", err=True))
     )
     _print_result(result)
     typer.echo(f"scores written to {run_dir / SCORES_FILE}")

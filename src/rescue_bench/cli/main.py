@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 from rescue_bench import __version__
 from rescue_bench.cli.collector import apply_policy
 from rescue_bench.errors import BenchError, ConfigError
+from rescue_bench.printable import printable
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
 COMMAND_MODULES = (
@@ -47,7 +48,8 @@ class _BenchGroup(TyperGroup):
 def _fail(message: str, exit_code: int) -> NoReturn:
     # typer vendors its own click, so a click.ClickException raised here would escape as a traceback;
     # typer.Exit is handled by whichever click typer runs on.
-    typer.echo(f"error: {message}", err=True)
+    # The message may quote a server's error body or a data file: printed, never obeyed by the terminal.
+    typer.echo(f"error: {printable(message, one_line=True)}", err=True)
     raise typer.Exit(exit_code)
 
 
@@ -92,5 +94,5 @@ def main() -> None:
 
 def _fail_early(message: str) -> NoReturn:
     # Before click runs, typer.Exit would escape as a traceback: leave the way the commands' usage errors do.
-    typer.echo(f"error: {message}", err=True)
+    typer.echo(f"error: {printable(message, one_line=True)}", err=True)
     raise SystemExit(2)

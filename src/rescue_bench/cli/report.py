@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rescue_bench.printable import printable
+
 if TYPE_CHECKING:
     from rescue_bench.metrics.multiplicity import Adjustment
     from rescue_bench.rundir import RunData
@@ -50,7 +52,7 @@ def report(
 
     built = build_report(runs, with_paper=with_paper, prices=prices, allow_partial=partial)
     if built.banner:
-        typer.echo(f"warning: {built.banner}", err=True)
+        typer.echo(f"warning: {printable(built.banner)}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     typer.echo(
@@ -144,7 +146,7 @@ def _compare_many(
         return
     tables = matrix_tables(result, scopes=chosen, every_metric=every_metric)
     for table in tables:
-        typer.echo(f"## {table.title}\n\n{markdown_table(table)}")
+        typer.echo(printable(f"## {table.title}\n\n{markdown_table(table)}"))  # names from run.json
     if tables:
         typer.echo(tables[0].note)
 
@@ -169,8 +171,8 @@ def _compare_two(
         return
     name_a, name_b = display_names([a, b])
     table = comparison_table(result, (name_a, name_b), scopes=chosen, every_metric=every_metric)
-    typer.echo(markdown_table(table))
-    typer.echo(table.note)
+    typer.echo(printable(markdown_table(table)))  # model names come from the runs' run.json
+    typer.echo(printable(table.note))
 
 
 class _EchoWarnings(logging.Handler):
@@ -181,7 +183,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(record.getMessage(), err=True)
+        typer.echo(printable(record.getMessage()), err=True)
 
 
 WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")

@@ -28,6 +28,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.judge.after_run import JudgeSettings, has_endpoint, judge_params, wants_bertscore
 from rescue_bench.judge.setup import judge_settings, make_prices, run_budget, spec_prices, with_judges
 from rescue_bench.pricing import Prices
+from rescue_bench.printable import printable
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.tasks import paper_columns
 
@@ -89,7 +90,9 @@ def _judge(result: RunResult, spec: RunSpec, settings: JudgeSettings, quiet: boo
         typer.echo(f"judging ER/VP with {', '.join(j.name for j in settings.judges)}", err=True)
     try:
         scores = asyncio.run(
-            score_after_run(result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {m}", err=True))
+            score_after_run(
+                result.out, spec.tasks, settings, lambda m: typer.echo(f"warning: {printable(m)}", err=True)
+            )
         )
     except JudgeStopped as exc:
         return replace(result, status="stopped", stop_reason=str(exc))
@@ -111,7 +114,7 @@ def report_result(result: RunResult, model: str) -> None:
         console.print(f"invalid predictions (scored as misses): {listed}")
     console.print(f"run directory: {result.out}")
     if result.status == "stopped":
-        typer.echo(f"stopped: {result.stop_reason or 'not finished'}", err=True)
+        typer.echo(f"stopped: {printable(result.stop_reason or 'not finished', one_line=True)}", err=True)
         raise typer.Exit(EXIT_STOPPED)
 
 

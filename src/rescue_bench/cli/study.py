@@ -24,6 +24,7 @@ from rich.table import Table
 from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
 from rescue_bench.errors import ConfigError
+from rescue_bench.printable import table_cell
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
@@ -164,7 +165,8 @@ def _summary(record: StudyRecord, paths: list[Path]) -> None:
     for run in record.runs:
         cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
         done = f"{run.counts.done}/{run.counts.instances}"
-        table.add_row(run.label, run.status, done, str(run.counts.invalid), cost, run.reason or "")
+        cells = (run.label, run.status, done, str(run.counts.invalid), cost, run.reason or "")
+        table.add_row(*(table_cell(c) for c in cells))
     console.print(table)
     for path in paths:
         typer.echo(f"  {path}")
