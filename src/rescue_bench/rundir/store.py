@@ -327,7 +327,7 @@ def locked_run(
     """``write(run_dir, ...)`` holding ``run_dir``'s lock (:func:`run_lock`) from start to end."""
 
     @functools.wraps(write)
-    async def locked(run_dir: Path, *args: P.args, **kwargs: P.kwargs) -> R:
+    async def locked(run_dir: Path, /, *args: P.args, **kwargs: P.kwargs) -> R:
         with run_lock(run_dir):
             return await write(run_dir, *args, **kwargs)
 
