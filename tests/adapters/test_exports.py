@@ -310,3 +310,21 @@ def test_redact_leaves_out_replies_and_free_texts_in_every_format(
     redacted = exported_text(tmp_path / "redacted")
     for text in [*texts, *(r for r in replies if r)]:
         assert text not in redacted and json.dumps(text)[1:-1] not in redacted, text[:60]
+
+
+def test_an_export_that_failed_midway_is_replaced_and_never_published(
+    run_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from rescue_bench.adapters import hf
+
+    hub = HubCalls(monkeypatch)
+    folder = tmp_path / "hf"
+    with monkeypatch.context() as broken:
+        broken.setattr(hf, "card", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
+        with pytest.raises(OSError, match="disk full"):
+            hf.export_hf(run_dir, folder)
+    assert (folder / "details" / "itp.parquet").is_file() and not (folder / "README.md").exists()
+    result = publish_cli(folder)
+    assert result.exit_code == 1 and "did not finish" in result.output and hub.uploaded == {}
+    invoke("export", str(run_dir), "--format", "hf", "--out", str(folder))
+    assert publish_cli(folder).exit_code == 0 and "README.md" in hub.uploaded

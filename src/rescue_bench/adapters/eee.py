@@ -245,7 +245,7 @@ def export_eee(
         "checksum": hashlib.sha256(body).hexdigest(),
         "total_rows": len(lines),
     }
-    claim(out)
+    claim(out, "eee", run_dir, [f"{name}.json", f"{name}.jsonl"])
     (out / f"{name}.jsonl").write_bytes(body)
     (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
     files = (out / f"{name}.json", out / f"{name}.jsonl")

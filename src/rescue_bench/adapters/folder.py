@@ -21,6 +21,7 @@ from rescue_bench.errors import ConfigError, DataError
 
 MARK_FILE: Final = ".rescue-bench-export"
 MARK_FORMAT: Final = 1
+PENDING: Final = "pending"
 
 
 class ExportMark(BaseModel):
@@ -33,7 +34,7 @@ class ExportMark(BaseModel):
     """``eee`` or ``hf``."""
     run: str
     files: dict[str, str]
-    """Relative path -> sha256 of the bytes written."""
+    """Relative path -> sha256 of the bytes written (:data:`PENDING` while the export is being written)."""
 
 
 def read_mark(folder: Path) -> ExportMark | None:
@@ -56,17 +57,24 @@ def _inside(name: str) -> bool:
     return bool(parts) and not Path(name).is_absolute() and ".." not in parts
 
 
-def claim(folder: Path) -> None:
-    """Make ``folder`` ready for a new export: create it, or empty it of an earlier export of this tool.
+def claim(folder: Path, export: str, run: Path, planned: Sequence[str]) -> None:
+    """Make ``folder`` ready for a new export: create it, or empty it of an earlier export of this tool; then
+    mark the files about to be written (``planned``, relative) as the export's own, not finished yet, so an
+    export that fails midway leaves a folder the next export may replace and ``publish`` refuses.
 
     Raises:
         ConfigError: ``folder`` is a file, or holds anything an export of this tool did not write.
     """
     if folder.exists() and not folder.is_dir():
         raise ConfigError(f"--out {folder} is a file; give a new or empty folder")
-    if not folder.exists():
-        folder.mkdir(parents=True)
-        return
+    if folder.exists():
+        _empty(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    _write_mark(folder, ExportMark(export=export, run=str(run), files=dict.fromkeys(planned, PENDING)))
+
+
+def _empty(folder: Path) -> None:
+    """Remove an earlier export of this tool from ``folder``; refuse a folder holding anything else."""
     mark = read_mark(folder)
     ours = {MARK_FILE, *(mark.files if mark else ())}
     present = sorted(_relative(p, folder) for p in folder.rglob("*") if not _real_dir(p))
@@ -97,10 +105,14 @@ def _relative(path: Path, folder: Path) -> str:
 
 
 def mark(folder: Path, export: str, run: Path, written: Sequence[Path]) -> None:
-    """Write the folder's export mark listing ``written`` (the files this export just wrote)."""
+    """Write the folder's export mark listing ``written`` (the files this export just wrote) with their
+    sha256: the export is finished."""
     files = {_relative(p, folder): _sha256(p) for p in written}
-    text = ExportMark(export=export, run=str(run), files=files).model_dump_json(indent=2)
-    (folder / MARK_FILE).write_text(text + "\n", encoding="utf-8")
+    _write_mark(folder, ExportMark(export=export, run=str(run), files=files))
+
+
+def _write_mark(folder: Path, found: ExportMark) -> None:
+    (folder / MARK_FILE).write_text(found.model_dump_json(indent=2) + "\n", encoding="utf-8")
 
 
 def _sha256(path: Path) -> str:
@@ -121,6 +133,8 @@ def exported_files(folder: Path, export: str) -> list[tuple[str, bytes]]:
             f"(no {MARK_FILE} of it); export the run into a new folder first"
         )
     out = []
+    if PENDING in found.files.values():
+        raise DataError(f"{folder}: the export into it did not finish; export the run again")
     for name, digest in sorted(found.files.items()):
         path = folder / name
         if not path.is_file() or path.is_symlink():

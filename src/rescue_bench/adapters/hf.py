@@ -166,14 +166,14 @@ def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | No
     for record in judged(data):
         if record.task in TASKS:
             by_task.setdefault(record.task, []).append(record)
-    claim(out)
+    name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
+    claim(out, "hf", run_dir, [name, "README.md", *(f"details/{task}.parquet" for task in by_task)])
     (out / "details").mkdir(parents=True, exist_ok=True)
     written = []
     for task, records in by_task.items():
         path = out / "details" / f"{task}.parquet"
         pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
         written.append(path)
-    name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
     (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
     (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
     files = [out / name, out / "README.md", *written]
