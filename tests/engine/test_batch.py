@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.engine import tiny_task
 from tests.engine.conftest import (
     TINY_TASKS,
@@ -20,6 +21,7 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
 from rescue_bench.engine.batch import export_batch, import_batch, read_results
 from rescue_bench.engine.run import execute_run
+from rescue_bench.errors import ConfigError
 from rescue_bench.rundir import read_jsonl
 
 
@@ -102,3 +104,58 @@ def test_missing_and_failed_results_are_recorded_failures(tmp_path: Path, monkey
     assert "HTTP 500: server overloaded" in preds[0]["problems"][0]
     assert "no answer" in preds[3]["problems"][0]
     assert result.counts["echo"]["request_failures"] == 6
+
+
+def exported(tmp_path: Path, name: str, samples: list[Any]) -> tuple[Path, list[dict[str, Any]]]:
+    """A ``batch export`` of the tiny task into ``tmp_path/name``; the run directory and the request lines."""
+    config = tiny_config(data=str(write_jsonl(tmp_path / f"{name}.jsonl", samples)))
+    export_batch(config, samples, tmp_path / f"{name}-requests.jsonl", tmp_path / name, tasks=TINY_TASKS)
+    lines = (tmp_path / f"{name}-requests.jsonl").read_text().splitlines()
+    return tmp_path / name, [json.loads(x) for x in lines]
+
+
+def write_results(path: Path, lines: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(answer_line(line, i)) + "\n" for i, line in enumerate(lines)))
+    return path
+
+
+def test_results_of_another_run_are_refused_and_the_right_file_then_imports(tmp_path: Path) -> None:
+    run, lines = exported(tmp_path, "run", make_samples(2, 3))
+    _, others = exported(tmp_path, "other", make_samples(4, 3)[2:])
+    wrong = write_results(tmp_path / "other-results.jsonl", others)
+    with pytest.raises(ConfigError) as refused:
+        import_batch(wrong, run, tasks=TINY_TASKS)
+    message = str(refused.value)
+    assert str(wrong) in message and f"{len(others)} of {len(others)} results" in message
+    assert "\n" not in message
+    assert not (run / "predictions.jsonl").exists() and not (run / "requests.jsonl").exists()
+    assert json.loads((run / "run.json").read_text())["status"] == "exported"
+
+    mixed = write_results(tmp_path / "mixed.jsonl", [*lines, others[0]])
+    with pytest.raises(ConfigError, match=f"1 of {len(lines) + 1} results"):
+        import_batch(mixed, run, tasks=TINY_TASKS)
+
+    result, _ = import_batch(write_results(tmp_path / "results.jsonl", lines), run, tasks=TINY_TASKS)
+    assert result.status == "finished" and result.counts["echo"]["valid"] == 6
+
+
+def test_a_complete_file_after_a_partial_one_completes_the_run(tmp_path: Path) -> None:
+    run, lines = exported(tmp_path, "run", make_samples(2, 3))
+    first, _ = import_batch(write_results(tmp_path / "half.jsonl", lines[:1]), run, tasks=TINY_TASKS)
+    assert first.counts["echo"]["request_failures"] == 3
+    second, _ = import_batch(write_results(tmp_path / "all.jsonl", lines), run, tasks=TINY_TASKS)
+    assert second.status == "finished" and second.counts["echo"]["valid"] == 6
+
+
+def test_a_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path, monkeypatch: Any) -> None:
+    secret = "sk-IMPORT-ECHO-0123456789"
+    monkeypatch.setenv("VLLM_API_KEY", secret)  # the key the run's endpoint (vllm/m1) would be sent
+    run, lines = exported(tmp_path, "run", make_samples(1, 3))
+    results = [answer_line(line, i) for i, line in enumerate(lines)]
+    for result in results:
+        result["response"]["body"]["choices"][0]["message"]["reasoning_content"] = f"key {secret} seen"
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    import_batch(tmp_path / "results.jsonl", run, tasks=TINY_TASKS)
+    recorded = (run / "requests.jsonl").read_text()
+    assert "key [redacted] seen" in recorded
+    assert all(secret.encode() not in p.read_bytes() for p in run.iterdir())

@@ -18,7 +18,7 @@ from tests.engine.conftest import (
     write_jsonl,
 )
 from tests.fakes.batch_server import BatchPlan, FakeBatchServer
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, echo_key
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
@@ -27,6 +27,8 @@ from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.batch_ledger import BatchLedger
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.errors import ConfigError
+from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.models.presets import get_preset
 from rescue_bench.rundir import read_jsonl
 
 FAST = BatchOptions(poll=0.01, poll_cap=0.04)
@@ -219,3 +221,20 @@ def test_the_batch_flag_and_spec_key_and_their_refusals(tmp_path: Path) -> None:
     )
     assert bad.exit_code == 2 and "--batch-poll must be > 0" in bad.output
     assert not out.exists()
+
+
+def test_a_key_echoed_in_batch_results_is_never_recorded_or_cached(tmp_path: Path, data: str) -> None:
+    secret = "sk-BATCH-ECHO-0123456789abcdef"
+    cache = tmp_path / "cache.sqlite3"
+    with FakeBatchServer(echo_key) as server:
+        provider = OpenAICompatProvider(
+            "m1", preset=get_preset("vllm"), base_url=server.base_url, api_key=secret, timeout=5.0
+        )
+        config = tiny_config(data=data, batch=True)
+        options = fast_options(batch=FAST, cache_path=cache)
+        asyncio.run(execute_run(config, tmp_path / "run", options, tasks=TINY_TASKS, model=provider))
+        assert server.created and server.count == 0  # answered through the Batch API, not online
+    replies = [r["reply"] for r in read_jsonl(tmp_path / "run" / "requests.jsonl")]
+    assert replies and all("[redacted]" in r["text"] and "[redacted]" in r["reasoning"] for r in replies)
+    for path in [*(tmp_path / "run").iterdir(), cache]:
+        assert secret.encode() not in path.read_bytes(), path

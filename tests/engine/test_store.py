@@ -240,3 +240,18 @@ def test_problem_kinds_count_as_the_documented_prefixes() -> None:
     assert not note.parse_failure and not note.invalid_label
     assert note.kinds == (ProblemKind.NORMALIZED, ProblemKind.VIDEO)
     assert ProblemKind.of("judge_total_ignored: 6 != 2") is ProblemKind.OTHER
+
+
+def test_run_lock_is_reentrant_within_a_process_and_released_at_the_end(tmp_path: Path) -> None:
+    from rescue_bench.errors import ConfigError
+    from rescue_bench.rundir import run_lock
+
+    root = tmp_path / "run"
+    refused = pytest.raises(ConfigError, match="in use by another rescue-bench process")
+    with run_lock(root, create=True), run_lock(root), refused:  # a judge pass rescoring inside its own lock
+        RunStore(root).lock()
+    with run_lock(tmp_path / "missing"):  # nothing to lock: the reader names the missing directory
+        assert not (tmp_path / "missing").exists()
+    store = RunStore(root)
+    store.lock()
+    store.unlock()

@@ -61,6 +61,9 @@ class FakeBatch:
     error_file_id: str | None = None
     counts: dict[str, int] = field(default_factory=lambda: {"total": 0, "completed": 0, "failed": 0})
     cancelled: bool = False
+    headers: dict[str, str] = field(default_factory=dict)
+    """The headers the batch was created with: each line is answered as if sent with them (a gateway that
+    echoes the key of whoever submitted)."""
 
     @property
     def status(self) -> str:
@@ -118,7 +121,7 @@ class FakeBatchServer(FakeOpenAIServer):
             if method == "GET" and parts[-1] == "content":
                 return 200, self.files[parts[-2]]
             if method == "POST" and route.endswith("/batches"):
-                return 200, self._create(json.loads(raw))
+                return 200, self._create(json.loads(raw), headers)
             if method == "POST" and parts[-1] == "cancel":
                 batch = self.batches[parts[-2]]
                 batch.cancelled = True
@@ -137,9 +140,9 @@ class FakeBatchServer(FakeOpenAIServer):
         self.files[file_id] = fields["file"]
         return _file_object(file_id, len(fields["file"]))
 
-    def _create(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _create(self, body: dict[str, Any], headers: dict[str, str]) -> dict[str, Any]:
         plan = self.plans[min(len(self.created), len(self.plans) - 1)]
-        batch = FakeBatch(f"batch_{next(self._ids)}", str(body["input_file_id"]), plan)
+        batch = FakeBatch(f"batch_{next(self._ids)}", str(body["input_file_id"]), plan, headers=dict(headers))
         lines = _lines(self.files[batch.input_file_id])
         self.batch_lines.extend(lines)
         batch.counts["total"] = len(lines)
@@ -175,7 +178,7 @@ class FakeBatchServer(FakeOpenAIServer):
                         )
                     )
                 continue
-            result, good = self._answer(line, index, batch.plan.fail)
+            result, good = self._answer(line, index, batch)
             (out if good else errors).append(result)
         batch.counts["completed"] = len(out)
         batch.counts["failed"] = len(errors)
@@ -184,10 +187,10 @@ class FakeBatchServer(FakeOpenAIServer):
         if errors:
             batch.error_file_id = self._store(b"".join(errors))
 
-    def _answer(self, line: dict[str, Any], index: int, fail: tuple[str, ...]) -> tuple[bytes, bool]:
-        request = ChatRequest(index, str(line["url"]), {}, line["body"], 1)
+    def _answer(self, line: dict[str, Any], index: int, batch: FakeBatch) -> tuple[bytes, bool]:
+        request = ChatRequest(index, str(line["url"]), batch.headers, line["body"], 1)
         script = self._script(request)
-        if script.status != 200 or str(line["custom_id"]).startswith(fail):
+        if script.status != 200 or str(line["custom_id"]).startswith(batch.plan.fail):
             body = {"error": script.error or {"message": "The server had an error", "type": "server_error"}}
             status = script.status if script.status != 200 else 500
             record = {"custom_id": line["custom_id"], "response": {"status_code": status, "body": body}}

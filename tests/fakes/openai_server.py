@@ -309,10 +309,11 @@ class FakeOpenAIServer:
     async def _respond(
         self, method: str, path: str, headers: dict[str, str], raw: bytes, writer: asyncio.StreamWriter
     ) -> bool:
-        if method == "GET" and path.rstrip("/").endswith("/models"):
+        route = path.split("?")[0].rstrip("/")  # a query (a gateway's ?api-key=) is not part of the route
+        if method == "GET" and route.endswith("/models"):
             await _send(writer, 200, {"object": "list", "data": [{"id": "fake", "object": "model"}]})
             return True
-        if method != "POST" or not path.rstrip("/").endswith("/chat/completions"):
+        if method != "POST" or not route.endswith("/chat/completions"):
             await _send(writer, 404, {"error": {"message": f"no route {method} {path}"}})
             return True
         if self.require_key is not None and headers.get("authorization") != f"Bearer {self.require_key}":

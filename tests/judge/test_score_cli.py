@@ -6,11 +6,14 @@ from __future__ import annotations
 import csv
 import json
 import re
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, schema_answer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
@@ -139,3 +142,50 @@ def test_user_errors_are_one_line(tmp_path: Path, baseline_run: Path) -> None:
     result = RUNNER.invoke(app, ["judge", "calibrate", "--human", str(bad), "--run", str(baseline_run)])
     assert result.exit_code == 1 and "r.csv:2: field 'human_score' is '7'" in result.output
     assert "Traceback" not in result.output
+
+
+def answer_or_grade(request: ChatRequest) -> Any:
+    """The candidate's schema-shaped answers, or a judge's grades for the judge model."""
+    return grade(request) if request.model == "judge" else schema_answer(request)
+
+
+def started(args: list[str]) -> subprocess.Popen[str]:
+    code = "from rescue_bench.cli.main import main; main()"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+
+
+def wait_for_requests(server: FakeOpenAIServer, process: subprocess.Popen[str]) -> None:
+    deadline = time.monotonic() + 60
+    while server.count == 0:
+        assert process.poll() is None, process.communicate()
+        assert time.monotonic() < deadline, "no request reached the server"
+        time.sleep(0.05)
+
+
+def test_score_takes_the_run_lock_against_another_score_and_a_run(baseline_run: Path, tmp_path: Path) -> None:
+    run = baseline_run
+    with FakeOpenAIServer(answer_or_grade, latency=0.4) as server:
+        score = ["score", str(run), "--judge", "vllm/judge", "--base-url", server.base_url]
+        score += ["--bertscore-model", "none", "--no-cache", "--concurrency", "1"]
+        first = started(score)
+        wait_for_requests(server, first)
+        second = RUNNER.invoke(app, score)
+        assert first.wait(timeout=120) == 0, first.communicate()
+    assert second.exit_code == 2 and "is in use by another rescue-bench process" in second.output
+    assert len(second.output.strip().splitlines()) == 1
+    judged = [(j["instance_id"], j["judge"]) for j in map(json.loads, (run / "judgments.jsonl").open())]
+    assert len(judged) == len(set(judged)) > 0  # every instance judged once, not once per process
+
+    busy = tmp_path / "busy"
+    with FakeOpenAIServer(answer_or_grade, latency=0.4) as server:
+        asking = ["run", "--model", "vllm/fake", "--base-url", server.base_url, "--data", "demo"]
+        asking += ["--tasks", "er", "--limit-samples", "1", "--concurrency", "1", "--no-cache"]
+        candidate = started([*asking, "--out", str(busy)])
+        wait_for_requests(server, candidate)
+        during = RUNNER.invoke(app, ["score", str(busy), *score[2:]])
+        candidate.kill()
+        candidate.wait()
+    assert during.exit_code == 2 and "is in use by another rescue-bench process" in during.output
+    assert not (busy / "judgments.jsonl").exists()

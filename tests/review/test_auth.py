@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 import re
+import threading
+import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
+import httpx2
 import pytest
+from argon2 import PasswordHasher
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
@@ -256,3 +262,55 @@ def test_no_secrets_in_pages(app: FastAPI, ada: Client) -> None:
         assert secret.value not in html and PASSWORD not in html, path
         assert not any(h in html for h in hashes), path
         assert "$argon2" not in html
+
+
+class CountingHasher(PasswordHasher):
+    """FAST_HASHER's parameters; counts the password checks and how many ran at once (each takes 50 ms)."""
+
+    def __init__(self) -> None:
+        super().__init__(time_cost=1, memory_cost=1024, parallelism=1)
+        self.checks = 0
+        self.running = 0
+        self.most = 0
+        self._guard = threading.Lock()
+
+    def verify(self, hash: str | bytes, password: str | bytes) -> Literal[True]:
+        with self._guard:
+            self.checks += 1
+            self.running += 1
+            self.most = max(self.most, self.running)
+        try:
+            time.sleep(0.05)
+            return super().verify(hash, password)
+        finally:
+            with self._guard:
+                self.running -= 1
+
+
+def test_logins_sent_at_once_get_no_more_password_checks_than_the_limit(db_url: str, workdir: Path) -> None:
+    hasher = CountingHasher()
+    app = create_app(settings_for(db_url, workdir, login_max_failures=5, login_window_sec=60))
+    app.state.review.settings = dataclasses.replace(app.state.review.settings, hasher=hasher)
+    with TestClient(app) as client:  # a real user to try, and a login token to send with every attempt
+        token = csrf_of(client.get("/login").text)
+        cookies = dict(client.cookies)
+
+    async def attempts() -> list[int]:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://test", cookies=cookies) as http:
+            form = {"name": "ann", "password": "wrong-password", "csrf_token": token}
+            sent = [http.post("/login", data=form) for _ in range(40)]
+            return [r.status_code for r in await asyncio.gather(*sent)]
+
+    codes = asyncio.run(attempts())
+    assert hasher.checks == 5 and codes.count(401) == 5 and codes.count(429) == 35
+    assert hasher.most <= app.state.review.settings.login_hash_concurrency
+    app.state.review.sessions.kw["bind"].dispose()
+
+
+def test_right_passwords_are_not_counted_against_the_limit(db_url: str, workdir: Path) -> None:
+    app = create_app(settings_for(db_url, workdir, login_max_failures=2, login_window_sec=60))
+    with TestClient(app, follow_redirects=False) as client:
+        for _ in range(4):  # each attempt is counted before its check and taken back when it was right
+            login(client, "ann")
+    app.state.review.sessions.kw["bind"].dispose()

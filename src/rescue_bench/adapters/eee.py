@@ -5,6 +5,12 @@ cluster bootstrap CI), and ``<uuid>.jsonl``, one instance-level record per insta
 our parser read from it, the instance's score). The uuid is derived from the evaluation id, so exporting the
 same run twice gives the same files. Prompts are not in a run directory; an instance's ``input.raw`` names the
 item (task, conversation, row) instead of repeating the transcript.
+
+``--redact`` leaves out what ``export --format hf --redact`` leaves out: the replies, the problems (they
+quote replies), and the gold and predicted texts of the tasks answered in words (ER, VP). The source data
+is named as what it was (:func:`~rescue_bench.adapters.dataset.data_used`): only a run on the whole official
+release names its Hub dataset. The folder holds this export and nothing else
+(:mod:`rescue_bench.adapters.folder`).
 """
 
 from __future__ import annotations
@@ -18,13 +24,15 @@ from pathlib import Path
 from typing import Any
 
 from rescue_bench import __version__
+from rescue_bench.adapters.dataset import data_used
+from rescue_bench.adapters.folder import claim, mark
 from rescue_bench.adapters.rundata import CiSettings, RunData, ScopeEntry, judged, read_run, reply_texts
-from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.errors import DataError
 from rescue_bench.judge.bertscore import backbone_label
+from rescue_bench.redaction import scrub
 from rescue_bench.report.tables import bert_setting
 from rescue_bench.rundir import PredictionLine
-from rescue_bench.tasks import TASKS, get_task
+from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
 SCHEMA_VERSION = "0.2.1"
 INSTANCE_SCHEMA_VERSION = "instance_level_eval_0.2.1"
@@ -46,6 +54,8 @@ PRIMARY: dict[str, tuple[str, float]] = {
 }
 """The per-instance score of a kind and the value that counts as correct (a generation task names its own,
 ``TaskInfo.instance_score``)."""
+FREE_TEXT_TASKS = tasks_of_kind("generation")
+"""Tasks answered in words: their gold and predicted texts are left out with ``--redact``."""
 
 
 def _strings(values: Mapping[str, Any]) -> dict[str, str]:
@@ -58,18 +68,24 @@ def model_id(data: RunData) -> str:
 
 def _source_data(data: RunData, n: int) -> dict[str, Any]:
     manifest = data.manifest
+    used = data_used(manifest)
     source = manifest.selection.data or manifest.dataset.source or "unknown"
-    details = _strings({"data": source, "dataset_hash": manifest.dataset.hash})
-    if source == "hf" or source.startswith("hf:"):
-        repo = source.partition(":")[2] or DEFAULT_HF_REPO
+    details = _strings(
+        {"data": source, "dataset_hash": manifest.dataset.hash, "description": used.description}
+    )
+    if used.official:
         return {
             "dataset_name": "RESCUE-Bench",
             "source_type": "hf_dataset",
-            "hf_repo": repo,
+            "hf_repo": used.hf_repo,
             "samples_number": n,
             "additional_details": details,
         }
-    return {"dataset_name": "RESCUE-Bench", "source_type": "other", "additional_details": details}
+    return {
+        "dataset_name": f"RESCUE-Bench tasks on {used.description}",
+        "source_type": "other",
+        "additional_details": details,
+    }
 
 
 def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: RunData) -> dict[str, Any]:
@@ -149,32 +165,36 @@ def aggregate_record(data: RunData, *, now: float | None = None) -> dict[str, An
 
 
 def instance_record(
-    record: PredictionLine, evaluation_id: str, model: str, reply: str | None
+    record: PredictionLine, evaluation_id: str, model: str, reply: str | None, *, redact: bool = False
 ) -> dict[str, Any]:
-    """One instance-level record of a prediction line (judgments folded into its scores)."""
+    """One instance-level record of a prediction line (judgments folded into its scores); with ``redact``
+    no reply, no problem text, and no gold or predicted text of a task answered in words."""
     task = record.task
     info = get_task(task).INFO
     key, best = info.instance_score or PRIMARY[info.kind]
     raw_score = record.scores.get(key)
     score = float(raw_score) if raw_score is not None else 0.0
     raw = f"RESCUE-Bench {task.upper()} item at row {record.row_index} of conversation {record.sample_id}"
-    reference = [json.dumps(record.gold, ensure_ascii=False)]
-    problems = list(record.problems)
+    hidden = redact and task in FREE_TEXT_TASKS
+    reference = ["[redacted]" if hidden else json.dumps(record.gold, ensure_ascii=False)]
+    problems = [] if redact else list(record.problems)
     return {
         "schema_version": INSTANCE_SCHEMA_VERSION,
         "evaluation_id": evaluation_id,
         "model_id": model,
         "evaluation_name": f"{BENCHMARK}.{task}",
         "sample_id": record.instance_id,
-        "sample_hash": hashlib.sha256((raw + reference[0]).encode()).hexdigest(),
+        "sample_hash": hashlib.sha256((raw + ("" if hidden else reference[0])).encode()).hexdigest(),
         "interaction_type": "single_turn",
         "input": {"raw": raw, "reference": reference},
-        "output": {"raw": [reply or ""]},
+        "output": {"raw": ["" if redact else reply or ""]},
         "answer_attribution": [
             {
                 "turn_idx": 0,
                 "source": "output.raw",
-                "extracted_value": json.dumps(record.prediction, ensure_ascii=False),
+                "extracted_value": "[redacted]"
+                if hidden
+                else json.dumps(record.prediction, ensure_ascii=False),
                 "extraction_method": f"rescue_bench.tasks.{task}.parse",
                 "is_terminal": True,
             }
@@ -188,20 +208,38 @@ def instance_record(
                 "valid": record.valid,
                 "problems": "; ".join(problems),
                 "scores": record.scores,
+                **(
+                    {"redacted": "replies, problems and the gold and predicted texts of ER/VP"}
+                    if redact
+                    else {}
+                ),
             }
         ),
     }
 
 
-def export_eee(run_dir: Path, out: Path, *, now: float | None = None) -> tuple[Path, Path]:
-    """Write the aggregate JSON and the instance-level JSONL of a run into ``out``; their paths."""
+def export_eee(
+    run_dir: Path, out: Path, *, redact: bool = False, now: float | None = None
+) -> tuple[Path, Path]:
+    """Write the aggregate JSON and the instance-level JSONL of a run into ``out`` (new, empty, or an
+    earlier export); their paths.
+
+    Raises:
+        ConfigError: ``out`` holds files this tool did not write (nothing is changed then).
+    """
     data = read_run(run_dir)
-    aggregate = aggregate_record(data, now=now)
+    aggregate = scrub(aggregate_record(data, now=now))
     name = str(uuid.uuid5(uuid.NAMESPACE_URL, aggregate["evaluation_id"]))
     replies = reply_texts(data)
     lines = [
         json.dumps(
-            instance_record(r, aggregate["evaluation_id"], model_id(data), replies.get(str(r.request_key))),
+            instance_record(
+                r,
+                aggregate["evaluation_id"],
+                model_id(data),
+                replies.get(str(r.request_key)),
+                redact=redact,
+            ),
             ensure_ascii=False,
         )
         for r in judged(data)
@@ -215,7 +253,9 @@ def export_eee(run_dir: Path, out: Path, *, now: float | None = None) -> tuple[P
         "checksum": hashlib.sha256(body).hexdigest(),
         "total_rows": len(lines),
     }
-    out.mkdir(parents=True, exist_ok=True)
+    claim(out, "eee", run_dir, [f"{name}.json", f"{name}.jsonl"])
     (out / f"{name}.jsonl").write_bytes(body)
     (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
-    return out / f"{name}.json", out / f"{name}.jsonl"
+    files = (out / f"{name}.json", out / f"{name}.jsonl")
+    mark(out, "eee", run_dir, files)
+    return files

@@ -9,6 +9,11 @@ The folder follows the layout of evaluation-results datasets on the Hugging Face
 
 ``--redact`` leaves out every text that can quote a transcript: the model's replies, the problems (they quote
 replies), and the gold and predicted texts of ER and VP; the scores stay.
+
+The card names the data the run used (:func:`~rescue_bench.adapters.dataset.data_used`); only a run on the
+whole official release gets a ``model-index`` (which the Hub shows as a result on that dataset). The folder
+holds this export and nothing else (:mod:`rescue_bench.adapters.folder`), and ``publish`` uploads exactly the
+files the export wrote, each checked against the hash the export recorded.
 """
 
 from __future__ import annotations
@@ -21,10 +26,14 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 import pyarrow.parquet as pq
+from huggingface_hub import CommitOperationAdd
 
 from rescue_bench import __version__
+from rescue_bench.adapters.dataset import DataUsed, data_used
+from rescue_bench.adapters.folder import claim, exported_files, mark
 from rescue_bench.adapters.rundata import RunData, ScopeEntry, judged, read_run, reply_texts
 from rescue_bench.errors import DataError
+from rescue_bench.redaction import scrub
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
@@ -96,12 +105,35 @@ def _yaml(value: Any) -> str:
 
 
 def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, redact: bool) -> str:
-    """The dataset card: YAML front matter (configs, model-index) and a short description."""
+    """The dataset card: YAML front matter (configs, model-index) and a short description.
+
+    The ``model-index`` is written only for a run on the whole official release: on the Hub it reads as a
+    result on that dataset, which a run on other data must never claim.
+    """
+    used = data_used(data.manifest)
     lines = ["---", f"pretty_name: {_yaml(f'RESCUE-Bench results of {data.name}')}", "tags:"]
     lines += ["- rescue-bench", "- evaluation", "configs:"]
     for task in tasks:
         lines += [f"- config_name: {_yaml(task)}", f"  data_files: {_yaml(f'details/{task}.parquet')}"]
-    lines += ["model-index:", f"- name: {_yaml(data.name)}", "  results:"]
+    if used.official:
+        lines += _model_index(data, results, tasks, used)
+    lines += ["---", "", f"# RESCUE-Bench results of {data.name}", ""]
+    lines.append(f"Data: {used.description}.")
+    if not used.official:
+        lines.append("These are not results on the RESCUE-Bench release, so the card has no model-index.")
+    lines.append("")
+    lines.append("Exported by `rescue-bench export --format hf` from a run directory.")
+    lines.append("`results_*.json` holds the headline metrics with 95% cluster bootstrap CIs per scenario;")
+    lines.append("`details/<task>.parquet` holds one row per instance.")
+    if redact:
+        lines.append("Redacted: replies, problems and the ER/VP gold and predicted texts are left out.")
+    return "\n".join(lines) + "\n"
+
+
+def _model_index(
+    data: RunData, results: Mapping[str, Any], tasks: Sequence[str], used: DataUsed
+) -> list[str]:
+    lines = ["model-index:", f"- name: {_yaml(data.name)}", "  results:"]
     for task in tasks:
         entry = results["results"].get(f"rescue_bench|{task}|all") or {}
         metrics = [(m, entry.get(m)) for m in get_task(task).INFO.headline if entry.get(m) is not None]
@@ -112,64 +144,71 @@ def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, red
             f"      type: {_yaml(get_task(task).KIND)}",
             f"      name: {_yaml(task.upper())}",
         ]
-        lines += ["    dataset:", '      name: "RESCUE-Bench"', '      type: "tomhu/relation_therapy"']
+        lines += ["    dataset:", '      name: "RESCUE-Bench"', f"      type: {_yaml(used.hf_repo)}"]
         lines += ["    metrics:"]
         for metric, value in metrics:
             lines += [f"    - type: {_yaml(metric)}", f"      value: {_yaml(value)}"]
             lines += [f"      name: {_yaml(f'{task.upper()} {metric} (both scenarios)')}"]
-    lines += ["---", "", f"# RESCUE-Bench results of {data.name}", ""]
-    lines.append("Exported by `rescue-bench export --format hf` from a run directory.")
-    lines.append("`results_*.json` holds the headline metrics with 95% cluster bootstrap CIs per scenario;")
-    lines.append("`details/<task>.parquet` holds one row per instance.")
-    if redact:
-        lines.append("Redacted: replies, problems and the ER/VP gold and predicted texts are left out.")
-    return "\n".join(lines) + "\n"
+    return lines
 
 
 def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | None = None) -> list[Path]:
-    """Write the Hub folder of a run into ``out``; the files written."""
+    """Write the Hub folder of a run into ``out`` (new, empty, or an earlier export); the files written.
+
+    Raises:
+        ConfigError: ``out`` holds files this tool did not write (nothing is changed then).
+    """
     data = read_run(run_dir)
     stamp = time.time() if now is None else now
-    results = results_json(data, now=stamp)
+    results = scrub(results_json(data, now=stamp))
     replies = reply_texts(data)
     by_task: dict[str, list[PredictionLine]] = {}
     for record in judged(data):
         if record.task in TASKS:
             by_task.setdefault(record.task, []).append(record)
+    name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
+    claim(out, "hf", run_dir, [name, "README.md", *(f"details/{task}.parquet" for task in by_task)])
     (out / "details").mkdir(parents=True, exist_ok=True)
     written = []
     for task, records in by_task.items():
         path = out / "details" / f"{task}.parquet"
         pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
         written.append(path)
-    name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
     (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
     (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
-    return [out / name, out / "README.md", *written]
+    files = [out / name, out / "README.md", *written]
+    mark(out, "hf", run_dir, files)
+    return files
 
 
 class HubApi(Protocol):
-    """The part of ``huggingface_hub.HfApi`` that :func:`publish` uses (tests pass a fake)."""
+    """The part of ``huggingface_hub.HfApi`` that :func:`publish` uses (tests intercept it)."""
 
     def create_repo(
         self, repo_id: str, *, repo_type: str | None, private: bool | None, exist_ok: bool
     ) -> Any: ...
 
-    def upload_folder(
-        self, *, repo_id: str, folder_path: str | Path, repo_type: str | None, commit_message: str | None
+    def create_commit(
+        self,
+        repo_id: str,
+        operations: Sequence[CommitOperationAdd],
+        *,
+        commit_message: str,
+        repo_type: str | None,
     ) -> Any: ...
 
 
 def publish(folder: Path, repo: str, api: HubApi, *, private: bool = False) -> str:
-    """Upload an exported folder to the dataset repository ``repo`` (created if needed); the commit's URL."""
-    if not (folder / "README.md").is_file() or not (folder / "details").is_dir():
-        raise DataError(
-            f"{folder} is not an exported folder (run `rescue-bench export RUN --format hf` first)"
-        )
+    """Upload the files an ``export --format hf`` wrote into ``folder`` to the dataset repository ``repo``
+    (created if needed); the commit's URL. Nothing else in the folder is uploaded.
+
+    Raises:
+        DataError: not an exported folder, a file it wrote is missing or changed, or ``repo`` is malformed.
+    """
+    files = exported_files(folder, "hf")
     if repo.count("/") != 1 or not all(repo.split("/")):
         raise DataError(f"--repo must be ORG/NAME (got {repo!r})")
+    operations = [CommitOperationAdd(path_in_repo=name, path_or_fileobj=data) for name, data in files]
     api.create_repo(repo, repo_type="dataset", private=private, exist_ok=True)
-    commit = api.upload_folder(
-        repo_id=repo, folder_path=folder, repo_type="dataset", commit_message="RESCUE-Bench results"
-    )
+    commit = api.create_commit(repo, operations, commit_message="RESCUE-Bench results", repo_type="dataset")
     return str(getattr(commit, "commit_url", commit))

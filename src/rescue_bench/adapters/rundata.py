@@ -24,6 +24,7 @@ from rescue_bench.rundir import (
     RunData,
     atomic_write_json,
     load_run,
+    run_lock,
 )
 from rescue_bench.rundir.lines import Line
 
@@ -102,9 +103,13 @@ def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
     Judgment lines get the fingerprint of the prediction they scored. An existing run directory is refused
     rather than mixed with another run.
     """
+    with run_lock(out, create=True):
+        return _write_run(out, imported)
+
+
+def _write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
     if (out / "predictions.jsonl").exists():
         raise ConfigError(f"{out} already holds a run; choose a new --out")
-    out.mkdir(parents=True, exist_ok=True)
     fingerprints = {r.instance_id: fingerprint_of(r) for r in imported.predictions}
     judgments = [
         j.model_copy(update={"prediction_hash": fingerprints.get(j.instance_id)}) for j in imported.judgments

@@ -6,6 +6,8 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.printable import printable
+
 cache_app = typer.Typer(name="cache", help="The response cache shared by all runs.", no_args_is_help=True)
 
 
@@ -20,7 +22,7 @@ def cache_stats() -> None:
     typer.echo(f"entries: {stats.entries}")
     typer.echo(f"size: {stats.size_bytes / 1e6:.2f} MB")
     for model, count in stats.by_model.items():
-        typer.echo(f"  {model}: {count}")
+        typer.echo(f"  {printable(model, one_line=True)}: {count}")
 
 
 @cache_app.command("clear")

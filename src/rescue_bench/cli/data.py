@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.data.sources import SOURCE_HELP
+from rescue_bench.printable import printable
 
 data_app = typer.Typer(
     name="data", help="Get, check, describe and generate benchmark data.", no_args_is_help=True
@@ -55,7 +56,7 @@ def validate(
     if fmt is ValidateFormat.json:
         typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
     else:
-        typer.echo(report.render_text())
+        typer.echo(printable(report.render_text()))
     if report.failed(strict=strict):
         raise typer.Exit(1)
 
@@ -169,7 +170,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(record.getMessage(), err=True)
+        typer.echo(printable(record.getMessage()), err=True)
 
 
 def register(app: typer.Typer) -> None:

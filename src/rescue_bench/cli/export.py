@@ -42,7 +42,10 @@ def export(
     out: Annotated[Path, typer.Option("--out", help="Output directory.", show_default=False)],
     redact: Annotated[
         bool,
-        typer.Option("--redact", help="hf: leave out replies and other text that can quote transcripts."),
+        typer.Option(
+            "--redact",
+            help="Leave out replies, problems and the ER/VP gold and predicted texts (both formats).",
+        ),
     ] = False,
     partial: Annotated[
         bool, typer.Option("--partial", help="Export a run that is not finished (its status says so).")
@@ -73,7 +76,7 @@ def _export_one(run: Path, fmt: Format, out: Path, redact: bool) -> list[Path]:
     if fmt is Format.eee:
         from rescue_bench.adapters.eee import export_eee
 
-        return list(export_eee(run, out))
+        return list(export_eee(run, out, redact=redact))
     from rescue_bench.adapters.hf import export_hf
 
     return list(export_hf(run, out, redact=redact))

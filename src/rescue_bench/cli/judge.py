@@ -22,6 +22,7 @@ from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
+from rescue_bench.printable import printable
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
@@ -35,6 +36,10 @@ JudgeOpt = Annotated[
     list[str] | None,
     typer.Option("--judge", help="Judge model provider/model for ER/VP (repeatable: several judges)."),
 ]
+
+
+def _warn(message: str) -> None:
+    typer.echo(f"warning: {printable(message)}", err=True)
 
 
 def _print_result(result: JudgeRunResult) -> None:
@@ -100,9 +105,7 @@ def score(
         bertscore_layers=bertscore_layers,
         retry_unscored=retry_unscored,
     )
-    result = asyncio.run(
-        judge_again(run_dir, spec, warn=lambda message: typer.echo(f"warning: {message}", err=True))
-    )
+    result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
     _print_result(result)
     typer.echo(f"scores written to {run_dir / SCORES_FILE}")
     if result.status == "incomplete":

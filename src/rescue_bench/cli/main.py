@@ -13,6 +13,7 @@ from typer.core import TyperGroup, TyperOption
 
 from rescue_bench import __version__
 from rescue_bench.errors import BenchError, ConfigError
+from rescue_bench.printable import printable
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
 COMMAND_MODULES = (
@@ -73,7 +74,8 @@ def _no_metavar(option: Any) -> Any:
 def _fail(message: str, exit_code: int) -> NoReturn:
     # typer vendors its own click, so a click.ClickException raised here would escape as a traceback;
     # typer.Exit is handled by whichever click typer runs on.
-    typer.echo(f"error: {message}", err=True)
+    # The message may quote a server's error body or a data file: printed, never obeyed by the terminal.
+    typer.echo(f"error: {printable(message, one_line=True)}", err=True)
     raise typer.Exit(exit_code)
 
 

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rescue_bench.printable import printable
 from rescue_bench.problems import one_line
 
 if TYPE_CHECKING:
@@ -63,7 +64,7 @@ def report(
         expand_run_dirs(runs), with_paper=with_paper, prices=prices, allow_partial=partial, first=first
     )
     if built.banner:
-        typer.echo(f"warning: {built.banner}", err=True)
+        typer.echo(f"warning: {printable(built.banner)}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     boards = [t for t in first if t.key.endswith("_leaderboard")] or [built.table("leaderboard")]
@@ -239,7 +240,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(record.getMessage(), err=True)
+        typer.echo(printable(record.getMessage()), err=True)
 
 
 WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")

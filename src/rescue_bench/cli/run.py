@@ -28,6 +28,7 @@ from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import make_prices, spec_prices, with_judges
 from rescue_bench.judge.after_run import JudgeSettings, judge_params, wants_bertscore
 from rescue_bench.pricing import Prices
+from rescue_bench.printable import printable
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
 from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
@@ -77,7 +78,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
 
 
 def _warn(message: str) -> None:
-    typer.echo(f"warning: {message}", err=True)
+    typer.echo(f"warning: {printable(message)}", err=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:

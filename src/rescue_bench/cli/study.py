@@ -25,7 +25,7 @@ from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, wo
 from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
 from rescue_bench.errors import ConfigError
-from rescue_bench.problems import one_line
+from rescue_bench.printable import table_cell
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
@@ -171,8 +171,9 @@ def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci:
         cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
         done = f"{run.counts.done}/{run.counts.instances}"
         counts = run.counts
-        cells = (run.label, run.status, done, str(counts.invalid - counts.request_failures))
-        table.add_row(*cells, str(counts.request_failures), cost, one_line(run.reason or ""))
+        failed, silent = counts.invalid - counts.request_failures, counts.request_failures
+        cells = (run.label, run.status, done, failed, silent)
+        table.add_row(*(table_cell(c) for c in (*cells, cost, run.reason or "")))
     console.print(table)
     for path in paths:
         typer.echo(f"  {path}")

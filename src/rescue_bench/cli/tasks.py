@@ -12,6 +12,7 @@ import typer
 from rescue_bench.cli.run_flags import OptionsCommand, flag_values, task_options
 from rescue_bench.data.sources import SOURCE_HELP
 from rescue_bench.errors import ConfigError
+from rescue_bench.printable import printable
 from rescue_bench.tasks.base import TaskConfig
 
 tasks_app = typer.Typer(
@@ -121,11 +122,10 @@ def show(
     if as_json:
         typer.echo(json.dumps({**request_json(request), "gold": inst.gold}, ensure_ascii=False, indent=2))
         return
-    typer.echo(
-        f"# {inst.id} | gold {json.dumps(inst.gold, ensure_ascii=False)} | prompt {request.prompt_hash}"
-    )
-    for message in request.messages:
-        typer.echo(f"--- {message['role']} ---\n{message['content']}")
+    gold = json.dumps(inst.gold, ensure_ascii=False)
+    typer.echo(printable(f"# {inst.id} | gold {gold} | prompt {request.prompt_hash}", one_line=True))
+    for message in request.messages:  # the data file's text: shown, never obeyed by the terminal
+        typer.echo(f"--- {message['role']} ---\n{printable(str(message['content']))}")
     typer.echo(f"--- response_schema ---\n{json.dumps(request.response_schema, indent=2)}")
 
 

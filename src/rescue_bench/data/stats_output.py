@@ -18,6 +18,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rescue_bench.data.stats import DEFINITIONS, DISTRIBUTIONS, SCOPES, DatasetStats, Table3, Transitions
+from rescue_bench.printable import table_cell
 from rescue_bench.taxonomy import SCENARIOS
 
 
@@ -86,7 +87,7 @@ def _rich_table(title: str, header: Sequence[str], body: Sequence[Sequence[str]]
     for name in header[1:]:
         table.add_column(name, justify="right")
     for row in body:
-        table.add_row(*row)
+        table.add_row(*(table_cell(cell) for cell in row))
     return table
 
 

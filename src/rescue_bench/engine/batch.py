@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch_plan import (
     BATCH_URL,
@@ -38,14 +39,17 @@ from rescue_bench.engine.manifest import (
     build_manifest,
     build_plans,
     check_compatible,
+    select_samples,
     spec_from_manifest,
 )
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, parse_model_name
+from rescue_bench.models.env import lookup
 from rescue_bench.models.openai_compat import OpenAICompatProvider
-from rescue_bench.models.presets import get_preset, normalize_base_url
+from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
 from rescue_bench.records import Json, Reply, Request
+from rescue_bench.redaction import redact_reply, url_secrets
 from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS
@@ -105,9 +109,13 @@ def export_batch(
     manifest["status"] = "exported"
     manifest["options"] = {"batch_export": str(out)}
     store = RunStore(run_dir)
-    check_compatible(store, manifest, known)
-    if store.manifest() is None:
-        store.write_manifest(manifest)
+    store.lock()  # another process writing the directory (a run, an import, a score) is refused
+    try:
+        check_compatible(store, manifest, known)
+        if store.manifest() is None:
+            store.write_manifest(manifest)
+    finally:
+        store.unlock()
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with out.open("w", encoding="utf-8") as lines:
@@ -180,18 +188,64 @@ def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
 def import_batch(
     results: Path, run_dir: Path, *, quiet: bool = True, tasks: dict[str, Task] | None = None
 ) -> tuple[RunResult, RunSpec]:
-    """Score ``results`` into ``run_dir`` (made by :func:`export_batch`) along the online run's path."""
+    """Score ``results`` into ``run_dir`` (made by :func:`export_batch`) along the online run's path.
+
+    A results file holding answers to requests the run does not have (another run's file) is refused before
+    anything is recorded. Instances an earlier import left invalid are answered again from this file, so a
+    complete file imported after a partial one completes the run. Replies are redacted as online ones are
+    (:func:`endpoint_secrets`).
+
+    Raises:
+        ConfigError: no ``run.json``, or results whose custom ids are not the run's.
+    """
     manifest = RunStore(run_dir).manifest()
     if manifest is None:
         raise ConfigError(f"{run_dir} has no run.json; give the --run directory that `batch export` made")
     # The results are in hand: nothing is submitted, whatever the recorded spec says about --batch.
-    spec = config_from_manifest(manifest, tasks).model_copy(update={"batch": False})
+    recorded = config_from_manifest(manifest, tasks)
+    engine = recorded.engine.model_copy(update={"retry_failed": True})
+    spec = recorded.model_copy(update={"batch": False, "engine": engine})
+    known = TASKS if tasks is None else tasks
+    loaded = load_samples(spec.data)
+    replies = read_results(results)
+    _check_ids(replies, _custom_ids(spec, select_samples(loaded, spec), known), results, run_dir)
+    secrets = endpoint_secrets(spec)
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = RepeatResultsProvider(
-        read_results(results),
+        {cid: redact_reply(reply, secrets) for cid, reply in replies.items()},
         dict(identity) if isinstance(identity, dict) else {},
         spec.model.name,
         spec.generation_params(),
     )
     options = RunOptions(engine=EngineOptions(concurrency=64, max_retries=0, use_cache=False), quiet=quiet)
-    return run_benchmark(spec, run_dir, options, model=provider, tasks=tasks), spec
+    result = run_benchmark(spec, run_dir, options, model=provider, tasks=tasks, samples=loaded)
+    return result, spec
+
+
+def _custom_ids(spec: RunSpec, samples: Sequence[Sample], tasks: Mapping[str, Task]) -> set[str]:
+    """The custom id of every line ``batch export`` writes for ``spec`` (every batch, every repeat)."""
+    provider = export_provider(spec)
+    plans = build_plans(samples, spec, tasks, provider.capabilities)
+    return {repeat_custom_id(request, repeat) for request, repeat in _all_requests(plans)}
+
+
+def _check_ids(replies: Mapping[str, Reply], expected: set[str], results: Path, run_dir: Path) -> None:
+    foreign = sorted(set(replies) - expected)
+    if foreign:
+        raise ConfigError(
+            f"{results}: {len(foreign)} of {len(replies)} results answer requests that are not in the run "
+            f"{run_dir} (first: {foreign[0]!r}); is it another run's results file? Nothing was recorded"
+        )
+
+
+def endpoint_secrets(spec: RunSpec) -> tuple[str, ...]:
+    """The API key the spec's model endpoint would use (if set here) and its URL's secrets: what the online
+    path takes out of every reply, taken out of imported replies too."""
+    parsed = parse_model_name(spec.model.name)
+    if parsed.provider not in PRESETS:
+        return url_secrets(spec.model.base_url)
+    preset = get_preset(parsed.provider)
+    names = (spec.model.api_key_env,) if spec.model.api_key_env else preset.key_envs
+    key, _ = lookup(names)
+    keys = (key,) if key and key != LOCAL_PLACEHOLDER_KEY else ()
+    return (*keys, *url_secrets(spec.model.base_url))

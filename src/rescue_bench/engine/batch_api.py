@@ -47,8 +47,8 @@ from rescue_bench.engine.outcomes import asks_again, predictions_of
 from rescue_bench.errors import CallFailed, ProviderError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
-from rescue_bench.models.presets import public_url
 from rescue_bench.records import Json, Reply, Request
+from rescue_bench.redaction import public_url, redact_reply
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI
@@ -299,7 +299,9 @@ class BatchAsker:
         for file_id in (state.error_file_id, state.output_file_id):  # an answer wins over an error line
             if file_id:
                 data = await self._download(file_id)
-                found.update(parse_results(data, f"batch {batch.batch_id} file {file_id}"))
+                replies = parse_results(data, f"batch {batch.batch_id} file {file_id}")
+                # As online: a key (or URL secret) the endpoint echoes is never recorded or cached.
+                found.update({c: redact_reply(r, self.provider.secrets) for c, r in replies.items()})
         cancelled = state.status == "cancelled" and not self.ledger.ended_before(batch.batch_id)
         for cid in batch.custom_ids:
             reply = found.get(cid) or _unanswered(state)

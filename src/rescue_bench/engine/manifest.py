@@ -36,6 +36,7 @@ from rescue_bench.engine.plans import (
 )
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
+from rescue_bench.redaction import scrub
 from rescue_bench.rundir import PROTOCOL, Manifest, RunStore, describe_changes
 from rescue_bench.spec import ModelSpec, RunSpec, validate_spec
 from rescue_bench.tasks import TASKS
@@ -170,7 +171,7 @@ def check_compatible(
             f"{store.root} holds a run of protocol version {protocol} and this rescue-bench runs version "
             f"{PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start a new directory"
         )
-    changes = describe_changes(upgrade_manifest(old, tasks), manifest)
+    changes = describe_changes(scrub(upgrade_manifest(old, tasks)), manifest)
     if changes:
         listed = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
         raise ConfigError(
@@ -195,36 +196,39 @@ def build_manifest(
     identity: Mapping[str, Json],
     tasks: Mapping[str, Task] = TASKS,
 ) -> dict[str, Json]:
-    """``run.json`` at the start of a session (status ``running``)."""
+    """``run.json`` at the start of a session (status ``running``), every URL in it without its secrets
+    (:func:`~rescue_bench.redaction.scrub`: so a resumed run compares like with like)."""
     now = time.time()
-    return {
-        "format": FORMAT,
-        "status": "running",
-        "config": config_record(config, tasks),
-        "spec": config.model_dump(mode="json"),
-        "options": config.engine.model_dump(mode="json"),
-        "package_version": __version__,
-        "python": platform.python_version(),
-        "git_commit": git_commit(),
-        "dataset": {
-            "source": config.data,
-            "hash": dataset_hash(samples),
-            "samples": len(samples),
-            "couple": sum(s.scenario == "couple" for s in samples),
-            "family": sum(s.scenario == "family" for s in samples),
-        },
-        "selection": {
-            "data": config.data,
-            "sample_ids": None if config.sample_ids is None else list(config.sample_ids),
-        },
-        "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
-        "batch_sizes": {plan.name: plan.cfg.batch_size for plan in plans},
-        "model": dict(identity),
-        "generation": asdict(config.generation_params()),
-        "judges": [j.name for j in config.judges],
-        "counts": {plan.name: {"instances": plan.asks} for plan in plans},
-        "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},
-    }
+    return scrub(
+        {
+            "format": FORMAT,
+            "status": "running",
+            "config": config_record(config, tasks),
+            "spec": config.model_dump(mode="json"),
+            "options": config.engine.model_dump(mode="json"),
+            "package_version": __version__,
+            "python": platform.python_version(),
+            "git_commit": git_commit(),
+            "dataset": {
+                "source": config.data,
+                "hash": dataset_hash(samples),
+                "samples": len(samples),
+                "couple": sum(s.scenario == "couple" for s in samples),
+                "family": sum(s.scenario == "family" for s in samples),
+            },
+            "selection": {
+                "data": config.data,
+                "sample_ids": None if config.sample_ids is None else list(config.sample_ids),
+            },
+            "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
+            "batch_sizes": {plan.name: plan.cfg.batch_size for plan in plans},
+            "model": dict(identity),
+            "generation": asdict(config.generation_params()),
+            "judges": [j.name for j in config.judges],
+            "counts": {plan.name: {"instances": plan.asks} for plan in plans},
+            "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},
+        }
+    )
 
 
 def finish_manifest(

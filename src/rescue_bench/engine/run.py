@@ -79,8 +79,8 @@ class RunOptions:
     batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
     """How ``spec.batch`` runs poll and re-submit (:mod:`rescue_bench.engine.batch_api`)."""
     store: RunStore | None = None
-    """The run directory, already locked by a caller that writes it after the session too (the judge pass);
-    ``None``: the session locks the directory itself."""
+    """The run directory, whose lock the caller holds (``rundir.run_lock``) because it writes it after the
+    session too (the judge pass); ``None``: the session locks the directory itself."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -39,7 +39,7 @@ from rescue_bench.evaluation.setup import (
 from rescue_bench.judge.after_run import JudgeSettings, ScorePass, has_endpoint, score_after_run, score_run
 from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
 from rescue_bench.records import Json
-from rescue_bench.rundir import SCORES_FILE, Manifest, RunStore, Scores, read_json_object
+from rescue_bench.rundir import SCORES_FILE, Manifest, RunStore, Scores, read_json_object, run_lock
 from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, is_final
 from rescue_bench.spec import RunSpec, default_out
 
@@ -149,9 +149,10 @@ async def execute(
     budget = run_budget(spec, out)
     # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
     paid = budget if has_endpoint(spec.model.name) else None
+    # The lock spans the engine's session, the judge pass and the final status (re-entrant: the judge pass
+    # takes it again); the store handed to the engine writes under it.
     store = RunStore(out)
-    store.lock()
-    try:
+    with run_lock(out, create=True):
         batch = BatchOptions() if options.batch_poll is None else BatchOptions(poll=options.batch_poll)
         run_options = RunOptions(options.quiet, paid, options.cache_path, batch=batch, store=store)
         result = await execute_run(spec, out, run_options, samples=samples)
@@ -164,8 +165,6 @@ async def execute(
                 status, reason = ended
                 _set_status(store, status, reason)
         return RunOutcome(out, status, _scores(out, status), result.counts, reason, result.ending, judged)
-    finally:
-        store.unlock()
 
 
 async def _judge(
@@ -214,15 +213,12 @@ async def judge_again(run_dir: Path, judging: ScorePass, warn: Callable[[str], N
         ConfigError: the directory is in use, a judge is not a chat model, or there is nothing to judge.
     """
     store = RunStore(run_dir)
-    store.lock()
-    try:
+    with run_lock(run_dir):
         judged = await score_run(run_dir, judging, warn)
         manifest = store.manifest()
         if manifest is not None:
             _after_judging(store, Manifest.from_json(manifest, str(store.run_file)), judged)
         return judged
-    finally:
-        store.unlock()
 
 
 def _after_judging(store: RunStore, before: Manifest, judged: JudgeRunResult) -> None:

@@ -27,6 +27,7 @@ from rescue_bench.rundir import (
     atomic_write_json,
     load_judging,
     load_run,
+    run_lock,
 )
 from rescue_bench.tasks import task_infos
 
@@ -34,8 +35,14 @@ from rescue_bench.tasks import task_infos
 def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Json]:
     """Aggregate a run with its judgments folded in, add inter-judge agreement, and write ``scores.json``.
 
-    The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0.
+    The bootstrap seed defaults to the run's own seed (as the engine's aggregation), else 0. It holds the
+    run directory's lock (re-entrant: a judge pass calls it inside its own).
     """
+    with run_lock(run_dir):
+        return _rescore(run_dir, n_resamples, seed)
+
+
+def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Json]:
     data = load_run(run_dir)
     judgments = data.judgment_lines
     records = judged_records(data.prediction_lines, judgments)

@@ -50,6 +50,7 @@ from rescue_bench.rundir import (
     JudgmentLine,
     PredictionLine,
     load_run,
+    locked_run,
 )
 
 __all__ = [
@@ -184,6 +185,7 @@ class _Judged:
     warnings: tuple[str, ...] = ()
 
 
+@locked_run  # a second judge pass (or a run) on the directory is refused in one line
 async def judge_run(
     run_dir: Path,
     judges: Sequence[Judge],

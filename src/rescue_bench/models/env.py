@@ -2,8 +2,8 @@
 (:class:`KeyOrigin`, for the 401 hint).
 
 Keys are looked up, handed to the client, and otherwise never touched: nothing here logs, prints or stores a
-key, and :func:`redact` scrubs one out of any text (an error body that echoes it, say) before that text goes
-anywhere.
+key, and :func:`redact` (:mod:`rescue_bench.redaction`) scrubs one out of any text (an error body that
+echoes it, say) before that text goes anywhere.
 
 ``.env`` follows the reference scripts' rules (protocol section 1.4): ``KEY=VALUE`` lines, ``#`` comments, one
 pair of matching quotes stripped, ``$VARS`` and ``~`` expanded; real environment variables win over the file.
@@ -17,6 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rescue_bench.errors import ConfigError
+from rescue_bench.redaction import redact
+
+__all__ = ["KeyOrigin", "load_dotenv", "lookup", "parse_dotenv", "redact", "resolve_api_key"]
 
 
 def parse_dotenv(text: str) -> dict[str, str]:
@@ -81,18 +84,6 @@ def resolve_api_key(
             "or name another variable with --api-key-env"
         )
     return value
-
-
-def redact(text: str, secrets: Sequence[str | None]) -> str:
-    """Replace every occurrence of each secret in ``text`` by ``[redacted]``.
-
-    >>> redact("bad key sk-abc123 given", ["sk-abc123", None])
-    'bad key [redacted] given'
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "[redacted]")
-    return text
 
 
 @dataclass(frozen=True, slots=True)

@@ -40,12 +40,12 @@ from rescue_bench.models.presets import (
     LOCAL_PLACEHOLDER_KEY,
     Preset,
     lower_format,
-    public_url,
     reasoning_fields,
     response_format_field,
     sends_sampling,
 )
 from rescue_bench.records import Instance, Json, Reply, Request
+from rescue_bench.redaction import public_url, url_secrets
 
 if TYPE_CHECKING:
     import httpx2
@@ -86,7 +86,9 @@ class OpenAICompatProvider:
         self.base_url = base_url
         self.timeout = timeout
         self.max_reply_bytes = max_reply_bytes
-        self._secrets = () if api_key == LOCAL_PLACEHOLDER_KEY else (api_key,)
+        key = () if api_key == LOCAL_PLACEHOLDER_KEY else (api_key,)
+        self.secrets: tuple[str, ...] = (*key, *url_secrets(base_url))
+        """The key and the secret parts of the URL: taken out of every reply and error this endpoint gives."""
         self._origin = key_origin or KeyOrigin(None)
         self._api_key, self._http_client, self._concurrency = api_key, http_client, concurrency
         self._endpoint: SdkEndpoint | None = None
@@ -114,7 +116,7 @@ class OpenAICompatProvider:
                 timeout=self.timeout,
                 token_field=self.preset.token_field,
                 origin=self._origin,
-                secrets=self._secrets,
+                secrets=self.secrets,
                 max_reply_bytes=self.max_reply_bytes,
                 concurrency=self._concurrency,
                 http_client=self._http_client,

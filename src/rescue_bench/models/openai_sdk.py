@@ -20,25 +20,25 @@ the SDK's errors to :class:`CallFailed`.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar, cast
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx2
 import openai
 from openai import AsyncOpenAI, omit
 
 from rescue_bench.errors import CallFailed, FormatRejected, RetryableError
-from rescue_bench.models.env import KeyOrigin, redact
+from rescue_bench.models.env import KeyOrigin
 from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client, posts_json_body
 from rescue_bench.models.openai_errors import rejects_format, status_failure
 from rescue_bench.models.openai_reply import parse_reply
-from rescue_bench.models.presets import public_url
 from rescue_bench.records import Reply
+from rescue_bench.redaction import public_url, redact, redact_reply
 
 if TYPE_CHECKING:
     from openai import AsyncAPIResponse
@@ -77,9 +77,13 @@ class SdkEndpoint:
 
     def __init__(self, settings: EndpointSettings) -> None:
         self.settings = settings
+        # A query in the base URL (a gateway's ``?api-key=``, Azure's ``?api-version=``) goes on every request
+        # as the SDK's default query: pasted into the base URL, it would end up before the path.
+        base, query = _split_query(settings.base_url)
         self.client = AsyncOpenAI(
             api_key=settings.api_key,
-            base_url=settings.base_url,
+            base_url=base,
+            default_query=query or None,
             max_retries=0,
             timeout=settings.timeout,
             http_client=settings.http_client or make_http_client(settings.concurrency),
@@ -120,7 +124,7 @@ class SdkEndpoint:
             where = f"{s.name} at {public_url(s.base_url)}"
             latency = time.perf_counter() - started
             return status_failure(exc, where=where, origin=s.origin, clean=self._clean, latency=latency)
-        return _redacted(reply, self.settings.secrets)
+        return redact_reply(reply, self.settings.secrets)
 
     async def call(self, make: Callable[[AsyncOpenAI], Awaitable[T]]) -> T:
         """A call of the client's other APIs (files, batches); its SDK errors raise :class:`CallFailed`."""
@@ -190,15 +194,19 @@ class SdkEndpoint:
         return public_url(self.settings.base_url)
 
 
+def _split_query(url: str) -> tuple[str, dict[str, str]]:
+    """The URL without its query, and the query's fields.
+
+    >>> _split_query("https://h/v1?api-key=k&v=1")
+    ('https://h/v1', {'api-key': 'k', 'v': '1'})
+    """
+    parts = urlsplit(url)
+    query = dict(parse_qsl(parts.query, keep_blank_values=True))
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", "")), query
+
+
 def _too_large(size: str, cap: int) -> str:
     return f"reply of {size} exceeds max_reply_bytes={cap:,}; not read further"
-
-
-def _redacted(reply: Reply, secrets: Sequence[str]) -> Reply:
-    if not secrets:
-        return reply
-    reasoning = None if reply.reasoning is None else redact(reply.reasoning, secrets)
-    return dataclasses.replace(reply, text=redact(reply.text, secrets), reasoning=reasoning)
 
 
 def _root_cause(exc: BaseException) -> BaseException:

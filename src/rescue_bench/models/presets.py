@@ -33,6 +33,7 @@ from urllib.parse import urlsplit, urlunsplit
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import REASONING_HEADROOM, ReasoningEffort, ResponseFormat
 from rescue_bench.records import Json, Request
+from rescue_bench.redaction import public_url
 
 TokenField = Literal["max_tokens", "max_completion_tokens"]
 ReasoningStyle = Literal[
@@ -198,22 +199,9 @@ def normalize_base_url(url: str) -> str:
     try:
         parts.port  # noqa: B018 -- a port that is not a number raises here, not in every request
     except ValueError:
-        raise ConfigError(f"--base-url {public_url(url, port=False)!r}: the port is not a number") from None
+        raise ConfigError(f"--base-url {public_url(url)!r}: the port is not a number") from None
     path = parts.path.rstrip("/") or "/v1"
     return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
-
-
-def public_url(url: str, *, port: bool = True) -> str:
-    """The URL without user info or query string, safe to record (some gateways put tokens there); without
-    its port when ``port`` is false (a port that is not a number cannot be read).
-
-    >>> public_url("https://user:secret@host.org/v1?key=abc")
-    'https://host.org/v1'
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    netloc = f"{host}:{parts.port}" if port and parts.port else host
-    return urlunsplit((parts.scheme, netloc, parts.path, "", ""))
 
 
 def lower_format(a: ResponseFormat, b: ResponseFormat) -> ResponseFormat:

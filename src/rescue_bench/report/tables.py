@@ -15,6 +15,7 @@ from typing import Any
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, backbone_label, is_reference_setting
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
+from rescue_bench.redaction import scrub
 from rescue_bench.report import analysis, averages, measured
 from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
@@ -498,11 +499,12 @@ VOLATILE = ("counts", "judge_counts", "timings", "stop_reason")
 
 def settings(run: RunData) -> dict[str, str]:
     """A run's recorded setup as dotted ``key: value`` pairs, each fact once: the whole spec (format 2) stands
-    for ``config`` and ``options``, which repeat parts of it."""
+    for ``config`` and ``options``, which repeat parts of it. Every URL is without user info or query (a
+    directory written before ``run.json`` was scrubbed may still hold them)."""
     record = {k: v for k, v in run.run.items() if k not in VOLATILE}
     if record.get("spec") is not None:
         record = {k: v for k, v in record.items() if k not in ("config", "options")}
-    return dict(flatten(record))
+    return dict(flatten(scrub(record)))
 
 
 def config(runs: Sequence[RunData]) -> tuple[Table, Table]:

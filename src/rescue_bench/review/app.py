@@ -7,6 +7,7 @@ so even text that somehow escaped escaping could not run.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Annotated
 from urllib.parse import quote
@@ -72,6 +73,7 @@ def create_app(settings: ReviewSettings) -> FastAPI:
         limiter=LoginLimiter(settings.login_max_failures, settings.login_window_sec, settings.clock),
         templates=make_templates(),
         backend=sessions.kw["bind"].dialect.name,
+        hashing=asyncio.Semaphore(max(1, settings.login_hash_concurrency)),
     )
     app.mount("/static", StaticFiles(packages=[("rescue_bench.review", "static")]), name="static")
     app.include_router(_auth_router())
@@ -189,18 +191,19 @@ def _auth_router() -> APIRouter:
         # per address, and per account *at* an address: failures from one place never lock the owner out
         # when they sign in from another
         keys = [f"ip:{address}", f"name:{name.lower()}@{address}"]
-        wait = app_state.limiter.retry_after(keys)
+        # Counted before the hash is checked: logins sent all at once cannot pass the limit together.
+        wait, attempt = app_state.limiter.attempt(keys)
         if wait > 0:
             response = _login_form(
                 request, target, f"Too many failed logins. Try again in {int(wait) + 1} s.", 429
             )
             response.headers["Retry-After"] = str(int(wait) + 1)
             return response
-        user = await run_in_threadpool(_authenticate, app_state, name, password)
+        async with app_state.hashing:  # argon2 takes 64 MiB a check: a few at a time, the rest wait
+            user = await run_in_threadpool(_authenticate, app_state, name, password)
         if user is None:
-            app_state.limiter.failed(keys)
             return _login_form(request, target, "Wrong name or password.", 401)
-        app_state.limiter.succeeded(keys[1])
+        app_state.limiter.succeeded(keys, attempt)
         return _signed_in(request, user, target)
 
     @router.post("/logout")

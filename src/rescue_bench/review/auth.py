@@ -19,7 +19,7 @@ import secrets
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from argon2 import PasswordHasher
@@ -216,26 +216,53 @@ class LoginLimiter:
     def retry_after(self, keys: Iterable[str]) -> float:
         """Seconds until a login for these keys may be tried again (0 when allowed now)."""
         now = self._clock()
-        wait = 0.0
         with self._lock:
-            for key in keys:
-                times = self._prune(key, now)
-                if len(times) >= self.max_failures:
-                    wait = max(wait, times[0] + self.window_sec - now)
-        return wait
+            return self._wait(keys, now)
+
+    def attempt(self, keys: Sequence[str]) -> tuple[float, float]:
+        """Count a login attempt as failed *before* its password is checked: (seconds to wait, the attempt's
+        time). A wait above 0 refuses the attempt (and counts nothing); otherwise :meth:`succeeded` takes
+        the count back when the password was right. Checking and counting under one lock is what keeps
+        ``max_failures`` a limit for attempts sent all at once.
+        """
+        now = self._clock()
+        with self._lock:
+            wait = self._wait(keys, now)
+            if wait == 0.0:
+                self._count(keys, now)
+        return wait, now
 
     def failed(self, keys: Iterable[str]) -> None:
         now = self._clock()
         with self._lock:
-            if len(self._failures) > _MAX_KEYS:  # many made-up names must not grow memory without bound
-                for stale in [k for k in self._failures if not self._prune(k, now)]:
-                    del self._failures[stale]
-            for key in keys:
-                self._prune(key, now).append(now)
+            self._count(keys, now)
 
-    def succeeded(self, key: str) -> None:
+    def succeeded(self, keys: Sequence[str], at: float | None = None) -> None:
+        """A right password: the attempt counted at ``at`` is taken back, and the account's failures at this
+        address (the last key) are forgotten."""
         with self._lock:
-            self._failures.pop(key, None)
+            if at is not None:
+                for key in keys:
+                    times = self._failures.get(key)
+                    if times is not None and at in times:
+                        times.remove(at)
+            if keys:
+                self._failures.pop(keys[-1], None)
+
+    def _wait(self, keys: Iterable[str], now: float) -> float:
+        wait = 0.0
+        for key in keys:
+            times = self._prune(key, now)
+            if len(times) >= self.max_failures:
+                wait = max(wait, times[0] + self.window_sec - now)
+        return wait
+
+    def _count(self, keys: Iterable[str], now: float) -> None:
+        if len(self._failures) > _MAX_KEYS:  # many made-up names must not grow memory without bound
+            for stale in [k for k in self._failures if not self._prune(k, now)]:
+                del self._failures[stale]
+        for key in keys:
+            self._prune(key, now).append(now)
 
     def _prune(self, key: str, now: float) -> deque[float]:
         times = self._failures.setdefault(key, deque())

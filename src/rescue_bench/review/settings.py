@@ -28,6 +28,8 @@ class ReviewSettings:
     session_max_age: int = 12 * 3600
     login_max_failures: int = 5
     login_window_sec: float = 300.0
+    login_hash_concurrency: int = 2
+    """Password checks run at once (argon2 takes 64 MiB each); more logins wait their turn."""
     max_form_bytes: int = 2 * 1024 * 1024
     """A posted form larger than this is refused (with the user's text shown again)."""
     max_field_chars: int = 20_000

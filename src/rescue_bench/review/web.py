@@ -3,6 +3,7 @@ CSRF-checked form) and template rendering with autoescaping."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -57,6 +58,8 @@ class AppState:
     limiter: LoginLimiter
     templates: Environment
     backend: str
+    hashing: asyncio.Semaphore
+    """Bounds the password checks in flight (``settings.login_hash_concurrency``)."""
 
 
 def state(request: Request) -> AppState:

@@ -1,7 +1,7 @@
 """The run directory: file names, reading, writing and typed records (layout in docs/design.md).
 
-A leaf of the package: it imports only ``records`` and ``errors``, so every layer that touches a run
-directory (engine, judge, report, review) reads and writes it through here.
+A leaf of the package: it imports only ``records``, ``redaction`` and ``errors``, so every layer that
+touches a run directory (engine, judge, report, review) reads and writes it through here.
 
 * ``run.json``: the engine's manifest (:class:`Manifest`), replaced atomically whenever it changes; written by
   :class:`RunStore` only.
@@ -58,7 +58,7 @@ from rescue_bench.rundir.read import (
     read_predictions,
     read_requests,
 )
-from rescue_bench.rundir.store import RunStore, describe_changes
+from rescue_bench.rundir.store import RunStore, describe_changes, locked_run, run_lock
 from rescue_bench.rundir.study import STUDY_FILE, StudyMember, expand_run_dirs, is_study, study_members
 
 __all__ = [
@@ -100,6 +100,7 @@ __all__ = [
     "line_key",
     "load_judging",
     "load_run",
+    "locked_run",
     "numbered_jsonl",
     "read_json_object",
     "read_jsonl",
@@ -107,5 +108,6 @@ __all__ = [
     "read_predictions",
     "read_requests",
     "record_key",
+    "run_lock",
     "study_members",
 ]

@@ -11,14 +11,18 @@ names what changed. This is the only writer of ``run.json`` (the judge pass writ
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import logging
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Concatenate, ParamSpec, TypeVar
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
+from rescue_bench.redaction import scrub
 from rescue_bench.rundir.files import (
     JUDGING_FILE,
     LOCK_FILE,
@@ -48,6 +52,8 @@ except ImportError:  # no flock on this platform (Windows): runs are unguarded
 
 
 log = logging.getLogger("rescue_bench.rundir")
+P = ParamSpec("P")
+R = TypeVar("R")
 SHOWN_REJECTS = 5
 """Lines set aside that are named one by one in the warnings; the rest are counted."""
 
@@ -177,9 +183,10 @@ class RunStore:
             self._written[record_key(record)] = (record, line)
 
     def write_manifest(self, manifest: Mapping[str, Json]) -> None:
+        """Write ``run.json``; its URLs keep no user info or query (:func:`~rescue_bench.redaction.scrub`)."""
         self.root.mkdir(parents=True, exist_ok=True)
         self._move_old_judging()
-        atomic_write_json(self.run_file, dict(manifest))
+        atomic_write_json(self.run_file, scrub(dict(manifest)))
 
     def _move_old_judging(self) -> None:
         """Keep what an older judge pass left in ``run.json`` by writing it to ``judging.json`` first.
@@ -279,6 +286,52 @@ class RunStore:
 
     def write_scores(self, scores: Mapping[str, Json]) -> None:
         atomic_write_json(self.scores_file, dict(scores))
+
+
+_HELD: dict[Path, tuple[RunStore, int]] = {}
+_HELD_GUARD = threading.Lock()
+
+
+@contextlib.contextmanager
+def run_lock(root: Path, *, create: bool = False) -> Iterator[None]:
+    """Hold the run directory's lock (:meth:`RunStore.lock`) for the block; a second process gets a one-line
+    :class:`ConfigError`. Re-entrant within a process (a judge pass rescoring inside its own lock).
+
+    Without ``create`` a directory that does not exist is not made: the block's reader names what is missing.
+    """
+    key = Path(root).resolve()
+    if not create and not key.is_dir():
+        yield
+        return
+    with _HELD_GUARD:
+        held = _HELD.get(key)
+        if held is None:
+            store = RunStore(key)
+            store.lock()
+            held = (store, 0)
+        _HELD[key] = (held[0], held[1] + 1)
+    try:
+        yield
+    finally:
+        with _HELD_GUARD:
+            store, count = _HELD.pop(key)
+            if count > 1:
+                _HELD[key] = (store, count - 1)
+            else:
+                store.unlock()
+
+
+def locked_run(
+    write: Callable[Concatenate[Path, P], Awaitable[R]],
+) -> Callable[Concatenate[Path, P], Awaitable[R]]:
+    """``write(run_dir, ...)`` holding ``run_dir``'s lock (:func:`run_lock`) from start to end."""
+
+    @functools.wraps(write)
+    async def locked(run_dir: Path, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        with run_lock(run_dir):
+            return await write(run_dir, *args, **kwargs)
+
+    return locked
 
 
 def _warn_rejected(rejected: Sequence[RejectedLine], target: Path) -> None:

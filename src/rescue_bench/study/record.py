@@ -24,6 +24,7 @@ from typing import Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from rescue_bench.errors import DataError
+from rescue_bench.redaction import scrub
 from rescue_bench.rundir import STUDY_FILE
 
 FORMAT: Final = 1
@@ -88,7 +89,12 @@ def now() -> str:
 
 
 def write_record(folder: Path, record: StudyRecord) -> Path:
-    """Write ``study.json`` atomically (a temporary file renamed over it): a kill leaves old or new."""
+    """Write ``study.json`` atomically (a temporary file renamed over it): a kill leaves old or new.
+
+    The spec's URLs (each model's and judge's ``base_url``) are written without user info or query
+    (:func:`~rescue_bench.redaction.scrub`), and so are the runs' reasons.
+    """
+    record = record.model_copy(update={"spec": scrub(record.spec), "runs": tuple(_scrubbed(record.runs))})
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / STUDY_FILE
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=".study.", suffix=".json")
@@ -102,6 +108,10 @@ def write_record(folder: Path, record: StudyRecord) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def _scrubbed(runs: tuple[RunEntry, ...]) -> list[RunEntry]:
+    return [r.model_copy(update={"reason": None if r.reason is None else scrub(r.reason)}) for r in runs]
 
 
 def read_record(folder: Path) -> StudyRecord | None:

@@ -1,0 +1,52 @@
+"""What data a run was made on, as the exports describe it: the official release only when it was.
+
+A run counts as one on the official release when its ``--data`` was the release's Hugging Face dataset
+(``hf`` or ``hf:tomhu/relation_therapy``) and it selected no subset of it (no ``--limit-samples``, no sample
+ids). Anything else (the fictional demo data, a local file, another Hub dataset, a subset) is described as
+what it is, and the exports never name the release as its dataset.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import PurePath
+
+from rescue_bench.data.load import DEFAULT_HF_REPO
+from rescue_bench.rundir import Manifest
+
+
+@dataclass(frozen=True, slots=True)
+class DataUsed:
+    official: bool
+    """The whole official release."""
+    hf_repo: str | None
+    """The Hub dataset the data came from, if it did."""
+    description: str
+    """One phrase for cards and records, e.g. ``the fictional demo data shipped with rescue-bench (6
+    conversations)``."""
+
+
+def data_used(manifest: Manifest) -> DataUsed:
+    """How ``run.json`` says the run's data should be described.
+
+    >>> data_used(Manifest(selection={"data": "demo"}, dataset={"samples": 6})).description
+    'the fictional demo data shipped with rescue-bench (6 conversations), not the RESCUE-Bench release'
+    >>> data_used(Manifest(selection={"data": "hf"}, dataset={"samples": 191})).official
+    True
+    """
+    source = manifest.selection.data or manifest.dataset.source or "unknown"
+    size = manifest.dataset.samples
+    count = f" ({size} conversations)" if size is not None else ""
+    subset = manifest.selection.sample_ids is not None or manifest.config.get("limit_samples") is not None
+    if source == "hf" or source.startswith("hf:"):
+        repo = source.partition(":")[2] or DEFAULT_HF_REPO
+        if repo == DEFAULT_HF_REPO and not subset:
+            return DataUsed(True, repo, f"the RESCUE-Bench release, {repo} on the Hugging Face Hub{count}")
+        part = "a subset of " if subset else ""
+        note = "" if repo == DEFAULT_HF_REPO else ", not the RESCUE-Bench release"
+        return DataUsed(False, repo, f"{part}the Hugging Face dataset {repo}{count}{note}")
+    if source == "demo":
+        what = "the fictional demo data shipped with rescue-bench"
+    else:
+        what = f"the local data file {PurePath(source).name}"
+    return DataUsed(False, None, f"{what}{count}, not the RESCUE-Bench release")
