@@ -114,3 +114,11 @@ def test_a_name_too_long_for_any_column_becomes_a_number_with_a_legend() -> None
     assert any(line.startswith(f"1 = {name}") for line in lines), lines
     assert all(len(line) <= 100 for line in lines)
     assert any(re.search(r"\b1\b.*0\.50 \[0\.40, 0\.60\]", line) for line in lines)
+
+
+def test_names_are_shown_as_written_never_as_markup_or_terminal_codes() -> None:
+    hostile = "evil/[bold red]model\x1b]0;pwned\x07"
+    table = Table("t", "Title [x]", ("Model", "F1"), ((hostile, Cell(0.5, scale=100.0, digits=1)),), "")
+    shown = "\n".join(render(fit(table, 100), 100))
+    assert "evil/[bold red]model" in shown and "Title [x]" in shown
+    assert "\x1b" not in shown and "\x07" not in shown

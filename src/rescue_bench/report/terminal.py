@@ -23,6 +23,7 @@ from rich.measure import Measurement
 from rich.table import Table as RichTable
 from rich.text import Text
 
+from rescue_bench.printable import printable
 from rescue_bench.report.measured import measured, state, validity
 from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, Table, Value, metric_cell
 from rescue_bench.report.writers import text
@@ -65,12 +66,15 @@ def _groups(columns: Sequence[str], keys: int) -> list[list[int]]:
 def _rich(
     title: str, columns: Sequence[str], rows: Sequence[Sequence[str]], chosen: Sequence[int]
 ) -> RichTable:
-    table = RichTable(title=title or None, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
+    # Plain Text, never markup: names come from run.json and data files ("[bold]" stays as written), and
+    # Text drops control characters a hostile name could carry.
+    shown = Text(printable(title)) if title else None
+    table = RichTable(title=shown, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
     for index in chosen:
         numeric = index > 0 and any(_numeric(row[index]) for row in rows)  # the first column names the row
-        table.add_column(columns[index], justify="right" if numeric else "left", no_wrap=True)
+        table.add_column(Text(columns[index]), justify="right" if numeric else "left", no_wrap=True)
     for row in rows:
-        table.add_row(*(row[i] for i in chosen))
+        table.add_row(*(Text(printable(row[i], one_line=True)) for i in chosen))
     return table
 
 
@@ -123,7 +127,7 @@ def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[Re
         out.append(_rich(shown, table.columns, rows, [*range(keys), *part]))
     if not table.rows:
         out = [Text(f"{table.title}\n(no data)")]
-    out += [Text(line) for line in legend]
+    out += [Text(printable(line, one_line=True)) for line in legend]
     note = " ".join(
         filter(None, (table.note, f"Not shown (no values): {', '.join(empty)}." if empty else ""))
     )
