@@ -120,3 +120,14 @@ def _ids(tmp_path: Path) -> Path:
     path = tmp_path / "ids.txt"
     path.write_text(load_samples("demo")[-1].sample_id + "\n", encoding="utf-8")
     return path
+
+
+def test_the_viewer_leaderboard_names_the_difference(judged: dict[str, Path]) -> None:
+    pytest.importorskip("fastapi", reason="the viewer's server needs the view extra")
+    from fastapi.testclient import TestClient
+
+    from rescue_bench.view.app import create_app
+
+    client = TestClient(create_app([judged["j1"], judged["j2"]]), base_url="http://127.0.0.1")
+    page = client.get("/leaderboard")
+    assert page.status_code == 200 and "Not like for like: judges: " in page.text

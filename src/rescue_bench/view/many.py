@@ -14,6 +14,7 @@ from typing import Any
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, ScopeMatrix
+from rescue_bench.report import likeness
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, metric_cell
 from rescue_bench.tasks import TASK_NAMES, paper_metrics, task_info
@@ -108,11 +109,25 @@ def leaderboard(views: Sequence[RunView], results: Mapping[str, ManyComparison |
     problems = {name: r for name, r in results.items() if isinstance(r, str) and len(_of(views, name)) > 1}
     return {
         "title": "Leaderboard",
+        "unlike": _unlike(views),
         "entries": entries,
         "headers": [(task, header) for task, _, header, _, _ in PAPER_COLUMNS],
         "problems": problems,
         "level": LEVEL,
     }
+
+
+def _unlike(views: Sequence[RunView]) -> list[str]:
+    """Per perturbation, what differs between its runs in a way that changes their numbers (judges,
+    BERTScore model, data, protocol settings): :mod:`rescue_bench.report.likeness`."""
+    out = []
+    for name in dict.fromkeys(variant(v) for v in views):
+        members = [v for v in views if variant(v) == name]
+        if len(members) > 1:
+            found = likeness.note([v.data for v in members], [v.name for v in members])
+            if found:
+                out.append(found)
+    return out
 
 
 def _ci(cell: Cell) -> str:
