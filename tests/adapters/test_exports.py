@@ -96,12 +96,12 @@ def front_matter(card: Path) -> dict[str, Any]:
     return dict(yaml.safe_load(card.read_text().split("---\n")[1]))
 
 
-def official_copy(run_dir: Path, tmp_path: Path, **config: Any) -> Path:
+def official_copy(run_dir: Path, tmp_path: Path, data: str = "hf", **config: Any) -> Path:
     """The run as if made on the official release (``--data hf``): what the exports read of its data."""
     copy = tmp_path / "official"
     shutil.copytree(run_dir, copy)
     manifest = json.loads((copy / "run.json").read_text())
-    manifest["selection"]["data"] = manifest["dataset"]["source"] = "hf"
+    manifest["selection"]["data"] = manifest["dataset"]["source"] = data
     manifest["config"].update(config)
     (copy / "run.json").write_text(json.dumps(manifest))
     return copy
@@ -136,6 +136,19 @@ def test_a_run_on_the_whole_release_gets_its_model_index(run_dir: Path, tmp_path
     subset = official_copy(run_dir, tmp_path / "subset", limit_samples=2)
     invoke("export", str(subset), "--format", "hf", "--out", str(tmp_path / "hf-subset"))
     assert "model-index" not in front_matter(tmp_path / "hf-subset" / "README.md")
+
+
+def test_a_run_on_the_release_from_data_get_is_the_official_release(run_dir: Path, tmp_path: Path) -> None:
+    official = official_copy(run_dir, tmp_path, data="rescue")
+    invoke("export", str(official), "--format", "eee", "--out", str(tmp_path / "eee"))
+    (aggregate_path,) = (tmp_path / "eee").glob("*.json")
+    aggregate = json.loads(aggregate_path.read_text())
+    first = aggregate["evaluation_results"][0]["source_data"]
+    assert first["source_type"] == "url" and first["url"][0].endswith("/data/benchmark_191.jsonl")
+    validator("eval.schema.json").validate(aggregate)
+    invoke("export", str(official), "--format", "hf", "--out", str(tmp_path / "hf"))
+    (entry,) = front_matter(tmp_path / "hf" / "README.md")["model-index"]
+    assert entry["results"][0]["dataset"]["type"] == "tomhu/relation_therapy"
 
 
 def test_hf_redact_leaves_out_replies_and_free_texts(run_dir: Path, tmp_path: Path) -> None:

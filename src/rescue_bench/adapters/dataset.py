@@ -1,9 +1,10 @@
 """What data a run was made on, as the exports describe it: the official release only when it was.
 
 A run counts as one on the official release when its ``--data`` was the release's Hugging Face dataset
-(``hf`` or ``hf:tomhu/relation_therapy``) and it selected no subset of it (no ``--limit-samples``, no sample
-ids). Anything else (the fictional demo data, a local file, another Hub dataset, a subset) is described as
-what it is, and the exports never name the release as its dataset.
+(``hf`` or ``hf:tomhu/relation_therapy``) or the authors' file that ``rescue-bench data get`` checked
+(``rescue``), and it selected no subset of it (no ``--limit-samples``, no sample ids). Anything else (the
+fictional demo data, a local file, another Hub dataset, a subset) is described as what it is, and the exports
+never name the release as its dataset.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from rescue_bench.data.load import DEFAULT_HF_REPO
+from rescue_bench.data.release import GITHUB_BASE, GITHUB_COMMIT, GITHUB_REPO, RELEASE_PATH, github_url
+from rescue_bench.data.sources import RELEASE
 from rescue_bench.rundir import Manifest
 
 
@@ -24,6 +27,8 @@ class DataUsed:
     description: str
     """One phrase for cards and records, e.g. ``the fictional demo data shipped with rescue-bench (6
     conversations)``."""
+    url: str | None = None
+    """Where the release file came from, for the official file fetched by ``data get``."""
 
 
 def data_used(manifest: Manifest) -> DataUsed:
@@ -32,6 +37,8 @@ def data_used(manifest: Manifest) -> DataUsed:
     >>> data_used(Manifest(selection={"data": "demo"}, dataset={"samples": 6})).description
     'the fictional demo data shipped with rescue-bench (6 conversations), not the RESCUE-Bench release'
     >>> data_used(Manifest(selection={"data": "hf"}, dataset={"samples": 191})).official
+    True
+    >>> data_used(Manifest(selection={"data": "rescue"}, dataset={"samples": 191})).url.startswith("https://")
     True
     """
     source = manifest.selection.data or manifest.dataset.source or "unknown"
@@ -45,6 +52,11 @@ def data_used(manifest: Manifest) -> DataUsed:
         part = "a subset of " if subset else ""
         note = "" if repo == DEFAULT_HF_REPO else ", not the RESCUE-Bench release"
         return DataUsed(False, repo, f"{part}the Hugging Face dataset {repo}{count}{note}")
+    if source == RELEASE:
+        if not subset:
+            where = f"the RESCUE-Bench release, {GITHUB_REPO} {RELEASE_PATH} at {GITHUB_COMMIT[:12]}{count}"
+            return DataUsed(True, None, where, url=github_url(GITHUB_BASE))
+        return DataUsed(False, None, f"a subset of the RESCUE-Bench release{count}, not the whole release")
     if source == "demo":
         what = "the fictional demo data shipped with rescue-bench"
     else:

@@ -73,12 +73,19 @@ def _source_data(data: RunData, n: int) -> dict[str, Any]:
     details = _strings(
         {"data": source, "dataset_hash": manifest.dataset.hash, "description": used.description}
     )
-    if used.official:
+    if used.official and used.hf_repo is not None:
         return {
             "dataset_name": "RESCUE-Bench",
             "source_type": "hf_dataset",
             "hf_repo": used.hf_repo,
             "samples_number": n,
+            "additional_details": details,
+        }
+    if used.official and used.url is not None:
+        return {
+            "dataset_name": "RESCUE-Bench",
+            "source_type": "url",
+            "url": [used.url],
             "additional_details": details,
         }
     return {

@@ -32,6 +32,7 @@ from rescue_bench import __version__
 from rescue_bench.adapters.dataset import DataUsed, data_used
 from rescue_bench.adapters.folder import claim, exported_files, mark
 from rescue_bench.adapters.rundata import RunData, ScopeEntry, judged, read_run, reply_texts
+from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.errors import DataError
 from rescue_bench.redaction import scrub
 from rescue_bench.rundir import PredictionLine
@@ -144,7 +145,9 @@ def _model_index(
             f"      type: {_yaml(get_task(task).KIND)}",
             f"      name: {_yaml(task.upper())}",
         ]
-        lines += ["    dataset:", '      name: "RESCUE-Bench"', f"      type: {_yaml(used.hf_repo)}"]
+        # The release fetched from the authors' repository (``--data rescue``) is the dataset the Hub holds.
+        repo = used.hf_repo or DEFAULT_HF_REPO
+        lines += ["    dataset:", '      name: "RESCUE-Bench"', f"      type: {_yaml(repo)}"]
         lines += ["    metrics:"]
         for metric, value in metrics:
             lines += [f"    - type: {_yaml(metric)}", f"      value: {_yaml(value)}"]

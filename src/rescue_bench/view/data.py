@@ -17,6 +17,7 @@ from typing import Any
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
+from rescue_bench.data.sources import is_named
 from rescue_bench.engine.batch import config_from_manifest
 from rescue_bench.engine.manifest import dataset_hash
 from rescue_bench.engine.plans import select_samples
@@ -284,7 +285,7 @@ class Source:
 
 def _data_path(run: Manifest, run_dir: Path) -> str:
     data = run.selection.data or "demo"
-    if data == "demo" or data.startswith("hf") or Path(data).expanduser().is_absolute():
+    if is_named(data) or Path(data).expanduser().is_absolute():
         return data
     # a relative path was relative to where the run was started: try there, then beside the run directory
     for base in (Path.cwd(), run_dir.parent, run_dir.parent.parent):
