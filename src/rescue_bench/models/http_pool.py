@@ -13,7 +13,7 @@ Two choices, both through the SDK's public API, both undone by ``RESCUE_BENCH_PL
   (the SDK's documented way to send a body as it is), streamed so that ``max_reply_bytes`` still caps what is
   read. ``chat.completions.create`` first walks every message and the response schema through the SDK's type
   transformer (1.4 ms of CPU per request here, a quarter of the harness's; no public switch skips it), which
-  put the harness's CPU per request level with lm-eval's (measured with ``benchmarks/bench_peers.py``). Authentication,
+  put the harness's CPU per request level with lm-eval's (``benchmarks/bench_peers.py``). Authentication,
   headers, the SDK's errors and timeouts are the same on both calls; the plain one is ``create``.
 """
 
