@@ -28,14 +28,16 @@ site="$("$bin/python" -c 'import rescue_bench, pathlib; print(pathlib.Path(rescu
 case "$site" in "$work"/venv/*) ;; *) echo "rescue_bench imported from $site, not the wheel"; exit 1 ;; esac
 
 "$bin/rescue-bench" --version
-"$bin/rescue-bench" run --model baseline/random --data demo --out runs/random --quiet
-test -s runs/random/scores.json
-"$bin/rescue-bench" view runs/random --bundle site
+# The README's quickstart, as written there.
+"$bin/rescue-bench" run --model baseline/random --data demo | tee quickstart.txt
+grep -q "^│ Both   │     51.56 │" quickstart.txt
+grep -q "^run directory: runs/baseline-random_demo$" quickstart.txt
+"$bin/rescue-bench" view runs/baseline-random_demo --bundle site
 test -s site/index.html
 tasks="$("$bin/rescue-bench" tasks lm-eval-path)"
 test -s "$tasks/rescue_bench/itp.yaml" && test -s "$tasks/rescue_bench/utils.py"
 set +e
-message="$("$bin/rescue-bench" view runs/random 2>&1)"
+message="$("$bin/rescue-bench" view runs/baseline-random_demo 2>&1)"
 code=$?
 set -e
 expected="pip install 'rescue-bench[view]'"

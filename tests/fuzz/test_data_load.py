@@ -55,7 +55,7 @@ def test_corpus_files_give_located_errors(name: str) -> None:
 
 
 def test_duplicate_keys_take_the_last_value_like_the_json_module() -> None:
-    # Silent, but deterministic and the same as the reference scripts' json.load; see docs/benchmarks.md.
+    # Deterministic and the same as the reference scripts' json.load; the loader warns about the repeated key.
     result = load(CORPUS / "data" / "duplicate_keys.jsonl")
     if isinstance(result, DataError):
         assert all(p.line == 1 for p in result.problems)

@@ -147,8 +147,7 @@ def get(
 ) -> None:
     """Download the official release into the user cache, check it, and use it as `--data rescue`.
 
-    The file is validated and its counts checked (191 samples: 174 couple, 17 family; 7,079 rows) before it
-    replaces anything; its source and SHA-256 are recorded beside it.
+    It is checked (191 samples: 174 couple, 17 family; 7,079 rows) before it replaces anything.
     """
     from rescue_bench.data.fetch import fetch_release
 

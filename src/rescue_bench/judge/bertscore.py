@@ -176,7 +176,7 @@ class BertScorer:
 
 
 def _import_bert_score() -> Any:
-    # OpenMP's wait policy is the user's to set, as for the local model (README, "Judging and reports"):
+    # OpenMP's wait policy is the user's to set, as for the local model (docs/local-model.md, "Demo time"):
     # set here, for the whole process, it would also slow a llama.cpp model started later in the same process.
     try:
         import bert_score

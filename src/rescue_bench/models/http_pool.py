@@ -4,7 +4,7 @@ Two choices, both through the SDK's public API, both undone by ``RESCUE_BENCH_PL
 
 * **The transport**: ``openai.DefaultAioHttpClient`` (the SDK's ``aiohttp`` extra), an ``httpx2.AsyncClient``
   whose requests go out through one ``aiohttp`` connection pool. Measured on the fake endpoint at 64 requests
-  in flight (docs/benchmarks.md, "The core redesign"), it costs about a third less CPU per request than the
+  in flight (``benchmarks/bench_engine.py``), it costs about a third less CPU per request than the
   default httpx2 transport, whose connection pool scans (and probes with a ``select`` call) every connection
   it holds whenever a request starts or a response ends. The plain fallback is the SDK's default client
   (``openai.DefaultAsyncHttpxClient``, httpx2), also used when ``aiohttp`` is not installed and when a proxy
@@ -13,9 +13,8 @@ Two choices, both through the SDK's public API, both undone by ``RESCUE_BENCH_PL
   (the SDK's documented way to send a body as it is), streamed so that ``max_reply_bytes`` still caps what is
   read. ``chat.completions.create`` first walks every message and the response schema through the SDK's type
   transformer (1.4 ms of CPU per request here, a quarter of the harness's; no public switch skips it), which
-  put the harness's CPU per request level with lm-eval's (measured with ``benchmarks/bench_peers.py``).
-  Authentication, headers, the SDK's errors and timeouts are the same on both calls; the plain one is
-  ``create``.
+  put the harness's CPU per request level with lm-eval's (``benchmarks/bench_peers.py``). Authentication,
+  headers, the SDK's errors and timeouts are the same on both calls; the plain one is ``create``.
 """
 
 from __future__ import annotations
