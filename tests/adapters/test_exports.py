@@ -112,6 +112,9 @@ def test_a_demo_run_never_names_the_release_as_its_dataset(run_dir: Path, tmp_pa
     card = (tmp_path / "hf" / "README.md").read_text()
     assert "model-index" not in front_matter(tmp_path / "hf" / "README.md")
     assert "tomhu/relation_therapy" not in card and "fictional demo data" in card
+    (results,) = (tmp_path / "hf").glob("results_*.json")
+    used = json.loads(results.read_text())["config_general"]["data_used"]
+    assert used["official_release"] is False and "fictional demo data" in used["description"]
     invoke("export", str(run_dir), "--format", "eee", "--out", str(tmp_path / "eee"))
     (aggregate_path,) = (tmp_path / "eee").glob("*.json")
     sources = [r["source_data"] for r in json.loads(aggregate_path.read_text())["evaluation_results"]]

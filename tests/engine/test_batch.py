@@ -22,7 +22,7 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 from rescue_bench.engine.batch import export_batch, import_batch, read_results
 from rescue_bench.engine.run import execute_run
 from rescue_bench.errors import ConfigError
-from rescue_bench.rundir import read_jsonl
+from rescue_bench.rundir import RunStore, read_jsonl
 
 
 def answer_line(line: dict[str, Any], index: int) -> dict[str, Any]:
@@ -159,3 +159,14 @@ def test_a_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path, monkey
     recorded = (run / "requests.jsonl").read_text()
     assert "key [redacted] seen" in recorded
     assert all(secret.encode() not in p.read_bytes() for p in run.iterdir())
+
+
+def test_batch_export_is_refused_while_another_writer_holds_the_run(tmp_path: Path) -> None:
+    samples = make_samples(1, 3)
+    config = tiny_config(data=str(write_jsonl(tmp_path / "data.jsonl", samples)))
+    holder = RunStore(tmp_path / "run")
+    holder.lock()  # a run (or a score) of that directory in progress
+    with pytest.raises(ConfigError, match="in use by another rescue-bench process"):
+        export_batch(config, samples, tmp_path / "requests.jsonl", tmp_path / "run", tasks=TINY_TASKS)
+    holder.unlock()
+    assert not (tmp_path / "run" / "run.json").exists() and not (tmp_path / "requests.jsonl").exists()

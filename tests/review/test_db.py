@@ -33,8 +33,8 @@ def test_secret_key_is_made_once_and_kept(empty_db_url: str) -> None:
 
 
 def test_unsupported_or_unreachable_databases() -> None:
-    with pytest.raises(ConfigError, match="unsupported database URL 'mysql://u:\\*\\*\\*@h/db'"):
-        make_engine("mysql://u:pw@h/db")
+    with pytest.raises(ConfigError, match="unsupported database URL 'mysql://h/db'"):
+        make_engine("mysql://u:pw@h/db?password=s3cret")  # the one redaction: user info and query go
     with pytest.raises(ConfigError, match="cannot open the review database") as caught:
         open_store("sqlite:////nonexistent-dir/review.db")
     assert "pw" not in str(caught.value)

@@ -84,6 +84,7 @@ def results_json(data: RunData, *, now: float) -> dict[str, Any]:
                 values[f"{metric}_ci"] = scope_entry.ci.get(metric)
             results[f"rescue_bench|{task}|{scope}"] = values
     manifest = data.manifest
+    used = data_used(manifest)
     return {
         "config_general": {
             "model_name": data.name,
@@ -93,6 +94,7 @@ def results_json(data: RunData, *, now: float) -> dict[str, Any]:
             "generation": manifest.generation,
             "judges": manifest.judges,
             "dataset": manifest.dataset.model_dump(mode="json", exclude_unset=True),
+            "data_used": {"official_release": used.official, "description": used.description},
             # An unset ``ci`` is left out of scores.json, and so exported as null.
             "ci": scores.meta.ci if "ci" in scores.meta.model_fields_set else None,
         },

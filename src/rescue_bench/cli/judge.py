@@ -140,13 +140,13 @@ def calibrate(
         typer.echo(json.dumps(result.to_json(), indent=2))
         return
     table = Table("calibration", "Human vs LLM-as-judge", table12_columns(), tuple(table12_rows(result)))
-    typer.echo(f"judge: {result.judge}; {result.matched} ratings matched")
-    typer.echo(markdown_table(table))
+    # The judge's name and the instance ids come from the ratings file and the run: shown, never obeyed.
+    typer.echo(printable(f"judge: {result.judge}; {result.matched} ratings matched"))
+    typer.echo(printable(markdown_table(table)))
     if result.unmatched:
         shown = ", ".join(result.unmatched[:5]) + (" ..." if len(result.unmatched) > 5 else "")
-        typer.echo(
-            f"{len(result.unmatched)} rated instances have no valid judge score in the run: {shown}", err=True
-        )
+        unmatched = f"{len(result.unmatched)} rated instances have no valid judge score in the run: {shown}"
+        typer.echo(printable(unmatched, one_line=True), err=True)
 
 
 def register(app: typer.Typer) -> None:

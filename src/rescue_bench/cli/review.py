@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rescue_bench.errors import ConfigError, DependencyError
+from rescue_bench.printable import printable
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -39,7 +40,11 @@ def _require() -> None:
 def _store(db: str | None) -> sessionmaker[Session]:
     from rescue_bench.review.db import DEFAULT_DB_URL, open_store
 
-    return open_store(db or DEFAULT_DB_URL, notice=lambda text: typer.echo(f"warning: {text}", err=True))
+    return open_store(db or DEFAULT_DB_URL, notice=_warn)
+
+
+def _warn(text: str) -> None:
+    typer.echo(f"warning: {printable(text)}", err=True)
 
 
 @review_app.command("init")
@@ -118,7 +123,7 @@ def load(
     with _store(db)() as session:
         result = load_work(session, source)
     for warning in result.warnings:
-        typer.echo(f"warning: {warning}", err=True)
+        typer.echo(f"warning: {printable(warning)}", err=True)
     typer.echo(
         f"loaded {len(result.added)} segment(s), {result.rows} row(s); "
         f"{len(result.skipped)} already in the store (kept)"

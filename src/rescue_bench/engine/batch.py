@@ -50,7 +50,7 @@ from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import redact_reply, url_secrets
-from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json
+from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json, run_lock
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
@@ -109,13 +109,10 @@ def export_batch(
     manifest["status"] = "exported"
     manifest["options"] = {"batch_export": str(out)}
     store = RunStore(run_dir)
-    store.lock()  # another process writing the directory (a run, an import, a score) is refused
-    try:
+    with run_lock(run_dir, create=True):  # another writer of the directory (a run, an import) is refused
         check_compatible(store, manifest, known)
         if store.manifest() is None:
             store.write_manifest(manifest)
-    finally:
-        store.unlock()
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with out.open("w", encoding="utf-8") as lines:
@@ -179,10 +176,11 @@ def read_results(path: Path) -> dict[str, Reply]:
 
 def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
     """Leave a note in the run directory about where its requests went."""
-    atomic_write_json(
-        run_dir / "batch_export.json",
-        {"requests": summary.requests, "instances": summary.instances, "file": str(summary.path)},
-    )
+    with run_lock(run_dir, create=True):
+        atomic_write_json(
+            run_dir / "batch_export.json",
+            {"requests": summary.requests, "instances": summary.instances, "file": str(summary.path)},
+        )
 
 
 def import_batch(

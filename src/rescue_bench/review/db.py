@@ -43,6 +43,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column, relationship, sessionmaker
 
 from rescue_bench.errors import ConfigError
+from rescue_bench.redaction import scrub_text
 from rescue_bench.review.dbfile import secure_sqlite_file
 
 DEFAULT_DB_URL = "sqlite:///review.db"
@@ -240,20 +241,7 @@ def normalize_url(url: str) -> str:
             return "postgresql+psycopg://" + url[len(prefix) :]
     if url.startswith(("sqlite:", "postgresql+psycopg:")):
         return url
-    raise ConfigError(f"unsupported database URL {redact_url(url)!r}: use sqlite:///FILE or postgresql://...")
-
-
-def redact_url(url: str) -> str:
-    """The URL without its password, for messages.
-
-    >>> redact_url("postgresql://ann:s3cret@db:5432/review")
-    'postgresql://ann:***@db:5432/review'
-    """
-    scheme, sep, rest = url.partition("://")
-    creds, at, host = rest.rpartition("@")
-    if not sep or not at or ":" not in creds:
-        return url
-    return f"{scheme}://{creds.split(':', 1)[0]}:***@{host}"
+    raise ConfigError(f"unsupported database URL {scrub_text(url)!r}: use sqlite:///FILE or postgresql://...")
 
 
 def make_engine(url: str) -> Engine:
@@ -302,7 +290,7 @@ def open_store(url: str, notice: Callable[[str], None] | None = None) -> session
         migrate(engine)
     except DBAPIError as exc:  # unreachable server, or a file that is not a SQLite database
         engine.dispose()
-        raise ConfigError(f"cannot open the review database {redact_url(url)}: {exc.orig}") from None
+        raise ConfigError(f"cannot open the review database {scrub_text(url)}: {exc.orig}") from None
     sessions = session_factory(engine)
     if check.exposed:
         with sessions() as session:
