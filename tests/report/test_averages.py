@@ -29,6 +29,7 @@ def run(
     mode: str = "dialogue",
     bert: dict[str, Any] | None = None,
     protocol: int = 2,
+    rpp: tuple[str, ...] = (),
 ) -> RunData:
     scores: dict[str, Any] = {
         "itp": {scope: {"f1": f1 / (2 if scope == "family" else 1)} for scope in ("couple", "family", "all")},
@@ -42,7 +43,20 @@ def run(
         "dataset": {"hash": "abc"},
         "model": {"name": name},
     }
-    return RunData.of(Path(name.replace("/", "_")), manifest, [], scores=scores)
+    lines = [
+        {
+            "instance_id": f"s::rpp::{i}",
+            "task": "rpp",
+            "sample_id": "s",
+            "scenario": "couple",
+            "row_index": i,
+            "gold": "pursue_withdraw",
+            "valid": True,
+            "prediction": [answer],
+        }
+        for i, answer in enumerate(rpp, start=1)
+    ]
+    return RunData.of(Path(name.replace("/", "_")), manifest, lines, scores=scores)
 
 
 def cells(row: tuple[Any, ...], first: int = 2) -> dict[str, float | None]:
@@ -120,3 +134,14 @@ def test_the_study_leaderboard_averages_each_perturbation(
         "Average (2 runs)": pytest.approx(0.7),
         "Average (2 runs, name-swap)": pytest.approx(0.3),
     }
+
+
+def test_per_label_rpp_accuracy_is_averaged_over_the_models() -> None:
+    from rescue_bench.report.tables import per_label
+
+    right, wrong = "pursue_withdraw", "attack_attack"
+    runs = [run("openai/a", 0.5, 4.0, rpp=(right, wrong)), run("openai/b", 0.5, 4.0, rpp=(right, right))]
+    rows = [row for row in per_label(runs).rows if str(row[0]).startswith("Average")]
+    assert [(row[1], row[2], row[3]) for row in rows] == [("couple", right, 2)]
+    cell = rows[0][4]
+    assert isinstance(cell, Cell) and cell.value == pytest.approx(0.75)
