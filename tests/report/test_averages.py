@@ -53,6 +53,7 @@ def run(
             "gold": "pursue_withdraw",
             "valid": True,
             "prediction": [answer],
+            "meta": {"position": 0.1 * i},
         }
         for i, answer in enumerate(rpp, start=1)
     ]
@@ -145,3 +146,16 @@ def test_per_label_rpp_accuracy_is_averaged_over_the_models() -> None:
     assert [(row[1], row[2], row[3]) for row in rows] == [("couple", right, 2)]
     cell = rows[0][4]
     assert isinstance(cell, Cell) and cell.value == pytest.approx(0.75)
+
+
+def test_the_position_figure_pools_the_models_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rescue_bench.report import build, figures
+
+    right, wrong = "pursue_withdraw", "attack_attack"
+    runs = [run("openai/a", 0.5, 4.0, rpp=(right, wrong)), run("openai/b", 0.5, 4.0, rpp=(right, right))]
+    drawn: dict[str, Any] = {}
+    monkeypatch.setattr(figures, "position_accuracy_png", lambda series: drawn.update(series) or b"png")
+    build.run_figures(runs, ["openai/a", "openai/b"])
+    pooled = drawn["pooled: Average (2 runs)"]
+    # positions 0.1 (both right) and 0.2 (one of the two right), each bin holding both runs' instances
+    assert [(b["n"], b["accuracy"]) for b in pooled if b["n"]] == [(2, 1.0), (2, 0.5)]
