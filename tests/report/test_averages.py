@@ -29,6 +29,7 @@ def run(
     mode: str = "dialogue",
     bert: dict[str, Any] | None = None,
     protocol: int = 2,
+    rpp: tuple[str, ...] = (),
 ) -> RunData:
     scores: dict[str, Any] = {
         "itp": {scope: {"f1": f1 / (2 if scope == "family" else 1)} for scope in ("couple", "family", "all")},
@@ -42,7 +43,21 @@ def run(
         "dataset": {"hash": "abc"},
         "model": {"name": name},
     }
-    return RunData.of(Path(name.replace("/", "_")), manifest, [], scores=scores)
+    lines = [
+        {
+            "instance_id": f"s::rpp::{i}",
+            "task": "rpp",
+            "sample_id": "s",
+            "scenario": "couple",
+            "row_index": i,
+            "gold": "pursue_withdraw",
+            "valid": True,
+            "prediction": [answer],
+            "meta": {"position": 0.1 * i},
+        }
+        for i, answer in enumerate(rpp, start=1)
+    ]
+    return RunData.of(Path(name.replace("/", "_")), manifest, lines, scores=scores)
 
 
 def cells(row: tuple[Any, ...], first: int = 2) -> dict[str, float | None]:
@@ -122,3 +137,27 @@ def test_the_study_leaderboard_averages_each_perturbation(
         "Average (2 runs)": pytest.approx(0.7),
         "Average (2 runs, name-swap)": pytest.approx(0.3),
     }
+
+
+def test_per_label_rpp_accuracy_is_averaged_over_the_models() -> None:
+    from rescue_bench.report.tables import per_label
+
+    right, wrong = "pursue_withdraw", "attack_attack"
+    runs = [run("openai/a", 0.5, 4.0, rpp=(right, wrong)), run("openai/b", 0.5, 4.0, rpp=(right, right))]
+    rows = [row for row in per_label(runs).rows if str(row[0]).startswith("Average")]
+    assert [(row[1], row[2], row[3]) for row in rows] == [("couple", right, 2)]
+    cell = rows[0][4]
+    assert isinstance(cell, Cell) and cell.value == pytest.approx(0.75)
+
+
+def test_the_position_figure_pools_the_models_instances(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rescue_bench.report import build, figures
+
+    right, wrong = "pursue_withdraw", "attack_attack"
+    runs = [run("openai/a", 0.5, 4.0, rpp=(right, wrong)), run("openai/b", 0.5, 4.0, rpp=(right, right))]
+    drawn: dict[str, Any] = {}
+    monkeypatch.setattr(figures, "position_accuracy_png", lambda series: drawn.update(series) or b"png")
+    build.run_figures(runs, ["openai/a", "openai/b"])
+    pooled = drawn["pooled: Average (2 runs)"]
+    # positions 0.1 (both right) and 0.2 (one of the two right), each bin holding both runs' instances
+    assert [(b["n"], b["accuracy"]) for b in pooled if b["n"]] == [(2, 1.0), (2, 0.5)]

@@ -114,3 +114,21 @@ def test_judges_table_with_and_without_agreement() -> None:
     assert row[:4] == ("m/1", "ER", "a/x, b/y", 12)
     assert (row[4].text(), row[5].text(), row[6].text()) == ("0.612", "50.0", "0.750")
     assert tables.judges([_run()]).rows == (("openai/x", "ER, VP", "none", None, None, None, None),)
+
+
+def test_published_bert_is_marked_not_comparable_beside_another_backbone() -> None:
+    """report --with-paper: the paper's BERT values stand as numbers beside runs scored as the reference
+    scripts score (distilbert-base-uncased L5, no idf), and are marked beside the bundled MiniLM."""
+    from tests.report.test_averages import DISTIL, MINILM, run
+
+    from rescue_bench.report.tables import PAPER_COLUMNS, leaderboard
+
+    bert = [i for i, (_, metric, *_) in enumerate(PAPER_COLUMNS) if metric == "bertscore_f1"]
+    for backbone, marked in ((DISTIL, False), (MINILM, True)):
+        table = leaderboard([run("openai/a", 0.5, 4.0, bert=backbone)], with_paper=True)
+        published = [row for row in table.rows if str(row[0]).endswith("(published)")]
+        shown = [row[2 + i] for row in published for i in bert]
+        assert len(published) == 10 and shown
+        assert all(isinstance(v, str) and v.endswith("(not comparable)") for v in shown) is marked
+        assert ("not comparable" in table.note) is marked
+        assert f"BERTScore F1 with {backbone['model']} L{backbone['layer']}" in table.note

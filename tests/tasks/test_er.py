@@ -94,6 +94,14 @@ def test_the_current_row_is_shown_once_after_its_context(
     assert "feels hurt" not in user
 
 
+def test_the_judge_gets_the_turns_time_and_words_in_meta(make_sample: Callable[..., Sample]) -> None:
+    """The reference judge_prompt shows the checkpoint's timestamp and dialogue: the record keeps them."""
+    sample = make_sample(["Ana", "Ben", "Therapist", "Ana", "Ben", client("Ana", ("Ana", "feels hurt", 5))])
+    inst = er.build(sample, CFG)[0]
+    assert inst.row_index == 6 and inst.meta["utterance"] == WORDS and inst.meta["speaker"] == "Ana"
+    assert inst.meta["timestamp"] == "25-29s"  # rows of the fixture start every 5 s and last 4 s
+
+
 def instance(intensity: int = 6) -> Instance:
     gold = {"emotion": "feels hurt", "intensity": intensity}
     return Instance("s::er::6", "er", "s", "couple", 6, gold, (), {"speaker": "Ana"}, {})

@@ -50,6 +50,13 @@ def test_answers_are_found_wherever_they_are(text: str) -> None:
     assert values(text, 2) == [1, 2]
 
 
+def test_a_valid_answer_keeps_its_reason_for_the_judge() -> None:
+    text = '{"predictions": [{"id": "c1", "x": 1, "reason": " rising   tone "}, {"id": "c2", "reason": "r"}]}'
+    first, second = parse_batch(text, batch(2), ("x",), read_value)
+    assert first.reason == "rising tone"
+    assert not second.valid and second.reason is None  # an invalid answer is never judged
+
+
 def test_a_one_item_batch_needs_no_id() -> None:
     assert values('{"x": 5}', 1) == [5]
     assert values('{"predictions": [{"x": 5}]}', 1) == [5]

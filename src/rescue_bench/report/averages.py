@@ -14,8 +14,10 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rescue_bench.judge.bertscore import backbone_label
+from rescue_bench.report.analysis import per_label_accuracy
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.rundir import RunData
 
@@ -88,6 +90,22 @@ def mean_value(runs: Sequence[RunData], task: str, scope: str, metric: str) -> f
     if metric == "bertscore_f1" and len({_backbone(run) for run in runs}) != 1:
         return None
     return sum(v for v in values if v is not None) / len(values)
+
+
+def mean_per_label(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """RPP top-1 accuracy per scenario and gold label averaged over ``runs`` (the paper's App. E.2 averages):
+    the labels every run has, in the first run's order, with the first run's ``n`` (the runs are comparable,
+    so they share their instances)."""
+    tables = [
+        {(d["scenario"], d["label"]): d for d in per_label_accuracy(run.prediction_lines)} for run in runs
+    ]
+    if not tables:
+        return []
+    shared = [key for key in tables[0] if all(key in table for table in tables)]
+    return [
+        {**tables[0][key], "accuracy": sum(table[key]["accuracy"] for table in tables) / len(tables)}
+        for key in shared
+    ]
 
 
 def _backbone(run: RunData) -> str | None:

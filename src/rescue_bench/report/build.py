@@ -27,7 +27,17 @@ from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
-from rescue_bench.report import analysis, figures, html, likeness, relational, robustness, tables, writers
+from rescue_bench.report import (
+    analysis,
+    averages,
+    figures,
+    html,
+    likeness,
+    relational,
+    robustness,
+    tables,
+    writers,
+)
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table
@@ -122,6 +132,10 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
     series = {
         name: analysis.position_bins(predictions[id(run)]) for name, run in zip(names, runs, strict=True)
     }
+    found = averages.groups(runs)
+    for group in found:  # the paper's pooled curve: every model's instances of the bin together
+        pooled = [line for i in group.members for line in runs[i].prediction_lines]
+        series[f"pooled: {group.label(names, len(found) > 1)}"] = analysis.position_bins(pooled)
     series = {name: bins for name, bins in series.items() if any(b["n"] for b in bins)}
     if series:
         out.append(
@@ -129,7 +143,8 @@ def run_figures(runs: Sequence[RunData], names: Sequence[str]) -> list[Figure]:
                 f"{analysis.pattern_task()}_accuracy_by_position",
                 f"{analysis.pattern_task().upper()} accuracy by relative position (Fig. 4)",
                 figures.position_accuracy_png(series),
-                "10 bins of relative position; bands are ±1 binomial standard error.",
+                "10 bins of relative position; bands are ±1 binomial standard error. A pooled curve puts the "
+                "instances of the finished, comparable model runs together (report/averages.py).",
             )
         )
     for index, run in enumerate(_by_dataset(runs)):

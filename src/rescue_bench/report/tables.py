@@ -251,18 +251,26 @@ def average_row(runs: Sequence[RunData], scope: str) -> list[Value]:
 
 
 def per_label(runs: Sequence[RunData]) -> Table:
-    """Per-label RPP top-1 accuracy per run and scenario (paper App. E.2)."""
-    rows = [
+    """Per-label RPP top-1 accuracy per run and scenario (paper App. E.2), then the Average rows."""
+    names = display_names(runs)
+    rows: list[tuple[Value, ...]] = [
         (name, item["scenario"], item["label"], item["n"], Cell(item["accuracy"], scale=100.0, digits=2))
-        for name, run in zip(display_names(runs), runs, strict=True)
+        for name, run in zip(names, runs, strict=True)
         for item in analysis.per_label_accuracy(run.prediction_lines)
     ]
+    found = averages.groups(runs)
+    for group in found:
+        label = group.label(names, len(found) > 1)
+        for item in averages.mean_per_label([runs[i] for i in group.members]):
+            cell = Cell(item["accuracy"], scale=100.0, digits=2)
+            rows.append((label, item["scenario"], item["label"], item["n"], cell))
     return Table(
         "per_label",
         "RPP accuracy per gold label",
         ("Model", "Scenario", "Label", "n", "Acc. (%)"),
         tuple(rows),
-        "Top-1 accuracy over the instances whose gold is the label; invalid answers count as misses.",
+        "Top-1 accuracy over the instances whose gold is the label; invalid answers count as misses."
+        + (averages.NOTE if found else ""),
     )
 
 
