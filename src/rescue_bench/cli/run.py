@@ -25,8 +25,8 @@ from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import RunOutcome, with_out
-from rescue_bench.evaluation.setup import make_prices, spec_prices, with_judges
-from rescue_bench.judge.after_run import JudgeSettings, judge_params, wants_bertscore
+from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_prices, with_judges
+from rescue_bench.judge.after_run import judge_params, wants_bertscore
 from rescue_bench.pricing import Prices
 from rescue_bench.printable import printable
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
@@ -207,7 +207,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             counters.append(f"{judge.name}: {counter.name}, output at {cap_note(params)}")
         Console(width=None if Console().is_terminal else 160).print(table)
         typer.echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
-    if wants_bertscore(JudgeSettings(bertscore=spec.bertscore), spec.tasks):
+    if wants_bertscore(bertscore_settings(spec), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
         typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
     return total if spec.judges else None

@@ -9,6 +9,7 @@ gets its guard on the run's one budget at its own prices, and a budget needs pri
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 from pathlib import Path
 
 from rescue_bench.engine.estimate import Budget, make_counter
@@ -51,11 +52,9 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         if not model.capabilities.reads_prompts:
             raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
     engine = spec.engine
-    asked = spec.bertscore if spec.bertscore is False or spec.bertscore_model is None else True
-    settings = JudgeSettings(
-        spec.judges,
-        asked,
-        bertscore_model=spec.bertscore_model or DEFAULT_MODEL,
+    settings = replace(
+        bertscore_settings(spec),
+        judges=spec.judges,
         concurrency=engine.concurrency,
         timeout=engine.timeout,
         max_retries=engine.max_retries,
@@ -66,6 +65,13 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
     # A missing extra or backbone asked for (--bertscore, --bertscore-model) fails now, not after the run.
     fetch_bertscore(settings, spec.tasks)
     return settings
+
+
+def bertscore_settings(spec: RunSpec) -> JudgeSettings:
+    """The spec's BERTScore choice as judge settings: a named backbone (``bertscore_model``) counts as asked
+    for, unless ``bertscore`` is false."""
+    asked = spec.bertscore if spec.bertscore is False or spec.bertscore_model is None else True
+    return JudgeSettings(bertscore=asked, bertscore_model=spec.bertscore_model or DEFAULT_MODEL)
 
 
 def judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
