@@ -426,7 +426,7 @@ def flatten(value: Any, prefix: str = "") -> list[tuple[str, str]]:
     return [(prefix, str(value))]
 
 
-VOLATILE = ("counts", "judge_counts", "timings", "stop_reason")
+VOLATILE = ("status", "counts", "judge_counts", "timings", "stop_reason")
 """run.json keys that record how a run went, not how it was set up (the other tables show them)."""
 
 
