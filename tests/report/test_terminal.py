@@ -114,3 +114,19 @@ def test_a_name_too_long_for_any_column_becomes_a_number_with_a_legend() -> None
     assert any(line.startswith(f"1 = {name}") for line in lines), lines
     assert all(len(line) <= 100 for line in lines)
     assert any(re.search(r"\b1\b.*0\.50 \[0\.40, 0\.60\]", line) for line in lines)
+
+
+def test_a_piped_run_prints_its_scores_within_100_columns(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+
+    args = ["run", "--model", "baseline/random", "--data", "demo", "--out", str(tmp_path / "run"), "-q"]
+    result = CliRunner().invoke(app, [*args, "--no-cache", "--no-bertscore"], env={"COLUMNS": None})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    assert sum(line.split()[:1] in (["Both"], ["Couple"], ["Family"]) for line in lines) >= 3
+    for header in ("ITP F1", "RPP Acc.", "SSP MRR"):
+        assert any(header in line for line in lines), header
+    assert "baseline/random: finished, valid answers 100.0%" in result.output
