@@ -92,9 +92,10 @@ def test_the_two_run_comparison_fits(runs: list[RunData], width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_many_way_matrix_fits(runs: list[RunData], width: int) -> None:
+@pytest.mark.parametrize("ci", [False, True])
+def test_the_many_way_matrix_fits(runs: list[RunData], width: int, ci: bool) -> None:
     result = compare_many_run_data(runs, n_resamples=50)
-    shown = matrix_tables(result, numbered=True)
+    shown = matrix_tables(result, numbered=True, ci=ci)
     assert shown
     for table in shown:
         keys = 3 if table.key.startswith("compare_") else 2

@@ -96,6 +96,9 @@ def compare(
     level: Annotated[
         float, typer.Option("--level", help="Three runs or more: significance level of the rank groups.")
     ] = 0.05,
+    ci: Annotated[
+        bool, typer.Option("--ci", help="Three runs or more: show each difference's 95% CI in the matrix.")
+    ] = False,
 ) -> None:
     """Paired differences of runs on their shared instances (bootstrap CIs, McNemar's test).
 
@@ -110,7 +113,7 @@ def compare(
     if len(loaded) == 2:
         _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
         return
-    _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level)
+    _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level, ci)
 
 
 def _compare_settings(
@@ -151,6 +154,7 @@ def _compare_many(
     as_json: bool,
     method: Adjustment,
     level: float,
+    ci: bool,
 ) -> None:
     """Three runs or more: every pair's difference, adjusted p-values and rank groups."""
     from rescue_bench.report.comparison import compare_many_run_data, matrix_tables
@@ -160,7 +164,7 @@ def _compare_many(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
-    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True)
+    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True, ci=ci)
     print_tables(make_console(), [(table, 3 if table.key.startswith("compare_") else 2) for table in tables])
 
 
