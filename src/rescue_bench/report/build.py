@@ -27,7 +27,16 @@ from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
-from rescue_bench.report import analysis, figures, html, relational, robustness, tables, writers
+from rescue_bench.report import (
+    analysis,
+    configuration,
+    figures,
+    html,
+    relational,
+    robustness,
+    tables,
+    writers,
+)
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table
@@ -232,7 +241,7 @@ def report_tables(
         tables.usage(runs, prices),
         relational.profile_table(runs, names),
         *relational.relational_tables(names, data),
-        *tables.config(runs),
+        *configuration.config(runs),
     )
 
 
