@@ -155,3 +155,13 @@ def test_the_study_leaderboard_marks_rows_and_writes_validity(marked_study: Path
     md = (tmp_path / "leaderboard.md").read_text()
     assert "| Model | Status | Valid (%) |" in md and "**Measured: demo data (fictional)" in md
     assert f"| {LONG_NAMES[1]} | degraded | 24." in md or f"| {LONG_NAMES[1]} | degraded | 2" in md
+
+
+def test_an_instance_whose_request_got_no_answer_is_not_done() -> None:
+    failed = {**LINE, "instance_id": "i9", "problems": ["request_failed: connection refused"]}
+    lines = [{**LINE, "instance_id": f"i{n}"} for n in range(3)] + [failed]
+    counts = {"itp": {"instances": 4, "done": 4, "valid": 3, "request_failures": 1}}
+    run = RunData.of(Path("r"), {"status": "finished", "counts": counts}, lines)
+    assert measured.state(run) == "PARTIAL 3/4" and not measured.progress(run).finished
+    summary_only = RunData.of(Path("r"), {"status": "incomplete", "counts": counts}, [])
+    assert measured.state(summary_only) == "PARTIAL 3/4"

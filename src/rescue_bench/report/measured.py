@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rescue_bench.errors import DataError
+from rescue_bench.records import ProblemKind
 from rescue_bench.rundir import RunData
 
 PARTIAL = "PARTIAL"
@@ -59,14 +60,16 @@ class Progress:
 
 
 def progress(run: RunData) -> Progress:
-    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions.
+    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions that
+    got an answer (valid or not).
 
     Raises:
         DataError: the run holds no predictions.
     """
     if not run.prediction_lines:
         raise DataError(f"{run.path} holds no predictions: there is nothing to report")
-    done = Counter(p.task for p in run.prediction_lines)
+    # A request that got no answer is unfinished work, not a done instance: its line records the failure.
+    done = Counter(p.task for p in run.prediction_lines if p.kinds[:1] != (ProblemKind.REQUEST_FAILED,))
     planned = {
         task: count["instances"]
         for task, count in run.manifest.counts.items()
@@ -90,7 +93,8 @@ def state(run: RunData) -> str:
         found = progress(run)
         complete, done, planned = found.finished, found.done, found.planned
     else:  # the counts run.json recorded (a summary read without the predictions)
-        done, planned = _total(run, "done"), _total(run, "instances")
+        done = _total(run, "done") - _total(run, "request_failures")
+        planned = _total(run, "instances")
         complete = status in COMPLETE and done >= planned
     if not complete:
         return f"{PARTIAL} {done}/{planned}"
