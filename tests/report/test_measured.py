@@ -85,6 +85,11 @@ def test_published_rows_say_what_they_measured_and_warn_beside_demo_runs() -> No
     assert board.subtitle.startswith(
         "Measured: demo data (fictional): 6 samples (4 couple, 2 family), 24 ins"
     )
+    assert board.subtitle.splitlines()[1] == (
+        "Rows marked (published) are the paper's, published: 191 conversations of the official release "
+        "(174 couple, 17 family), judge GPT-5.4, BERTScore backbone not stated; not comparable with the runs here, "
+        "asked on other data"
+    )
 
 
 @pytest.fixture(scope="module")

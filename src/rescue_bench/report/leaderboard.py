@@ -23,7 +23,15 @@ from rescue_bench.metrics.multiplicity import Adjustment
 from rescue_bench.report.build import Report, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.html import write_html
-from rescue_bench.report.measured import COMPLETE, DEGRADED, heading, progress, published_caveat, state
+from rescue_bench.report.measured import (
+    COMPLETE,
+    DEGRADED,
+    heading,
+    progress,
+    published_caveat,
+    published_heading,
+    state,
+)
 from rescue_bench.report.tables import (
     PAPER_COLUMNS,
     VALIDITY_NOTE,
@@ -143,6 +151,8 @@ def leaderboard_report(
     unfinished = tuple(row.detail for row in rows if not row.complete)
     runs = [row.run for row in rows if row.run is not None]
     subtitle = heading(runs) if runs else "Measured: no run has answers yet"
+    if with_paper:
+        subtitle += f"\n{published_heading(runs)}"
     how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[method]
     tables = (
         Table(

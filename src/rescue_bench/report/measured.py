@@ -172,6 +172,14 @@ def official_size(run: RunData) -> bool:
     return info.source != "demo" and info.samples == PAPER_SAMPLES and not run.manifest.selection.sample_ids
 
 
+def published_heading(runs: Sequence[RunData]) -> str:
+    """The heading's line for published rows: what they measured, and whether the runs beside them compare."""
+    other = any(not official_size(run) for run in runs)
+    return f"Rows marked (published) are the paper's, {PUBLISHED}" + (
+        "; not comparable with the runs here, asked on other data" if other else ""
+    )
+
+
 def published_caveat(runs: Sequence[RunData]) -> str:
     """The note beside published rows: what they measured, and a warning when a run measured other data."""
     other = [run for run in runs if not official_size(run)]

@@ -134,7 +134,7 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
         (*LEADER_KEYS, *(c[2] for c in PAPER_COLUMNS)),
         tuple(rows),
         note,
-        subtitle=measured.heading(runs),
+        subtitle=measured.heading(runs) + (f"\n{measured.published_heading(runs)}" if with_paper else ""),
     )
 
 
