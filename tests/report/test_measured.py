@@ -87,8 +87,8 @@ def test_published_rows_say_what_they_measured_and_warn_beside_demo_runs() -> No
     )
     assert board.subtitle.splitlines()[1] == (
         "Rows marked (published) are the paper's, published: 191 conversations of the official release "
-        "(174 couple, 17 family), judge GPT-5.4, BERTScore backbone not stated; not comparable with the runs here, "
-        "asked on other data"
+        "(174 couple, 17 family), judge GPT-5.4, BERTScore backbone not stated; not comparable with the runs "
+        "here, asked on other data"
     )
 
 
