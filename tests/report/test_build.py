@@ -66,10 +66,14 @@ def test_markdown_and_tex(built: tuple[Any, Path]) -> None:
     md = (out / "report.md").read_text()
     assert "| Model | Source | Status | Valid (%) | ITP Prec. |" in md and "(published)" in md
     assert md.count("![") == len(EXPECTED_FIGURES)
+    measured = "Measured: demo data (fictional): 6 samples (4 couple, 2 family)"
+    assert md.splitlines()[2].startswith(measured) and f"**{measured}" in md  # under the title and the board
+    assert "judge fake/overlap-judge" in md.splitlines()[2]
     tex = (out / "table.tex").read_text()
     assert tex.count(r"\toprule") == 2 and r"\bottomrule" in tex and "baseline/random" in tex
     assert r"GPT-4o (published) & published & -- & 86.67 & 82.63 & 84.60" in tex
     assert r"baseline/random & finished & 100.0 &" in tex
+    assert "% Measured: demo data (fictional)" in tex
 
 
 def test_xlsx_opens_with_the_expected_sheets(built: tuple[Any, Path]) -> None:

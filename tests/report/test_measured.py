@@ -85,6 +85,11 @@ def test_published_rows_say_what_they_measured_and_warn_beside_demo_runs() -> No
     assert board.subtitle.startswith(
         "Measured: demo data (fictional): 6 samples (4 couple, 2 family), 24 ins"
     )
+    assert board.subtitle.splitlines()[1] == (
+        "Rows marked (published) are the paper's, published: 191 conversations of the official release "
+        "(174 couple, 17 family), judge GPT-5.4, BERTScore backbone not stated; not comparable with the runs "
+        "here, asked on other data"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -155,3 +160,13 @@ def test_the_study_leaderboard_marks_rows_and_writes_validity(marked_study: Path
     md = (tmp_path / "leaderboard.md").read_text()
     assert "| Model | Status | Valid (%) |" in md and "**Measured: demo data (fictional)" in md
     assert f"| {LONG_NAMES[1]} | degraded | 24." in md or f"| {LONG_NAMES[1]} | degraded | 2" in md
+
+
+def test_an_instance_whose_request_got_no_answer_is_not_done() -> None:
+    failed = {**LINE, "instance_id": "i9", "problems": ["request_failed: connection refused"]}
+    lines = [{**LINE, "instance_id": f"i{n}"} for n in range(3)] + [failed]
+    counts = {"itp": {"instances": 4, "done": 4, "valid": 3, "request_failures": 1}}
+    run = RunData.of(Path("r"), {"status": "finished", "counts": counts}, lines)
+    assert measured.state(run) == "PARTIAL 3/4" and not measured.progress(run).finished
+    summary_only = RunData.of(Path("r"), {"status": "incomplete", "counts": counts}, [])
+    assert measured.state(summary_only) == "PARTIAL 3/4"

@@ -7,7 +7,7 @@ from statistics import fmean
 
 import pytest
 
-from rescue_bench.report import tables
+from rescue_bench.report import configuration, tables
 from rescue_bench.report.paper import TABLE5, published_rows
 from rescue_bench.rundir import RunData
 
@@ -77,7 +77,7 @@ def test_failures_usage_and_config() -> None:
     assert fail["ER"][-1] == 2 and fail["ITP"][-1] is None
     use = tables.usage([_run()]).rows
     assert use[0][1:5] == ("ITP", 3, 100, 7) and use[1][1] == "judge openai/j" and use[1][3] == 50
-    differ, shared = tables.config([_run()])
+    differ, shared = configuration.config([_run()])
     settings = dict(shared.rows)
     assert (
         not differ.rows and settings["model.provider"] == "openai" and "counts.itp.requests" not in settings

@@ -92,9 +92,10 @@ def test_the_two_run_comparison_fits(runs: list[RunData], width: int) -> None:
 
 
 @pytest.mark.parametrize("width", WIDTHS)
-def test_the_many_way_matrix_fits(runs: list[RunData], width: int) -> None:
+@pytest.mark.parametrize("ci", [False, True])
+def test_the_many_way_matrix_fits(runs: list[RunData], width: int, ci: bool) -> None:
     result = compare_many_run_data(runs, n_resamples=50)
-    shown = matrix_tables(result, numbered=True)
+    shown = matrix_tables(result, numbered=True, ci=ci)
     assert shown
     for table in shown:
         keys = 3 if table.key.startswith("compare_") else 2
@@ -122,3 +123,19 @@ def test_names_are_shown_as_written_never_as_markup_or_terminal_codes() -> None:
     shown = "\n".join(render(fit(table, 100), 100))
     assert "evil/[bold red]model" in shown and "Title [x]" in shown
     assert "\x1b" not in shown and "\x07" not in shown
+
+
+def test_a_piped_run_prints_its_scores_within_100_columns(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+
+    args = ["run", "--model", "baseline/random", "--data", "demo", "--out", str(tmp_path / "run"), "-q"]
+    result = CliRunner().invoke(app, [*args, "--no-cache", "--no-bertscore"], env={"COLUMNS": None})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert all(len(line) <= 100 for line in lines), max(lines, key=len)
+    assert sum(line.split()[:1] in (["Both"], ["Couple"], ["Family"]) for line in lines) >= 3
+    for header in ("ITP F1", "RPP Acc.", "SSP MRR"):
+        assert any(header in line for line in lines), header
+    assert "baseline/random: finished, valid answers 100.0%" in result.output

@@ -132,3 +132,21 @@ def test_judged_study_fills_every_run_with_the_judges_scores(tmp_path: Path) -> 
         scores = json.loads((out / folder / "scores.json").read_text())
         assert scores["er"]["all"]["llm"] is not None and scores["vp"]["all"]["llm"] is not None
     assert [r["status"] for r in study_json(out)["runs"]] == ["finished", "finished"]
+
+
+def test_the_summary_fits_100_columns_with_long_model_names(tmp_path: Path) -> None:
+    out = tmp_path / "study"
+    names = ("vllm/gpt-4o-mini-2024-07-18", "vllm/gpt-4o-2024-08-06")
+    with FakeOpenAIServer() as a, FakeOpenAIServer(flipped) as b:
+        path = tmp_path / "study.toml"
+        path.write_text(study_toml(out, [(names[0], a.base_url), (names[1], b.base_url)]))
+        result = RUNNER.invoke(app, ["sweep", str(path), "--quiet", "--with-paper"], env={"COLUMNS": None})
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    tables = [line for line in lines if not line.startswith("  ") or "/" not in line]  # the paths may be long
+    assert all(len(line) <= 100 for line in tables), max(tables, key=len)
+    assert not any("…" in line for line in lines)
+    for name in names:  # whole, in the leaderboard, the rank groups and the study table
+        assert sum(name in line for line in lines) >= 3, name
+    text = " ".join(result.output.split())
+    assert "Measured: demo data (fictional): 2 samples" in text and "Not comparable" in text

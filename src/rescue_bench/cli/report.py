@@ -108,6 +108,9 @@ def compare(
             "--allow-different-judges", help="Compare ER/VP judge scores of runs judged by different judges."
         ),
     ] = False,
+    ci: Annotated[
+        bool, typer.Option("--ci", help="Three runs or more: show each difference's 95% CI in the matrix.")
+    ] = False,
 ) -> None:
     """Paired differences of runs on their shared instances (bootstrap CIs, McNemar's test).
 
@@ -128,7 +131,7 @@ def compare(
     if len(loaded) == 2:
         _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
         return
-    _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level)
+    _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level, ci)
 
 
 def _check_like(loaded: list[RunData], allow_different_judges: bool) -> None:
@@ -196,6 +199,7 @@ def _compare_many(
     as_json: bool,
     method: Adjustment,
     level: float,
+    ci: bool,
 ) -> None:
     """Three runs or more: every pair's difference, adjusted p-values and rank groups."""
     from rescue_bench.report.comparison import compare_many_run_data, matrix_tables
@@ -205,7 +209,7 @@ def _compare_many(
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
         return
-    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True)
+    tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True, ci=ci)
     print_tables(make_console(), [(table, 3 if table.key.startswith("compare_") else 2) for table in tables])
 
 

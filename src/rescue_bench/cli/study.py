@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
+from rich import box
 from rich.table import Table
 
 from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
@@ -162,7 +163,7 @@ def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci:
     console = make_console()
     board = leaderboard_view(leaderboard.table("leaderboard"))
     print_tables(console, [board, (leaderboard.table("rank_groups"), 1)], ci=ci)
-    table = Table(title="Study", title_justify="left")
+    table = Table(title="Study", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column("Run", no_wrap=True)
     for header in ("Status", "Done", "Invalid", "No answer", "Cost (USD)"):
         table.add_column(header, no_wrap=True)

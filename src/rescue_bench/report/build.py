@@ -30,6 +30,7 @@ from rescue_bench.pricing import load_prices
 from rescue_bench.report import (
     analysis,
     averages,
+    configuration,
     figures,
     html,
     likeness,
@@ -249,7 +250,7 @@ def report_tables(
         tables.usage(runs, prices),
         relational.profile_table(runs, names),
         *relational.relational_tables(names, data),
-        *tables.config(runs),
+        *configuration.config(runs),
     )
 
 

@@ -158,11 +158,13 @@ def matrix_tables(
     scopes: Sequence[str] = ("all",),
     every_metric: bool = False,
     numbered: bool = False,
+    ci: bool = True,
 ) -> list[Table]:
     """Per task, scope and metric: each run's value and rank group, and its difference from every other run
     (row minus column, 95% CI, adjusted p); McNemar's pairs below for top-1 tasks.
 
-    ``numbered``: rows read ``1 name``, columns ``− 1`` (narrow columns for the terminal)."""
+    ``numbered``: rows read ``1 name``, columns ``− 1``; ``ci=False``: cells without their CI (narrow columns
+    for the terminal)."""
     tables = []
     names = result.runs
     for entry in [e for t in TASK_NAMES for e in result.tasks if e.task == t]:
@@ -170,7 +172,7 @@ def matrix_tables(
         for scope in [s for s in scopes if s in entry.scopes]:
             block = entry.scopes[scope]
             for matrix in [m for m in block.metrics if m.metric in wanted]:
-                tables.append(_matrix_table(entry.task, scope, block.n, matrix, names, result, numbered))
+                tables.append(_matrix_table(entry.task, scope, block.n, matrix, names, result, numbered, ci))
             if block.mcnemar:
                 tables.append(_mcnemar_table(entry.task, scope, block, names, result))
     return tables
@@ -184,6 +186,7 @@ def _matrix_table(
     names: Sequence[str],
     result: ManyComparison,
     numbered: bool = False,
+    ci: bool = True,
 ) -> Table:
     by_pair = {(p.a, p.b): p for p in matrix.pairs}
     rows: list[tuple[Value, ...]] = []
@@ -197,7 +200,7 @@ def _matrix_table(
             sign = 1.0 if pair.a == i else -1.0
             lo, hi = pair.ci or (None, None)
             bounds = (None, None) if lo is None or hi is None else sorted((sign * lo, sign * hi))
-            cell = _cell(task, sign * pair.diff, bounds[0], bounds[1]).text()
+            cell = _cell(task, sign * pair.diff, bounds[0], bounds[1]).text(ci=ci)
             cells.append(f"{cell} p={_p(pair.p_adjusted)}")
         label = f"{i + 1} {name}" if numbered else name
         rows.append((label, _cell(task, matrix.values[i]), matrix.groups[i], *cells))
@@ -207,7 +210,7 @@ def _matrix_table(
         f"{task.upper()} {matrix.metric} ({SCOPE_NAMES[scope]}, n = {n})",
         ("Model", "Value", "Group", *(f"− {head}" for head in heads)),
         tuple(rows),
-        _note(result),
+        _note(result) + ("" if ci else " CIs: --ci, or --json."),
     )
 
 

@@ -24,7 +24,15 @@ from rescue_bench.report import averages, likeness
 from rescue_bench.report.build import Report, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.html import write_html
-from rescue_bench.report.measured import COMPLETE, DEGRADED, heading, progress, published_caveat, state
+from rescue_bench.report.measured import (
+    COMPLETE,
+    DEGRADED,
+    heading,
+    progress,
+    published_caveat,
+    published_heading,
+    state,
+)
 from rescue_bench.report.tables import (
     PAPER_BERT_NOTE,
     PAPER_COLUMNS,
@@ -151,6 +159,8 @@ def leaderboard_report(
     headers = tuple(c[2] for c in PAPER_COLUMNS)
     unfinished = tuple(row.detail for row in rows if not row.complete)
     subtitle = heading(runs) if runs else "Measured: no run has answers yet"
+    if with_paper:
+        subtitle += f"\n{published_heading(runs)}"
     how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[method]
     tables = (
         Table(

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rescue_bench.errors import DataError
+from rescue_bench.records import ProblemKind
 from rescue_bench.rundir import RunData
 from rescue_bench.rundir.status import FINAL
 
@@ -60,14 +61,16 @@ class Progress:
 
 
 def progress(run: RunData) -> Progress:
-    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions.
+    """The run's status and done/planned counts: planned from ``run.json``, done from the predictions that
+    got an answer (valid or not).
 
     Raises:
         DataError: the run holds no predictions.
     """
     if not run.prediction_lines:
         raise DataError(f"{run.path} holds no predictions: there is nothing to report")
-    done = Counter(p.task for p in run.prediction_lines)
+    # A request that got no answer is unfinished work, not a done instance: its line records the failure.
+    done = Counter(p.task for p in run.prediction_lines if p.kinds[:1] != (ProblemKind.REQUEST_FAILED,))
     planned = {
         task: count["instances"]
         for task, count in run.manifest.counts.items()
@@ -91,11 +94,11 @@ def state(run: RunData) -> str:
         found = progress(run)
         complete, done, planned = found.finished, found.done, found.planned
     else:  # the counts run.json recorded (a summary read without the predictions)
-        done, planned = _total(run, "done"), _total(run, "instances")
+        done = _total(run, "done") - _total(run, "request_failures")
+        planned = _total(run, "instances")
         complete = status in COMPLETE and done >= planned
     if not complete:
-        # Instances that got no answer are recorded (with their reason) but not done: they are asked again.
-        return f"{PARTIAL} {done - _total(run, 'request_failures')}/{planned}"
+        return f"{PARTIAL} {done}/{planned}"
     return DEGRADED if status == DEGRADED else "finished"
 
 
@@ -168,6 +171,14 @@ def official_size(run: RunData) -> bool:
     """Whether the run was asked on data of the official release's size and not on the demo data."""
     info = run.manifest.dataset
     return info.source != "demo" and info.samples == PAPER_SAMPLES and not run.manifest.selection.sample_ids
+
+
+def published_heading(runs: Sequence[RunData]) -> str:
+    """The heading's line for published rows: what they measured, and whether the runs beside them compare."""
+    other = any(not official_size(run) for run in runs)
+    return f"Rows marked (published) are the paper's, {PUBLISHED}" + (
+        "; not comparable with the runs here, asked on other data" if other else ""
+    )
 
 
 def published_caveat(runs: Sequence[RunData]) -> str:
