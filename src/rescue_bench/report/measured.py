@@ -15,8 +15,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rescue_bench.engine.ending import unanswered
 from rescue_bench.errors import DataError
-from rescue_bench.records import ProblemKind
 from rescue_bench.rundir import RunData
 from rescue_bench.rundir.status import FINAL
 
@@ -70,7 +70,7 @@ def progress(run: RunData) -> Progress:
     if not run.prediction_lines:
         raise DataError(f"{run.path} holds no predictions: there is nothing to report")
     # A request that got no answer is unfinished work, not a done instance: its line records the failure.
-    done = Counter(p.task for p in run.prediction_lines if p.kinds[:1] != (ProblemKind.REQUEST_FAILED,))
+    done = Counter(p.task for p in run.prediction_lines if not unanswered(p))
     planned = {
         task: count["instances"]
         for task, count in run.manifest.counts.items()
