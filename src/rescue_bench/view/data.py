@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -312,7 +312,9 @@ def data_note(run: Manifest, where: str, today: str) -> tuple[str, bool]:
     return f"Rebuilt from {where}: same content as the run recorded (dataset sha256 {today[:12]}).", True
 
 
-def read_source(run: Manifest, run_dir: Path) -> Source:
+def read_source(
+    run: Manifest, run_dir: Path, load: Callable[[str], Sequence[Sample]] = load_samples
+) -> Source:
     """Load the samples a run used; a problem (missing file, no recorded config) is reported, not raised."""
     sizes = dict(run.batch_sizes)
     hashes = dict(run.prompt_hashes)
@@ -320,7 +322,7 @@ def read_source(run: Manifest, run_dir: Path) -> Source:
     try:
         config = config_from_manifest(run.to_json())
         cfg = config.task_config()
-        samples = load_samples(where)
+        samples = load(where)
         selected = select_samples(samples, config)
     except BenchError as exc:
         return Source({}, TaskConfig(), sizes, hashes, f"the run's data cannot be loaded: {exc}")
@@ -333,16 +335,36 @@ def read_source(run: Manifest, run_dir: Path) -> Source:
 
 
 class SourceCache:
-    """The data of each run, loaded on first use (only the instance page and the text search need it)."""
+    """The data of each run, loaded on first use (only the instance page and the text search need it).
+
+    Runs on the same data file share its loading, and runs of the same content and task settings share the
+    instances and requests rebuilt from it (ten models on one data set rebuild each request once).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loaded: dict[Path, Source] = {}
+        self._files: dict[tuple[str, tuple[int, int]], Sequence[Sample]] = {}
+        self._built: dict[tuple[str, str], dict[tuple[str, ...], Any]] = {}
+
+    def _load(self, where: str) -> Sequence[Sample]:
+        try:
+            stat = Path(where).stat()
+            key = (where, (stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            key = (where, (0, 0))
+        if key not in self._files:
+            self._files[key] = load_samples(where)
+        return self._files[key]
 
     def get(self, view: RunView) -> Source:
         with self._lock:
             if view.path not in self._loaded:
-                self._loaded[view.path] = read_source(view.data.manifest, view.path)
+                found = read_source(view.data.manifest, view.path, self._load)
+                if not found.problem:
+                    shared = self._built.setdefault((found.digest, repr(found.cfg)), found.built)
+                    found = replace(found, built=shared)
+                self._loaded[view.path] = found
             return self._loaded[view.path]
 
 

@@ -131,19 +131,24 @@ def rebuild(
         batch = _batch(instance, built, size, reply)
         rendered = ("render", task_name, *(i.id for i in batch))
         if rendered not in source.built:  # instances of one batch share its request
-            source.built[rendered] = task.render(batch, source.cfg)
-        request = source.built[rendered]
+            request = task.render(batch, source.cfg)
+            source.built[rendered] = (
+                request.prompt_hash,
+                tuple(Message(m.role, _content(m.content)) for m in map(chat_message, request.messages)),
+                json.dumps(request.response_schema, ensure_ascii=False, indent=2),
+            )
+        prompt_hash, messages, schema = source.built[rendered]
     except BenchError as exc:
         return Rebuilt(problem=f"the instance cannot be rebuilt: {exc}")
     notes = []
     recorded = source.prompt_hashes.get(task_name)
-    same_prompt = not (recorded and request.prompt_hash and recorded != request.prompt_hash)
+    same_prompt = not (recorded and prompt_hash and recorded != prompt_hash)
     if not same_prompt:
         notes.append("The task's prompt template changed since this run: the messages below are today's.")
     return Rebuilt(
         turns=conversation(sample, instance),
-        messages=tuple(Message(m.role, _content(m.content)) for m in map(chat_message, request.messages)),
-        schema=json.dumps(request.response_schema, ensure_ascii=False, indent=2),
+        messages=messages,
+        schema=schema,
         batch=tuple(i.id for i in batch),
         notes=tuple(notes),
         origin=source.origin,
