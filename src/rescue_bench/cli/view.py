@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -103,8 +104,11 @@ def _serve(runs: list[Path], host: str, port: int | None, redact: bool, allowed:
     chosen = port if port is not None else _free_port(host)
     app = create_app(runs, redact=redact, hosts=[host, *_own_names(host), *allowed], port=chosen)
     # read and index every run now, so the first page is fast
-    for broken in app.state.viewer.state()[1]:
-        typer.echo(f"warning: {broken.error} (its pages will say so until the file is repaired)", err=True)
+    views, broken = app.state.viewer.state()
+    for run in broken:
+        typer.echo(f"warning: {run.error} (its pages will say so until the file is repaired)", err=True)
+    if len(views) > 1:  # the rank groups take a while at paper size: start them before they are asked for
+        threading.Thread(target=app.state.viewer.many, args=(views,), daemon=True).start()
     shown = f"[{host}]" if ":" in host else host
     typer.echo(f"rescue-bench view: http://{shown}:{chosen}/  (Ctrl-C to stop)")
     uvicorn.run(app, host=host, port=chosen, log_level="warning")
