@@ -55,6 +55,10 @@ class Rebuilt:
     problem: str | None = None
     origin: str = ""
     """What the transcript and messages were rebuilt from (:func:`~rescue_bench.view.data.data_note`)."""
+    shown: tuple[int, ...] = ()
+    """The rows the model saw."""
+    target: int | None = None
+    """The instance's own row."""
     exact: bool = False
     """Same data (recorded hash) and prompt template as the run: these are the messages that were sent."""
 
@@ -110,9 +114,17 @@ def _batch(
 
 
 def rebuild(
-    source: Source, task_name: str, sample_id: str, instance_id: str, reply: ReplyRecord | None
+    source: Source,
+    task_name: str,
+    sample_id: str,
+    instance_id: str,
+    reply: ReplyRecord | None,
+    *,
+    turns: bool = True,
 ) -> Rebuilt:
-    """The conversation and messages of one instance (a :class:`Rebuilt` with ``problem`` when impossible)."""
+    """The conversation and messages of one instance (a :class:`Rebuilt` with ``problem`` when impossible);
+    ``turns`` false leaves out the conversation's turns (:attr:`Rebuilt.shown` and ``target`` still say
+    which rows the model saw)."""
     if source.problem:
         return Rebuilt(problem=source.problem)
     sample = source.samples.get(sample_id)
@@ -146,7 +158,9 @@ def rebuild(
     if not same_prompt:
         notes.append("The task's prompt template changed since this run: the messages below are today's.")
     return Rebuilt(
-        turns=conversation(sample, instance),
+        turns=conversation(sample, instance) if turns else (),
+        shown=tuple(sorted(_shown_rows(instance))),
+        target=instance.row_index,
         messages=messages,
         schema=schema,
         batch=tuple(i.id for i in batch),
