@@ -62,7 +62,8 @@ def view(
     ] = False,
 ) -> None:
     """Look at every answer of one or more runs in the browser (a run still going with --partial)."""
-    from rescue_bench.view.data import COMPLETE, ViewError, check_run_dir, expand_runs, run_status
+    from rescue_bench.view.data import COMPLETE, ViewError, check_run_dir, run_status
+    from rescue_bench.view.studies import expand_runs
 
     runs, notes = expand_runs(runs)
     for note in notes:
