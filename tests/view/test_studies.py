@@ -18,6 +18,7 @@ def test_a_study_directory_opens_as_its_runs(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     result = CliRunner().invoke(cli, ["view", str(study), "--bundle", str(tmp_path / "site")])
     assert result.exit_code == 0, result.output
+    assert "leaderboard.html" in result.output  # a study opens on its leaderboard
     index = (tmp_path / "site" / "index.html").read_text()
     assert "baseline/random" in index and "baseline/majority" in index
     assert (tmp_path / "site" / "matrices-1.html").exists()

@@ -16,6 +16,11 @@ from rescue_bench.view.data import ViewError
 STUDY_FILE = "study.json"
 
 
+def is_study(path: Path) -> bool:
+    """A study directory: ``study.json`` and no predictions of its own."""
+    return (path / STUDY_FILE).is_file() and not (path / PREDICTIONS_FILE).exists()
+
+
 def expand_runs(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     """Run directories of ``paths``, a study directory (``study.json``) opening as its runs in the study's
     order; and a note per study run that has nothing to show yet (pending, or its directory missing).
@@ -26,11 +31,10 @@ def expand_runs(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     out: list[Path] = []
     notes: list[str] = []
     for path in paths:
-        study = path / STUDY_FILE
-        if (path / PREDICTIONS_FILE).exists() or not study.is_file():
+        if not is_study(path):
             out.append(path)
             continue
-        for entry in _study_runs(study):
+        for entry in _study_runs(path / STUDY_FILE):
             run_dir = path / entry
             if (run_dir / PREDICTIONS_FILE).exists():
                 out.append(run_dir)
