@@ -151,19 +151,6 @@ def test_unfinished_runs_need_partial(runs: dict[str, Path], tmp_path: Path) -> 
     assert "PARTIAL (incomplete)" in leaderboard and 'class="partial-row"' in leaderboard
 
 
-def test_a_study_directory_opens_as_its_runs(tmp_path: Path) -> None:
-    study = tmp_path / "study"
-    args = ["sweep", "--model", "baseline/random", "--model", "baseline/majority", "--data", "demo"]
-    result = CliRunner().invoke(cli, [*args, "--out", str(study), "--no-bertscore"])
-    assert result.exit_code == 0, result.output
-    result = CliRunner().invoke(cli, ["view", str(study), "--bundle", str(tmp_path / "site")])
-    assert result.exit_code == 0, result.output
-    index = (tmp_path / "site" / "index.html").read_text()
-    assert "baseline/random" in index and "baseline/majority" in index
-    assert (tmp_path / "site" / "matrices-1.html").exists()
-    assert (tmp_path / "site" / "leaderboard.html").exists()
-
-
 def test_redacted_search_does_not_reveal_reply_text(runs: dict[str, Path]) -> None:
     open_client = TestClient(create_app([runs["hostile"]]), base_url="http://127.0.0.1")
     redacted = TestClient(create_app([runs["hostile"]], redact=True), base_url="http://127.0.0.1")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import socket
+import threading
 from pathlib import Path
 from typing import Annotated
 
@@ -67,11 +68,35 @@ def view(
 
     Serving needs the `view` extra; --bundle works on a core install.
     """
-    from rescue_bench.view.data import COMPLETE, ViewError, check_run_dir, expand_runs, run_status
+    from rescue_bench.view.studies import is_study
 
     if bundle is None:
         _require_server()
-    runs, notes = expand_runs(runs)
+
+    # a study opens on its leaderboard
+    first = "leaderboard" if any(is_study(p) for p in runs) else ""
+    runs = _runs_to_show(runs, partial)
+    first = first if len(runs) > 1 else ""
+    if bundle is not None:
+        from rescue_bench.view.bundle import write_bundle
+
+        written = write_bundle(runs, bundle, redact=redact)
+        page = bundle / (f"{first}.html" if first else "index.html")
+        typer.echo(
+            f"wrote {written.files} files ({written.size / 1e6:.1f} MB) to {bundle}; "
+            f"open {page.resolve().as_uri()}"
+        )
+        return
+    _serve(runs, host, port, redact, allow_host or [], first)
+
+
+def _runs_to_show(paths: list[Path], partial: bool) -> list[Path]:
+    """The run directories of ``paths`` (a study's runs in its order), each checked; unfinished runs only
+    with ``--partial``."""
+    from rescue_bench.view.data import COMPLETE, ViewError, check_run_dir, run_status
+    from rescue_bench.view.studies import expand_runs
+
+    runs, notes = expand_runs(paths)
     for note in notes:
         typer.echo(f"note: {note}", err=True)
     if not runs:
@@ -85,16 +110,7 @@ def view(
             f"not finished: {', '.join(unfinished)}; "
             "add --partial to show what was written so far, marked PARTIAL"
         )
-    if bundle is not None:
-        from rescue_bench.view.bundle import write_bundle
-
-        written = write_bundle(runs, bundle, redact=redact)
-        typer.echo(
-            f"wrote {written.files} files ({written.size / 1e6:.1f} MB) to {bundle}; "
-            f"open {(bundle / 'index.html').resolve().as_uri()}"
-        )
-        return
-    _serve(runs, host, port, redact, allow_host or [])
+    return runs
 
 
 def _require_server() -> None:
@@ -104,7 +120,9 @@ def _require_server() -> None:
             raise DependencyError.missing(module, "view")
 
 
-def _serve(runs: list[Path], host: str, port: int | None, redact: bool, allowed: list[str]) -> None:
+def _serve(
+    runs: list[Path], host: str, port: int | None, redact: bool, allowed: list[str], first: str = ""
+) -> None:
     import uvicorn
 
     from rescue_bench.view.app import create_app
@@ -118,10 +136,13 @@ def _serve(runs: list[Path], host: str, port: int | None, redact: bool, allowed:
     chosen = port if port is not None else _free_port(host)
     app = create_app(runs, redact=redact, hosts=[host, *_own_names(host), *allowed], port=chosen)
     # read and index every run now, so the first page is fast
-    for broken in app.state.viewer.state()[1]:
-        typer.echo(f"warning: {broken.error} (its pages will say so until the file is repaired)", err=True)
+    views, broken = app.state.viewer.state()
+    for run in broken:
+        typer.echo(f"warning: {run.error} (its pages will say so until the file is repaired)", err=True)
+    if len(views) > 1:  # the rank groups take a while at paper size: start them before they are asked for
+        threading.Thread(target=app.state.viewer.many, args=(views,), daemon=True).start()
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"rescue-bench view: http://{shown}:{chosen}/  (Ctrl-C to stop)")
+    typer.echo(f"rescue-bench view: http://{shown}:{chosen}/{first}  (Ctrl-C to stop)")
     uvicorn.run(app, host=host, port=chosen, log_level="warning")
 
 

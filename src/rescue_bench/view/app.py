@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -69,11 +69,13 @@ def allowed_host(header: str, names: frozenset[str], port: int | None) -> bool:
     return host in names
 
 
+@dataclass(frozen=True, slots=True)
 class Broken:
     """A run directory that cannot be read: its pages show the error, the other runs stay viewable."""
 
-    def __init__(self, index: int, path: Path, error: str) -> None:
-        self.index, self.path, self.error = index, path, error
+    index: int
+    path: Path
+    error: str
 
 
 class Viewer:
@@ -88,6 +90,8 @@ class Viewer:
         self._lock = threading.Lock()
         self._compared: dict[tuple[Any, ...], Mapping[str, Any]] = {}
         self._robust: dict[tuple[Any, ...], Mapping[str, Any]] = {}
+        self._many_lock = threading.Lock()
+        self._many: dict[tuple[Any, ...], Mapping[str, Any]] = {}
 
     def views(self) -> list[RunView]:
         """The runs that can be read now (each keeps its index among the runs given)."""
@@ -118,11 +122,11 @@ class Viewer:
 
     def many(self, views: Sequence[RunView]) -> Mapping[str, Any]:
         """The many-way comparisons per perturbation variant, computed once per state of the runs."""
-        key = ("many", *((v.index, signature(v.path)) for v in views))
-        with self._lock:
-            if key not in self._robust:
-                self._robust[key] = many.variant_results(views)
-            return self._robust[key]
+        key = tuple((v.index, signature(v.path)) for v in views)
+        with self._many_lock:  # its own lock: the other pages do not wait for this bootstrap
+            if key not in self._many:
+                self._many[key] = many.variant_results(views)
+            return self._many[key]
 
     def robustness(self, views: Sequence[RunView], base: int) -> Mapping[str, Any]:
         """The robustness page's context, computed once per state of the runs (its CIs take a while)."""

@@ -194,7 +194,7 @@ def _intern(table: dict[str, Any], text: str) -> int:
 
 
 def _transcript(site: _Site, view: RunView, row: InstanceRow, source: Source) -> dict[str, Json]:
-    built = rebuild(source, row.task, row.sample_id, row.instance_id, view.reply_of(row))
+    built = rebuild(source, row.task, row.sample_id, row.instance_id, view.reply_of(row), turns=False)
     out: dict[str, Json] = {"problem": built.problem, "notes": list(built.notes), "origin": built.origin}
     if built.problem:
         return out
@@ -210,8 +210,8 @@ def _transcript(site: _Site, view: RunView, row: InstanceRow, source: Source) ->
         exact=built.exact,
         request=request,
         batch=list(built.batch),
-        shown=[t.row_index for t in built.turns if t.shown],
-        target=next((t.row_index for t in built.turns if t.target), None),
+        shown=list(built.shown),
+        target=built.target,
     )
     return out
 

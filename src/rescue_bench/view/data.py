@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -314,7 +314,9 @@ def data_note(run: Manifest, where: str, today: str) -> tuple[str, bool]:
     return f"Rebuilt from {where}: same content as the run recorded (dataset sha256 {today[:12]}).", True
 
 
-def read_source(run: Manifest, run_dir: Path) -> Source:
+def read_source(
+    run: Manifest, run_dir: Path, load: Callable[[str], Sequence[Sample]] = load_samples
+) -> Source:
     """Load the samples a run used; a problem (missing file, no recorded config) is reported, not raised."""
     sizes = dict(run.batch_sizes)
     hashes = dict(run.prompt_hashes)
@@ -322,7 +324,7 @@ def read_source(run: Manifest, run_dir: Path) -> Source:
     try:
         config = config_from_manifest(run.to_json())
         cfg = config.task_config()
-        samples = load_samples(where)
+        samples = load(where)
         selected = select_samples(samples, config)
     except BenchError as exc:
         return Source({}, TaskConfig(), sizes, hashes, f"the run's data cannot be loaded: {exc}")
@@ -335,16 +337,36 @@ def read_source(run: Manifest, run_dir: Path) -> Source:
 
 
 class SourceCache:
-    """The data of each run, loaded on first use (only the instance page and the text search need it)."""
+    """The data of each run, loaded on first use (only the instance page and the text search need it).
+
+    Runs on the same data file share its loading, and runs of the same content and task settings share the
+    instances and requests rebuilt from it (ten models on one data set rebuild each request once).
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loaded: dict[Path, Source] = {}
+        self._files: dict[tuple[str, tuple[int, int]], Sequence[Sample]] = {}
+        self._built: dict[tuple[str, str], dict[tuple[str, ...], Any]] = {}
+
+    def _load(self, where: str) -> Sequence[Sample]:
+        try:
+            stat = Path(where).stat()
+            key = (where, (stat.st_mtime_ns, stat.st_size))
+        except OSError:
+            key = (where, (0, 0))
+        if key not in self._files:
+            self._files[key] = load_samples(where)
+        return self._files[key]
 
     def get(self, view: RunView) -> Source:
         with self._lock:
             if view.path not in self._loaded:
-                self._loaded[view.path] = read_source(view.data.manifest, view.path)
+                found = read_source(view.data.manifest, view.path, self._load)
+                if not found.problem:
+                    shared = self._built.setdefault((found.digest, repr(found.cfg)), found.built)
+                    found = replace(found, built=shared)
+                self._loaded[view.path] = found
             return self._loaded[view.path]
 
 
@@ -354,49 +376,3 @@ def sample_texts(samples: Sequence[Sample]) -> dict[str, list[tuple[int, str]]]:
         s.sample_id: [(r.row_index, f"{r.primary_speaker}: {r.dialogue_cleaned}".lower()) for r in s.rows]
         for s in samples
     }
-
-
-# -- study directories --------------------------------------------------------------------------------------
-
-STUDY_FILE = "study.json"
-
-
-def expand_runs(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
-    """Run directories of ``paths``, a study directory (``study.json``) opening as its runs in the study's
-    order; and a note per study run that has nothing to show yet (pending, or its directory missing).
-
-    Raises:
-        ViewError: a study file that cannot be read (named, with the reason).
-    """
-    out: list[Path] = []
-    notes: list[str] = []
-    for path in paths:
-        study = path / STUDY_FILE
-        if (path / PREDICTIONS_FILE).exists() or not study.is_file():
-            out.append(path)
-            continue
-        for entry in _study_runs(study):
-            run_dir = path / entry
-            if (run_dir / PREDICTIONS_FILE).exists():
-                out.append(run_dir)
-            else:
-                notes.append(f"{run_dir}: nothing to show yet (no {PREDICTIONS_FILE})")
-    return out, notes
-
-
-def _study_runs(study: Path) -> list[str]:
-    try:
-        record = json.loads(study.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise ViewError(f"{study}: cannot be read ({exc})") from None
-    runs = record.get("runs") if isinstance(record, dict) else None
-    dirs = (
-        [r.get("dir") for r in runs]
-        if isinstance(runs, list) and all(isinstance(r, dict) for r in runs)
-        else None
-    )
-    if dirs is None or not all(
-        isinstance(d, str) and d and not Path(d).is_absolute() and ".." not in Path(d).parts for d in dirs
-    ):
-        raise ViewError(f"{study}: 'runs' must be a list of objects with a relative 'dir'")
-    return [str(d) for d in dirs]

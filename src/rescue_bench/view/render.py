@@ -30,6 +30,8 @@ def _cell(value: Any) -> str:
 
 
 def _num(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool):
+        return str(value)
     if isinstance(value, float):
         return f"{value:.4g}"
     if value is None:

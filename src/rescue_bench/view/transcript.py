@@ -55,6 +55,10 @@ class Rebuilt:
     problem: str | None = None
     origin: str = ""
     """What the transcript and messages were rebuilt from (:func:`~rescue_bench.view.data.data_note`)."""
+    shown: tuple[int, ...] = ()
+    """The rows the model saw."""
+    target: int | None = None
+    """The instance's own row."""
     exact: bool = False
     """Same data (recorded hash) and prompt template as the run: these are the messages that were sent."""
 
@@ -110,9 +114,17 @@ def _batch(
 
 
 def rebuild(
-    source: Source, task_name: str, sample_id: str, instance_id: str, reply: ReplyRecord | None
+    source: Source,
+    task_name: str,
+    sample_id: str,
+    instance_id: str,
+    reply: ReplyRecord | None,
+    *,
+    turns: bool = True,
 ) -> Rebuilt:
-    """The conversation and messages of one instance (a :class:`Rebuilt` with ``problem`` when impossible)."""
+    """The conversation and messages of one instance (a :class:`Rebuilt` with ``problem`` when impossible);
+    ``turns`` false leaves out the conversation's turns (:attr:`Rebuilt.shown` and ``target`` still say
+    which rows the model saw)."""
     if source.problem:
         return Rebuilt(problem=source.problem)
     sample = source.samples.get(sample_id)
@@ -131,19 +143,26 @@ def rebuild(
         batch = _batch(instance, built, size, reply)
         rendered = ("render", task_name, *(i.id for i in batch))
         if rendered not in source.built:  # instances of one batch share its request
-            source.built[rendered] = task.render(batch, source.cfg)
-        request = source.built[rendered]
+            request = task.render(batch, source.cfg)
+            source.built[rendered] = (
+                request.prompt_hash,
+                tuple(Message(m.role, _content(m.content)) for m in map(chat_message, request.messages)),
+                json.dumps(request.response_schema, ensure_ascii=False, indent=2),
+            )
+        prompt_hash, messages, schema = source.built[rendered]
     except BenchError as exc:
         return Rebuilt(problem=f"the instance cannot be rebuilt: {exc}")
     notes = []
     recorded = source.prompt_hashes.get(task_name)
-    same_prompt = not (recorded and request.prompt_hash and recorded != request.prompt_hash)
+    same_prompt = not (recorded and prompt_hash and recorded != prompt_hash)
     if not same_prompt:
         notes.append("The task's prompt template changed since this run: the messages below are today's.")
     return Rebuilt(
-        turns=conversation(sample, instance),
-        messages=tuple(Message(m.role, _content(m.content)) for m in map(chat_message, request.messages)),
-        schema=json.dumps(request.response_schema, ensure_ascii=False, indent=2),
+        turns=conversation(sample, instance) if turns else (),
+        shown=tuple(sorted(_shown_rows(instance))),
+        target=instance.row_index,
+        messages=messages,
+        schema=schema,
         batch=tuple(i.id for i in batch),
         notes=tuple(notes),
         origin=source.origin,

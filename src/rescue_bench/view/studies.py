@@ -1,0 +1,33 @@
+"""Study directories for the viewer: a directory with ``study.json`` (written by ``sweep``) opens as its runs,
+read through :mod:`rescue_bench.rundir.study` like every other command that takes a study."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from rescue_bench.rundir import PREDICTIONS_FILE, is_study, study_members
+
+__all__ = ["expand_runs", "is_study"]
+
+
+def expand_runs(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
+    """Run directories of ``paths``, a study directory opening as its runs in the study's order; and a note
+    per study run that has nothing to show yet (pending, or its directory missing).
+
+    Raises:
+        DataError: a study file that cannot be read, or that names a directory outside the study.
+    """
+    out: list[Path] = []
+    notes: list[str] = []
+    for path in paths:
+        members = study_members(path)
+        if members is None:
+            out.append(path)
+            continue
+        for _, run_dir in members:
+            if (run_dir / PREDICTIONS_FILE).exists():
+                out.append(run_dir)
+            else:
+                notes.append(f"{run_dir}: nothing to show yet (no {PREDICTIONS_FILE})")
+    return out, notes
