@@ -26,7 +26,7 @@ from rescue_bench.engine.batch import export_batch
 from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.batch_ledger import BatchLedger
 from rescue_bench.engine.run import RunResult, execute_run
-from rescue_bench.errors import ConfigError
+from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.rundir import read_jsonl
 
 FAST = BatchOptions(poll=0.01, poll_cap=0.04)
@@ -218,3 +218,56 @@ def test_the_batch_flag_and_spec_key_and_their_refusals(tmp_path: Path) -> None:
     )
     assert bad.exit_code == 2 and "--batch-poll must be > 0" in bad.output
     assert not out.exists()
+
+
+@pytest.mark.parametrize("output", ["garbage", "missing", "duplicate"])
+def test_an_output_file_that_cannot_be_read_is_submitted_again_not_waited_on(
+    tmp_path: Path, data: str, output: str
+) -> None:
+    with FakeBatchServer(tiny_task.oracle, plans=[BatchPlan(output=output), BatchPlan()]) as server:
+        result = batch_run(server, tmp_path / "run", data)
+        assert len(server.created) == 2 and len(server.batch_lines) == 16
+    assert result.status == "finished" and all(p["valid"] for p in predictions(tmp_path / "run"))
+
+
+def test_an_output_file_never_readable_ends_in_recorded_failures(tmp_path: Path, data: str) -> None:
+    with FakeBatchServer(tiny_task.oracle, plans=[BatchPlan(output="garbage")]) as server:
+        first = batch_run(server, tmp_path / "run", data)
+        assert len(server.created) == 1 + FAST.max_resubmits
+        again = batch_run(server, tmp_path / "run", data)  # nothing left to wait for: nothing is sent
+        assert len(server.created) == 1 + FAST.max_resubmits
+    preds = predictions(tmp_path / "run")
+    assert len(preds) == 20 and not any(p["valid"] for p in preds)
+    assert all("not valid JSON" in p["problems"][0] for p in preds)
+    assert first.counts["echo"]["request_failures"] == 20 and again.counts == first.counts
+
+
+def test_an_unknown_batch_status_is_one_line_and_the_run_resumes(tmp_path: Path, data: str) -> None:
+    odd = BatchPlan(states=("validating", "paused\x1b]0;x\x07"))
+    with FakeBatchServer(tiny_task.oracle, plans=[odd]) as server:
+        with pytest.raises(ProviderError) as caught:
+            batch_run(server, tmp_path / "run", data)
+        server.plans[0] = BatchPlan()
+        server.batches[server.created[0]].plan = BatchPlan()
+        resumed = batch_run(server, tmp_path / "run", data)
+        assert server.uploads == 1  # the same batch, polled again: nothing uploaded twice
+    message = str(caught.value)
+    assert message.startswith(
+        f"batch {server.created[0]}: the endpoint reports status 'paused\\x1b]0;x\\x07'"
+    )
+    assert "\x1b" not in message and message.endswith("re-run to poll the batch again")
+    assert resumed.status == "finished"
+
+
+def test_a_batch_reply_over_the_size_cap_is_a_failure_never_stored(tmp_path: Path, data: str) -> None:
+    def big_first(request: ChatRequest) -> str:
+        answer = tiny_task.oracle(request)
+        return answer if request.index else answer[:-1] + ', "pad": "' + "x" * (5 * 2**20) + '"}'
+
+    with FakeBatchServer(big_first) as server:
+        batch_run(server, tmp_path / "run", data)
+    requests = (tmp_path / "run" / "requests.jsonl").read_text()
+    assert len(requests) < 2**20 and "exceeds max_reply_bytes=4,194,304" in requests
+    assert all(
+        len(line) < 2**20 for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    )
