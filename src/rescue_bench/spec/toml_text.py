@@ -50,13 +50,12 @@ def no_null(value: object, path: tuple[str, ...]) -> None:
             f"{'.'.join(path)} is null, which a TOML spec cannot hold: leave the key out, or give the spec "
             "in Python"
         )
-    items = value.items() if isinstance(value, Mapping) else enumerate(value) if _is_list(value) else ()
-    for key, item in items:
-        no_null(item, (*path, str(key)))
-
-
-def _is_list(value: object) -> bool:
-    return isinstance(value, list | tuple)
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            no_null(item, (*path, str(key)))
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            no_null(item, (*path, str(index)))
 
 
 def _is_table(value: object) -> bool:
