@@ -111,8 +111,14 @@ def test_two_logs_of_one_task_are_refused(itp_log: Path, tmp_path: Path) -> None
 
 
 def test_a_limited_log_imports_as_a_partial_run(served: Served, tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+
     log = eval_task(served, tmp_path / "logs", "stp", limit=2)
-    import_logs([Path(log.location)], tmp_path / "run")
+    args = ["import", "inspect", str(log.location), "--out", str(tmp_path / "run")]
+    result = CliRunner().invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0 and "incomplete: a subset: inspect asked stp 2 of " in result.output
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert run["status"] == "incomplete"
     subset = run["imported_from"]["subset"]["stp"]
