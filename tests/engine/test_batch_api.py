@@ -267,7 +267,34 @@ def test_a_batch_reply_over_the_size_cap_is_a_failure_never_stored(tmp_path: Pat
     with FakeBatchServer(big_first) as server:
         batch_run(server, tmp_path / "run", data)
     requests = (tmp_path / "run" / "requests.jsonl").read_text()
-    assert len(requests) < 2**20 and "exceeds max_reply_bytes=4,194,304" in requests
+    assert len(requests) < 2**20
+    # The first batch's reply line is over the cap; re-submitted alone, its file is over what one reply can be.
+    assert "exceeds max_reply_bytes=4,194,304" in requests or "bytes; not read further" in requests
     assert all(
         len(line) < 2**20 for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
     )
+
+
+def test_a_batch_file_larger_than_its_replies_can_be_is_not_read(tmp_path: Path, data: str) -> None:
+    from rescue_bench.models.openai_compat import OpenAICompatProvider
+    from rescue_bench.models.presets import get_preset
+
+    first: list[int] = []
+
+    def huge_once(request: ChatRequest) -> str:
+        answer = tiny_task.oracle(request)
+        if request.index == 0 and not first:
+            first.append(1)
+            return answer[:-1] + ', "pad": "' + "x" * 2**20 + '"}'
+        return answer
+
+    with FakeBatchServer(huge_once, plans=[BatchPlan(), BatchPlan()]) as server:
+        provider = OpenAICompatProvider(
+            "m1", preset=get_preset("vllm"), base_url=server.base_url, api_key="sk-test", max_reply_bytes=4096
+        )
+        config = tiny_config(data=data, batch=True)
+        options = fast_options(batch=FAST)
+        result = asyncio.run(execute_run(config, tmp_path / "run", options, tasks=TINY_TASKS, model=provider))
+        assert len(server.created) == 2  # the 1 MiB file of 8 replies capped at 4 KiB: submitted again
+    assert result.status == "finished" and all(p["valid"] for p in predictions(tmp_path / "run"))
+    assert (tmp_path / "run" / "requests.jsonl").stat().st_size < 100_000

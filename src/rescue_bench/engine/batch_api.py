@@ -57,6 +57,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 COMPLETION_WINDOW: Final = "24h"
+LINE_OVERHEAD: Final = 64 * 1024
+"""Bytes a result line may hold beyond its reply (ids, status, usage): a batch file larger than its requests'
+replies at the cap plus this is a hostile server's, and is not read into memory."""
 GONE: Final = frozenset({404, 410})
 """Download statuses of a file that is not there: its requests are submitted again, not waited for."""
 __all__ = [
@@ -313,7 +316,7 @@ class BatchAsker:
         for file_id in (state.error_file_id, state.output_file_id):  # an answer wins over an error line
             if file_id:
                 try:
-                    data = await self._download(file_id)
+                    data = await self._download(file_id, len(batch.custom_ids))
                     where = f"batch {batch.batch_id} file {file_id}"
                     found.update(parse_results(data, where, self.provider.max_reply_bytes))
                 except (DataError, _Missing) as exc:
@@ -339,12 +342,24 @@ class BatchAsker:
                 "unanswered); re-run the same command to submit them again"
             )
 
-    async def _download(self, file_id: str) -> bytes:
+    async def _download(self, file_id: str, requests: int) -> bytes:
+        """A batch file's bytes, read up to what ``requests`` replies at the reply cap can fill."""
+        limit = requests * (self.provider.max_reply_bytes + LINE_OVERHEAD)
+
+        async def read(client: AsyncOpenAI) -> bytes:
+            async with client.files.with_streaming_response.content(file_id) as response:
+                chunks, size = [], 0
+                async for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        raise _Missing(f"batch file {file_id} is over {limit:,} bytes; not read further")
+                    chunks.append(chunk)
+                return b"".join(chunks)
+
         try:
-            content = await self._call("download", lambda client: client.files.content(file_id))
+            return await self._call("download", read)
         except _Gone as exc:
             raise _Missing(f"batch file {file_id} cannot be downloaded (HTTP {exc.status})") from None
-        return bytes(content.content)
 
     def _settle_budget(self, cid: str, reply: Reply) -> None:
         reserved = self.reserved.pop(cid, None)
