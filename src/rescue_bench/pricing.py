@@ -7,6 +7,7 @@ price tokens, so prices sit below all of them.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -62,12 +63,26 @@ def load_prices(path: Path, model: str) -> Prices:
             raise ConfigError(
                 f"--prices: {path} has no entry for {model!r} (keys: {', '.join(map(str, data))})"
             )
-    try:
-        return Prices(float(entry["input"]), float(entry["output"]))
-    except (KeyError, TypeError, ValueError):
+    given = entry if isinstance(entry, dict) else {}
+    price_in, price_out = _price(given.get("input")), _price(given.get("output"))
+    if price_in is None or price_out is None:
         raise ConfigError(
-            f"--prices: the entry for {model!r} in {path} needs numbers 'input' and 'output'"
-        ) from None
+            f"--prices: the entry for {model!r} in {path} needs numbers 'input' and 'output', "
+            "finite and >= 0 (US dollars per million tokens)"
+        )
+    return Prices(price_in, price_out)
+
+
+def _price(value: Json) -> float | None:
+    """A price, or ``None`` for anything but a finite number >= 0: a negative or infinite price would keep
+    ``--budget`` from ever stopping, and ``"2.5"`` or ``true`` is a mistake, not a price.
+
+    >>> _price(2), _price(-1.0), _price(float("inf")), _price("2.5"), _price(True)
+    (2.0, None, None, None, None)
+    """
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def spent_so_far(requests: Iterable[RequestLine], prices: Prices) -> float:

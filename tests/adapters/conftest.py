@@ -57,7 +57,15 @@ def run_cli(out: Path, base_url: str, tasks: Sequence[str], *extra: str) -> dict
 
 
 @pytest.fixture(scope="module")
-def run_scores(served: Served, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """The run's scores of all six tasks, ER and VP judged by the fake grader."""
+def served_run(served: Served, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The run directory of all six tasks, ER and VP judged by the fake grader."""
     out = tmp_path_factory.mktemp("run") / "run"
-    return run_cli(out, served.server.base_url, ALL, "--judge", "vllm/judge")
+    run_cli(out, served.server.base_url, ALL, "--judge", "vllm/judge")
+    return out
+
+
+@pytest.fixture(scope="module")
+def run_scores(served_run: Path) -> dict[str, Any]:
+    """The run's scores of all six tasks."""
+    scores: dict[str, Any] = json.loads((served_run / "scores.json").read_text())
+    return scores

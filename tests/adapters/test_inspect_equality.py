@@ -215,3 +215,30 @@ def test_a_log_with_the_older_flat_settings_still_imports(
     assert manifest.spec is not None and manifest.spec["task_options"] == {
         "rpp": {"gold_field": "auto", "include_current_turn": True}
     }
+
+
+def test_each_sample_shows_its_instances_scores_as_the_run_has_them(
+    logs: list[EvalLog], served_run: Path, tmp_path: Path
+) -> None:
+    from rescue_bench.adapters.inspect.logs import import_logs
+    from rescue_bench.adapters.inspect.scoring import item_means
+    from rescue_bench.judge.merge import judged_lines
+    from rescue_bench.rundir import load_run
+
+    run = load_run(served_run)
+    by_id = {r.instance_id: r for r in judged_lines(run.prediction_lines, run.judgment_lines)}
+    for log in logs:
+        assert log.samples is not None
+        for sample in log.samples:
+            ids = sample.metadata["instance_ids"]
+            (score,) = (sample.scores or {}).values()
+            # The sample's score is the mean of each per-instance score over the run's own records.
+            assert score.value == item_means([by_id[i] for i in ids]), sample.id
+            lines = (score.explanation or "").splitlines()
+            assert [line.split("`")[1] for line in lines] == ids
+            assert [t.partition(": ")[0] for t in sample.target] == ids  # the gold of each instance
+    imported = tmp_path / "imported"
+    import_logs([Path(log.location) for log in logs], imported)
+    again = load_run(imported)
+    per_item = {r.instance_id: r.scores for r in judged_lines(again.prediction_lines, again.judgment_lines)}
+    assert per_item == {i: r.scores for i, r in by_id.items()}

@@ -191,3 +191,22 @@ def test_real_subset_has_no_errors_and_flags_its_mojibake(real_subset: Path) -> 
     # The release's known quirks: mojibake in a few reasons; evidence row 0 is accepted silently.
     assert report.warnings
     assert all("mojibake" in w.message and w.path and w.path.endswith("_reason") for w in report.warnings)
+
+
+def test_participants_named_like_a_label_are_warned_about(make_sample: MakeSample, jsonl: Jsonl) -> None:
+    sample = make_sample(participants=["Ann", "Therapist", "Bo", "couple"])
+    warnings = _warnings(jsonl(sample))
+    assert [(p.path, p.message) for p in warnings] == [
+        (
+            "participants[1]",
+            "participant 'Therapist' is a label, not a person (Couple, Family, Therapist): left out",
+        ),
+        (
+            "participants[3]",
+            "participant 'couple' is named like the label 'Couple': an answer naming it cannot be told from "
+            "the label; rename it",
+        ),
+    ]
+    assert all(p.sample_id == sample["sample_id"] and p.line == 1 for p in warnings)
+    (loaded,) = read_source(jsonl(sample)).samples
+    assert loaded.participants == ("Ann", "Bo", "couple")

@@ -26,7 +26,7 @@ from rescue_bench.engine.batch import export_batch
 from rescue_bench.engine.batch_api import BatchOptions
 from rescue_bench.engine.batch_ledger import BatchLedger
 from rescue_bench.engine.run import RunResult, execute_run
-from rescue_bench.errors import ConfigError
+from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.rundir import read_jsonl
@@ -238,3 +238,81 @@ def test_a_key_echoed_in_batch_results_is_never_recorded_or_cached(tmp_path: Pat
     assert replies and all("[redacted]" in r["text"] and "[redacted]" in r["reasoning"] for r in replies)
     for path in [*(tmp_path / "run").iterdir(), cache]:
         assert secret.encode() not in path.read_bytes(), path
+
+
+@pytest.mark.parametrize("output", ["garbage", "missing", "duplicate"])
+def test_an_output_file_that_cannot_be_read_is_submitted_again_not_waited_on(
+    tmp_path: Path, data: str, output: str
+) -> None:
+    with FakeBatchServer(tiny_task.oracle, plans=[BatchPlan(output=output), BatchPlan()]) as server:
+        result = batch_run(server, tmp_path / "run", data)
+        assert len(server.created) == 2 and len(server.batch_lines) == 16
+    assert result.status == "finished" and all(p["valid"] for p in predictions(tmp_path / "run"))
+
+
+def test_an_output_file_never_readable_ends_in_recorded_failures(tmp_path: Path, data: str) -> None:
+    with FakeBatchServer(tiny_task.oracle, plans=[BatchPlan(output="garbage")]) as server:
+        first = batch_run(server, tmp_path / "run", data)
+        assert len(server.created) == 1 + FAST.max_resubmits
+    # No answer is unfinished work: the run is incomplete, with the reason, and a re-run submits again.
+    assert first.status == "incomplete" and first.stop_reason is not None
+    assert "not valid JSON" in first.stop_reason
+    preds = predictions(tmp_path / "run")
+    assert len(preds) == 20 and not any(p["valid"] for p in preds)
+    assert all("not valid JSON" in p["problems"][0] for p in preds)
+    assert first.counts["echo"]["request_failures"] == 20
+
+
+def test_an_unknown_batch_status_is_one_line_and_the_run_resumes(tmp_path: Path, data: str) -> None:
+    odd = BatchPlan(states=("validating", "paused\x1b]0;x\x07"))
+    with FakeBatchServer(tiny_task.oracle, plans=[odd]) as server:
+        with pytest.raises(ProviderError) as caught:
+            batch_run(server, tmp_path / "run", data)
+        server.plans[0] = BatchPlan()
+        server.batches[server.created[0]].plan = BatchPlan()
+        resumed = batch_run(server, tmp_path / "run", data)
+        assert server.uploads == 1  # the same batch, polled again: nothing uploaded twice
+    message = str(caught.value)
+    assert message.startswith(
+        f"batch {server.created[0]}: the endpoint reports status 'paused\\x1b]0;x\\x07'"
+    )
+    assert "\x1b" not in message and message.endswith("re-run to poll the batch again")
+    assert resumed.status == "finished"
+
+
+def test_a_batch_reply_over_the_size_cap_is_a_failure_never_stored(tmp_path: Path, data: str) -> None:
+    def big_first(request: ChatRequest) -> str:
+        answer = tiny_task.oracle(request)
+        return answer if request.index else answer[:-1] + ', "pad": "' + "x" * (5 * 2**20) + '"}'
+
+    with FakeBatchServer(big_first) as server:
+        batch_run(server, tmp_path / "run", data)
+    requests = (tmp_path / "run" / "requests.jsonl").read_text()
+    assert len(requests) < 2**20
+    # The first batch's reply line is over the cap; re-submitted alone, its file exceeds one reply's cap.
+    assert "exceeds max_reply_bytes=4,194,304" in requests or "bytes; not read further" in requests
+    assert all(
+        len(line) < 2**20 for line in (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
+    )
+
+
+def test_a_batch_file_larger_than_its_replies_can_be_is_not_read(tmp_path: Path, data: str) -> None:
+    first: list[int] = []
+
+    def huge_once(request: ChatRequest) -> str:
+        answer = tiny_task.oracle(request)
+        if request.index == 0 and not first:
+            first.append(1)
+            return answer[:-1] + ', "pad": "' + "x" * 2**20 + '"}'
+        return answer
+
+    with FakeBatchServer(huge_once, plans=[BatchPlan(), BatchPlan()]) as server:
+        provider = OpenAICompatProvider(
+            "m1", preset=get_preset("vllm"), base_url=server.base_url, api_key="sk-test", max_reply_bytes=4096
+        )
+        config = tiny_config(data=data, batch=True)
+        options = fast_options(batch=FAST)
+        result = asyncio.run(execute_run(config, tmp_path / "run", options, tasks=TINY_TASKS, model=provider))
+        assert len(server.created) == 2  # the 1 MiB file of 8 replies capped at 4 KiB: submitted again
+    assert result.status == "finished" and all(p["valid"] for p in predictions(tmp_path / "run"))
+    assert (tmp_path / "run" / "requests.jsonl").stat().st_size < 100_000

@@ -234,5 +234,6 @@ def test_a_run_over_a_damaged_cache_finishes_and_asks_only_the_damaged(tmp_path:
         assert second.returncode == 0, second.stderr
         assert len(server.requests) == asked + 2
     assert "Traceback" not in second.stderr and second.stderr.count("damaged entry") == 1
+    assert second.stderr.count("2 damaged entries were asked again") == 1
     scores = json.loads((tmp_path / "b" / "scores.json").read_text())
     assert scores == json.loads((tmp_path / "a" / "scores.json").read_text())

@@ -49,6 +49,9 @@ class BatchPlan:
     """Lines answered before an ``expired`` / ``cancelled`` end (``None``: all of them)."""
     fail: tuple[str, ...] = ()
     """Custom ids starting with one of these go to the error file with HTTP 500."""
+    output: str = "ok"
+    """A hostile server's output file: ``garbage`` (not JSON), ``missing`` (its id answers 404) or
+    ``duplicate`` (the first line again, with another answer)."""
 
 
 @dataclass
@@ -182,8 +185,16 @@ class FakeBatchServer(FakeOpenAIServer):
             (out if good else errors).append(result)
         batch.counts["completed"] = len(out)
         batch.counts["failed"] = len(errors)
+        if out and batch.plan.output == "duplicate":
+            first = json.loads(out[0])
+            first["response"]["body"]["choices"][0]["message"]["content"] = "{}"
+            out.append((json.dumps(first) + "\n").encode())
         if out:
-            batch.output_file_id = self._store(b"".join(out))
+            batch.output_file_id = self._store(
+                b"not json at all\n" if batch.plan.output == "garbage" else b"".join(out)
+            )
+        if out and batch.plan.output == "missing":
+            batch.output_file_id = "file-deleted"
         if errors:
             batch.error_file_id = self._store(b"".join(errors))
 

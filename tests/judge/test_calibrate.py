@@ -143,3 +143,26 @@ def test_nothing_matching_is_an_error(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="none of the 1 ratings"):
         calibrate(ratings, typed(lines))
+
+
+def test_a_rating_counted_twice_is_refused(tmp_path: Path) -> None:
+    header = ["item_id", "instance_id", "task", "annotator", "human_score"]
+    rows = [header, ["1", "a", "ER", "A", "3"], ["2", "a", "ER", "B", "4"], ["3", "a", "ER", "A", "5"]]
+    with pytest.raises(DataError) as info:
+        read_ratings(_write(tmp_path / "r.csv", rows))
+    assert str(info.value) == (
+        f"{tmp_path / 'r.csv'}:4: annotator 'A' rated instance 'a' already (line 2); keep one rating per "
+        "annotator and instance"
+    )
+
+
+def test_a_rating_whose_task_is_not_its_instances_is_refused(tmp_path: Path) -> None:
+    lines = [
+        {"instance_id": "a", "task": "er", "judge": "x/one", "valid": True, "scores": {"s_emo": 4.0}},
+        {"instance_id": "b", "task": "vp", "judge": "x/one", "valid": True, "scores": {"total": 6.0}},
+    ]
+    header = ["item_id", "instance_id", "task", "annotator", "human_score"]
+    path = _write(tmp_path / "r.csv", [header, ["1", "a", "ER", "A", "4"], ["2", "b", "ER", "A", "5"]])
+    with pytest.raises(DataError) as info:
+        calibrate(read_ratings(path), typed(lines), where=str(path))
+    assert str(info.value) == f"{path}:3: field 'task' is 'ER', but instance 'b' is 'VP' in the run"

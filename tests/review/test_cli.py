@@ -92,6 +92,22 @@ def test_ratings_commands(tmp_path: Path) -> None:
         for i in range(1, 4)
     ]
     (run / "predictions.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    never_judged = _run("load-ratings", str(run), "--n", "2", "--db", db)
+    assert (
+        never_judged.exit_code == 1
+        and f"error: {run}: no judge verdicts in judgments.jsonl" in never_judged.output
+    )
+    verdicts = [
+        {
+            "instance_id": x["instance_id"],
+            "task": "er",
+            "judge": "x/j",
+            "valid": True,
+            "scores": {"s_emo": 3.0},
+        }
+        for x in lines
+    ]
+    (run / "judgments.jsonl").write_text("".join(json.dumps(x) + "\n" for x in verdicts))
     loaded = _run("load-ratings", str(run), "--n", "2", "--db", db)
     assert loaded.exit_code == 0 and "er 2 of 3, vp 0 of 0" in loaded.output
     out = tmp_path / "ratings.csv"

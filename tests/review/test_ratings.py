@@ -51,7 +51,38 @@ def run_dir(tmp_path: Path) -> Path:
         {"instance_id": "demo/s1::itp::1", "task": "itp", "valid": True, "prediction": "yes", "gold": "no"}
     ]
     (run / "predictions.jsonl").write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    verdicts = [
+        _verdict(str(x["instance_id"]), str(x["task"])) for x in lines if x["valid"] and x["task"] != "itp"
+    ]
+    (run / "judgments.jsonl").write_text("".join(json.dumps(v) + "\n" for v in verdicts))
     return run
+
+
+def _verdict(instance_id: str, task: str, valid: bool = True) -> dict[str, object]:
+    scores = {"s_emo": 4.0} if task == "er" else {"total": 4.0}
+    return {"instance_id": instance_id, "task": task, "judge": "x/judge", "valid": valid, "scores": scores}
+
+
+def test_a_run_never_judged_is_refused_and_unscored_verdicts_are_not_sampled(
+    app: FastAPI, run_dir: Path
+) -> None:
+    judgments = run_dir / "judgments.jsonl"
+    kept = judgments.read_text()
+    with app.state.review.sessions() as session:
+        for text in (None, "", json.dumps(_verdict("demo/s1::er::1", "er", valid=False)) + "\n"):
+            judgments.unlink(missing_ok=True)
+            if text is not None:
+                judgments.write_text(text)
+            with pytest.raises(DataError) as caught:
+                load_ratings(session, run_dir, n=3)
+            assert str(caught.value) == (
+                f"{run_dir}: no judge verdicts in judgments.jsonl: the ratings would have no judge score "
+                f"to be compared with; judge the run first (`rescue-bench score {run_dir} --judge MODEL`)"
+            )
+        assert session.scalar(select(func.count()).select_from(RatingItem)) == 0
+        judgments.write_text("".join(line + "\n" for line in kept.splitlines() if "::er::" not in line))
+        load = load_ratings(session, run_dir, n=100)
+        assert load.added == {"er": 0, "vp": 7} and load.invalid_skipped == 2 + 7
 
 
 def test_load_samples_valid_predictions_per_task(app: FastAPI, run_dir: Path) -> None:

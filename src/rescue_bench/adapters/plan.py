@@ -20,7 +20,8 @@ from rescue_bench.engine.manifest_v1 import v1_keys
 from rescue_bench.engine.outcomes import prediction_record as engine_record
 from rescue_bench.engine.outcomes import reply_predictions
 from rescue_bench.errors import ConfigError
-from rescue_bench.metrics.aggregate import point_values, scope_labels, scope_records
+from rescue_bench.metrics.aggregate import metric_plan, point_values, scope_labels, scope_records
+from rescue_bench.metrics.bootstrap import cluster_bootstrap_ses
 from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.spec import RunSpec, options_model, validate_spec
@@ -228,6 +229,28 @@ def batch_records(
         prediction_record(task, inst, pred, single=len(batch) == 1)
         for inst, pred in zip(batch, preds, strict=True)
     ]
+
+
+def corpus_errors(task: Task, records: Sequence[PredictionLine]) -> dict[str, float | None]:
+    """Standard errors of :func:`corpus_values` (``<scope>_<metric>``), from the cluster bootstrap over
+    conversations that gives ``scores.json`` its CIs; ``None`` where none can be computed (one conversation,
+    or a judged metric, which the adapters leave to the run)."""
+    spec = task.INFO.metrics
+    out: dict[str, float | None] = {}
+    for scope, members in scope_records(list(records)).items():
+        if spec.kind == "generation":
+            out.update({f"{scope}_{name}": None for name in spec.headline})
+            continue
+        labels = scope_labels(members, None) if spec.kind == "multiclass" else ()
+        the_plan = metric_plan(spec, labels)
+        errors = cluster_bootstrap_ses(
+            the_plan.matrix(members),
+            [r.sample_id for r in members],
+            the_plan.from_sums,
+            strata=[r.scenario for r in members],
+        )
+        out.update({f"{scope}_{name}": errors.get(name) for name in spec.headline})
+    return out
 
 
 def corpus_values(task: Task, records: Sequence[PredictionLine]) -> dict[str, float | None]:

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.errors import DependencyError
+from rescue_bench.rundir import load_run
 
 
 class Format(StrEnum):
@@ -113,6 +114,9 @@ def import_inspect(
     scores = import_logs(logs, out)
     tasks = [t for t in scores if not t.startswith("_")]
     typer.echo(f"run directory: {out} ({', '.join(tasks)})")
+    manifest = load_run(out).manifest
+    if manifest.status != "finished":  # a --limit subset: reports show it partial
+        typer.echo(f"{manifest.status}: {manifest.stop_reason}")
 
 
 def register(app: typer.Typer) -> None:

@@ -135,7 +135,7 @@ def calibrate(
 ) -> None:
     """Compare judge scores with human ratings in the layout of the paper's Table 12."""
     ratings = read_ratings(human)
-    result = run_calibration(ratings, load_run(run_dir).judgment_lines, judge)
+    result = run_calibration(ratings, load_run(run_dir).judgment_lines, judge, str(human))
     if as_json:
         typer.echo(json.dumps(result.to_json(), indent=2))
         return

@@ -193,7 +193,7 @@ def load_ratings(
     added = ", ".join(f"{task} {count} of {result.available[task]}" for task, count in result.added.items())
     typer.echo(
         f"added rating items: {added}; {result.already_loaded} loaded before; "
-        f"{result.invalid_skipped} invalid prediction(s) not sampled (no judge score to calibrate)"
+        f"{result.invalid_skipped} prediction(s) not sampled (invalid, or no judge score to calibrate)"
     )
 
 

@@ -41,6 +41,7 @@ def build_raw(raw: RawSample, *, fallback_id: str, file: str | None, line: int |
     problems += [Problem("warning", message, path=name, **where) for name, message in raw.wrong_types]
     scenario, scenario_problems = _scenario(raw.scenario, sample_id, rows, where)
     problems += scenario_problems
+    problems += _participant_problems(raw.participants, where)
     sample = Sample(
         sample_id=sample_id,
         scenario=scenario,
@@ -169,6 +170,35 @@ def infer_participants(rows: Iterable[Row]) -> tuple[str, ...]:
             if clean and clean not in NON_CLIENT_SPEAKERS:
                 seen.setdefault(clean, None)
     return tuple(seen)
+
+
+_LABELS = {label.casefold(): label for label in sorted(NON_CLIENT_SPEAKERS)}
+
+
+def _participant_problems(value: tuple[str, ...] | None, where: dict[str, Any]) -> list[Problem]:
+    """A warning for each participant named like a label that is not a person (``Therapist``, ``Couple``,
+    ``Family``): the exact label is left out of the participants, another spelling of it is kept, and either
+    way an answer naming it cannot be told from the label.
+
+    >>> [p.path for p in _participant_problems(("Ann", "Therapist", "couple "), {})]
+    ['participants[1]', 'participants[2]']
+    """
+    problems = []
+    for position, name in enumerate(value or ()):
+        label = _LABELS.get(name.strip().casefold()) if isinstance(name, str) else None
+        if label is None:
+            continue
+        if name.strip() == label:
+            message = (
+                f"participant {name!r} is a label, not a person ({', '.join(_LABELS.values())}): left out"
+            )
+        else:
+            message = (
+                f"participant {name!r} is named like the label {label!r}: an answer naming it cannot be told "
+                "from the label; rename it"
+            )
+        problems.append(Problem("warning", message, path=f"participants[{position}]", **where))
+    return problems
 
 
 def _participants(value: tuple[str, ...] | None, rows: list[Row]) -> tuple[str, ...]:

@@ -30,6 +30,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Final, TypeVar
 
+from pydantic import ValidationError
+
 from rescue_bench.engine.batch_ledger import TERMINAL, BatchEvent, BatchLedger, BatchState
 from rescue_bench.engine.batch_plan import (
     BATCH_URL,
@@ -44,7 +46,7 @@ from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.execute import BudgetExceeded, BudgetGuard, Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, predictions_of
-from rescue_bench.errors import CallFailed, ProviderError
+from rescue_bench.errors import CallFailed, DataError, ProviderError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Json, Reply, Request
@@ -55,6 +57,11 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 COMPLETION_WINDOW: Final = "24h"
+LINE_OVERHEAD: Final = 64 * 1024
+"""Bytes a result line may hold beyond its reply (ids, status, usage): a batch file larger than its requests'
+replies at the cap plus this is a hostile server's, and is not read into memory."""
+GONE: Final = frozenset({404, 410})
+"""Download statuses of a file that is not there: its requests are submitted again, not waited for."""
 __all__ = [
     "BATCH_URL",
     "BatchOptions",
@@ -284,27 +291,45 @@ class BatchAsker:
             self._note(f"batch {batch_id}: poll failed ({exc.kind}); polling again")
             return None
         counts = found.request_counts
-        return BatchState(
-            batch_id=found.id,
-            status=found.status,
-            output_file_id=found.output_file_id,
-            error_file_id=found.error_file_id,
-            completed=counts.completed if counts else 0,
-            failed=counts.failed if counts else 0,
-            total=counts.total if counts else 0,
-        )
+        try:
+            return BatchState(
+                batch_id=batch_id,
+                status=found.status,
+                output_file_id=found.output_file_id,
+                error_file_id=found.error_file_id,
+                completed=counts.completed if counts else 0,
+                failed=counts.failed if counts else 0,
+                total=counts.total if counts else 0,
+            )
+        except ValidationError as exc:
+            problem = exc.errors(include_url=False)[0]
+            field = ".".join(str(p) for p in problem["loc"])
+            raise ProviderError(
+                f"batch {batch_id}: the endpoint reports {field} {problem['input']!r}, which is not a "
+                f"Batch API {field} ({public_url(self.provider.base_url)}); the run is left resumable: "
+                "re-run to poll the batch again"
+            ) from None
 
     async def _collect(self, batch: BatchEvent, state: BatchState) -> None:
         found: dict[str, Reply] = {}
+        unreadable: str | None = None
         for file_id in (state.error_file_id, state.output_file_id):  # an answer wins over an error line
             if file_id:
-                data = await self._download(file_id)
-                replies = parse_results(data, f"batch {batch.batch_id} file {file_id}")
-                # As online: a key (or URL secret) the endpoint echoes is never recorded or cached.
-                found.update({c: redact_reply(r, self.provider.secrets) for c, r in replies.items()})
+                try:
+                    data = await self._download(file_id, len(batch.custom_ids))
+                    where = f"batch {batch.batch_id} file {file_id}"
+                    replies = parse_results(data, where, self.provider.max_reply_bytes)
+                    # As online: a key (or URL secret) the endpoint echoes is never recorded or cached.
+                    found.update({c: redact_reply(r, self.provider.secrets) for c, r in replies.items()})
+                except (DataError, _Missing) as exc:
+                    unreadable = str(exc)
+        if unreadable is not None:
+            # Not a state to wait in for ever: each request the files leave unanswered has failed once, and
+            # is submitted again (at most max_resubmits times; then its failure is recorded).
+            self._note(f"{unreadable}; its requests are submitted again")
         cancelled = state.status == "cancelled" and not self.ledger.ended_before(batch.batch_id)
         for cid in batch.custom_ids:
-            reply = found.get(cid) or _unanswered(state)
+            reply = found.get(cid) or _unreadable(unreadable) or _unanswered(state)
             if reply is None:
                 self.held.update([cid] if cancelled else [])
                 continue
@@ -319,9 +344,24 @@ class BatchAsker:
                 "unanswered); re-run the same command to submit them again"
             )
 
-    async def _download(self, file_id: str) -> bytes:
-        content = await self._call("download", lambda client: client.files.content(file_id))
-        return bytes(content.content)
+    async def _download(self, file_id: str, requests: int) -> bytes:
+        """A batch file's bytes, read up to what ``requests`` replies at the reply cap can fill."""
+        limit = requests * (self.provider.max_reply_bytes + LINE_OVERHEAD)
+
+        async def read(client: AsyncOpenAI) -> bytes:
+            async with client.files.with_streaming_response.content(file_id) as response:
+                chunks, size = [], 0
+                async for chunk in response.iter_bytes():
+                    size += len(chunk)
+                    if size > limit:
+                        raise _Missing(f"batch file {file_id} is over {limit:,} bytes; not read further")
+                    chunks.append(chunk)
+                return b"".join(chunks)
+
+        try:
+            return await self._call("download", read)
+        except _Gone as exc:
+            raise _Missing(f"batch file {file_id} cannot be downloaded (HTTP {exc.status})") from None
 
     def _settle_budget(self, cid: str, reply: Reply) -> None:
         reserved = self.reserved.pop(cid, None)
@@ -335,6 +375,8 @@ class BatchAsker:
             try:
                 return await self.provider.endpoint.call(call)
             except CallFailed as exc:
+                if what == "download" and exc.status in GONE:
+                    raise _Gone(exc.status) from None
                 if not exc.transient:
                     raise self._failure(what, exc) from None
                 self._note(f"batch {what} failed ({exc.kind}); trying again")
@@ -356,6 +398,22 @@ class BatchAsker:
     def _note(self, message: str) -> None:
         if self.options.notify is not None:
             self.options.notify(message)
+
+
+class _Gone(Exception):
+    """A download answered 404 or 410: the file is not there (expired, deleted, never written)."""
+
+    def __init__(self, status: int | None) -> None:
+        super().__init__(status)
+        self.status = status
+
+
+class _Missing(Exception):
+    """A batch's output or error file that cannot be had: its requests failed once, and are sent again."""
+
+
+def _unreadable(problem: str | None) -> Reply | None:
+    return None if problem is None else Reply.failure(problem)
 
 
 def _unanswered(state: BatchState) -> Reply | None:

@@ -18,6 +18,7 @@ from pydantic import StrictStr, ValidationError
 
 from rescue_bench.errors import DataError
 from rescue_bench.models.base import Capabilities, GenerationParams
+from rescue_bench.models.openai_compat import DEFAULT_MAX_REPLY_BYTES
 from rescue_bench.models.openai_reply import (
     BatchBody,
     BatchChoice,
@@ -109,14 +110,18 @@ def _typed(model: type[M], value: Any, name: str) -> M:
         raise _Unreadable(f"{where}: {problem['msg']}") from None
 
 
-def parse_results(data: bytes, where: str) -> dict[str, Reply]:
+def parse_results(
+    data: bytes, where: str, max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+) -> dict[str, Reply]:
     """Replies by ``custom_id`` of a Batch API output (or error) file's bytes.
 
-    A line that is not UTF-8 JSON with a string ``custom_id`` is a :class:`DataError` naming
-    ``where:line``; a line whose result cannot be read becomes a failed reply, recorded for its request like
+    A line that is not UTF-8 JSON with a string ``custom_id``, or a ``custom_id`` given twice with different
+    results, is a :class:`DataError` naming ``where:line``; a line whose result cannot be read, or longer than
+    ``max_reply_bytes`` (the cap of an online reply), becomes a failed reply, recorded for its request like
     any failure.
     """
     replies: dict[str, Reply] = {}
+    seen: dict[str, tuple[int, bytes]] = {}
     for number, raw in enumerate(data.splitlines(), start=1):
         if not raw.strip():
             continue
@@ -124,7 +129,19 @@ def parse_results(data: bytes, where: str) -> dict[str, Reply]:
             record = BatchLine.model_validate(_json_line(raw, f"{where}:{number}"))
         except ValidationError:
             raise DataError(f"{where}:{number}: no string field 'custom_id'") from None
-        replies[record.custom_id] = result_reply(record)
+        cid = record.custom_id
+        first = seen.setdefault(cid, (number, raw))
+        if first[1] != raw:  # the same line twice is harmless; two answers to one request are not
+            raise DataError(
+                f"{where}:{number}: custom_id {cid!r} is answered twice (first at line {first[0]}); "
+                "results must answer each request once"
+            )
+        if len(raw) > max_reply_bytes:
+            replies[cid] = Reply.failure(
+                f"batch result of {len(raw):,} bytes exceeds max_reply_bytes={max_reply_bytes:,}; not stored"
+            )
+        else:
+            replies[cid] = result_reply(record)
     return replies
 
 

@@ -377,6 +377,10 @@ class ResponseCache:
 
     def close(self) -> None:
         self.flush()
+        if self.damaged > 1:  # the first was named when found; the count says how many more there were
+            log.warning(
+                "warning: response cache %s: %d damaged entries were asked again", self.path, self.damaged
+            )
         if self._db is not None:
             self._db.close()
             self._db = None

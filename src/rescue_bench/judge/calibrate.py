@@ -82,6 +82,14 @@ def read_ratings(path: Path) -> list[HumanRating]:
         raise DataError(f"{path}: not UTF-8 text") from None
     if not ratings:
         raise DataError(f"{path}: no ratings")
+    first: dict[tuple[str, str], int] = {}
+    for r in ratings:  # a rating counted twice would weigh its instance twice in the table
+        seen = first.setdefault((r.annotator, r.instance_id), r.line)
+        if seen != r.line:
+            raise DataError(
+                f"{path}:{r.line}: annotator {r.annotator!r} rated instance {r.instance_id!r} already "
+                f"(line {seen}); keep one rating per annotator and instance"
+            )
     return ratings
 
 
@@ -125,13 +133,24 @@ class Calibration:
 
 
 def calibrate(
-    ratings: Sequence[HumanRating], judgments: Sequence[JudgmentLine], judge: str | None = None
+    ratings: Sequence[HumanRating],
+    judgments: Sequence[JudgmentLine],
+    judge: str | None = None,
+    where: str = "ratings",
 ) -> Calibration:
     """Pair every rating with the judge score of its instance and tabulate (paper Table 12 layout).
 
     Raises:
         ConfigError: the run has no judgments, the named judge is not among them, or nothing matches.
+        DataError: a rating's task is not its instance's (``where:line`` named).
     """
+    tasks = {line.instance_id: line.task for line in judgments}
+    for r in ratings:
+        if tasks.get(r.instance_id, r.task) != r.task:
+            raise DataError(
+                f"{where}:{r.line}: field 'task' is {r.task.upper()!r}, but instance {r.instance_id!r} is "
+                f"{tasks[r.instance_id].upper()!r} in the run"
+            )
     names = judge_names(judgments)
     if not names:
         raise ConfigError("the run has no judge verdicts; run `rescue-bench score RUN --judge MODEL` first")

@@ -193,6 +193,39 @@ def cluster_bootstrap_cis(
     return {name: percentile_interval(v, confidence) for name, v in values.items()}
 
 
+def cluster_bootstrap_ses(
+    features: npt.ArrayLike,
+    clusters: Sequence[Hashable],
+    from_sums: SumsFn,
+    *,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    strata: Sequence[Hashable] | None = None,
+) -> dict[str, float | None]:
+    """Standard errors of every metric of ``from_sums``: the standard deviation (ddof 1) of the values over
+    the resamples :func:`cluster_bootstrap_cis` draws (same seed, same resamples). ``None`` where it cannot be
+    computed: fewer than two clusters, or a metric undefined in some resample.
+
+    >>> feats = [[1, 1], [1, 0], [1, 1], [1, 1]]
+    >>> acc = lambda s: {"acc": s[..., 1] / s[..., 0]}
+    >>> se = cluster_bootstrap_ses(feats, ["a", "a", "b", "c"], acc)["acc"]; 0 < se < 0.5
+    True
+    >>> cluster_bootstrap_ses(feats, ["a"] * 4, acc)
+    {'acc': None}
+    """
+    _check(0.95, n_resamples)
+    record_cluster, stratum_of_cluster, n_clusters = _ordered_clusters(clusters, strata)
+    if n_clusters < 2 or n_resamples < 2:
+        return {name: None for name in from_sums(np.zeros(np.asarray(features).shape[-1:]))}
+    sums = _cluster_sums(features, record_cluster, n_clusters)
+    values = from_sums(seeded_weights(stratum_of_cluster, n_resamples, seed) @ sums)
+    out: dict[str, float | None] = {}
+    for name, resampled in values.items():
+        array = np.asarray(resampled, dtype=np.float64)
+        out[name] = float(array.std(ddof=1)) if np.isfinite(array).all() else None
+    return out
+
+
 def paired_cluster_bootstrap_cis(
     features_a: npt.ArrayLike,
     features_b: npt.ArrayLike,

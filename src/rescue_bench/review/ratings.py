@@ -1,8 +1,9 @@
 """Judge calibration (the paper's Table 12 study): humans rate model output against gold on a 1-5 scale.
 
 ``load_ratings`` samples ER and VP predictions from a run directory's ``predictions.jsonl`` into rating items.
-Only valid predictions are sampled: an invalid one is scored as a miss without asking the judge, so there is
-no judge score to calibrate against. Items keep the instance id and gold and the model output, and nothing
+Only predictions a judge scored are sampled (a run never judged is refused): an invalid one is scored as a
+miss without asking the judge, and an unscored verdict has no score either, so there is nothing to
+calibrate against. Items keep the instance id and gold and the model output, and nothing
 else: no judge score, no model name, no run name in any page. ``write_ratings_csv`` writes the CSV of
 ``docs/design.md`` that ``rescue-bench judge calibrate`` reads.
 """
@@ -21,9 +22,10 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from rescue_bench.errors import DataError
+from rescue_bench.judge.calibrate import judge_scores
 from rescue_bench.records import Json
 from rescue_bench.review.db import Rating, RatingItem, User, utcnow
-from rescue_bench.rundir import PredictionLine, RunDirError
+from rescue_bench.rundir import JUDGMENTS_FILE, PredictionLine, RunDirError, read_judgments
 from rescue_bench.tasks import judged_tasks
 
 RATED_TASKS = judged_tasks()
@@ -57,10 +59,37 @@ class _TaskOf(BaseModel):
 
 
 def read_candidates(run_dir: Path) -> tuple[list[Candidate], int]:
-    """Valid ER/VP predictions of a run, and how many invalid ones were passed over."""
+    """The ER/VP predictions of a run that a judge scored, and how many others (invalid, or without a judge
+    score) were passed over.
+
+    Raises:
+        DataError: no predictions file, a damaged line, or a run never judged (nothing to calibrate against).
+    """
     path = run_dir / "predictions.jsonl"
     if not path.is_file():
         raise DataError(f"{path}: not found (give a run directory written by `rescue-bench run`)")
+    candidates, invalid = _valid_predictions(path)
+    scored = _judged(run_dir)
+    out = [c for c in candidates if c.instance_id in scored]
+    return out, invalid + len(candidates) - len(out)
+
+
+def _judged(run_dir: Path) -> set[str]:
+    """The instances of the run with a valid judge score (the LLM judges', not BERTScore)."""
+    try:
+        judgments = read_judgments(run_dir) if (run_dir / JUDGMENTS_FILE).is_file() else []
+    except RunDirError as exc:
+        raise DataError(str(exc)) from None
+    scored = set(judge_scores(judgments))
+    if not scored:
+        raise DataError(
+            f"{run_dir}: no judge verdicts in {JUDGMENTS_FILE}: the ratings would have no judge score to be "
+            f"compared with; judge the run first (`rescue-bench score {run_dir} --judge MODEL`)"
+        )
+    return scored
+
+
+def _valid_predictions(path: Path) -> tuple[list[Candidate], int]:
     out: list[Candidate] = []
     invalid = 0
     with path.open(encoding="utf-8") as handle:

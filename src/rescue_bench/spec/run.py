@@ -10,6 +10,8 @@ from pydantic import (
     BaseModel,
     Field,
     JsonValue,
+    StrictBool,
+    StrictInt,
     ValidationError,
     ValidationInfo,
     field_validator,
@@ -38,7 +40,7 @@ class RunSpec(SpecTable):
 
     model: ModelSpec
     judges: tuple[JudgeSpec, ...] = ()
-    bertscore: bool | None = Field(
+    bertscore: StrictBool | None = Field(
         None,
         strict=True,
         description="BERTScore ER/VP after the run (default: when the bertscore extra is installed and the "
@@ -64,11 +66,11 @@ class RunSpec(SpecTable):
     mode: str = Field(
         "dialogue", description="dialogue (text), or video (ER/VP/SSP with row clips; needs clips)."
     )
-    context_size: int | None = Field(
-        None, ge=-1, strict=True, description="-1 all prior rows, 0 none, N the last N."
+    context_size: StrictInt | None = Field(
+        None, ge=-1, description="-1 all prior rows, 0 none, N the last N."
     )
-    batch_size: int | None = Field(
-        None, ge=1, strict=True, description="Instances per request (default: per task; 1 in video mode)."
+    batch_size: StrictInt | None = Field(
+        None, ge=1, description="Instances per request (default: per task; 1 in video mode)."
     )
     engine: EngineSpec = EngineSpec()
     budget: BudgetSpec = BudgetSpec()
@@ -79,20 +81,18 @@ class RunSpec(SpecTable):
         "anonymize, shuffle-window, context:N, no-cues (docs/robustness.md). Instance ids stay those of the "
         "unperturbed run, so `compare BASE PERTURBED` pairs them.",
     )
-    repeats: int = Field(
+    repeats: StrictInt = Field(
         1,
         ge=1,
         le=MAX_REPEATS,
-        strict=True,
         description=f"Ask every instance this many times, {MAX_REPEATS} at most (repeat i is its own cache "
         "entry).",
     )
-    judge_repeats: int = Field(
-        1, ge=1, le=MAX_REPEATS, strict=True, description="Ask every judge this many times per reply."
+    judge_repeats: StrictInt = Field(
+        1, ge=1, le=MAX_REPEATS, description="Ask every judge this many times per reply."
     )
-    batch: bool = Field(
+    batch: StrictBool = Field(
         False,
-        strict=True,
         description="Send the run's requests through the endpoint's Batch API (files + batches).",
     )
     degraded_share: float = Field(

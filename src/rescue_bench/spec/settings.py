@@ -4,13 +4,28 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Final, Literal
+from typing import Annotated, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator, model_validator
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    Strict,
+    StrictBool,
+    StrictInt,
+    field_validator,
+    model_validator,
+)
 
 from rescue_bench.models.base import GenerationParams, ReasoningEffort, ResponseFormat
 from rescue_bench.models.presets import reasoning_problem
 
+Finite = Annotated[float, Strict(), AllowInfNan(False)]
+"""A number of a spec: an int or a float as typed (``"0.5"`` and ``true`` are refused, never coerced), and
+finite (no ``inf`` or ``nan``). The spec's integers and booleans are pydantic's ``StrictInt`` and
+``StrictBool``."""
 MAX_SEED: Final = 2**63 - 1
 """The largest seed: a request's ``seed`` is a 64-bit signed integer at OpenAI's API, and numpy takes no
 negative one (the baselines)."""
@@ -43,23 +58,18 @@ class ModelSpec(SpecTable):
     name: str = Field(description="provider/model, e.g. openai/gpt-4o, local/gemma-3-270m.")
     base_url: str | None = Field(None, description="Endpoint of an OpenAI-compatible server.")
     api_key_env: str | None = Field(None, description="Name of the variable that holds the API key.")
-    temperature: float = Field(
-        0.0, ge=0.0, strict=True, allow_inf_nan=False, description="Sampling temperature."
-    )
-    seed: int | None = Field(
-        None, ge=0, le=MAX_SEED, strict=True, description="Sent to the model as its seed; seeds baselines."
+    temperature: Finite = Field(0.0, ge=0.0, description="Sampling temperature.")
+    seed: StrictInt | None = Field(
+        None, ge=0, le=MAX_SEED, description="Sent to the model as its seed; seeds baselines."
     )
     response_format: ResponseFormat = Field("json_schema", description="How the answer's shape is asked for.")
-    disable_thinking: bool = Field(
-        False, strict=True, description="Send the endpoint's switch to turn off thinking."
+    disable_thinking: StrictBool = Field(
+        False, description="Send the endpoint's switch to turn off thinking."
     )
-    top_p: float | None = Field(
-        None, gt=0.0, le=1.0, strict=True, description="Nucleus sampling: top_p sent as is."
-    )
-    max_tokens: int | None = Field(
+    top_p: Finite | None = Field(None, gt=0.0, le=1.0, description="Nucleus sampling: top_p sent as is.")
+    max_tokens: StrictInt | None = Field(
         None,
         ge=1,
-        strict=True,
         description="Output cap of every task (default: each task's own cap, with headroom when reasoning).",
     )
     reasoning_effort: ReasoningEffort = Field(
@@ -70,10 +80,9 @@ class ModelSpec(SpecTable):
     extra_body: dict[str, JsonValue] = Field(
         default_factory=dict, description="Fields added to every request body as they are."
     )
-    concurrency: int | None = Field(
+    concurrency: StrictInt | None = Field(
         None,
         ge=1,
-        strict=True,
         description="Requests in flight for this model (default: engine.concurrency).",
     )
 
@@ -140,41 +149,27 @@ class JudgeSpec(ModelSpec):
     api_key_env: str | None = Field(
         None, description="Variable holding the judges' key (default: as the endpoint)."
     )
-    temperature: float = Field(
-        0.0, ge=0.0, strict=True, allow_inf_nan=False, description="The judges' sampling temperature."
-    )
+    temperature: Finite = Field(0.0, ge=0.0, description="The judges' sampling temperature.")
 
 
 class EngineSpec(SpecTable):
     """How fast and how robustly the run goes; never what it asks."""
 
-    concurrency: int = Field(16, ge=1, strict=True, description="Requests in flight at most.")
-    rpm: float | None = Field(
-        None, gt=0, strict=True, allow_inf_nan=False, description="Requests per minute at most."
-    )
-    tpm: float | None = Field(
-        None, gt=0, strict=True, allow_inf_nan=False, description="Tokens per minute at most."
-    )
-    timeout: float = Field(
-        120.0, gt=0, strict=True, allow_inf_nan=False, description="Seconds per request attempt."
-    )
-    max_retries: int = Field(5, ge=0, strict=True, description="Retries of 429/5xx/timeouts.")
-    cache: bool = Field(True, strict=True, description="Read and write the response cache.")
-    retry_failed: bool = Field(False, strict=True, description="Ask invalid instances again.")
+    concurrency: StrictInt = Field(16, ge=1, description="Requests in flight at most.")
+    rpm: Finite | None = Field(None, gt=0, description="Requests per minute at most.")
+    tpm: Finite | None = Field(None, gt=0, description="Tokens per minute at most.")
+    timeout: Finite = Field(120.0, gt=0, description="Seconds per request attempt.")
+    max_retries: StrictInt = Field(5, ge=0, description="Retries of 429/5xx/timeouts.")
+    cache: StrictBool = Field(True, description="Read and write the response cache.")
+    retry_failed: StrictBool = Field(False, description="Ask invalid instances again.")
 
 
 class BudgetSpec(SpecTable):
     """A spending limit and the prices it is counted with."""
 
-    usd: float | None = Field(
-        None, gt=0, strict=True, allow_inf_nan=False, description="Stop before spending more USD."
-    )
-    price_in: float | None = Field(
-        None, ge=0, strict=True, allow_inf_nan=False, description="USD per million prompt tokens."
-    )
-    price_out: float | None = Field(
-        None, ge=0, strict=True, allow_inf_nan=False, description="USD per million completion tokens."
-    )
+    usd: Finite | None = Field(None, gt=0, description="Stop before spending more USD.")
+    price_in: Finite | None = Field(None, ge=0, description="USD per million prompt tokens.")
+    price_out: Finite | None = Field(None, ge=0, description="USD per million completion tokens.")
     prices: Path | None = Field(None, description="JSON file of prices (per model or one entry).")
 
     @model_validator(mode="after")
@@ -195,14 +190,12 @@ class VideoSpec(SpecTable):
     form: Literal["video", "frames"] = Field(
         "video", description="Video mode: send clips as video, or as still frames."
     )
-    frames: int = Field(4, ge=1, strict=True, description="Video mode: frames per clip (frames form).")
+    frames: StrictInt = Field(4, ge=1, description="Video mode: frames per clip (frames form).")
     clip_url_base: str | None = Field(
         None, description="Video mode: URL the clips are served under (default: data URLs)."
     )
-    fps: float | None = Field(
+    fps: Finite | None = Field(
         None,
         gt=0,
-        strict=True,
-        allow_inf_nan=False,
         description="Video mode: 'fps' sent with each clip (DashScope).",
     )

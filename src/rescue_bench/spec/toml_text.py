@@ -50,17 +50,12 @@ def no_null(value: object, path: tuple[str, ...]) -> None:
             f"{'.'.join(path)} is null, which a TOML spec cannot hold: leave the key out, or give the spec "
             "in Python"
         )
-    items: list[tuple[object, object]] = []
     if isinstance(value, Mapping):
-        items = list(value.items())
+        for key, item in value.items():
+            no_null(item, (*path, str(key)))
     elif isinstance(value, list | tuple):
-        items = list(enumerate(value))
-    for key, item in items:
-        no_null(item, (*path, str(key)))
-
-
-def _is_list(value: object) -> bool:
-    return isinstance(value, list | tuple)
+        for index, item in enumerate(value):
+            no_null(item, (*path, str(index)))
 
 
 def _is_table(value: object) -> bool:

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    StrictBool,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.spec import ModelSpec, RunSpec, named_entries, to_toml, validate_spec
@@ -63,7 +71,7 @@ class StudySpec(BaseModel):
 
     models: tuple[ModelSpec, ...] = Field(min_length=1, description="The models of the study.")
     perturb: tuple[str, ...] = Field(("",), description="Perturbation variants ('' = unperturbed).")
-    context_curve: bool = Field(False, strict=True, description="Add the context:0,1,3,5,all variants.")
+    context_curve: StrictBool = Field(False, description="Add the context:0,1,3,5,all variants.")
     base: RunSpec
     """Every other key, as a run spec (its model is the first model; ``perturb`` empty)."""
 

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final, Self
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
@@ -81,12 +81,10 @@ class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
     """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
-    checkpoints_per_sample: int = Field(
-        5, ge=1, strict=True, description="ER: checkpoints per conversation at most."
+    checkpoints_per_sample: StrictInt = Field(
+        5, ge=1, description="ER: checkpoints per conversation at most."
     )
-    min_dialogue_words: int = Field(
-        5, ge=0, strict=True, description="ER: words a checkpoint row has at least."
-    )
+    min_dialogue_words: StrictInt = Field(5, ge=0, description="ER: words a checkpoint row has at least.")
 
 
 NAME = "er"

@@ -20,7 +20,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
@@ -46,9 +46,8 @@ class Options(BaseModel):
     gold_field: GoldField = Field(
         "auto", description="RPP gold: auto (relation_cycle_state, else relation_pattern) or one of them."
     )
-    include_current_turn: bool = Field(
+    include_current_turn: StrictBool = Field(
         False,
-        strict=True,
         description="RPP: also show the target row.",
         json_schema_extra={"flags": ["--rpp-current-turn"]},
     )

@@ -12,7 +12,7 @@ import functools
 from collections.abc import Mapping, Sequence
 from typing import ClassVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics import relational_gold as relational
@@ -33,9 +33,8 @@ class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     V1_KEYS: ClassVar[Mapping[str, str]] = {"ssp_include_target_emotion": "include_target_emotion"}
     """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
-    include_target_emotion: bool = Field(
+    include_target_emotion: StrictBool = Field(
         False,
-        strict=True,
         description="SSP: also give the target's latest internal emotion.",
         json_schema_extra={"flags": ["--ssp-target-emotion"]},
     )

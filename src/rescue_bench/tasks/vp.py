@@ -17,7 +17,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
@@ -50,8 +50,8 @@ class Options(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
     V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
     """Format 1 had one flat key for ER's and VP's checkpoints (read by ``engine.manifest_v1``)."""
-    checkpoints_per_sample: int = Field(
-        5, ge=1, strict=True, description="VP: checkpoints per conversation at most."
+    checkpoints_per_sample: StrictInt = Field(
+        5, ge=1, description="VP: checkpoints per conversation at most."
     )
 
 

@@ -14,6 +14,7 @@ per sample, one re-ask for invalid verdicts), and :func:`merged_scores` folds th
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -129,14 +130,57 @@ def rescue_scorer(task_name: str, batches: Mapping[str, Sequence[Instance]]) -> 
             model = grader() if task.INFO.judged else None
             if model is not None:
                 records, lines = await judged(records, model)
-            valid = sum(r.valid for r in records)
             return Score(
-                value=valid / len(records),
+                value=item_means(records),
                 answer=text,
-                explanation="; ".join(p for r in records for p in r.problems[:1]) or None,
+                explanation=explain(records),
                 metadata=SampleRecords(records=tuple(records), judgments=tuple(lines)).to_metadata(),
             )
 
         return score
 
     return make()
+
+
+def item_means(records: Sequence[PredictionLine]) -> dict[str, float]:
+    """A sample's score in ``inspect view``: the share of valid answers, and the mean of each per-instance
+    score over the batch (a miss counts 0, as in the corpus metrics).
+
+    >>> item_means([PredictionLine(instance_id="a", task="itp", valid=True, scores={"correct": 1.0}),
+    ...             PredictionLine(instance_id="b", task="itp", valid=False)])
+    {'valid': 0.5, 'correct': 0.5}
+    """
+    names = dict.fromkeys(name for r in records for name, v in r.scores.items() if _number(v) is not None)
+    out = {"valid": sum(r.valid for r in records) / len(records)}
+    for name in names:
+        out[name] = sum(_number(r.scores.get(name)) or 0.0 for r in records) / len(records)
+    return out
+
+
+def explain(records: Sequence[PredictionLine]) -> str:
+    """One line per instance of the batch: its id, the gold, the parsed answer (or why there is none) and
+    its scores: the per-item signal ``inspect view`` shows under the sample's score.
+
+    >>> print(explain([PredictionLine(instance_id="s::itp::3", task="itp", valid=True, gold="no",
+    ...     prediction="yes", scores={"correct": 0.0})]))
+    - `s::itp::3`: gold `"no"`, answer `"yes"`; correct 0
+    """
+    lines = []
+    for r in records:
+        answer = (
+            f"answer `{_short(r.prediction)}`" if r.valid else f"no valid answer ({', '.join(r.problems)})"
+        )
+        scores = ", ".join(f"{k} {_number(v):.4g}" for k, v in r.scores.items() if _number(v) is not None)
+        lines.append(
+            f"- `{r.instance_id}`: gold `{_short(r.gold)}`, {answer}" + (f"; {scores}" if scores else "")
+        )
+    return "\n".join(lines)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _short(value: object, limit: int = 200) -> str:
+    text = json.dumps(value, ensure_ascii=False).replace("`", "'")
+    return text if len(text) <= limit else text[: limit - 1] + "…"

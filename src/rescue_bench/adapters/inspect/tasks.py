@@ -16,6 +16,7 @@ unknown ``-T`` name gets inspect's own warning.
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 from collections.abc import Callable
 from typing import Any, get_type_hints
@@ -46,7 +47,8 @@ def samples(the_plan: Plan) -> list[Sample]:
         Sample(
             id=sample_id(index),
             input=chat_messages(request),
-            target=[],
+            # The gold of each instance, shown in ``inspect view`` (the messages never hold it).
+            target=[f"{inst.id}: {json.dumps(inst.gold, ensure_ascii=False)}" for inst in batch],
             metadata={
                 "task": the_plan.args.task,
                 "instance_ids": list(request.instance_ids),
