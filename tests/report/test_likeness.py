@@ -3,6 +3,7 @@ runs judged by different judges are refused unless asked, and unfinished runs ar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -131,3 +132,17 @@ def test_the_viewer_leaderboard_names_the_difference(judged: dict[str, Path]) ->
     client = TestClient(create_app([judged["j1"], judged["j2"]]), base_url="http://127.0.0.1")
     page = client.get("/leaderboard")
     assert page.status_code == 200 and "Not like for like: judges: " in page.text
+
+
+def test_a_hostile_model_name_is_text_in_every_markdown_file(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ("run", "--data", "demo", "--limit-samples", "1", "--no-cache", "-q", "--tasks", "itp")
+    made = runner.invoke(app, [*args, "--model", "baseline/random", "--out", str(out)])
+    assert made.exit_code == 0, made.output
+    manifest = json.loads((out / "run.json").read_text())
+    manifest["model"]["name"] = "baseline/<script>alert(1)</script>"
+    (out / "run.json").write_text(json.dumps(manifest))
+    report = tmp_path / "report"
+    assert runner.invoke(app, ["report", str(out), "--out", str(report)]).exit_code == 0
+    text = (report / "report.md").read_text(encoding="utf-8")
+    assert "<script" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
