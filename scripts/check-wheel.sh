@@ -30,7 +30,8 @@ case "$site" in "$work"/venv/*) ;; *) echo "rescue_bench imported from $site, no
 "$bin/rescue-bench" --version
 # The README's quickstart, as written there.
 "$bin/rescue-bench" run --model baseline/random --data demo | tee quickstart.txt
-grep -q "^│ Both   │     51.56 │" quickstart.txt
+grep -qE "^ Both +51.56 +47.83 +49.62" quickstart.txt
+grep -q "^baseline/random: finished, valid 445/445 (100.0%)$" quickstart.txt
 grep -q "^run directory: runs/baseline-random_demo$" quickstart.txt
 "$bin/rescue-bench" view runs/baseline-random_demo --bundle site
 test -s site/index.html

@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 
-SHOWN = ("│", "run directory:")
-"""The starts of the lines compared: the table's rows and where the run went."""
+SHOWN = (" Both ", " Couple ", " Family ", "run directory:", "baseline/random: ")
+"""The starts of the lines compared: the table's rows, where the run went and the run's summary line."""
 
 
 def _quickstart() -> tuple[str, list[str]]:
@@ -31,7 +31,7 @@ def test_the_quickstart_prints_the_table_the_readme_shows(
 ) -> None:
     command, shown = _quickstart()
     assert command == "rescue-bench run --model baseline/random --data demo"
-    assert len(shown) == 4
+    assert len(shown) == 5
     monkeypatch.chdir(tmp_path)
     # The README shows a core install, where BERTScore is not installed: its columns stay empty.
     result = CliRunner().invoke(app, [*command.split()[1:], "--no-bertscore"])

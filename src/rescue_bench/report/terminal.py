@@ -24,7 +24,7 @@ from rich.table import Table as RichTable
 from rich.text import Text
 
 from rescue_bench.printable import printable
-from rescue_bench.report.measured import measured, state, validity
+from rescue_bench.report.measured import measured
 from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, Table, Value, metric_cell
 from rescue_bench.report.writers import text
 from rescue_bench.rundir import RunData, Scores, load_judging
@@ -180,7 +180,8 @@ def print_tables(console: Console, tables: Sequence[tuple[Table, int]], *, ci: b
 
 def run_summary(out: Path, scores: Scores) -> Table:
     """A finished run's scores in the paper's Table 5 layout, one row per scope (Both, Couple, Family), with
-    what was measured, the run's status and its validity under the title."""
+    what was measured under the title (the run's status and validity follow in its summary line,
+    :func:`rescue_bench.cli.outcome.summary_line`)."""
     manifest = Manifest.from_json(read_json_object(out / RUN_FILE) or {}, str(out / RUN_FILE))
     run = RunData(out, manifest, (), score_record=scores, judging=load_judging(out, manifest))
     rows: list[tuple[Value, ...]] = []
@@ -192,14 +193,11 @@ def run_summary(out: Path, scores: Scores) -> Table:
                     *(metric_cell(scores, t, scope, m, s, d) for t, m, _, s, d in PAPER_COLUMNS),
                 )
             )
-    share = validity(run)
-    valid = "–" if share is None else Cell(share, scale=100.0, digits=1).text() + "%"
-    subtitle = f"{run.name}: {state(run)}, valid answers {valid}\nMeasured: {measured(run)}"
     return Table(
         "summary",
-        "RESCUE-Bench",
+        f"RESCUE-Bench: {run.name}",
         ("Scope", *(c[2] for c in PAPER_COLUMNS)),
         tuple(rows),
         "Values without CIs; scores.json and `rescue-bench report` have them.",
-        subtitle=subtitle,
+        subtitle=f"Measured: {measured(run)}",
     )
