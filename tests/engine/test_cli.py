@@ -82,7 +82,7 @@ def test_failed_instances_do_not_fail_the_run(tmp_path: Path) -> None:
             "--no-cache",
         )
     assert result.exit_code == 0, result.output
-    assert "invalid predictions (scored as misses)" in result.output
+    assert "failed answers (scored as misses)" in result.output
     lines = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
     assert any(not r["valid"] for r in lines) and any(r["valid"] for r in lines)
 

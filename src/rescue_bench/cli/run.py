@@ -21,6 +21,7 @@ from rich.table import Table
 
 from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
 from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.engine.batch_plan import BatchOptions
 from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
@@ -63,8 +64,9 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
     if flags.print_spec:
         print_spec(with_judges(with_out(spec)))
         return
+    # Every option is checked before anything else: --batch-poll, then the spec (prepare).
+    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=_warn)
     prepared = prepare(spec)
-    options = SessionOptions(quiet=quiet, batch_poll=batch_poll, warn=_warn)
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
     try:

@@ -75,8 +75,8 @@ class SessionOptions:
 
     quiet: bool = True
     cache_path: Path | None = None
-    batch_poll: float | None = None
-    """With ``spec.batch``: seconds before the first poll (default: the engine's)."""
+    batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
+    """With ``spec.batch``: how the Batch API is polled (``--batch-poll``)."""
     warn: Callable[[str], None] = lambda _: None
 
 
@@ -153,8 +153,7 @@ async def execute(
     # takes it again); the store handed to the engine writes under it.
     store = RunStore(out)
     with run_lock(out, create=True):
-        batch = BatchOptions() if options.batch_poll is None else BatchOptions(poll=options.batch_poll)
-        run_options = RunOptions(options.quiet, paid, options.cache_path, batch=batch, store=store)
+        run_options = RunOptions(options.quiet, paid, options.cache_path, batch=options.batch, store=store)
         result = await execute_run(spec, out, run_options, samples=samples)
         judged: JudgeRunResult | None = None
         status = result.status

@@ -79,7 +79,7 @@ FACTS: tuple[tuple[str, Affects, Callable[[RunData], Json]], ...] = (
     ("batch size", "all", _config("batch_size")),
     ("task options", "all", _config("task_options")),
     ("repeats", "all", lambda run: run.repeats),
-    ("perturbation", "all", lambda run: run.manifest.perturbation),
+    ("perturbation", "all", lambda run: _names(run.manifest.config.get("perturbation"))),
 )
 """Each fact compared: its name, the numbers it changes, and how it is read from a run."""
 
@@ -92,6 +92,13 @@ def differences(runs: Sequence[RunData]) -> list[Difference]:
         if len(set(values)) > 1:
             out.append(Difference(name, tuple(values), affects))
     return out
+
+
+def _names(record: Json) -> Json:
+    """A perturbation record (``run.json`` config) as its names and seed: what it changed, not its prose."""
+    if not isinstance(record, dict):
+        return record
+    return {"names": record.get("names"), "seed": record.get("seed")}
 
 
 def _shown(value: Json) -> str:
