@@ -120,11 +120,15 @@ def test_no_secret_of_a_base_url_is_written_anywhere(tmp_path: Path, monkeypatch
             folder = written / f"{fmt}-{name}"
             outputs.append(cli("export", str(source), "--format", fmt, "--out", str(folder)))
     assert {p.suffix for p in (written / "report-old").iterdir()} >= {".md", ".html", ".xlsx", ".csv"}
-    # user:password@ too, where nothing is sent: a batch export records the spec.
+    # user:password@ is refused before anything is written (it would never be sent), without echoing it.
     url = f"https://ann:{PASSWORD}@example.org/v1?api-key={MODEL_QUERY}"
     files = ["--out", str(tmp_path / "batch.jsonl"), "--run", str(tmp_path / "batch-run")]
     data = ["--data", "demo", "--tasks", "itp", "--limit-samples", "1"]
-    outputs.append(cli("batch", "export", "--model", "openai/fake", "--base-url", url, *data, *files))
+    args = ["batch", "export", "--model", "openai/fake", "--base-url", url, *data, *files]
+    refused = runner.invoke(app, args, catch_exceptions=False)
+    assert refused.exit_code == 2 and "holds credentials" in refused.output
+    assert not (tmp_path / "batch-run").exists() and not (tmp_path / "batch.jsonl").exists()
+    outputs.append(refused.output)
 
     for text in outputs:
         assert not [s for s in SECRETS if s in text], text

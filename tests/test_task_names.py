@@ -19,6 +19,8 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "rescue_bench"
 NAMES = frozenset(name for name, _ in BUILTINS)
 EXEMPT = {
     "report/paper.py": "the paper's published numbers, by task",
+    "adapters/lm_eval_tasks/rescue_bench/utils.py": "lm-eval's task YAML names a dataset function per task "
+    "(`!function utils.itp_dataset`); package data read by lm-eval, not a module of this package",
 }
 KNOWN = {}
 """Files that still name tasks, and why: to be derived from the registry."""

@@ -92,11 +92,9 @@ def test_lm_eval_gives_the_run_standard_errors_and_one_copy_of_each_record(
 def test_a_scope_without_instances_is_null_and_its_error_is_not_available() -> None:
     import importlib.util
 
-    from tests.conftest import REPO_ROOT
+    from rescue_bench.adapters.lm_eval import include_path
 
-    spec = importlib.util.spec_from_file_location(
-        "rb_utils", REPO_ROOT / "lm_eval_tasks" / "rescue_bench" / "utils.py"
-    )
+    spec = importlib.util.spec_from_file_location("rb_utils", include_path() / "rescue_bench" / "utils.py")
     assert spec is not None and spec.loader is not None
     utils = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(utils)

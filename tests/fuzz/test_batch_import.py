@@ -116,4 +116,5 @@ def test_import_scores_every_instance_once_despite_garbage(tmp_path: Path) -> No
     assert sorted(ids) == sorted(i.id for plan in plans for i in plan.instances)
     failed = [p for p in predictions if (p["problems"] or [""])[0].startswith("request_failed")]
     assert failed and len(failed) < len(predictions)
-    assert result.status == "finished"
+    # Garbled result lines answered nothing: unfinished work, asked again by the next import or run.
+    assert result.status == "incomplete"

@@ -11,12 +11,14 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.engine.manifest import config_record
-from rescue_bench.rundir import describe_changes
+from rescue_bench.rundir import PROTOCOL, describe_changes
 from rescue_bench.spec import RunSpec
 
 RUNNER = CliRunner()
-# config_record of these specs as the code before the new settings (main at 3af0954) computed it.
+# config_record of these specs as the code before the new settings (main at 3af0954) computed it, plus the
+# protocol version every run records since (an older protocol's directory is refused on its own, by version).
 OLD_DEFAULT = {
+    "protocol": PROTOCOL,
     "batch_size": None,
     "context_size": None,
     "disable_thinking": False,

@@ -121,13 +121,13 @@ def test_published_bert_is_marked_not_comparable_beside_another_backbone() -> No
     scripts score (distilbert-base-uncased L5, no idf), and are marked beside the bundled MiniLM."""
     from tests.report.test_averages import DISTIL, MINILM, run
 
-    from rescue_bench.report.tables import PAPER_COLUMNS, leaderboard
+    from rescue_bench.report.tables import LEADER_KEYS, PAPER_COLUMNS, leaderboard
 
     bert = [i for i, (_, metric, *_) in enumerate(PAPER_COLUMNS) if metric == "bertscore_f1"]
     for backbone, marked in ((DISTIL, False), (MINILM, True)):
         table = leaderboard([run("openai/a", 0.5, 4.0, bert=backbone)], with_paper=True)
         published = [row for row in table.rows if str(row[0]).endswith("(published)")]
-        shown = [row[2 + i] for row in published for i in bert]
+        shown = [row[len(LEADER_KEYS) + i] for row in published for i in bert]
         assert len(published) == 10 and shown
         assert all(isinstance(v, str) and v.endswith("(not comparable)") for v in shown) is marked
         assert ("not comparable" in table.note) is marked

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Self, TypeVar
+from typing import Final, Self, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -46,6 +46,10 @@ def _first_error(exc: ValidationError, where: str) -> str:
     return f"{where}: field {field!r}: {first['msg']}{more}"
 
 
+QUOTED_META: Final = frozenset({"utterance"})
+"""Keys of a prediction line's ``meta`` that quote the conversation: every ``--redact`` leaves them out."""
+
+
 class PredictionLine(Line):
     """One line of ``predictions.jsonl``: an instance, its parsed answer, and the task's scores."""
 
@@ -71,6 +75,18 @@ class PredictionLine(Line):
     def key(self) -> str:
         """The line's identity in a run: its instance id, and its repeat when > 0 (:func:`line_key`)."""
         return line_key(self.instance_id, self.repeat)
+
+    def shown_meta(self, redact: bool) -> dict[str, Json]:
+        """The instance's ``meta`` to show: without what quotes the conversation when ``redact``
+        (:data:`QUOTED_META`).
+
+        >>> meta = {"utterance": "I miss you", "timestamp": "1:02"}
+        >>> line = PredictionLine(instance_id="i", task="er", meta=meta)
+        >>> line.shown_meta(True), len(line.shown_meta(False))
+        ({'timestamp': '1:02'}, 2)
+        """
+        meta = dict(self.meta or {})
+        return {k: v for k, v in meta.items() if k not in QUOTED_META} if redact else meta
 
     def meta_text(self, key: str) -> str | None:
         """A text of the instance's ``meta`` (ER/VP: ``timestamp``, ``utterance``), ``None`` when absent."""

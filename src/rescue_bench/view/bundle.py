@@ -165,7 +165,7 @@ def _detail(view: RunView, row: InstanceRow, redact: bool, free_text: bool) -> d
     hide = redact and free_text
     out: dict[str, Json] = {
         "scores": dict(record.scores or {}),
-        "meta": dict(record.meta or {}),
+        "meta": record.shown_meta(redact),
         "judgments": judgments,
         "gold": None if hide else record.gold,
         "prediction": None if hide else record.prediction,

@@ -43,7 +43,7 @@ def fact(value: Any, key: str) -> str:
     """A request record's fact in human units: a time as UTC date and time, a latency in s or ms, tokens.
 
     >>> fact(1796000000.5, "time"), fact(1.2345, "latency"), fact(0.0412, "latency")
-    ('2026-11-30 06:53:20 UTC', '1.23 s', '41 ms')
+    ('2026-11-30 00:53:20 UTC', '1.23 s', '41 ms')
     >>> fact({"prompt_tokens": 900, "completion_tokens": 12, "reasoning_tokens": 0}, "usage")
     '900 prompt + 12 completion tokens'
     """
