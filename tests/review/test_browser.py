@@ -98,7 +98,10 @@ PLAY = """async () => {
   const video = document.getElementById('clip');
   video.muted = true;
   await video.play();
-  await new Promise(resolve => setTimeout(resolve, 800));
+  // Played means the clock moved: wait for it (up to 5 s; a busy machine can take a while to decode).
+  for (let waited = 0; waited < 5000 && video.currentTime <= 0.2 && !video.error; waited += 100) {
+    await new Promise(resolve => setTimeout(resolve, 100));
+  }
   return {time: video.currentTime, duration: video.duration, error: video.error && video.error.code};
 }"""
 
