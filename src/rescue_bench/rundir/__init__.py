@@ -59,7 +59,14 @@ from rescue_bench.rundir.read import (
     read_requests,
 )
 from rescue_bench.rundir.store import RunStore, describe_changes, locked_run, run_lock
-from rescue_bench.rundir.study import STUDY_FILE, StudyMember, expand_run_dirs, is_study, study_members
+from rescue_bench.rundir.study import (
+    STUDY_FILE,
+    StudyMember,
+    expand_run_dirs,
+    is_study,
+    study_members,
+    study_runs,
+)
 
 __all__ = [
     "BATCH_EXPORT_FILE",
@@ -110,4 +117,5 @@ __all__ = [
     "record_key",
     "run_lock",
     "study_members",
+    "study_runs",
 ]

@@ -72,21 +72,33 @@ def study_members(folder: Path) -> list[tuple[StudyMember, Path]] | None:
     return out
 
 
+def study_runs(paths: Sequence[Path]) -> tuple[list[Path], list[Path]]:
+    """The paths with each study directory replaced by its runs that hold predictions, in study order (other
+    paths kept as given), and the study runs with nothing to read yet (not started, or their directory gone).
+
+    Raises:
+        DataError: a study's ``study.json`` is unreadable or names a directory outside the study.
+    """
+    found: list[Path] = []
+    pending: list[Path] = []
+    for path in paths:
+        members = study_members(path)
+        if members is None:
+            found.append(path)
+            continue
+        for _, where in members:
+            (found if (where / PREDICTIONS_FILE).is_file() else pending).append(where)
+    return found, pending
+
+
 def expand_run_dirs(paths: Sequence[Path]) -> list[Path]:
-    """The paths with each study directory replaced by its runs that hold predictions, in study order
-    (a run not started yet has nothing to read); other paths are kept as given.
+    """:func:`study_runs`'s run directories, for commands that need every study to have one.
 
     Raises:
         DataError: a study's ``study.json`` is unreadable, or the study holds no run with predictions.
     """
-    out: list[Path] = []
     for path in paths:
         members = study_members(path)
-        if members is None:
-            out.append(path)
-            continue
-        found = [where for _, where in members if (where / PREDICTIONS_FILE).is_file()]
-        if not found:
+        if members is not None and not any((w / PREDICTIONS_FILE).is_file() for _, w in members):
             raise DataError(f"study {path} holds no run with predictions yet (see {path / STUDY_FILE})")
-        out += found
-    return out
+    return study_runs(paths)[0]

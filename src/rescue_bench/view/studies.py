@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from rescue_bench.rundir import PREDICTIONS_FILE, is_study, study_members
+from rescue_bench.rundir import PREDICTIONS_FILE, is_study, study_runs
 
 __all__ = ["expand_runs", "is_study"]
 
@@ -18,16 +18,5 @@ def expand_runs(paths: Sequence[Path]) -> tuple[list[Path], list[str]]:
     Raises:
         DataError: a study file that cannot be read, or that names a directory outside the study.
     """
-    out: list[Path] = []
-    notes: list[str] = []
-    for path in paths:
-        members = study_members(path)
-        if members is None:
-            out.append(path)
-            continue
-        for _, run_dir in members:
-            if (run_dir / PREDICTIONS_FILE).exists():
-                out.append(run_dir)
-            else:
-                notes.append(f"{run_dir}: nothing to show yet (no {PREDICTIONS_FILE})")
-    return out, notes
+    found, pending = study_runs(paths)
+    return found, [f"{run}: nothing to show yet (no {PREDICTIONS_FILE})" for run in pending]
