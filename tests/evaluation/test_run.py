@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from tests.engine.test_run_judge import grade
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer, unauthorized
 from typer.testing import CliRunner
 
 import rescue_bench
@@ -253,3 +253,17 @@ def test_judge_means_over_fewer_instances_say_so(tmp_path: Path) -> None:
     assert 0 < er["n_judged"] < er["n"] and er["n_unscored"] > 0
     expected = f"ER LLM is the mean over {er['n_judged']} of {er['n']} instances"
     assert expected in " ".join(result.output.split())
+
+
+def test_a_judge_that_refuses_the_key_leaves_the_run_incomplete(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    args = ("--model", "baseline/random", "--tasks", "er", "--seed", "1", "--judge", "vllm/j")
+    args = (*args, "--out", str(out))
+    with FakeOpenAIServer(lambda _: unauthorized()) as refusing:
+        refused = cli(*args, "--base-url", refusing.base_url)
+    assert refused.exit_code == 1 and "HTTP 401" in refused.output
+    assert read(out / "run.json")["status"] == "incomplete"
+    with FakeOpenAIServer(grade) as fake:
+        again = cli(*args, "--base-url", fake.base_url)
+    assert again.exit_code == 0, again.output
+    assert read(out / "run.json")["status"] == "finished"

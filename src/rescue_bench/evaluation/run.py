@@ -30,6 +30,7 @@ from rescue_bench.engine.manifest import check_tasks
 from rescue_bench.engine.preflight import check_model
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
 from rescue_bench.engine.video import check_video_config
+from rescue_bench.errors import ProviderError
 from rescue_bench.evaluation.setup import (
     judge_budgets,
     judge_settings,
@@ -159,7 +160,12 @@ async def execute(
         status = result.status
         reason = result.stop_reason or (degraded_reason(result.ending) if result.ending else None)
         if is_final(status):
-            judged, ended = await _judge(prepared, budget, options)
+            try:
+                judged, ended = await _judge(prepared, budget, options)
+            except ProviderError as exc:
+                # The judge's endpoint refused (a bad key): its columns are unfinished, never a finished run.
+                _set_status(store, "incomplete", f"judge pass: {exc}")
+                raise
             if ended is not None:
                 status, reason = ended
                 _set_status(store, status, reason)
