@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer
 
-from rescue_bench.engine.run import run
+from rescue_bench.evaluation.run import run
 from rescue_bench.report import tables
 from rescue_bench.rundir import load_run, read_jsonl
 from rescue_bench.spec import validate_spec

@@ -53,7 +53,7 @@ from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
 from rescue_bench.rundir.status import RunStatus, is_final
-from rescue_bench.spec import RunSpec, default_out
+from rescue_bench.spec import RunSpec
 from rescue_bench.tasks.base import Task
 
 __all__ = [
@@ -62,7 +62,6 @@ __all__ = [
     "execute_run",
     "prediction_record",
     "request_record",
-    "run",
     "run_benchmark",
 ]
 
@@ -94,16 +93,6 @@ class RunResult:
     stop_reason: str | None = None
     ending: Ending | None = None
     """The status's reasons: instances without an answer, the share and main reason of failed answers."""
-
-
-def run(spec: RunSpec, out: str | Path | None = None, *, quiet: bool = True) -> RunResult:
-    """Run (or resume) ``spec`` into ``out`` (else ``spec.out``, else ``runs/<model>_<data>...``).
-
-    >>> result = run(RunSpec(model="baseline/random", tasks=["itp"]), out="runs/x")  # doctest: +SKIP
-    >>> result.scores["itp"]["all"]["f1"]  # doctest: +SKIP
-    """
-    where = Path(out) if out is not None else spec.out or default_out(spec)
-    return run_benchmark(spec, where, RunOptions(quiet=quiet))
 
 
 def run_benchmark(
