@@ -93,10 +93,9 @@ def run_status(lines: Iterable[PredictionLine], planned: int, degraded_share: fl
     if failed:
         kind = kinds.most_common(1)[0][0]
         dominant = (failed.most_common(1)[0][0], _HINTS.get(kind))
-    if unanswered_by:
-        return Ending("incomplete", unanswered_by, share, dominant)
-    status: RunStatus = "degraded" if planned and share >= degraded_share else "finished"
-    return Ending(status, {}, share, dominant)
+    no_answer = sum(sum(c.values()) for c in unanswered_by.values())
+    status = _status(planned, no_answer, sum(failed.values()), degraded_share)
+    return Ending(status, unanswered_by, share, dominant)
 
 
 def degraded_reason(ending: Ending) -> str | None:
@@ -128,11 +127,15 @@ def counted_status(counts: Mapping[str, Mapping[str, Json]], degraded_share: flo
     def total(key: str) -> int:
         return sum(v for c in counts.values() if isinstance(v := c.get(key), int))
 
-    planned, no_answer = total("instances"), total("request_failures")
+    no_answer = total("request_failures")
+    return _status(total("instances"), no_answer, total("invalid") - no_answer, degraded_share)
+
+
+def _status(planned: int, no_answer: int, failed: int, degraded_share: float) -> RunStatus:
+    """The one rule: any instance without an answer is unfinished; too many failed answers is degraded."""
     if no_answer:
         return "incomplete"
-    share = (total("invalid") - no_answer) / planned if planned else 0.0
-    return "degraded" if planned and share >= degraded_share else "finished"
+    return "degraded" if planned and failed / planned >= degraded_share else "finished"
 
 
 def summarise(reasons: Counter[str], limit: int = 3) -> str:
