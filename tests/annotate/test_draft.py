@@ -26,11 +26,11 @@ from rescue_bench.annotate.draft import DraftSettings, assemble, chunk_indices, 
 from rescue_bench.annotate.run import Counts, draft_workdir, estimate_workdir
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.validate import check_sample
-from rescue_bench.engine.estimate import chars_counter
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
+from rescue_bench.pricing import chars_counter
 from rescue_bench.workdir import read_draft
 
 Handler = Callable[[ChatRequest], "Script | str | dict[str, Any]"]

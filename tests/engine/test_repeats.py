@@ -169,9 +169,9 @@ def test_the_report_shows_the_repeats_only_for_a_run_with_repeats(tmp_path: Path
 
 
 def test_batch_export_refuses_untellable_repeats_before_writing(tmp_path: Path) -> None:
-    """Repeats are exported (tests/engine/test_batch_repeats.py) unless their asks are alike: sampling with
+    """Repeats are exported (tests/batch/test_offline_repeats.py) unless their asks are alike: sampling with
     no seed sends every repeat the same request, whose results could not be mapped back."""
-    from rescue_bench.engine.batch import export_batch
+    from rescue_bench.batch.offline import export_batch
     from rescue_bench.spec import validate_spec
 
     model = {"name": "openai/gpt-4o-mini", "temperature": 0.7}

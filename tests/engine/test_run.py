@@ -29,11 +29,10 @@ from tests.fakes.openai_server import (
 )
 
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.engine.estimate import Budget, chars_counter
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.models.base import Capabilities
-from rescue_bench.pricing import Prices
+from rescue_bench.pricing import Budget, Prices, chars_counter
 from rescue_bench.records import Instance, Prediction, Reply, Request
 from rescue_bench.rundir import RunStore, read_jsonl
 

@@ -1,6 +1,6 @@
 """Fuzzing batch import: a results file gives replies (failed ones for unreadable lines) or a DataError.
 
-Documented outcomes (:mod:`rescue_bench.engine.batch`): a line that is not JSON or has no string
+Documented outcomes (:mod:`rescue_bench.batch.offline`): a line that is not JSON or has no string
 ``custom_id`` is a :class:`DataError` naming ``file:line``; a line whose result cannot be read is a failed
 reply, recorded for its request like any failed request, and the import still scores every instance once.
 """
@@ -16,9 +16,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mutate
 
+from rescue_bench.batch.offline import custom_id, export_batch, import_batch, read_results
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
-from rescue_bench.engine.batch import custom_id, export_batch, import_batch, read_results
 from rescue_bench.engine.manifest import build_plans
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Reply

@@ -9,12 +9,11 @@ from tests.engine.test_run_judge import grade, run_cli
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.estimate import make_counter
 from rescue_bench.engine.manifest import build_plans
 from rescue_bench.judge import rubric
 from rescue_bench.judge.estimate import stand_in_records
 from rescue_bench.judge.runner import plan_groups
-from rescue_bench.pricing import Prices
+from rescue_bench.pricing import Prices, make_counter
 from rescue_bench.spec import RunSpec
 
 JUDGE = "vllm/judge"

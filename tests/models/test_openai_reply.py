@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from rescue_bench.engine.batch_results import BatchLine, result_reply
+from rescue_bench.batch.results import BatchLine, result_reply
 from rescue_bench.errors import ModerationRefusal, RetryableError
 from rescue_bench.models.openai_reply import parse_reply
 from rescue_bench.records import Reply, Usage

@@ -207,8 +207,8 @@ def _estimate(
     price_out: float | None,
 ) -> None:
     from rescue_bench.annotate.run import estimate_workdir
-    from rescue_bench.engine.estimate import make_counter
     from rescue_bench.evaluation.setup import make_prices
+    from rescue_bench.pricing import make_counter
 
     prices = make_prices(model, price_in, price_out, None)
     counter = make_counter(model)

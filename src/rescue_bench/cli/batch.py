@@ -22,8 +22,8 @@ def batch_export(
     ] = None,
 ) -> None:
     """Write every request of a run as OpenAI Batch API lines (also read by vLLM's run_batch)."""
+    from rescue_bench.batch.offline import export_batch, write_export_note
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.batch import export_batch, write_export_note
     from rescue_bench.engine.manifest import select_samples
     from rescue_bench.evaluation.run import with_out
 
@@ -47,7 +47,7 @@ def batch_import(
     quiet: Quiet = False,
 ) -> None:
     """Score a Batch API results file into its run directory."""
-    from rescue_bench.engine.batch import import_batch
+    from rescue_bench.batch.offline import import_batch
     from rescue_bench.evaluation.run import outcome_of
 
     result, spec = import_batch(results, run_dir, quiet=quiet)

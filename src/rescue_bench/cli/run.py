@@ -19,16 +19,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
 from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
-from rescue_bench.engine.batch_plan import BatchOptions
-from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_prices, with_judges
 from rescue_bench.judge.after_run import judge_params, wants_bertscore
-from rescue_bench.pricing import Prices
+from rescue_bench.pricing import Prices, TaskEstimate, make_counter
 from rescue_bench.printable import printable
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
 from rescue_bench.rundir import Scores
@@ -136,9 +135,9 @@ def _int(value: object) -> int:
 def estimate(ctx: typer.Context) -> None:
     """Requests, prompt tokens and (with prices) cost per task, before spending anything."""
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.estimate import cap_note, estimate_plan
     from rescue_bench.engine.manifest import build_plans, select_samples
-    from rescue_bench.engine.video import check_video_config, clip_coverage
+    from rescue_bench.evaluation.estimate import cap_note, estimate_plan
+    from rescue_bench.video.mode import check_video_config, clip_coverage
 
     flags = flag_values(ctx)
     spec = make_spec(flags)
@@ -180,7 +179,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
 
     Returns the judges' cost at most, when every judge has a price (else ``None``).
     """
-    from rescue_bench.engine.estimate import cap_note
+    from rescue_bench.evaluation.estimate import cap_note
     from rescue_bench.judge.estimate import bertscore_pairs, estimate_judge
 
     total: float | None = 0.0

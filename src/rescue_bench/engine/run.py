@@ -14,11 +14,10 @@ is :class:`~rescue_bench.engine.runner.Runner`.
 from __future__ import annotations
 
 import asyncio
-import sys
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -26,12 +25,12 @@ from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_api import BatchSession, ask_by_batch
-from rescue_bench.engine.batch_plan import BatchOptions, batchable
+from rescue_bench.engine.asking import LIVE, Asker, Pending
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.ending import Ending, run_status, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
+from rescue_bench.engine.hook import Hook
 from rescue_bench.engine.manifest import (
     TaskPlan,
     build_manifest,
@@ -44,11 +43,9 @@ from rescue_bench.engine.manifest import (
 from rescue_bench.engine.outcomes import prediction_record, request_record
 from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
-from rescue_bench.engine.video import Hook, make_hook
-from rescue_bench.errors import ProviderError
+from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.metrics.aggregate import check_required
 from rescue_bench.models.base import Provider
-from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
@@ -75,8 +72,12 @@ class RunOptions:
     cache_path: Path | None = None
     engine: EngineOptions | None = None
     """``None``: the spec's engine settings (``batch import`` asks its file with settings of its own)."""
-    batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
-    """How ``spec.batch`` runs poll and re-submit (:mod:`rescue_bench.engine.batch_api`)."""
+    asker: Asker = LIVE
+    """How the planned requests are answered (:mod:`rescue_bench.engine.asking`): live by default; the
+    caller chooses another way the spec asks for (the Batch API: :class:`rescue_bench.batch.asker.BatchApi`).
+    """
+    hook: Hook | None = None
+    """Applied to each rendered request: video mode's clips (:func:`rescue_bench.video.mode.make_hook`)."""
     store: RunStore | None = None
     """The run directory, whose lock the caller holds (``rundir.run_lock``) because it writes it after the
     session too (the judge pass); ``None``: the session locks the directory itself."""
@@ -129,16 +130,17 @@ async def execute_run(
         ProviderError: the endpoint refused in a way no request can avoid (the run is left resumable).
     """
     known = check_tasks(spec, tasks)
-    hook = make_hook(spec)
+    if spec.is_video and options.hook is None:
+        raise ConfigError("video mode needs its clip hook: run it through rescue_bench.evaluation.run")
     chosen = select_samples(samples if samples is not None else load_samples(spec.data), spec)
     provider = model or make_model(spec)
     try:
-        batch = batchable(spec, provider)  # refused before anything is written
+        options.asker.check(spec, provider)  # refused before anything is written
         store = options.store or RunStore(out)
         if options.store is None:
             store.lock()
         try:
-            return await _session(spec, store, options, known, chosen, provider, hook, batch)
+            return await _session(spec, store, options, known, chosen, provider)
         finally:
             if options.store is None:
                 store.unlock()
@@ -153,8 +155,6 @@ async def _session(
     tasks: Mapping[str, Task],
     samples: Sequence[Sample],
     model: Provider,
-    hook: Hook | None,
-    batch: OpenAICompatProvider | None = None,
 ) -> RunResult:
     clock, started = time.perf_counter(), time.time()
     plans = [plan_task(name, tasks, samples, spec, model.capabilities) for name in spec.tasks]
@@ -166,24 +166,25 @@ async def _session(
     model.prepare([inst for plan in plans for inst in plan.instances])
     # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
     earlier = store.request_lines()
-    runner = Runner(store, options.quiet, spec.engine.retry_failed, store.latest_predictions(), hook, earlier)
+    done = store.latest_predictions()
+    runner = Runner(store, options.quiet, spec.engine.retry_failed, done, options.hook, earlier)
     runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
     engine_options = options.engine or engine_options_of(spec)
     use_cache = engine_options.use_cache and model.capabilities.cacheable
     cache = ResponseCache(options.cache_path) if use_cache else None
     status: RunStatus = "stopped"
     clock = time.perf_counter()
-    budget, asked, stop = options.budget, plans, None
     try:
-        if batch is not None:
-            answers = await _by_batch(spec, store, plans, batch, runner, options, cache)
-            manifest = _with_batch(manifest, answers)
-            model, asked, stop, budget = answers.provider, answers.plans, answers.stop_reason, None
-        for plan in asked:
+        pending = Pending(spec, store.root, plans, runner.done, model, cache, options.budget, options.quiet)
+        route = await options.asker.route(pending)
+        manifest = _with_options(manifest, route.record)
+        for plan in route.plans:
             runner.add(plan)
-        engine = Engine(model, spec.generation_params(), engine_options, cache=cache, budget=budget)
+        engine = Engine(
+            route.model, spec.generation_params(), engine_options, cache=cache, budget=route.budget
+        )
         await runner.run(engine)
-        runner.stop_reason = runner.stop_reason or stop
+        runner.stop_reason = runner.stop_reason or route.stop_reason
         status = "stopped" if runner.stop_reason else "finished"
     except ProviderError as exc:
         runner.stop_reason = str(exc)
@@ -197,37 +198,18 @@ async def _session(
     return result
 
 
-async def _by_batch(
-    spec: RunSpec,
-    store: RunStore,
-    plans: Sequence[TaskPlan],
-    provider: OpenAICompatProvider,
-    runner: Runner,
-    options: RunOptions,
-    cache: ResponseCache | None,
-) -> BatchSession:
-    notify = None if options.quiet else _to_stderr
-    return await ask_by_batch(
-        provider,
-        spec.generation_params(),
-        store.root,
-        plans,
-        runner.done,
-        retry_failed=spec.engine.retry_failed,
-        options=replace(options.batch, notify=options.batch.notify or notify),
-        cache=cache,
-        budget=options.budget,
-    )
+def _with_options(manifest: dict[str, Json], record: Mapping[str, Json]) -> dict[str, Json]:
+    """``run.json`` with what the way of asking recorded under ``options`` (unchanged when it has nothing).
 
-
-def _to_stderr(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
-def _with_batch(manifest: dict[str, Json], answers: BatchSession) -> dict[str, Json]:
-    """``run.json`` with the batch summary under ``options.batch`` (how the run went)."""
+    >>> _with_options({"options": {"a": 1}}, {"batch": {"batches": 2}})
+    {'options': {'a': 1, 'batch': {'batches': 2}}}
+    >>> _with_options({"status": "running"}, {})
+    {'status': 'running'}
+    """
+    if not record:
+        return manifest
     given = manifest.get("options")
-    return {**manifest, "options": {**(given if isinstance(given, dict) else {}), "batch": answers.summary}}
+    return {**manifest, "options": {**(given if isinstance(given, dict) else {}), **record}}
 
 
 def engine_options_of(spec: RunSpec) -> EngineOptions:

@@ -14,12 +14,13 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from rescue_bench.engine.counts import tally_requests
 from rescue_bench.engine.ending import unanswered
-from rescue_bench.engine.execute import BudgetExceeded, Engine, Outcome
+from rescue_bench.engine.execute import Engine, Outcome
+from rescue_bench.engine.hook import Hook, VideoNote
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
 from rescue_bench.engine.progress import Progress
-from rescue_bench.engine.video import Hook, VideoNote, notes
 from rescue_bench.errors import ProviderError
+from rescue_bench.pricing import BudgetExceeded
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.rundir import RequestLine, RunStore, line_key, record_key
 
@@ -138,7 +139,7 @@ class Runner:
             return request
         # Reading clips and cutting frames is disk and ffmpeg work: off the event loop.
         attached = await asyncio.to_thread(self.hook, request, batch)
-        video.update(notes(attached, batch))
+        video.update(attached.notes)
         return attached.request
 
     async def _batch(

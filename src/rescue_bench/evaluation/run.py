@@ -22,14 +22,13 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from rescue_bench.batch.asker import BatchApi
+from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_plan import BatchOptions
+from rescue_bench.engine.asking import LIVE, Asker
 from rescue_bench.engine.ending import Ending, counted_status, degraded_reason, summarise
-from rescue_bench.engine.estimate import Budget
 from rescue_bench.engine.manifest import check_tasks
-from rescue_bench.engine.preflight import check_model
-from rescue_bench.engine.run import RunOptions, RunResult, execute_run
-from rescue_bench.engine.video import check_video_config
+from rescue_bench.engine.run import RunOptions, RunResult, execute_run, make_model
 from rescue_bench.errors import ProviderError
 from rescue_bench.evaluation.setup import (
     judge_budgets,
@@ -39,10 +38,12 @@ from rescue_bench.evaluation.setup import (
 )
 from rescue_bench.judge.after_run import JudgeSettings, ScorePass, has_endpoint, score_after_run, score_run
 from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
+from rescue_bench.pricing import Budget
 from rescue_bench.records import Json
 from rescue_bench.rundir import SCORES_FILE, Manifest, RunStore, Scores, read_json_object, run_lock
 from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, is_final
 from rescue_bench.spec import RunSpec, default_out
+from rescue_bench.video.mode import check_video_config, make_hook
 
 __all__ = [
     "Prepared",
@@ -129,11 +130,19 @@ def prepare(spec: RunSpec) -> Prepared:
     """
     spec = with_judges(with_out(spec))
     assert spec.out is not None
-    check_model(spec)  # an unknown provider, a missing key, a baseline asked to batch
+    # An unknown provider, a missing key, a baseline asked to batch: the provider is dropped unused (building
+    # one opens no connection and loads no model), so a study stops before any of its models is asked.
+    asker_of(spec).check(spec, make_model(spec))
     check_tasks(spec)
     check_video_config(spec)
     run_budget(spec, spec.out)  # a budget without prices is named now
     return Prepared(spec, judge_settings(spec, None, spec.out))
+
+
+def asker_of(spec: RunSpec, batch: BatchOptions | None = None) -> Asker:
+    """How the session asks the spec's requests: through the provider's Batch API when the spec asks for
+    ``--batch`` (refused by :meth:`BatchApi.check` for a provider that declares none), else live."""
+    return BatchApi(batch or BatchOptions()) if spec.batch else LIVE
 
 
 async def execute(
@@ -154,7 +163,8 @@ async def execute(
     # takes it again); the store handed to the engine writes under it.
     store = RunStore(out)
     with run_lock(out, create=True):
-        run_options = RunOptions(options.quiet, paid, options.cache_path, batch=options.batch, store=store)
+        asker, hook = asker_of(spec, options.batch), make_hook(spec)
+        run_options = RunOptions(options.quiet, paid, options.cache_path, asker=asker, hook=hook, store=store)
         result = await execute_run(spec, out, run_options, samples=samples)
         judged: JudgeRunResult | None = None
         status = result.status

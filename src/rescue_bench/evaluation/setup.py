@@ -12,12 +12,11 @@ import asyncio
 from dataclasses import replace
 from pathlib import Path
 
-from rescue_bench.engine.estimate import Budget, make_counter
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.after_run import JudgeSettings, fetch_bertscore, has_endpoint, judge_endpoint
 from rescue_bench.judge.bertscore import DEFAULT_MODEL
 from rescue_bench.models.registry import get_model
-from rescue_bench.pricing import Prices, load_prices, spent_so_far
+from rescue_bench.pricing import Budget, Prices, load_prices, make_counter, spent_so_far
 from rescue_bench.rundir import load_judging, read_requests
 from rescue_bench.spec import RunSpec
 

@@ -14,11 +14,11 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence, Set
 from dataclasses import dataclass
 
 from rescue_bench.engine.ending import reason_of
-from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.errors import BenchError
 from rescue_bench.judge import rubric
 from rescue_bench.judge.merge import AFTER_REASK, no_verdict, prediction_fingerprint
 from rescue_bench.judge.rubric import JudgeItem, Verdict
+from rescue_bench.pricing import BudgetExceeded
 from rescue_bench.records import ProblemKind, Reply, Request
 from rescue_bench.rundir import JudgeCounts, JudgmentLine, PredictionLine
 

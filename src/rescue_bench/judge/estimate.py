@@ -14,13 +14,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rescue_bench.engine.estimate import TokenCounter
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.judge import rubric
 from rescue_bench.judge.bertscore import instance_pairs
 from rescue_bench.judge.runner import plan_groups
 from rescue_bench.models.base import GenerationParams
-from rescue_bench.pricing import Prices
+from rescue_bench.pricing import Prices, TokenCounter
 from rescue_bench.rundir import PredictionLine
 
 REASK_PROBLEM = "the verdict was missing, out of range or unreadable"

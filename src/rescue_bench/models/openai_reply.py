@@ -9,7 +9,7 @@ One model per part of the body, generic in how strictly its values are read, for
 * an online reply (:func:`parse_reply`) reads them as sent (``Json``): content that is not a string is kept
   as its JSON, a token count may be its digits, a ``usage`` that is not an object counts nothing; a body
   without a readable choice is a :class:`RetryableError`, since the next attempt may be better;
-* a Batch API result (:mod:`rescue_bench.engine.batch_results`) is a third party's file, read once:
+* a Batch API result (:mod:`rescue_bench.batch.results`) is a third party's file, read once:
   content must be a string and a token count a non-negative integer (:data:`TokenCount`), and a result
   that does not fit is a failed reply naming the field. Its models are named (:class:`BatchBody` ...)
   because those names appear in the failure recorded for such a result.

@@ -18,8 +18,7 @@ from typing import Any
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.data.sources import is_named
-from rescue_bench.engine.batch import config_from_manifest
-from rescue_bench.engine.manifest import dataset_hash
+from rescue_bench.engine.manifest import dataset_hash, spec_from_manifest
 from rescue_bench.engine.plans import select_samples
 from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_lines
@@ -322,7 +321,7 @@ def read_source(
     hashes = dict(run.prompt_hashes)
     where = _data_path(run, run_dir)
     try:
-        config = config_from_manifest(run.to_json())
+        config = spec_from_manifest(run.to_json())
         cfg = config.task_config()
         samples = load(where)
         selected = select_samples(samples, config)

@@ -1,8 +1,8 @@
 """The ``video`` input mode of ER, VP and SSP: row clips attached to a rendered request.
 
-Part of the engine (it changes the requests the engine sends); clips are read from annotation work
-directories through :mod:`rescue_bench.workdir` and cut with :mod:`rescue_bench.media`, both below the
-engine, so the engine never imports ``annotate``.
+It changes the requests the engine sends, through the hook the run hands the engine
+(:mod:`rescue_bench.video.mode`); clips are read from annotation work directories through
+:mod:`rescue_bench.workdir` and cut with :mod:`rescue_bench.media`, so video mode never imports ``annotate``.
 
 A task renders its request as usual (in ``video`` mode the transcript lines carry the base fields only); then
 :func:`attach_clips` turns the user message into OpenAI-style content parts: for every row the items show, in

@@ -1,6 +1,7 @@
-"""What a batch session asks: its options, the pending work in run order, and each request's Batch API line.
+"""What a batch session asks: its options, the providers that can, the pending work in run order, and each
+request's Batch API line.
 
-Split from :mod:`rescue_bench.engine.batch_api` (the asking) so that ``batch export`` and ``run --batch``
+Split from :mod:`rescue_bench.batch.api` (the asking) so that ``batch export`` and ``run --batch``
 share the line format, and the run can check a provider before anything is written.
 """
 
@@ -8,19 +9,48 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
-from rescue_bench.engine.batch_results import custom_id
+from rescue_bench.batch.results import custom_id
 from rescue_bench.engine.execute import repeat_params
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, Provider
-from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.models.base import GenerationParams, Provider, ResponseFormat
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks.perturb import is_circular
 
+if TYPE_CHECKING:
+    from rescue_bench.models.openai_sdk import SdkEndpoint
+
 BATCH_URL: Final = "/v1/chat/completions"
+
+
+@runtime_checkable
+class BatchLines(Protocol):
+    """Writes a request as a Batch API line: the body the online run sends, in the format it would use."""
+
+    def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]: ...
+
+    def effective_format(self, params: GenerationParams) -> ResponseFormat: ...
+
+
+class BatchProvider(Provider, BatchLines, Protocol):
+    """A provider whose endpoint has a Batch API (Files + Batches): what ``run --batch`` asks through.
+
+    An OpenAI-compatible provider is one; a plugin is one when it declares ``Capabilities.batch_export`` and
+    has these members.
+    """
+
+    base_url: str
+    max_reply_bytes: int
+    secrets: tuple[str, ...]
+    """Taken out of every reply and error the endpoint gives (its key, its URL's secrets)."""
+
+    @property
+    def endpoint(self) -> SdkEndpoint:
+        """The SDK side of the endpoint, whose ``call`` reaches its Files and Batches APIs."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,11 +75,9 @@ class BatchOptions:
             raise ConfigError(f"batch re-submits must be >= 0 (got {self.max_resubmits})")
 
 
-def batchable(spec: RunSpec, provider: Provider) -> OpenAICompatProvider | None:
-    """The provider whose Batch API ``spec.batch`` uses, or ``None`` for an online run; a spec that cannot
-    go through a Batch API is a one-line :class:`ConfigError` (before anything is written)."""
-    if not spec.batch:
-        return None
+def batchable(spec: RunSpec, provider: Provider) -> BatchProvider:
+    """The provider whose Batch API ``spec`` is asked through; a spec that cannot go through a Batch API is
+    a one-line :class:`ConfigError` (before anything is written)."""
     if spec.is_video:
         raise ConfigError("--batch sends text only; for --mode video run without --batch")
     if spec.repeats > 1 or is_circular(spec.perturb):
@@ -61,14 +89,16 @@ def batchable(spec: RunSpec, provider: Provider) -> OpenAICompatProvider | None:
     return check_batchable(provider)
 
 
-def check_batchable(provider: Provider) -> OpenAICompatProvider:
-    """The provider, if it has a Batch API; else the one-line refusal (before anything is written)."""
-    if not provider.capabilities.batch_export or not isinstance(provider, OpenAICompatProvider):
+def check_batchable(provider: Provider) -> BatchProvider:
+    """The provider, if it declares a Batch API (``Capabilities.batch_export``) and writes Batch lines; else
+    the one-line refusal (before anything is written)."""
+    if not provider.capabilities.batch_export or not isinstance(provider, BatchLines):
         raise ConfigError(
             f"--batch: {provider.name} has no Batch API (only OpenAI-compatible endpoints have one); "
             "run without --batch"
         )
-    return provider
+    # The endpoint's members are declared, not probed: reading ``endpoint`` would build the SDK client.
+    return cast("BatchProvider", provider)
 
 
 def repeat_custom_id(request: Request, repeat: int = 0) -> str:
@@ -102,7 +132,7 @@ def check_repeats_keyed(params: GenerationParams, repeats: int) -> None:
 
 
 def batch_line(
-    provider: OpenAICompatProvider, request: Request, params: GenerationParams, repeat: int = 0
+    provider: BatchLines, request: Request, params: GenerationParams, repeat: int = 0
 ) -> dict[str, Json]:
     """One Batch API input line: ``{"custom_id", "method", "url", "body"}``, the body the online run sends
     for ``repeat`` of ``request`` (with that repeat's seed) and its :func:`repeat_custom_id`."""

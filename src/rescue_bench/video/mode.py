@@ -1,18 +1,24 @@
 """Video mode of a run: the clip hook, built once per run, and what an estimate can say about the clips.
 
-The attachment itself lives in :mod:`rescue_bench.engine.clips`; this module turns a run's config into
+The attachment itself lives in :mod:`rescue_bench.video.clips`; this module turns a run's config into
 its settings, refuses configurations that cannot work, and turns each attachment into per-instance notes
-(problems and the ``video_unusable`` flag) for ``predictions.jsonl``. Instances are never dropped for a
-missing clip: they are sent with whatever clips exist, scored, and counted.
+(problems and the ``video_unusable`` flag) for ``predictions.jsonl``. The run operation hands the hook to the
+engine's session (:class:`~rescue_bench.engine.hook.Hook`). Instances are never dropped for a missing clip:
+they are sent with whatever clips exist, scored, and counted.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue_bench.engine.clips import (
+from rescue_bench.engine.hook import Hook, Hooked, VideoNote
+from rescue_bench.engine.plans import TaskPlan
+from rescue_bench.errors import ConfigError
+from rescue_bench.records import Instance, Request
+from rescue_bench.spec import RunSpec
+from rescue_bench.video.clips import (
     Clip,
     VideoRequest,
     VideoSettings,
@@ -21,21 +27,6 @@ from rescue_bench.engine.clips import (
     load_clip_index,
     make_video_hook,
 )
-from rescue_bench.engine.manifest import TaskPlan
-from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Request
-from rescue_bench.spec import RunSpec
-
-Hook = Callable[[Request, Sequence[Instance]], VideoRequest]
-"""What the run applies to each rendered request in video mode."""
-
-
-@dataclass(frozen=True, slots=True)
-class VideoNote:
-    """What one instance's request lacked: problems to record and whether its needed clip was missing."""
-
-    problems: tuple[str, ...] = ()
-    unusable: bool = False
 
 
 def check_video_config(config: RunSpec) -> None:
@@ -67,7 +58,13 @@ def make_hook(config: RunSpec) -> Hook | None:
     check_video_config(config)
     if not config.is_video:
         return None
-    return make_video_hook([Path(c) for c in config.video.clips], video_settings(config))
+    attach = make_video_hook([Path(c) for c in config.video.clips], video_settings(config))
+
+    def hook(request: Request, batch: Sequence[Instance]) -> Hooked:
+        attached = attach(request, batch)
+        return Hooked(attached.request, notes(attached, batch))
+
+    return hook
 
 
 def notes(attached: VideoRequest, batch: Sequence[Instance]) -> dict[str, VideoNote]:

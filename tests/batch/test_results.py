@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from rescue_bench.engine.batch_results import parse_results
+from rescue_bench.batch.results import parse_results
 from rescue_bench.errors import DataError
 
 

@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.engine.clips import (
+from rescue_bench.errors import ConfigError
+from rescue_bench.records import Instance, Request
+from rescue_bench.tasks import get_task
+from rescue_bench.tasks.base import TaskConfig
+from rescue_bench.video.clips import (
     Clip,
     ClipIndex,
     LocalMedia,
@@ -20,10 +24,6 @@ from rescue_bench.engine.clips import (
     load_clip_index,
     make_video_hook,
 )
-from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Request
-from rescue_bench.tasks import get_task
-from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.workdir import (
     ManifestRow,
     SegmentManifest,

@@ -7,7 +7,7 @@ directory.
 
 With ``repeats = K`` every batch is written K times: repeat r > 0 with the seed the online run sends it with
 (:func:`~rescue_bench.engine.execute.repeat_params`) and the custom id ``<id>-r<r>``
-(:func:`~rescue_bench.engine.batch_plan.repeat_custom_id`); ``import`` maps each result back to its repeat.
+(:func:`~rescue_bench.batch.plan.repeat_custom_id`); ``import`` maps each result back to its repeat.
 
 ``import`` answers the run's requests from the results file (matched by ``custom_id``, which carries the
 request's content key and repeat) and then goes through the same recording, parsing and scoring as an online
@@ -23,16 +23,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from rescue_bench.data.load import load_samples
-from rescue_bench.data.schema import Sample
-from rescue_bench.engine.batch_plan import (
+from rescue_bench.batch.plan import (
     BATCH_URL,
     batch_line,
     check_repeats_keyed,
     repeat_custom_id,
     repeat_of,
 )
-from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
+from rescue_bench.batch.results import BatchResultsProvider, custom_id, parse_results
+from rescue_bench.data.load import load_samples
+from rescue_bench.data.schema import Sample
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.manifest import (
     TaskPlan,
@@ -47,7 +47,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, parse_model_name
 from rescue_bench.models.env import lookup
 from rescue_bench.models.openai_compat import OpenAICompatProvider
-from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
+from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, get_preset, normalize_base_url
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import redact_reply, url_secrets
 from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json, run_lock
@@ -70,7 +70,11 @@ __all__ = [
 
 
 def export_provider(spec: RunSpec) -> OpenAICompatProvider:
-    """A provider used only to shape request bodies: no key is read, nothing is sent."""
+    """A provider used only to shape request bodies: no key is read, nothing is sent.
+
+    Raises:
+        ConfigError: the spec's provider is not an OpenAI-compatible preset (its requests have no Batch line).
+    """
     parsed = parse_model_name(spec.model.name)
     preset = get_preset(parsed.provider)
     url = normalize_base_url(spec.model.base_url or preset.base_url)
@@ -206,8 +210,9 @@ def import_batch(
     known = TASKS if tasks is None else tasks
     loaded = load_samples(spec.data)
     replies = read_results(results)
-    _check_ids(replies, _custom_ids(spec, select_samples(loaded, spec), known), results, run_dir)
-    secrets = endpoint_secrets(spec)
+    shaper = export_provider(spec)
+    _check_ids(replies, _custom_ids(spec, select_samples(loaded, spec), known, shaper), results, run_dir)
+    secrets = endpoint_secrets(spec, shaper)
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = RepeatResultsProvider(
         {cid: redact_reply(reply, secrets) for cid, reply in replies.items()},
@@ -220,9 +225,11 @@ def import_batch(
     return result, spec
 
 
-def _custom_ids(spec: RunSpec, samples: Sequence[Sample], tasks: Mapping[str, Task]) -> set[str]:
-    """The custom id of every line ``batch export`` writes for ``spec`` (every batch, every repeat)."""
-    provider = export_provider(spec)
+def _custom_ids(
+    spec: RunSpec, samples: Sequence[Sample], tasks: Mapping[str, Task], provider: OpenAICompatProvider
+) -> set[str]:
+    """The custom id of every line ``batch export`` writes for ``spec`` (every batch, every repeat), its
+    requests planned for ``provider`` (:func:`export_provider`)."""
     plans = build_plans(samples, spec, tasks, provider.capabilities)
     return {repeat_custom_id(request, repeat) for request, repeat in _all_requests(plans)}
 
@@ -236,14 +243,11 @@ def _check_ids(replies: Mapping[str, Reply], expected: set[str], results: Path, 
         )
 
 
-def endpoint_secrets(spec: RunSpec) -> tuple[str, ...]:
+def endpoint_secrets(spec: RunSpec, provider: OpenAICompatProvider) -> tuple[str, ...]:
     """The API key the spec's model endpoint would use (if set here) and its URL's secrets: what the online
-    path takes out of every reply, taken out of imported replies too."""
-    parsed = parse_model_name(spec.model.name)
-    if parsed.provider not in PRESETS:
-        return url_secrets(spec.model.base_url)
-    preset = get_preset(parsed.provider)
-    names = (spec.model.api_key_env,) if spec.model.api_key_env else preset.key_envs
+    path takes out of every reply, taken out of imported replies too. ``provider`` is the spec's
+    :func:`export_provider`, which names the key variables its endpoint reads."""
+    names = (spec.model.api_key_env,) if spec.model.api_key_env else provider.preset.key_envs
     key, _ = lookup(names)
     keys = (key,) if key and key != LOCAL_PLACEHOLDER_KEY else ()
     return (*keys, *url_secrets(spec.model.base_url))

@@ -1,12 +1,12 @@
 """``run --batch``: a run's requests through an OpenAI-compatible Batch API (Files + Batches), end to end.
 
-A session (called by :mod:`rescue_bench.engine.run` once ``run.json`` is written):
+A session (the run session's asker, :class:`rescue_bench.batch.asker.BatchApi`, once ``run.json`` is written):
 
 1. the requests still to ask are those the online run would send first (:func:`pending_work`); cached ones
    are left out (the engine answers them from the cache, as online);
 2. they are written as Batch API lines (:func:`batch_line`, the body ``batch export`` writes too), uploaded
    with ``client.files.create(purpose="batch")`` and submitted with ``client.batches.create``; the batch id
-   goes to ``batches.jsonl`` at once (:mod:`rescue_bench.engine.batch_ledger`), so a killed run resumes
+   goes to ``batches.jsonl`` at once (:mod:`rescue_bench.batch.ledger`), so a killed run resumes
    polling that batch and never uploads its requests again;
 3. the batch is polled (``client.batches.retrieve``) with a doubling interval, capped; its output and error
    files are read (``client.files.content``) into replies by the same reader as ``batch import``;
@@ -17,7 +17,7 @@ A session (called by :mod:`rescue_bench.engine.run` once ``run.json`` is written
    its reason; re-running submits what it left unanswered.
 
 The replies are then recorded, parsed and scored by the online run's own path
-(:class:`~rescue_bench.engine.batch_results.BatchResultsProvider` behind the engine), so ``run --batch``
+(:class:`~rescue_bench.batch.results.BatchResultsProvider` behind the engine), so ``run --batch``
 and ``run`` give the same ``predictions.jsonl`` and ``scores.json`` for the same replies.
 """
 
@@ -32,23 +32,24 @@ from typing import TYPE_CHECKING, Final, TypeVar
 
 from pydantic import ValidationError
 
-from rescue_bench.engine.batch_ledger import TERMINAL, BatchEvent, BatchLedger, BatchState
-from rescue_bench.engine.batch_plan import (
+from rescue_bench.batch.ledger import TERMINAL, BatchEvent, BatchLedger, BatchState
+from rescue_bench.batch.plan import (
     BATCH_URL,
     BatchOptions,
+    BatchProvider,
     Work,
     batch_line,
     check_batchable,
     pending_work,
 )
-from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
+from rescue_bench.batch.results import BatchResultsProvider, custom_id, parse_results
 from rescue_bench.engine.cache import CacheKeys, ResponseCache
-from rescue_bench.engine.execute import BudgetExceeded, BudgetGuard, Outcome
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.execute import BudgetGuard, Outcome
 from rescue_bench.engine.outcomes import asks_again, predictions_of
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import CallFailed, DataError, ProviderError
 from rescue_bench.models.base import GenerationParams
-from rescue_bench.models.openai_compat import OpenAICompatProvider
+from rescue_bench.pricing import BudgetExceeded
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import public_url, redact_reply
 
@@ -94,7 +95,7 @@ class BatchSession:
 
 
 async def ask_by_batch(
-    provider: OpenAICompatProvider,
+    provider: BatchProvider,
     params: GenerationParams,
     root: Path,
     plans: Sequence[TaskPlan],
@@ -128,7 +129,7 @@ class BatchAsker:
 
     def __init__(
         self,
-        provider: OpenAICompatProvider,
+        provider: BatchProvider,
         params: GenerationParams,
         ledger: BatchLedger,
         options: BatchOptions,

@@ -1,7 +1,7 @@
-"""Token prices and what a run directory has spent: read by the engine's budget, estimates and reports.
+"""Token prices and what a run directory has spent: read by the budget guard, estimates and reports.
 
-A leaf: the budget guard (:mod:`rescue_bench.engine.estimate`), ``estimate`` and the report's cost column all
-price tokens, so prices sit below all of them.
+The budget guard (:mod:`rescue_bench.pricing.budget`), ``estimate`` and the report's cost column all price
+tokens, so prices sit below all of them.
 """
 
 from __future__ import annotations

@@ -6,10 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from rescue_bench.engine.estimate import Budget, chars_counter, estimate_requests, make_counter
-from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.errors import ConfigError
-from rescue_bench.pricing import Prices, load_prices, spent_so_far
+from rescue_bench.pricing import (
+    Budget,
+    BudgetExceeded,
+    Prices,
+    chars_counter,
+    estimate_requests,
+    load_prices,
+    make_counter,
+    spent_so_far,
+)
 from rescue_bench.records import Request, Usage
 from rescue_bench.rundir import RequestLine
 

@@ -21,10 +21,11 @@ from tests.fakes.batch_server import BatchPlan, FakeBatchServer
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, echo_key
 from typer.testing import CliRunner
 
+from rescue_bench.batch.asker import BatchApi
+from rescue_bench.batch.ledger import BatchLedger
+from rescue_bench.batch.offline import export_batch
+from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.cli.main import app
-from rescue_bench.engine.batch import export_batch
-from rescue_bench.engine.batch_api import BatchOptions
-from rescue_bench.engine.batch_ledger import BatchLedger
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.models.openai_compat import OpenAICompatProvider
@@ -36,7 +37,7 @@ FAST = BatchOptions(poll=0.01, poll_cap=0.04)
 
 def batch_run(server: FakeOpenAIServer, out: Path, data: str, **changes: Any) -> RunResult:
     config = tiny_config(data=data, batch=True, **changes)
-    options = fast_options(batch=FAST)
+    options = fast_options(asker=BatchApi(FAST))
     return asyncio.run(execute_run(config, out, options, tasks=TINY_TASKS, model=provider_on(server)))
 
 
@@ -179,7 +180,11 @@ def test_a_provider_without_a_batch_api_is_refused_before_anything_is_written(tm
     with pytest.raises(ConfigError, match="has no Batch API"):
         asyncio.run(
             execute_run(
-                config, tmp_path / "run", fast_options(), tasks=TINY_TASKS, samples=make_samples(1, 3)
+                config,
+                tmp_path / "run",
+                fast_options(asker=BatchApi()),
+                tasks=TINY_TASKS,
+                samples=make_samples(1, 3),
             )
         )
     assert not (tmp_path / "run").exists()
@@ -194,7 +199,11 @@ def test_repeats_through_run_batch_are_refused_before_anything_is_written(
     with pytest.raises(ConfigError, match="--batch asks each instance once"):
         asyncio.run(
             execute_run(
-                config, tmp_path / "run", fast_options(), tasks=TINY_TASKS, samples=make_samples(1, 3)
+                config,
+                tmp_path / "run",
+                fast_options(asker=BatchApi()),
+                tasks=TINY_TASKS,
+                samples=make_samples(1, 3),
             )
         )
     assert not (tmp_path / "run").exists()
@@ -231,7 +240,7 @@ def test_a_key_echoed_in_batch_results_is_never_recorded_or_cached(tmp_path: Pat
             "m1", preset=get_preset("vllm"), base_url=server.base_url, api_key=secret, timeout=5.0
         )
         config = tiny_config(data=data, batch=True)
-        options = fast_options(batch=FAST, cache_path=cache)
+        options = fast_options(asker=BatchApi(FAST), cache_path=cache)
         asyncio.run(execute_run(config, tmp_path / "run", options, tasks=TINY_TASKS, model=provider))
         assert server.created and server.count == 0  # answered through the Batch API, not online
     replies = [r["reply"] for r in read_jsonl(tmp_path / "run" / "requests.jsonl")]
@@ -311,7 +320,7 @@ def test_a_batch_file_larger_than_its_replies_can_be_is_not_read(tmp_path: Path,
             "m1", preset=get_preset("vllm"), base_url=server.base_url, api_key="sk-test", max_reply_bytes=4096
         )
         config = tiny_config(data=data, batch=True)
-        options = fast_options(batch=FAST)
+        options = fast_options(asker=BatchApi(FAST))
         result = asyncio.run(execute_run(config, tmp_path / "run", options, tasks=TINY_TASKS, model=provider))
         assert len(server.created) == 2  # the 1 MiB file of 8 replies capped at 4 KiB: submitted again
     assert result.status == "finished" and all(p["valid"] for p in predictions(tmp_path / "run"))

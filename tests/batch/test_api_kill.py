@@ -16,7 +16,7 @@ from pathlib import Path
 from tests.conftest import REPO_ROOT
 from tests.fakes.batch_server import BatchPlan, FakeBatchServer
 
-from rescue_bench.engine.batch_ledger import BatchLedger
+from rescue_bench.batch.ledger import BatchLedger
 from rescue_bench.rundir import read_jsonl
 
 ENDLESS = BatchPlan(states=("validating", *("in_progress",) * 10_000, "completed"))

@@ -10,10 +10,11 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.estimate import TaskEstimate, chars_counter, estimate_plan
 from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.evaluation.estimate import estimate_plan
 from rescue_bench.judge.after_run import judge_params
 from rescue_bench.judge.estimate import estimate_judge
+from rescue_bench.pricing import TaskEstimate, chars_counter
 from rescue_bench.spec import JudgeSpec, RunSpec, validate_spec
 
 DOCUMENTED_CAP = {"itp": 1600, "stp": 1800, "rpp": 1800, "er": 1800, "ssp": 2200, "vp": 2200}

@@ -19,7 +19,7 @@ from tests.engine.conftest import (
 )
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
-from rescue_bench.engine.batch import export_batch, import_batch, read_results
+from rescue_bench.batch.offline import export_batch, import_batch, read_results
 from rescue_bench.engine.run import execute_run
 from rescue_bench.errors import ConfigError
 from rescue_bench.rundir import RunStore, read_jsonl
