@@ -166,8 +166,8 @@ async def _session(
     model.prepare([inst for plan in plans for inst in plan.instances])
     # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
     earlier = store.request_lines()
-    done = store.latest_predictions()
-    runner = Runner(store, options.quiet, spec.engine.retry_failed, done, options.hook, earlier)
+    latest = store.latest_predictions()
+    runner = Runner(store, options.quiet, spec.engine.retry_failed, latest, options.hook, earlier)
     runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
     engine_options = options.engine or engine_options_of(spec)
     use_cache = engine_options.use_cache and model.capabilities.cacheable
