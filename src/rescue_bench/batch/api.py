@@ -1,13 +1,16 @@
 """``run --batch``: a run's requests through an OpenAI-compatible Batch API (Files + Batches), end to end.
 
-A session (the run session's asker, :class:`rescue_bench.batch.asker.BatchApi`, once ``run.json`` is written):
+A session (:class:`~rescue_bench.batch.asker.BatchApi`, the run session's asker, once ``run.json`` is
+written):
 
-1. the requests still to ask are those the online run would send first (:func:`pending_work`); cached ones
-   are left out (the engine answers them from the cache, as online);
-2. they are written as Batch API lines (:func:`batch_line`, the body ``batch export`` writes too), uploaded
-   with ``client.files.create(purpose="batch")`` and submitted with ``client.batches.create``; the batch id
-   goes to ``batches.jsonl`` at once (:mod:`rescue_bench.batch.ledger`), so a killed run resumes
-   polling that batch and never uploads its requests again;
+1. the requests still to ask are those the online run would send first
+   (:func:`~rescue_bench.batch.plan.pending_work`); cached ones are left out (the engine answers them from
+   the cache, as online);
+2. they are written as Batch API lines (:func:`~rescue_bench.batch.plan.batch_line`, the body ``batch
+   export`` writes too), uploaded with ``client.files.create(purpose="batch")`` and submitted with
+   ``client.batches.create``; the batch id goes to ``batches.jsonl`` at once
+   (:mod:`rescue_bench.batch.ledger`), so a killed run resumes polling that batch and never uploads its
+   requests again;
 3. the batch is polled (``client.batches.retrieve``) with a doubling interval, capped; its output and error
    files are read (``client.files.content``) into replies by the same reader as ``batch import``;
 4. items a batch reply lacks (or that a cut-off reply left unanswered) are the single re-asks of the online
@@ -26,8 +29,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final, TypeVar
 
 from pydantic import ValidationError
@@ -39,14 +41,11 @@ from rescue_bench.batch.plan import (
     BatchProvider,
     Work,
     batch_line,
-    check_batchable,
-    pending_work,
 )
-from rescue_bench.batch.results import BatchResultsProvider, custom_id, parse_results
+from rescue_bench.batch.results import custom_id, parse_results
 from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Outcome
 from rescue_bench.engine.outcomes import asks_again, predictions_of
-from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import CallFailed, DataError, ProviderError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.pricing import BudgetExceeded
@@ -63,15 +62,7 @@ LINE_OVERHEAD: Final = 64 * 1024
 replies at the cap plus this is a hostile server's, and is not read into memory."""
 GONE: Final = frozenset({404, 410})
 """Download statuses of a file that is not there: its requests are submitted again, not waited for."""
-__all__ = [
-    "BATCH_URL",
-    "BatchOptions",
-    "BatchSession",
-    "Work",
-    "ask_by_batch",
-    "batch_line",
-    "check_batchable",
-]
+__all__ = ["BatchAnswers", "BatchAsker"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,47 +72,6 @@ class BatchAnswers:
     replies: dict[str, Reply]
     answered: list[Work]
     stop_reason: str | None
-
-
-@dataclass(frozen=True, slots=True)
-class BatchSession:
-    """What the run records next: the provider holding the replies, the plans cut to what was answered."""
-
-    provider: BatchResultsProvider
-    plans: list[TaskPlan]
-    stop_reason: str | None
-    summary: dict[str, Json]
-    """``batches.jsonl`` summed up (:meth:`BatchLedger.summary`), for ``run.json``."""
-
-
-async def ask_by_batch(
-    provider: BatchProvider,
-    params: GenerationParams,
-    root: Path,
-    plans: Sequence[TaskPlan],
-    done: Mapping[str, Mapping[str, Json]],
-    *,
-    retry_failed: bool,
-    options: BatchOptions,
-    cache: ResponseCache | None = None,
-    budget: BudgetGuard | None = None,
-) -> BatchSession:
-    """Answer the pending work of ``plans`` through batches; the batches not answered stay pending."""
-    ledger = BatchLedger(root)
-    try:
-        work = pending_work(plans, done, retry_failed)
-        asker = BatchAsker(provider, params, ledger, options, cache=cache, budget=budget)
-        answers = await asker.ask(work)
-    finally:
-        ledger.close()
-    keep = {(id(w.plan), w.index) for w in answers.answered}
-    chosen = [
-        replace(p, batches=tuple(b for i, b in enumerate(p.batches) if (id(p), i) in keep)) for p in plans
-    ]
-    results = BatchResultsProvider(
-        answers.replies, provider.identity(), provider.name, cacheable=cache is not None
-    )
-    return BatchSession(results, chosen, answers.stop_reason, ledger.summary())
 
 
 class BatchAsker:

@@ -3,19 +3,24 @@
 
 The run operation (:mod:`rescue_bench.evaluation.run`) hands the session a :class:`BatchApi` when the spec
 asks for ``--batch``; the session stays the same for every way of asking. Once ``run.json`` is written, the
-pending work goes through the provider's Batch API (:func:`~rescue_bench.batch.api.ask_by_batch`), and the
-engine is routed to the replies it got: the answered plans are recorded, parsed and scored by the online
-run's own path, and the batches' summary goes under ``run.json``'s ``options.batch``.
+pending work goes through the provider's Batch API (:class:`~rescue_bench.batch.api.BatchAsker`), and the
+engine is routed to the replies it got (a :class:`~rescue_bench.batch.results.BatchResultsProvider`): the
+answered plans are recorded, parsed and scored by the online run's own path, and the batches' summary goes
+under ``run.json``'s ``options.batch``.
 """
 
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from rescue_bench.batch.api import ask_by_batch
-from rescue_bench.batch.plan import BatchOptions, batchable
+from rescue_bench.batch.api import BatchAsker
+from rescue_bench.batch.ledger import BatchLedger
+from rescue_bench.batch.plan import BatchOptions, Work, batchable, pending_work
+from rescue_bench.batch.results import BatchResultsProvider
 from rescue_bench.engine.asking import Pending, Route
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.models.base import Provider
 from rescue_bench.spec import RunSpec
 
@@ -24,8 +29,8 @@ __all__ = ["BatchApi"]
 
 @dataclass(frozen=True, slots=True)
 class BatchApi:
-    """Asks a run's requests through its provider's Batch API (Files + Batches), then routes the engine to
-    the replies."""
+    """Asks a run's pending work through its provider's Batch API, then routes the engine to the replies;
+    the batches not answered stay pending (a re-run submits them)."""
 
     options: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
     """How batches are polled and re-submitted (``--batch-poll``)."""
@@ -34,21 +39,32 @@ class BatchApi:
         batchable(spec, model)
 
     async def route(self, pending: Pending) -> Route:
-        spec = pending.spec
+        spec, provider = pending.spec, batchable(pending.spec, pending.model)
         notify = self.options.notify or (None if pending.quiet else _to_stderr)
-        answers = await ask_by_batch(
-            batchable(spec, pending.model),
-            spec.generation_params(),
-            pending.root,
-            pending.plans,
-            pending.done,
-            retry_failed=spec.engine.retry_failed,
-            options=replace(self.options, notify=notify),
-            cache=pending.cache,
-            budget=pending.budget,
+        options = replace(self.options, notify=notify)
+        ledger = BatchLedger(pending.root)
+        try:
+            work = pending_work(pending.plans, pending.done, spec.engine.retry_failed)
+            params = spec.generation_params()
+            asker = BatchAsker(provider, params, ledger, options, cache=pending.cache, budget=pending.budget)
+            answers = await asker.ask(work)
+        finally:
+            ledger.close()
+        cacheable = pending.cache is not None
+        replies = BatchResultsProvider(
+            answers.replies, provider.identity(), provider.name, cacheable=cacheable
         )
+        plans = _answered(pending.plans, answers.answered)
         # The budget reserved each request when it was submitted: the engine's replies cost nothing more.
-        return Route(answers.provider, answers.plans, None, answers.stop_reason, {"batch": answers.summary})
+        return Route(replies, plans, None, answers.stop_reason, {"batch": ledger.summary()})
+
+
+def _answered(plans: Sequence[TaskPlan], answered: Sequence[Work]) -> list[TaskPlan]:
+    """``plans`` cut to their batches whose every request has its final reply."""
+    keep = {(id(w.plan), w.index) for w in answered}
+    return [
+        replace(p, batches=tuple(b for i, b in enumerate(p.batches) if (id(p), i) in keep)) for p in plans
+    ]
 
 
 def _to_stderr(message: str) -> None:
