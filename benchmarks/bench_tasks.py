@@ -20,7 +20,8 @@ from pathlib import Path
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.data.synth import write_synthetic
-from rescue_bench.tasks import TASK_NAMES, TASKS, batch_size, build_instances, make_batches
+from rescue_bench.engine.plans import PLAIN, default_batch_size
+from rescue_bench.tasks import TASK_NAMES, TASKS, build_instances, make_batches
 from rescue_bench.tasks.base import TaskConfig, resolve_mode
 
 
@@ -30,7 +31,8 @@ def build_and_render(samples: list[Sample], cfg: TaskConfig) -> dict[str, tuple[
     for name in TASK_NAMES:
         task = TASKS[name]
         instances = build_instances(task, samples, cfg)
-        requests = [task.render(batch, cfg) for batch in make_batches(instances, batch_size(task, cfg))]
+        batches = make_batches(instances, default_batch_size(task, cfg, PLAIN))
+        requests = [task.render(batch, cfg) for batch in batches]
         chars = sum(len(str(m["content"])) for r in requests for m in r.messages)
         out[name] = (len(instances), len(requests), chars)
     return out

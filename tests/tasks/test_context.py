@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.tasks import context
+from rescue_bench.tasks import context, task_info
 from rescue_bench.tasks.base import MODES, TaskConfig
 from rescue_bench.tasks.context import (
     clean,
-    context_size,
     early_cutoff,
     even_sample,
     pick_evenly,
@@ -93,11 +92,12 @@ def test_window_rule() -> None:
     assert window(rows, 11, 1) == (10,)
 
 
-def test_context_size_defaults_and_rejects_nonsense() -> None:
-    assert context_size(TaskConfig(), 3) == 3
-    assert context_size(TaskConfig(context_size=-1), 3) == -1
+def test_context_size_defaults_to_the_tasks_and_rejects_nonsense() -> None:
+    itp, rpp = task_info("itp"), task_info("rpp")
+    assert (TaskConfig().shown_size(itp), TaskConfig().shown_size(rpp)) == (3, -1)
+    assert TaskConfig(context_size=0).shown_size(rpp) == 0
     with pytest.raises(ConfigError, match=r"-1 .* 0 .* N"):
-        context_size(TaskConfig(context_size=-2), 3)
+        TaskConfig(context_size=-2).shown_size(itp)
 
 
 def test_shown_rows_lists_prior_then_current() -> None:

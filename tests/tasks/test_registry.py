@@ -17,7 +17,6 @@ from rescue_bench.records import Instance
 from rescue_bench.tasks import (
     TASK_NAMES,
     TASKS,
-    batch_size,
     build_instances,
     get_task,
     make_batches,
@@ -39,9 +38,10 @@ LABELS = ("pursue_withdraw", "attack_attack", "repair_softening", "mixed_transit
 def test_registry_lists_the_six_tasks_with_the_reference_defaults() -> None:
     assert tuple(TASKS) == TASK_NAMES
     for name, task in TASKS.items():
-        assert name == task.NAME and KINDS[name] == task.KIND
-        assert DEFAULTS[name] == (task.DEFAULT_BATCH_SIZE, task.DEFAULT_CONTEXT_SIZE)
-        assert task.MAX_TOKENS >= 1000
+        info = task.INFO
+        assert name == info.name and KINDS[name] == info.kind
+        assert DEFAULTS[name] == (info.default_batch_size, info.default_context_size)
+        assert info.max_tokens >= 1000
         assert re.fullmatch(r"[0-9a-f]{64}", task.PROMPT_HASH)  # type: ignore[attr-defined]
     assert len({t.PROMPT_HASH for t in TASKS.values()}) == 6  # type: ignore[attr-defined]
 
@@ -58,8 +58,6 @@ def test_batches_never_cross_samples_and_respect_the_size() -> None:
     assert make_batches([], 3) == []
     with pytest.raises(ConfigError):
         make_batches(items, 0)
-    assert batch_size(TASKS["itp"], TaskConfig()) == 4
-    assert batch_size(TASKS["itp"], TaskConfig(batch_size=1)) == 1
 
 
 def test_rows_are_rendered_once_per_sample_and_shared_by_every_task(
@@ -76,7 +74,7 @@ def all_requests(samples: list[Sample], cfg: TaskConfig) -> list[tuple[str, list
     out = []
     for name in TASK_NAMES:
         task = TASKS[name]
-        for batch in make_batches(build_instances(task, samples, cfg), task.DEFAULT_BATCH_SIZE):
+        for batch in make_batches(build_instances(task, samples, cfg), task.INFO.default_batch_size):
             out.append((name, batch, task.render(batch, cfg)))
     return out
 
@@ -124,7 +122,7 @@ def test_system_messages_are_shared_prefixes(demo_samples: list[Sample], mode: s
         assert [m["role"] for m in request.messages] == ["system", "user"]
         assert request.prompt_hash == TASKS[name].PROMPT_HASH  # type: ignore[attr-defined]
         assert request.instance_ids == tuple(i.id for i in batch)
-        assert request.max_tokens == TASKS[name].MAX_TOKENS
+        assert request.max_tokens == TASKS[name].INFO.max_tokens
         systems.setdefault((name, batch[0].scenario), set()).add(request.messages[0]["content"])
     assert len(systems) == 12 and all(len(v) == 1 for v in systems.values())
 

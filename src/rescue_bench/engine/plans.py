@@ -14,7 +14,6 @@ from rescue_bench.rundir import line_key
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS, make_batches
 from rescue_bench.tasks.base import Task, TaskConfig
-from rescue_bench.tasks.context import context_size
 from rescue_bench.tasks.perturb import (
     ORDERED_KINDS,
     circular_variants,
@@ -146,9 +145,9 @@ def default_batch_size(task: Task, cfg: TaskConfig, capabilities: Capabilities) 
     """
     if cfg.batch_size is not None:
         return cfg.batch_size
-    if capabilities.reuses_prompt_prefix and context_size(cfg, task.DEFAULT_CONTEXT_SIZE) == -1:
+    if capabilities.reuses_prompt_prefix and cfg.shown_size(task.INFO) == -1:
         return 1
-    return task.DEFAULT_BATCH_SIZE
+    return task.INFO.default_batch_size
 
 
 def _prompt_hash(task: Task, batches: Sequence[Sequence[Instance]], cfg: TaskConfig) -> str:

@@ -1,13 +1,8 @@
 """The shape every task module follows, and the settings they share.
 
-A task module exposes module-level constants and four pure functions::
+A task module exposes its facts in one record and four pure functions::
 
-    NAME: str                       # "itp", "rpp", "stp", "ssp", "er", "vp"
-    KIND: TaskKind                  # binary | multiclass | ranking | generation
-    DEFAULT_BATCH_SIZE: int         # instances per request (ITP 4, RPP 3, STP 3, SSP 3, ER 5, VP 5)
-    DEFAULT_CONTEXT_SIZE: int       # -1 all prior rows, 0 none, N the last N prior rows
-    MAX_TOKENS: int
-    INFO: TaskInfo                  # every other fact: metrics, paper columns, judged, baselines...
+    INFO: TaskInfo                  # name, kind, default sizes, output cap, metrics, judge, baselines...
 
     def build(sample: Sample, cfg: TaskConfig) -> list[Instance]
     def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request
@@ -19,7 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -72,12 +67,20 @@ class TaskConfig:
             )
         return given
 
-    def with_defaults(self, context_size: int, batch_size: int) -> TaskConfig:
-        return replace(
-            self,
-            context_size=context_size if self.context_size is None else self.context_size,
-            batch_size=batch_size if self.batch_size is None else self.batch_size,
-        )
+    def shown_size(self, info: TaskInfo) -> int:
+        """The rows an item shows before its cut: the configured size, else the task's default; ``-1`` all,
+        ``0`` none, ``N`` the last ``N``.
+
+        >>> from rescue_bench.tasks import task_info
+        >>> TaskConfig().shown_size(task_info("rpp")), TaskConfig(context_size=2).shown_size(task_info("rpp"))
+        (-1, 2)
+        """
+        size = info.default_context_size if self.context_size is None else self.context_size
+        if size < -1:
+            raise ConfigError(
+                f"context size {size} is not valid: use -1 (all earlier rows), 0 (none) or N > 0"
+            )
+        return size
 
 
 def resolve_mode(name: str) -> Mode:
@@ -204,19 +207,17 @@ class JudgeRubric:
 
 @dataclass(frozen=True, slots=True)
 class TaskInfo:
-    """Everything about a task besides its four functions; the registry derives every task list from these.
-
-    The module constants the engine reads (``NAME``, ``KIND``, ``DEFAULT_BATCH_SIZE``,
-    ``DEFAULT_CONTEXT_SIZE``, ``MAX_TOKENS``) are the ones given here: :func:`check_task` says so at load.
-    """
+    """Everything about a task besides its four functions; the registry derives every task list from these."""
 
     name: str
+    """The task's name, also its entry point's (``itp``, ``rpp``...)."""
     kind: TaskKind
     metrics: MetricSpec
     """Headline metrics, McNemar-ability and how records aggregate (``metrics.aggregate``)."""
     paper_columns: tuple[PaperColumn, ...]
     """The task's columns in the paper's results table, in order (may be empty)."""
     default_batch_size: int
+    """Instances per request unless ``--batch-size`` says otherwise (``engine.plans`` decides)."""
     default_context_size: int
     """-1 all prior rows, 0 none, N the last N prior rows."""
     max_tokens: int
@@ -247,6 +248,9 @@ class TaskInfo:
     analyses: tuple[AnalysisSpec, ...] = ()
     """The relation-aware analyses of the task's records (``metrics.relational``, docs/relational.md), in
     report order; ``scores.json``'s ``_relational`` and the report hold one entry per spec."""
+    paper_position: int | None = None
+    """The task's place in the paper's task order (ITP 1 ... VP 6); the registry lists these tasks first, in
+    that order, then the others sorted by name."""
 
     def __post_init__(self) -> None:
         if self.kind != self.metrics.kind:
@@ -293,13 +297,8 @@ def make_instance(
 
 
 class Task(Protocol):
-    """What the engine and the CLI need from a task module."""
+    """What the engine and the CLI need from a task module: its facts and its four functions."""
 
-    NAME: str
-    KIND: TaskKind
-    DEFAULT_BATCH_SIZE: int
-    DEFAULT_CONTEXT_SIZE: int
-    MAX_TOKENS: int
     INFO: TaskInfo
 
     def build(self, sample: Sample, cfg: TaskConfig) -> list[Instance]: ...
@@ -311,30 +310,14 @@ class Task(Protocol):
     def score(self, pred: Prediction, inst: Instance) -> Score: ...
 
 
-CONSTANTS = ("NAME", "KIND", "DEFAULT_BATCH_SIZE", "DEFAULT_CONTEXT_SIZE", "MAX_TOKENS")
-"""Module constants the engine reads; each must equal its field of ``INFO``."""
-
-
 def check_task(task: Task, where: str) -> None:
-    """Raise :class:`ConfigError` when ``task`` lacks part of the protocol or a constant disagrees with INFO.
+    """Raise :class:`ConfigError` when ``task`` lacks part of the protocol or its INFO is not a TaskInfo.
 
     ``where`` names the task's origin (an entry point) for the message.
     """
-    missing = [
-        attr for attr in (*CONSTANTS, "INFO", "build", "render", "parse", "score") if not hasattr(task, attr)
-    ]
+    missing = [attr for attr in ("INFO", "build", "render", "parse", "score") if not hasattr(task, attr)]
     if missing:
         raise ConfigError(f"task {where} lacks {', '.join(missing)}")
     info = task.INFO
     if not isinstance(info, TaskInfo):
         raise ConfigError(f"task {where}: INFO is a {type(info).__name__}, not a TaskInfo")
-    pairs = {
-        "NAME": (task.NAME, info.name),
-        "KIND": (task.KIND, info.kind),
-        "DEFAULT_BATCH_SIZE": (task.DEFAULT_BATCH_SIZE, info.default_batch_size),
-        "DEFAULT_CONTEXT_SIZE": (task.DEFAULT_CONTEXT_SIZE, info.default_context_size),
-        "MAX_TOKENS": (task.MAX_TOKENS, info.max_tokens),
-    }
-    for attr, (constant, fact) in pairs.items():
-        if constant != fact:
-            raise ConfigError(f"task {where}: {attr} is {constant!r} but INFO says {fact!r}")

@@ -32,9 +32,8 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.schema import Cue, Row, Sample
-from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.tasks.base import Mode
 
 T = TypeVar("T")
 
@@ -306,11 +305,3 @@ def early_cutoff(total_rows: int, ratio: float = 0.3) -> int:
         return 1
     drop = min(total_rows - 1, math.ceil(total_rows * ratio))
     return drop + 1
-
-
-def context_size(cfg: TaskConfig, default: int) -> int:
-    """The configured context size, or the task's ``default``; ``-1`` (all), ``0`` (none) or ``N`` rows."""
-    size = default if cfg.context_size is None else cfg.context_size
-    if size < -1:
-        raise ConfigError(f"context size {size} is not valid: use -1 (all earlier rows), 0 (none) or N > 0")
-    return size

@@ -18,20 +18,15 @@ from collections.abc import Sequence
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Prediction, Request, Score
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
-from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.context import row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import candidate_targets, support_moves
 from rescue_bench.taxonomy import Scenario, group_label
 
-NAME = "stp"
-KIND: TaskKind = "ranking"
-DEFAULT_BATCH_SIZE = 3
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 1800
 ANSWER_KEYS = ("target_top3", "targets", "ranking", "top3", "target")
 
 SYSTEM = """\
@@ -60,7 +55,7 @@ PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per therapist support move with a target in the sample's closed target set."""
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    size = cfg.shown_size(INFO)
     records = row_records(sample, cfg.mode)
     candidates = candidate_targets(sample)
     out = []
@@ -75,7 +70,9 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         }
         meta = {"target_source": move.target_source, "position": round(r / len(sample.rows), 4)}
         out.append(
-            make_instance(sample, NAME, r, move.target, candidates=candidates, context=context, meta=meta)
+            make_instance(
+                sample, INFO.name, r, move.target, candidates=candidates, context=context, meta=meta
+            )
         )
     return out
 
@@ -93,7 +90,7 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
+    prompts.check_batch(batch, INFO.name)
     first = batch[0]
     system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
     header = [
@@ -112,12 +109,12 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     ]
     fields = {"target_top3": prompts.ranking_field(first.candidates)}
     return prompts.request(
-        NAME,
+        INFO.name,
         batch,
         system,
         prompts.user_message(header, blocks),
         fields,
-        max_tokens=MAX_TOKENS,
+        max_tokens=INFO.max_tokens,
         prompt_hash=PROMPT_HASH,
     )
 
@@ -133,20 +130,21 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="stp",
+    kind="ranking",
     metrics=RANKING_TOP3,
     paper_columns=(
         PaperColumn("STP Rec.", "recall_at_1", 100.0, 2),
         PaperColumn("STP MRR", "mrr", 100.0, 2),
     ),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=3,
+    default_context_size=3,
+    max_tokens=1800,
     random_answer=random_ranking,
     majority_answers=majority_ranking,
     percent=True,
     target_kinds=True,
     relation_intensive=True,
+    paper_position=3,
     analyses=(relational.TARGET_TYPE, relational.PATTERN_BEFORE_ROW),
 )

@@ -96,5 +96,5 @@ def find_instance(
             return inst
     rows = ", ".join(str(i.row_index) for i in instances) or "none"
     raise ConfigError(
-        f"sample {sample_id!r} has no {task.NAME} instance at row {row} (rows with one: {rows})"
+        f"sample {sample_id!r} has no {task.INFO.name} instance at row {row} (rows with one: {rows})"
     )

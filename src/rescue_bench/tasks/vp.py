@@ -15,7 +15,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -23,7 +23,7 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
-from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Json, Prediction, Request, Score
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import (
     JudgeRubric,
@@ -37,7 +37,7 @@ from rescue_bench.tasks.base import (
     TurnFacts,
     make_instance,
 )
-from rescue_bench.tasks.context import clean, context_size, pick_evenly, row_records, window
+from rescue_bench.tasks.context import clean, pick_evenly, row_records, window
 from rescue_bench.tasks.er import current_block, turn_meta
 from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_frequency, speaker_of
 from rescue_bench.tasks.parsing import field, parse_batch, short
@@ -48,18 +48,11 @@ class Options(BaseModel):
     """VP's own settings (``--vp-checkpoints-per-sample``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
-    """Format 1 had one flat key for ER's and VP's checkpoints (read by ``engine.manifest_v1``)."""
     checkpoints_per_sample: StrictInt = Field(
         5, ge=1, description="VP: checkpoints per conversation at most."
     )
 
 
-NAME = "vp"
-KIND: TaskKind = "generation"
-DEFAULT_BATCH_SIZE = 5
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 2200
 ANSWER_KEYS = ("viewpoints", "predicted_viewpoints")
 VIEWPOINT_PHRASES: Final = (
     "does not listen to me",
@@ -107,12 +100,12 @@ def gold_viewpoints(row: Row) -> list[dict[str, Json]]:
 
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    size = cfg.shown_size(INFO)
     records = row_records(sample, cfg.mode)
     eligible = [(row, gold) for row in sample.rows if row.is_client and (gold := gold_viewpoints(row))]
     people = (*sample.participants, THERAPIST, group_label(sample.scenario))
     out = []
-    most = cfg.options_for(NAME, Options).checkpoints_per_sample
+    most = cfg.options_for(INFO.name, Options).checkpoints_per_sample
     for row, gold in pick_evenly(eligible, most, key=lambda pair: pair[0].row_index):
         r = row.row_index
         context = {
@@ -129,7 +122,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             "position": round(r / len(sample.rows), 4),
             **turn_meta(row),
         }
-        out.append(make_instance(sample, NAME, r, gold, candidates=people, context=context, meta=meta))
+        out.append(make_instance(sample, INFO.name, r, gold, candidates=people, context=context, meta=meta))
     return out
 
 
@@ -146,7 +139,7 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
+    prompts.check_batch(batch, INFO.name)
     first = batch[0]
     system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
     header = [
@@ -167,12 +160,12 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     }
     fields = {"viewpoints": {"type": "array", "items": entry}}
     return prompts.request(
-        NAME,
+        INFO.name,
         batch,
         system,
         prompts.user_message(header, blocks),
         fields,
-        max_tokens=MAX_TOKENS,
+        max_tokens=INFO.max_tokens,
         prompt_hash=PROMPT_HASH,
     )
 
@@ -392,13 +385,13 @@ JUDGE = JudgeRubric(
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="vp",
+    kind="generation",
     metrics=VIEWPOINT_SCORES,
     paper_columns=(PaperColumn("VP LLM", "llm", 1.0, 2), PaperColumn("VP BERT", "bertscore_f1", 1.0, 4)),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=5,
+    default_context_size=3,
+    max_tokens=2200,
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
@@ -406,5 +399,6 @@ INFO = TaskInfo(
     video=True,
     options=Options,
     relation_intensive=True,
+    paper_position=6,
     analyses=(relational.TARGET_COUNT,),
 )
