@@ -23,7 +23,7 @@ from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, valid
 from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
 from rescue_bench.engine.batch_plan import BatchOptions
 from rescue_bench.engine.estimate import TaskEstimate, make_counter
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_prices, with_judges
@@ -137,7 +137,7 @@ def estimate(ctx: typer.Context) -> None:
     """Requests, prompt tokens and (with prices) cost per task, before spending anything."""
     from rescue_bench.data.load import load_samples
     from rescue_bench.engine.estimate import cap_note, estimate_plan
-    from rescue_bench.engine.manifest import build_plans, select_samples
+    from rescue_bench.engine.plans import build_plans, select_samples
     from rescue_bench.engine.video import check_video_config, clip_coverage
 
     flags = flag_values(ctx)

@@ -44,8 +44,8 @@ from rescue_bench.engine.batch_plan import (
 from rescue_bench.engine.batch_results import BatchResultsProvider, custom_id, parse_results
 from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.execute import BudgetExceeded, BudgetGuard, Outcome
-from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, predictions_of
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import CallFailed, DataError, ProviderError
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider

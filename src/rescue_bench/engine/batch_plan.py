@@ -12,7 +12,7 @@ from typing import Final
 
 from rescue_bench.engine.batch_results import custom_id
 from rescue_bench.engine.execute import repeat_params
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue_bench.engine.execute import BudgetExceeded
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import REASONING_HEADROOM, GenerationParams
 from rescue_bench.pricing import Prices

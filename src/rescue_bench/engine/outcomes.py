@@ -9,7 +9,7 @@ import time
 from collections.abc import Sequence
 
 from rescue_bench.engine.execute import Outcome
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.engine.video import VideoNote
 from rescue_bench.records import Instance, Json, Prediction, ProblemKind, Reply
 from rescue_bench.tasks.base import Task

@@ -32,16 +32,9 @@ from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.ending import Ending, run_status, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
-from rescue_bench.engine.manifest import (
-    TaskPlan,
-    build_manifest,
-    check_compatible,
-    check_tasks,
-    finish_manifest,
-    plan_task,
-    select_samples,
-)
+from rescue_bench.engine.manifest import build_manifest, check_compatible, finish_manifest
 from rescue_bench.engine.outcomes import prediction_record, request_record
+from rescue_bench.engine.plans import TaskPlan, check_tasks, plan_task, select_samples
 from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.engine.video import Hook, make_hook

@@ -21,7 +21,7 @@ from rescue_bench.engine.clips import (
     load_clip_index,
     make_video_hook,
 )
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Request
 from rescue_bench.spec import RunSpec

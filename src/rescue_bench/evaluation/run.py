@@ -26,7 +26,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.engine.batch_plan import BatchOptions
 from rescue_bench.engine.ending import Ending, counted_status, degraded_reason, summarise
 from rescue_bench.engine.estimate import Budget
-from rescue_bench.engine.manifest import check_tasks
+from rescue_bench.engine.plans import check_tasks
 from rescue_bench.engine.preflight import check_model
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run
 from rescue_bench.engine.video import check_video_config
