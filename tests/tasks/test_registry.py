@@ -64,8 +64,9 @@ def test_rows_are_rendered_once_per_sample_and_shared_by_every_task(
     make_sample: Callable[..., Sample],
 ) -> None:
     sample = make_sample(["Ana", "Ben", "Therapist", "Ana", "Therapist", "Ben", "Ana", "Therapist"])
-    records = row_records(sample, "dialogue")
-    shown = [rec for name in TASK_NAMES for inst in TASKS[name].build(sample, TaskConfig())
+    cfg = TaskConfig()
+    records = row_records(sample, "dialogue", cfg.rows)
+    shown = [rec for name in TASK_NAMES for inst in TASKS[name].build(sample, cfg)
              for rec in inst.context["rows"]]  # fmt: skip
     assert shown and all(any(rec is r for r in records) for rec in shown)
 

@@ -38,6 +38,31 @@ GoldField = Literal["auto", "relation_cycle_state", "relation_pattern"]
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
+RenderedRows = tuple[dict[str, Json], ...]
+"""A sample's rows rendered in one mode (:func:`rescue_bench.tasks.context.row_records`)."""
+
+
+class RowCache:
+    """Rendered rows by sample and mode, kept by the config that owns the cache: the tasks of a run's plans
+    (``engine.plans`` builds them all with one config) render each sample once and share its rows.
+
+    An entry holds its sample, so the sample's ``id`` cannot be reused while the cache lives; a sample
+    stage (``no-cues``) makes a new sample, and so an entry of its own.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, str], tuple[Sample, RenderedRows]] = {}
+
+    def get(self, sample: Sample, mode: Mode) -> RenderedRows | None:
+        entry = self._entries.get((id(sample), mode))
+        return None if entry is None else entry[1]
+
+    def put(self, sample: Sample, mode: Mode, rows: RenderedRows) -> None:
+        self._entries[(id(sample), mode)] = (sample, rows)
+
+
 @dataclass(frozen=True, slots=True)
 class TaskConfig:
     """Settings shared by all tasks; ``None`` means the task's own default."""
@@ -47,6 +72,8 @@ class TaskConfig:
     batch_size: int | None = None
     options: Mapping[str, BaseModel] = field(default_factory=dict, hash=False)
     """Task name -> that task's ``Options`` (a frozen pydantic model); an absent task uses its defaults."""
+    rows: RowCache = field(default_factory=RowCache, hash=False, compare=False, repr=False)
+    """The rows rendered so far with this config (copies made by ``replace`` share it)."""
 
     def options_for(self, name: str, model_type: type[OptionsT]) -> OptionsT:
         """The options of task ``name``: those given, else the defaults of ``model_type``.

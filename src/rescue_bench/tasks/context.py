@@ -13,8 +13,9 @@ section 1.2):
 * ``visual``: + posture, facial expressions, self-directed behaviour, interaction behaviour;
 * ``audiovisual``: both.
 
-Rows are rendered once per sample and mode (:func:`row_records`) and shared by every instance built from that
-sample; an instance's context holds references to these records, never copies.
+Rows are rendered once per sample and mode for a task config (:func:`row_records` keeps them in the config's
+:class:`~rescue_bench.tasks.base.RowCache`) and shared by every instance built from that sample with it; an
+instance's context holds references to these records, never copies.
 
 Context window (:func:`window`): ``-1`` all rows before the cut, ``0`` none, ``N`` the last ``N`` rows
 before it.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.schema import Cue, Row, Sample
 from rescue_bench.records import Json
-from rescue_bench.tasks.base import Mode
+from rescue_bench.tasks.base import Mode, RenderedRows, RowCache
 
 T = TypeVar("T")
 
@@ -148,30 +148,15 @@ def render_row(row: Row, mode: Mode) -> str:
     return " | ".join(parts)
 
 
-# Six tasks build from the same samples, so rendered rows are kept for as long as their sample is alive: the
-# entry is keyed by the sample's id and dropped by a finalizer when the sample is garbage collected, before
-# its id can be reused. Samples are frozen, so an entry never goes stale.
-_ROWS: dict[tuple[int, str], tuple[RowRecord, ...]] = {}
-_WATCHED: set[int] = set()
-
-
-def _forget(sample_id: int) -> None:
-    _WATCHED.discard(sample_id)
-    for key in [k for k in _ROWS if k[0] == sample_id]:
-        _ROWS.pop(key, None)
-
-
-def row_records(sample: Sample, mode: Mode) -> tuple[RowRecord, ...]:
-    """The rendered rows of ``sample`` in ``mode`` (item ``i`` is row ``i + 1``), shared by instances."""
-    key = (id(sample), mode)
-    hit = _ROWS.get(key)
+def row_records(sample: Sample, mode: Mode, cache: RowCache | None = None) -> RenderedRows:
+    """The rendered rows of ``sample`` in ``mode`` (item ``i`` is row ``i + 1``), shared by instances: those
+    of ``cache`` when it has them (a task config's, :attr:`TaskConfig.rows`), else rendered and kept there."""
+    hit = None if cache is None else cache.get(sample, mode)
     if hit is not None:
         return hit
     records = tuple({"row_index": row.row_index, "line": render_row(row, mode)} for row in sample.rows)
-    if id(sample) not in _WATCHED:
-        _WATCHED.add(id(sample))
-        weakref.finalize(sample, _forget, id(sample))
-    _ROWS[key] = records
+    if cache is not None:
+        cache.put(sample, mode, records)
     return records
 
 

@@ -149,7 +149,7 @@ def checkpoints(sample: Sample, cfg: TaskConfig) -> list[tuple[Row, dict[str, Js
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     size = cfg.shown_size(INFO)
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     out = []
     for row, gold in checkpoints(sample, cfg):
         r = row.row_index

@@ -76,7 +76,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         return []
     chosen = [(d, "yes") for d in even_sample(positives, keep, key=int)]
     chosen += [(d, "no") for d in even_sample(negatives, keep, key=int)]
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     out = []
     for d, gold in sorted(chosen):
         context = {"mode": cfg.mode, "size": size, "rows": window(records, d + 1, size), "current": None}

@@ -110,7 +110,7 @@ def gold_label(row: Row, name: str, labels: tuple[str, ...]) -> str | None:
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per row with an in-taxonomy gold label, of any speaker."""
     size = cfg.shown_size(INFO)
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     labels = relation_labels(sample.scenario)
     options = cfg.options_for(INFO.name, Options)
     source = gold_field(sample, options.gold_field)
@@ -157,7 +157,7 @@ def _block(opaque: str, inst: Instance) -> str:
     The rows come before anything that changes from item to item, so the prompts of consecutive targets in a
     session share a prefix as long as the shorter transcript. Endpoints with prompt caching, and the local
     model's KV cache, then evaluate only the new rows (the local model is asked one full-history item per
-    request for this reason: see ``engine.manifest.default_batch_size``).
+    request for this reason: see ``engine.plans.default_batch_size``).
     """
     speaker = inst.context["speaker"] or "an unknown speaker"
     target = f"Item {opaque}'s target row: {inst.row_index}, spoken by {speaker}"

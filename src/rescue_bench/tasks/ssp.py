@@ -92,7 +92,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per therapist support move whose strategy is in the sample's scenario taxonomy."""
     size = cfg.shown_size(INFO)
     with_emotion = cfg.options_for(INFO.name, Options).include_target_emotion
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     labels = strategy_labels(sample.scenario)
     out = []
     for move in support_moves(sample):

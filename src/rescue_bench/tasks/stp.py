@@ -56,7 +56,7 @@ PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per therapist support move with a target in the sample's closed target set."""
     size = cfg.shown_size(INFO)
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     candidates = candidate_targets(sample)
     out = []
     for move in support_moves(sample):

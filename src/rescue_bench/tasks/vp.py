@@ -101,7 +101,7 @@ def gold_viewpoints(row: Row) -> list[dict[str, Json]]:
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     size = cfg.shown_size(INFO)
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     eligible = [(row, gold) for row in sample.rows if row.is_client and (gold := gold_viewpoints(row))]
     people = (*sample.participants, THERAPIST, group_label(sample.scenario))
     out = []
