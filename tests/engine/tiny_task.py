@@ -14,7 +14,7 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics.spec import BINARY_YES_NO
-from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.records import Instance, Prediction, Request, Score, Shown
 from rescue_bench.tasks.base import TaskConfig, TaskInfo
 from rescue_bench.tasks.guesses import majority_label, random_label
 
@@ -57,7 +57,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
             row.row_index,
             "yes" if row.is_therapist else "no",
             ("yes", "no"),
-            {"speaker": row.speaker, "text": row.text},
+            Shown("dialogue", 0, speaker=row.speaker, extra={"text": row.text}),
             {"speaker": row.speaker},
         )
         for row in sample.rows
@@ -66,8 +66,9 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     lines = [
-        f"c{k}: {inst.sample_id}#{inst.row_index}: {inst.context['speaker']}: {inst.context['text']}"
+        f"c{k}: {inst.sample_id}#{inst.row_index}: {shown.speaker}: {shown.extra['text']}"
         for k, inst in enumerate(batch, start=1)
+        if (shown := inst.context) is not None
     ]
     prompt = "Answer yes when the speaker is the therapist, else no. Reply in JSON.\n" + "\n".join(lines)
     return Request(

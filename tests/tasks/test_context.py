@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import ConfigError
+from rescue_bench.records import Shown
 from rescue_bench.tasks import task_info
 from rescue_bench.tasks.base import MODES, RowCache, TaskConfig
 from rescue_bench.tasks.context import (
@@ -101,12 +102,9 @@ def test_context_size_defaults_to_the_tasks_and_rejects_nonsense() -> None:
 
 
 def test_shown_rows_lists_prior_then_current() -> None:
-    context = {
-        "rows": ({"row_index": 2, "line": "x"}, {"row_index": 3, "line": "y"}),
-        "current": {"row_index": 4, "line": "z"},
-    }
-    assert shown_rows(context) == (2, 3, 4)
-    assert shown_rows({"rows": (), "current": None}) == ()
+    rows = ({"row_index": 2, "line": "x"}, {"row_index": 3, "line": "y"})
+    assert shown_rows(Shown("dialogue", 2, rows=rows, current={"row_index": 4, "line": "z"})) == (2, 3, 4)
+    assert shown_rows(Shown("dialogue", 0)) == shown_rows(None) == ()
 
 
 def test_even_selection_uses_round_half_to_even() -> None:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance
+from rescue_bench.records import Instance, Shown
 from rescue_bench.tasks import (
     TASK_NAMES,
     TASKS,
@@ -67,7 +67,7 @@ def test_rows_are_rendered_once_per_sample_and_shared_by_every_task(
     cfg = TaskConfig()
     records = row_records(sample, "dialogue", cfg.rows)
     shown = [rec for name in TASK_NAMES for inst in TASKS[name].build(sample, cfg)
-             for rec in inst.context["rows"]]  # fmt: skip
+             for rec in inst.context.rows]  # fmt: skip
     assert shown and all(any(rec is r for r in records) for rec in shown)
 
 
@@ -87,7 +87,7 @@ def test_no_task_shows_future_rows_or_a_row_twice(demo_samples: list[Sample], si
         for inst in batch:
             rows = shown_rows(inst.context)
             assert len(rows) == len(set(rows)) and list(rows) == sorted(rows)
-            last = inst.row_index if name in SHOWS_CURRENT or inst.context["current"] else inst.row_index - 1
+            last = inst.row_index if name in SHOWS_CURRENT or inst.context.current else inst.row_index - 1
             if name == "itp":
                 last = inst.row_index  # the decision row closes the window; the next turn is unseen
             assert all(r <= last for r in rows), (name, inst.id)
@@ -151,7 +151,9 @@ ENTRIES = st.dictionaries(st.sampled_from(ANSWER_KEYS) | st.text(max_size=8), JS
 
 def fuzz_batch(task: str, n: int) -> list[Instance]:
     return [
-        Instance(f"s::{task}::{i}", task, "s", "couple", i, None, LABELS, {"speaker": "Ana"}, {})
+        Instance(
+            f"s::{task}::{i}", task, "s", "couple", i, None, LABELS, Shown("dialogue", 0, speaker="Ana"), {}
+        )
         for i in range(1, n + 1)
     ]
 

@@ -23,10 +23,9 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.relational_gold import AnalysisSpec
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown, TaskKind
 from rescue_bench.taxonomy import Scenario
 
-Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video"]
 MODES: tuple[Mode, ...] = ("dialogue", "audio", "visual", "audiovisual", "video")
 MODE_ALIASES: dict[str, Mode] = {
     "text": "dialogue",
@@ -306,7 +305,7 @@ def make_instance(
     gold: Json,
     *,
     candidates: tuple[str, ...] = (),
-    context: Json = None,
+    context: Shown | None = None,
     meta: dict[str, Json] | None = None,
 ) -> Instance:
     """The instance of ``task`` at ``row_index`` of ``sample``, with the id ``<sample>::<task>::<row>``."""

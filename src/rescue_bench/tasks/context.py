@@ -32,13 +32,10 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.schema import Cue, Row, Sample
-from rescue_bench.records import Json
-from rescue_bench.tasks.base import Mode, RenderedRows, RowCache
+from rescue_bench.records import Json, Mode, RowRecord, Shown
+from rescue_bench.tasks.base import RenderedRows, RowCache
 
 T = TypeVar("T")
-
-RowRecord = dict[str, Json]
-"""``{"row_index": int, "line": str}``: a rendered row, shared by instances: read-only."""
 
 AUDIO_MODES: frozenset[str] = frozenset({"audio", "audiovisual"})
 VISUAL_MODES: frozenset[str] = frozenset({"visual", "audiovisual"})
@@ -199,26 +196,19 @@ class ShownRows:
         return (*(row_index_of(r) for r in self.rows), *current)
 
 
-def shown_context(context: object) -> ShownRows:
-    """The rows of an instance's context (none for a context without rows, such as a test's).
+def shown_context(context: Shown | None) -> ShownRows:
+    """The rows of an instance's context (none for an instance built without one, such as a test's).
 
-    >>> shown_context({"rows": [{"row_index": 2, "line": "a"}], "current": {"row_index": 3}}).indices
+    >>> shown = Shown("dialogue", 1, rows=({"row_index": 2, "line": "a"},), current={"row_index": 3})
+    >>> shown_context(shown).indices
     (2, 3)
     >>> shown_context(None).indices
     ()
     """
-    rows: tuple[RowRecord, ...] = ()
-    current: RowRecord | None = None
-    match context:
-        case {"rows": list() | tuple() as listed}:
-            rows = tuple(r for r in listed if isinstance(r, dict))
-    match context:
-        case {"current": dict() as row}:
-            current = row
-    return ShownRows(rows, current)
+    return ShownRows() if context is None else ShownRows(context.rows, context.current)
 
 
-def shown_rows(context: Mapping[str, Json]) -> tuple[int, ...]:
+def shown_rows(context: Shown | None) -> tuple[int, ...]:
     """Row indices an instance shows, in display order (earlier rows, then the current row)."""
     return shown_context(context).indices
 

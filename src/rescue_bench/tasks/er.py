@@ -23,11 +23,10 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import emotion_score, intensity_score
 from rescue_bench.metrics.spec import EMOTION_SCORES
-from rescue_bench.records import Instance, Json, Prediction, Request, Score
+from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import (
     JudgeRubric,
-    Mode,
     PaperColumn,
     ScoreField,
     TaskConfig,
@@ -153,13 +152,9 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     out = []
     for row, gold in checkpoints(sample, cfg):
         r = row.row_index
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": records[r - 1],
-            "speaker": row.speaker,
-        }
+        context = Shown(
+            cfg.mode, size, rows=window(records, r, size), current=records[r - 1], speaker=row.speaker
+        )
         meta = {"speaker": row.speaker, "position": round(r / len(sample.rows), 4), **turn_meta(row)}
         out.append(make_instance(sample, INFO.name, r, gold, context=context, meta=meta))
     return out
@@ -170,10 +165,7 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         others="partner" if scenario == "couple" else "other family members",
-        context=prompts.context_sentence(size, "the current row"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the current row", SHAPE),
     )
 
 
@@ -184,31 +176,22 @@ def turn_meta(row: Row) -> dict[str, Json]:
 
 def current_block(opaque: str, inst: Instance) -> str:
     """An item showing the earlier rows, then the current row (ER and VP)."""
-    body = [prompts.rows_text(inst.context["rows"]), f"Current row: {inst.context['current']['line']}"]
-    return prompts.item_block(
-        opaque, f"current row {inst.row_index}, spoken by {inst.context['speaker']}", body
-    )
+    shown = prompts.shown(inst)
+    line = shown.current["line"] if shown.current is not None else None
+    body = [prompts.rows_text(shown.rows), f"Current row: {line}"]
+    return prompts.item_block(opaque, f"current row {inst.row_index}, spoken by {shown.speaker}", body)
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, INFO.name)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    shown = prompts.batch_shown(batch, INFO)
+    system = system_prompt(batch[0].scenario, shown.mode, shown.size)
     header = [prompts.session_line(batch)]
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {
         "emotion": {"type": "string", "maxLength": prompts.REASON_MAX_LENGTH},
         "intensity": {"type": "integer", "minimum": 0, "maximum": 10},
     }
-    return prompts.request(
-        INFO.name,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=INFO.max_tokens,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def read_intensity(raw: object) -> int | None:

@@ -24,13 +24,13 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import MULTICLASS_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import GoldField, Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.base import GoldField, PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import clean, row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
-from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, group_label, relation_labels
+from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, relation_labels
 
 
 class Options(BaseModel):
@@ -120,15 +120,14 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         if gold is None:
             continue
         r = row.row_index
-        current = records[r - 1] if options.include_current_turn else None
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": current,
-            "speaker": row.speaker,
-            "participants": sample.participants,
-        }
+        context = Shown(
+            cfg.mode,
+            size,
+            rows=window(records, r, size),
+            current=records[r - 1] if options.include_current_turn else None,
+            speaker=row.speaker,
+            participants=sample.participants,
+        )
         meta = {"gold_field": source, "speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
         out.append(make_instance(sample, INFO.name, r, gold, candidates=labels, context=context, meta=meta))
     return out
@@ -144,10 +143,7 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int, with_current: bool)
         current=CURRENT_SHOWN if with_current else CURRENT_HIDDEN,
         labels=prompts.label_block(RELATION_PATTERNS[scenario]),
         softening=SOFTENING[scenario],
-        context=prompts.context_sentence(size, "the target row"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the target row", SHAPE),
     )
 
 
@@ -159,36 +155,22 @@ def _block(opaque: str, inst: Instance) -> str:
     model's KV cache, then evaluate only the new rows (the local model is asked one full-history item per
     request for this reason: see ``engine.plans.default_batch_size``).
     """
-    speaker = inst.context["speaker"] or "an unknown speaker"
-    target = f"Item {opaque}'s target row: {inst.row_index}, spoken by {speaker}"
-    current = inst.context["current"]
-    last = f"{target}:\n{current['line']}" if current is not None else f"{target} (not shown)."
-    return "\n".join(
-        [f"Item {opaque}, the rows before its target row:", prompts.rows_text(inst.context["rows"]), last]
+    shown = prompts.shown(inst)
+    target = (
+        f"Item {opaque}'s target row: {inst.row_index}, spoken by {shown.speaker or 'an unknown speaker'}"
     )
+    current = shown.current
+    last = f"{target}:\n{current['line']}" if current is not None else f"{target} (not shown)."
+    return "\n".join([f"Item {opaque}, the rows before its target row:", prompts.rows_text(shown.rows), last])
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, INFO.name)
-    first = batch[0]
-    system = system_prompt(
-        first.scenario, first.context["mode"], first.context["size"], first.context["current"] is not None
-    )
-    header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
-    ]
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size, shown.current is not None)
+    header = prompts.people_header(batch, shown)
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {"relation_top3": prompts.ranking_field(first.candidates)}
-    return prompts.request(
-        INFO.name,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=INFO.max_tokens,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:

@@ -16,14 +16,14 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.base import PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import support_moves, target_emotion
-from rescue_bench.taxonomy import STRATEGIES, Scenario, group_label, strategy_labels
+from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
 
 
 class Options(BaseModel):
@@ -99,17 +99,14 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         if move.strategy not in labels:
             continue
         r = move.row_index
-        emotion = target_emotion(sample, r, move.target, size) if with_emotion else ""
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": None,
-            "target": move.target,
-            "target_emotion": emotion,
-            "with_emotion": with_emotion,
-            "participants": list(sample.participants),
-        }
+        context = Shown(
+            cfg.mode,
+            size,
+            rows=window(records, r, size),
+            participants=sample.participants,
+            target=move.target,
+            target_emotion=target_emotion(sample, r, move.target, size) if with_emotion else None,
+        )
         meta = {
             "target": move.target,
             "target_source": move.target_source,
@@ -129,43 +126,26 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int, with_emotion: bool)
         emotion_task=EMOTION_TASK if with_emotion else "",
         labels=prompts.label_block(STRATEGIES[scenario]),
         reminders=REMINDERS[scenario],
-        context=prompts.context_sentence(size, "the therapist's unseen turn"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the therapist's unseen turn", SHAPE),
     )
 
 
 def _block(opaque: str, inst: Instance) -> str:
-    body = [f"Target of the next move: {inst.context['target']}"]
-    if inst.context["with_emotion"]:
-        emotion = inst.context["target_emotion"] or "(none in the rows shown)"
-        body.append(f"Target's latest internal emotion: {emotion}")
-    body.append(prompts.rows_text(inst.context["rows"]))
+    shown = prompts.shown(inst)
+    body = [f"Target of the next move: {shown.target}"]
+    if shown.target_emotion is not None:
+        body.append(f"Target's latest internal emotion: {shown.target_emotion or '(none in the rows shown)'}")
+    body.append(prompts.rows_text(shown.rows))
     return prompts.item_block(opaque, f"the therapist's next turn is row {inst.row_index}", body)
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, INFO.name)
-    first = batch[0]
-    system = system_prompt(
-        first.scenario, first.context["mode"], first.context["size"], first.context["with_emotion"]
-    )
-    header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
-    ]
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size, shown.target_emotion is not None)
+    header = prompts.people_header(batch, shown)
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {"strategy_top3": prompts.ranking_field(first.candidates)}
-    return prompts.request(
-        INFO.name,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=INFO.max_tokens,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:

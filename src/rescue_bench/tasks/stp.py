@@ -18,9 +18,9 @@ from collections.abc import Sequence
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.base import PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
@@ -61,13 +61,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     out = []
     for move in support_moves(sample):
         r = move.row_index
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": None,
-            "participants": sample.participants,
-        }
+        context = Shown(cfg.mode, size, rows=window(records, r, size), participants=sample.participants)
         meta = {"target_source": move.target_source, "position": round(r / len(sample.rows), 4)}
         out.append(
             make_instance(
@@ -82,20 +76,15 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         group=group_label(scenario),
-        context=prompts.context_sentence(size, "the therapist's unseen turn"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the therapist's unseen turn", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, INFO.name)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size)
     header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
+        *prompts.people_header(batch, shown),
         # JSON string escapes keep a name with a newline or quote on this line, exactly as it is answered.
         "Candidate labels: " + ", ".join(json.dumps(c, ensure_ascii=False)[1:-1] for c in first.candidates),
     ]
@@ -103,20 +92,12 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         prompts.item_block(
             f"c{i}",
             f"the therapist's next turn is row {inst.row_index}",
-            [prompts.rows_text(inst.context["rows"])],
+            [prompts.rows_text(prompts.shown(inst).rows)],
         )
         for i, inst in enumerate(batch, start=1)
     ]
     fields = {"target_top3": prompts.ranking_field(first.candidates)}
-    return prompts.request(
-        INFO.name,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=INFO.max_tokens,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:

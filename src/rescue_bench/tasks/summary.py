@@ -63,7 +63,7 @@ def export_records(task: Task, samples: Sequence[Sample], cfg: TaskConfig) -> It
             yield {
                 **inst.to_json(),
                 "mode": cfg.mode,
-                "context_size": inst.context["size"],
+                "context_size": None if inst.context is None else inst.context.size,
                 "prompt_hash": request.prompt_hash,
                 "messages": list(request.messages),
                 "response_schema": request.response_schema,

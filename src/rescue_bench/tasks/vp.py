@@ -23,12 +23,11 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
-from rescue_bench.records import Instance, Json, Prediction, Request, Score
+from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import (
     JudgeRubric,
     JudgeTotal,
-    Mode,
     PaperColumn,
     ScoreField,
     TaskConfig,
@@ -108,14 +107,14 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     most = cfg.options_for(INFO.name, Options).checkpoints_per_sample
     for row, gold in pick_evenly(eligible, most, key=lambda pair: pair[0].row_index):
         r = row.row_index
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": records[r - 1],
-            "speaker": row.speaker,
-            "participants": sample.participants,
-        }
+        context = Shown(
+            cfg.mode,
+            size,
+            rows=window(records, r, size),
+            current=records[r - 1],
+            speaker=row.speaker,
+            participants=sample.participants,
+        )
         meta = {
             "speaker": row.speaker,
             "participants": list(sample.participants),
@@ -131,21 +130,14 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         group=group_label(scenario),
-        context=prompts.context_sentence(size, "the current row"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the current row", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, INFO.name)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
-    header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
-    ]
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size)
+    header = prompts.people_header(batch, shown)
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     person = {"type": "string", "enum": list(dict.fromkeys(first.candidates))}
     entry = {
@@ -159,15 +151,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         "additionalProperties": False,
     }
     fields = {"viewpoints": {"type": "array", "items": entry}}
-    return prompts.request(
-        INFO.name,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=INFO.max_tokens,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 class ReplyEntry(BaseModel):
@@ -242,7 +226,7 @@ def _read(item: dict[str, Any], inst: Instance) -> Prediction:
         return Prediction.failed(inst.id, "parse_failure: no viewpoints in the answer")
     if not isinstance(raw, list | dict | str):
         return Prediction.failed(inst.id, f"parse_failure: viewpoints {short(raw)} is not a list")
-    value, notes = read_viewpoints(raw, str(inst.context["speaker"]))
+    value, notes = read_viewpoints(raw, str(prompts.shown(inst).speaker))
     return Prediction(inst.id, value, True, tuple(notes))
 
 

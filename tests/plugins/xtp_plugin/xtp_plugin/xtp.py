@@ -23,9 +23,9 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics.spec import BINARY_YES_NO
-from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.base import PaperColumn, TaskConfig, TaskInfo, make_instance
 from rescue_bench.tasks.context import even_sample, row_records, window
 from rescue_bench.tasks.guesses import majority_label
 from rescue_bench.tasks.parsing import field, parse_batch, short
@@ -79,7 +79,7 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     records = row_records(sample, cfg.mode, cfg.rows)
     out = []
     for d, gold in sorted(chosen):
-        context = {"mode": cfg.mode, "size": size, "rows": window(records, d + 1, size), "current": None}
+        context = Shown(cfg.mode, size, rows=window(records, d + 1, size))
         meta = {"speaker": sample.rows[d - 1].speaker, "position": round(d / len(sample.rows), 4)}
         out.append(make_instance(sample, INFO.name, d, gold, candidates=LABELS, context=context, meta=meta))
     return out
@@ -90,31 +90,25 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         members=prompts.group_noun(scenario),
-        context=prompts.context_sentence(size, "the decision point"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the decision point", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     """One request for ``batch`` (one sample): fixed instructions first, then the items' transcripts."""
-    prompts.check_batch(batch, INFO.name)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    shown = prompts.batch_shown(batch, INFO)
+    system = system_prompt(batch[0].scenario, shown.mode, shown.size)
     blocks = [
         prompts.item_block(
             f"c{i}",
             f"the moment right after row {inst.row_index}",
-            [prompts.rows_text(inst.context["rows"], "(no rows shown)")],
+            [prompts.rows_text(prompts.shown(inst).rows, "(no rows shown)")],
         )
         for i, inst in enumerate(batch, start=1)
     ]
     user = prompts.user_message([prompts.session_line(batch)], blocks)
     fields = {"should_speak": {"type": "string", "enum": list(LABELS)}}
-    return prompts.request(
-        INFO.name, batch, system, user, fields, max_tokens=INFO.max_tokens, prompt_hash=PROMPT_HASH
-    )
+    return prompts.request(INFO, batch, system, user, fields, PROMPT_HASH)
 
 
 _YES = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
