@@ -8,6 +8,9 @@ A task module exposes its facts in one record and four pure functions::
     def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request
     def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]   # never raises on model text
     def score(pred: Prediction, inst: Instance) -> Score
+
+``build`` puts what each instance's prompt shows on it as a :class:`~rescue_bench.records.Shown`, which
+``render`` reads back (:func:`rescue_bench.tasks.prompts.shown`).
 """
 
 from __future__ import annotations
@@ -23,7 +26,17 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.relational_gold import AnalysisSpec
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown, TaskKind
+from rescue_bench.records import (
+    Instance,
+    Json,
+    Mode,
+    Prediction,
+    Request,
+    RowRecord,
+    Score,
+    Shown,
+    TaskKind,
+)
 from rescue_bench.taxonomy import Scenario
 
 MODES: tuple[Mode, ...] = ("dialogue", "audio", "visual", "audiovisual", "video")
@@ -37,7 +50,7 @@ GoldField = Literal["auto", "relation_cycle_state", "relation_pattern"]
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
-RenderedRows = tuple[dict[str, Json], ...]
+RenderedRows = tuple[RowRecord, ...]
 """A sample's rows rendered in one mode (:func:`rescue_bench.tasks.context.row_records`)."""
 
 
