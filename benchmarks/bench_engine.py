@@ -95,7 +95,7 @@ def sequential_subset(base_url: str, data: str, n: int) -> tuple[float, int]:
     from openai import OpenAI
 
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.manifest import build_plans, select_samples
+    from rescue_bench.engine.plans import build_plans, select_samples
     from rescue_bench.spec import RunSpec
 
     config = RunSpec(model="vllm/bench", data=data)

@@ -25,15 +25,16 @@ CONFIGS = (("default", None, None), ("1 thread", 1, None), ("passive", None, "PA
 
 def child(task_name: str, n_requests: int, decode_threads: int | None) -> None:
     from rescue_bench.data.load import load_samples
+    from rescue_bench.engine.plans import PLAIN, default_batch_size
     from rescue_bench.models.base import GenerationParams
     from rescue_bench.models.local import LocalProvider
     from rescue_bench.spec import RunSpec
-    from rescue_bench.tasks import batch_size, get_task, make_batches
+    from rescue_bench.tasks import get_task, make_batches
 
     spec = RunSpec(model="local/gemma-3-270m", data="demo", tasks=[task_name])
     cfg, task = spec.task_config(), get_task(task_name)
     instances = [i for s in load_samples("demo")[:1] for i in task.build(s, cfg)]
-    batches = list(make_batches(instances, batch_size(task, cfg)))[:n_requests]
+    batches = list(make_batches(instances, default_batch_size(task, cfg, PLAIN)))[:n_requests]
     provider = LocalProvider("gemma-3-270m", decode_threads=decode_threads)
 
     async def ask() -> float:

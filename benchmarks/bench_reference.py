@@ -69,7 +69,7 @@ def run_engine(data: Path, out: Path, base_url: str, concurrency: int) -> tuple[
 def reference_requests(data: Path) -> list[tuple[Any, Any, tuple[Any, ...]]]:
     """(plan, request, batch) of every batch, in the scripts' order: task by task, sample by sample."""
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.manifest import build_plans
+    from rescue_bench.engine.plans import build_plans
     from rescue_bench.spec import RunSpec
 
     plans = build_plans(load_samples(data), RunSpec(model="vllm/bench-reference", data=str(data)))

@@ -20,7 +20,8 @@ from pathlib import Path
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.data.synth import write_synthetic
-from rescue_bench.tasks import TASK_NAMES, TASKS, batch_size, build_instances, make_batches
+from rescue_bench.engine.plans import PLAIN, default_batch_size
+from rescue_bench.tasks import TASK_NAMES, TASKS, build_instances, make_batches
 from rescue_bench.tasks.base import TaskConfig, resolve_mode
 
 
@@ -30,7 +31,8 @@ def build_and_render(samples: list[Sample], cfg: TaskConfig) -> dict[str, tuple[
     for name in TASK_NAMES:
         task = TASKS[name]
         instances = build_instances(task, samples, cfg)
-        requests = [task.render(batch, cfg) for batch in make_batches(instances, batch_size(task, cfg))]
+        batches = make_batches(instances, default_batch_size(task, cfg, PLAIN))
+        requests = [task.render(batch, cfg) for batch in batches]
         chars = sum(len(str(m["content"])) for r in requests for m in r.messages)
         out[name] = (len(instances), len(requests), chars)
     return out
@@ -42,7 +44,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", default="dialogue")
     parser.add_argument("--repeat", type=int, default=3, help="timed repetitions; the best is reported")
     args = parser.parse_args(argv)
-    cfg = TaskConfig(mode=resolve_mode(args.mode))
+    mode = resolve_mode(args.mode)
     with tempfile.TemporaryDirectory() as tmp:
         summary = write_synthetic(Path(tmp) / "synthetic.jsonl", samples=args.samples, seed=0)
         samples = load_samples(summary.path)
@@ -50,10 +52,10 @@ def main(argv: list[str] | None = None) -> int:
     times = []
     counts: dict[str, tuple[int, int, int]] = {}
     for _ in range(max(1, args.repeat)):
-        copies = [s.model_copy() for s in samples]  # new objects, so no rendered rows are reused
+        cfg = TaskConfig(mode=mode)  # a new config (as each run's plans have), so no rendered rows are reused
         gc.collect()
         start = time.perf_counter()
-        counts = build_and_render(copies, cfg)
+        counts = build_and_render(samples, cfg)
         times.append(time.perf_counter() - start)
     print(f"{'task':<5} {'instances':>9} {'requests':>8} {'prompt chars':>13}")
     for name, (instances, requests, chars) in counts.items():
@@ -61,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
     total = sum(c[0] for c in counts.values())
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(
-        f"mode {cfg.mode}: {total:,} instances built and rendered in {min(times):.2f} s "
+        f"mode {mode}: {total:,} instances built and rendered in {min(times):.2f} s "
         f"(best of {len(times)}; all: {', '.join(f'{t:.2f}' for t in times)}); peak RSS {peak_mb:.0f} MB"
     )
     return 0

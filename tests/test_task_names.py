@@ -13,10 +13,9 @@ import re
 from pathlib import Path
 
 from rescue_bench.tasks import task_infos
-from rescue_bench.tasks.registry import BUILTINS
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "rescue_bench"
-NAMES = frozenset(name for name, _ in BUILTINS)
+NAMES = frozenset(info.name for info in task_infos() if info.paper_position is not None)
 EXEMPT = {
     "report/paper.py": "the paper's published numbers, by task",
     "adapters/lm_eval_tasks/rescue_bench/utils.py": "lm-eval's task YAML names a dataset function per task "

@@ -19,6 +19,10 @@ Json = Any
 """A JSON-serialisable value (dict, list, str, int, float, bool or None)."""
 
 TaskKind = Literal["binary", "multiclass", "ranking", "generation"]
+Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video"]
+"""What a transcript line carries besides the words (``tasks.context``); ``video`` attaches clips too."""
+RowRecord = dict[str, Json]
+"""``{"row_index": int, "line": str}``: a rendered row, shared by the instances of a sample: read-only."""
 
 
 class ProblemKind(StrEnum):
@@ -77,6 +81,30 @@ def problem_kinds(problems: tuple[str, ...] | list[str]) -> tuple[ProblemKind, .
 
 
 @dataclass(frozen=True, slots=True)
+class Shown:
+    """What an instance's prompt shows, as ``build`` hands it to ``render`` (gold-free, never written to a
+    file); each task fills the fields its prompt uses."""
+
+    mode: Mode
+    size: int
+    """The context size the rows were cut with: -1 all earlier rows, 0 none, N the last N."""
+    rows: tuple[RowRecord, ...] = ()
+    """The earlier rows shown, the records themselves (shared with the sample's other instances)."""
+    current: RowRecord | None = None
+    """The row the item is about, when shown (ER, VP; RPP with its option)."""
+    speaker: str | None = None
+    """Who speaks at that row (ER, VP, RPP)."""
+    participants: tuple[str, ...] = ()
+    """The people line (RPP, STP, SSP, VP)."""
+    target: str | None = None
+    """Whom the next move addresses (SSP)."""
+    target_emotion: str | None = None
+    """The target's latest emotion in the rows shown, ``""`` for none, ``None`` when not asked (SSP)."""
+    extra: dict[str, Json] = field(default_factory=dict)
+    """Anything else a task's prompt shows (an outside task's own facts)."""
+
+
+@dataclass(frozen=True, slots=True)
 class Instance:
     """One test item of one task."""
 
@@ -91,7 +119,7 @@ class Instance:
     """The gold answer in the task's own shape."""
     candidates: tuple[str, ...] = ()
     """The closed answer set shown to the model (labels or target names)."""
-    context: Json = None
+    context: Shown | None = None
     """Everything the prompt shows for this instance (rendered transcript records), already gold-free."""
     meta: dict[str, Json] = field(default_factory=dict)
     """Facts for reports (relative position, speaker, gold source...); never shown to a model."""

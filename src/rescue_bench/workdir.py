@@ -31,9 +31,9 @@ from rescue_bench.jsonfile import (
     StrictInt,
     StrictStr,
     Text,
+    read_json,
     validate,
 )
-from rescue_bench.jsonfile import read_json as read_json  # re-exported: engine.clips reads with it
 from rescue_bench.records import Json
 from rescue_bench.rundir import atomic_write_json
 from rescue_bench.taxonomy import Scenario

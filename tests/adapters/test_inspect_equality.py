@@ -185,36 +185,22 @@ def test_a_sample_without_a_score_counts_as_failed_not_dropped(
     assert [p["request_key"] for p in predictions] == sorted(p["request_key"] for p in predictions)
 
 
-def test_a_log_with_the_older_flat_settings_still_imports(
-    logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
+def test_a_log_with_settings_of_another_shape_is_refused_naming_the_setting(
+    logs: list[EvalLog], tmp_path: Path
 ) -> None:
     from inspect_ai.log import write_eval_log
 
     from rescue_bench.adapters.inspect.logs import import_logs
-    from rescue_bench.rundir import load_run
+    from rescue_bench.errors import DataError
 
     log = next(lg for lg in logs if lg.eval.task.endswith("rpp")).model_copy(deep=True)
-    flat = {
-        "task": "rpp",
-        "data": "demo",
-        "mode": "dialogue",
-        "context_size": None,
-        "batch_size": None,
-        "limit_samples": LIMIT,
-        "rpp_gold_field": "auto",
-        "rpp_include_current_turn": True,
-        "ssp_include_target_emotion": False,
-        "checkpoints_per_sample": 5,
-    }  # what the per-task functions recorded before the options were nested
+    flat = {"task": "rpp", "data": "demo", "limit_samples": LIMIT, "rpp_gold_field": "auto"}
     log.eval.metadata = {"rescue_bench": {"task_args": flat, "temperature": 0.0, "seed": None}}
     path = tmp_path / "rpp.eval"
     write_eval_log(log, str(path))
-    scores = import_logs([path], tmp_path / "run")
-    assert scores["rpp"] == run_scores["rpp"]
-    manifest = load_run(tmp_path / "run").manifest
-    assert manifest.spec is not None and manifest.spec["task_options"] == {
-        "rpp": {"gold_field": "auto", "include_current_turn": True}
-    }
+    with pytest.raises(DataError, match="unknown setting 'rpp_gold_field' of task rpp"):
+        import_logs([path], tmp_path / "run")
+    assert not (tmp_path / "run").exists()
 
 
 def test_each_sample_shows_its_instances_scores_as_the_run_has_them(

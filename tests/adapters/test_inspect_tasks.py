@@ -95,20 +95,21 @@ def test_a_bad_option_value_names_the_option() -> None:
         FACTORIES["vp"](checkpoints_per_sample=0)
 
 
-def test_the_settings_of_an_older_log_map_to_each_tasks_options() -> None:
-    # What the inspect tasks recorded before the options were nested: every flat key, for every task.
-    old = {
+def test_flat_options_go_to_each_task_that_has_them() -> None:
+    # lm-eval's --metadata may give a task's options flat, by field name.
+    flat = {
         "data": "demo",
         "mode": "dialogue",
         "context_size": None,
         "batch_size": None,
         "limit_samples": 6,
-        "rpp_gold_field": "relation_pattern",
-        "rpp_include_current_turn": True,
-        "ssp_include_target_emotion": True,
+        "gold_field": "relation_pattern",
+        "include_current_turn": True,
+        "include_target_emotion": True,
         "checkpoints_per_sample": 2,
     }
-    got = {name: dict(task_args({**old, "task": name}).options) for name in ("itp", "rpp", "ssp", "er", "vp")}
+    names = ("itp", "rpp", "ssp", "er", "vp")
+    got = {name: dict(task_args({**flat, "task": name}).options) for name in names}
     assert got == {
         "itp": {},
         "rpp": {"gold_field": "relation_pattern", "include_current_turn": True},
@@ -116,9 +117,11 @@ def test_the_settings_of_an_older_log_map_to_each_tasks_options() -> None:
         "er": {"checkpoints_per_sample": 2},
         "vp": {"checkpoints_per_sample": 2},
     }
-    assert task_args({**old, "task": "rpp"}).limit_samples == 6
+    assert task_args({**flat, "task": "rpp"}).limit_samples == 6
     with pytest.raises(ConfigError, match="unknown setting 'limit' of task itp"):
         task_args({"task": "itp", "limit": 3})
+    with pytest.raises(ConfigError, match="unknown setting 'rpp_gold_field' of task rpp"):
+        task_args({"task": "rpp", "rpp_gold_field": "auto"})
 
 
 PROBE = """

@@ -24,8 +24,8 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, ser
 from rescue_bench.annotate import prompt
 from rescue_bench.annotate.draft import DraftSettings, assemble, chunk_indices, read_answer
 from rescue_bench.annotate.run import Counts, draft_workdir, estimate_workdir
+from rescue_bench.data.checks import check_sample
 from rescue_bench.data.load import build_sample
-from rescue_bench.data.validate import check_sample
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider

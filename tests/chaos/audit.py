@@ -18,7 +18,7 @@ from typing import Any
 
 from tests.fakes.chaos_server import Entry
 
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.records import Instance, Request
 from rescue_bench.tasks.base import Task
 
@@ -272,7 +272,9 @@ def settled_batches_recorded(
         judged += 1
         lost = [k[:12] for k in (key, *singles) if k not in recorded]
         if lost:
-            problems.append(f"batch {key[:12]} ({batch.task.NAME}) answered but request lines lost: {lost}")
+            problems.append(
+                f"batch {key[:12]} ({batch.task.INFO.name}) answered but request lines lost: {lost}"
+            )
         missing = [i.id for i in batch.instances if i.id not in done]
         if missing:
             problems.append(f"batch {key[:12]} answered but predictions lost: {missing[:3]}")

@@ -10,7 +10,7 @@ from tests.chaos import audit
 from tests.engine import tiny_task
 from tests.fakes.chaos_server import Entry, Outcome
 
-from rescue_bench.records import Instance
+from rescue_bench.records import Instance, Shown
 from rescue_bench.tasks.base import Task
 
 
@@ -96,7 +96,14 @@ def test_accounting_violations() -> None:
 def workload() -> tuple[audit.Workload, list[Instance]]:
     instances = [
         Instance(
-            f"s::echo::{i}", "echo", "s", "couple", i, "no", ("yes", "no"), {"speaker": "Ana", "text": "t"}
+            f"s::echo::{i}",
+            "echo",
+            "s",
+            "couple",
+            i,
+            "no",
+            ("yes", "no"),
+            Shown("dialogue", 0, speaker="Ana", extra={"text": "t"}),
         )
         for i in (1, 2)
     ]

@@ -72,7 +72,7 @@ from tests.fakes.chaos_server import FAULTS, NO_FAULTS, ChaosServer, FaultRates,
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
-from rescue_bench.engine.manifest import build_plans
+from rescue_bench.engine.plans import build_plans
 from rescue_bench.spec import RunSpec
 
 SEED = int(os.environ.get("RESCUE_CHAOS_SEED", "8"))

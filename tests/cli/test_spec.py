@@ -1,4 +1,5 @@
-"""``--spec FILE.toml`` and ``--print-spec`` for run, estimate and batch export; format-1 run.json."""
+"""``--spec FILE.toml`` and ``--print-spec`` for run, estimate and batch export; a run.json of another
+format."""
 
 from __future__ import annotations
 
@@ -65,26 +66,18 @@ def test_values_are_checked_before_anything_is_written(tmp_path: Path) -> None:
     assert not out.exists()
 
 
-def as_format_1(out: Path) -> None:
-    """Rewrite the run's ``run.json`` as format 1 recorded it: flat task options, no spec."""
+def rewrite(out: Path, **changes: Any) -> dict[str, Any]:
+    """Rewrite the run's ``run.json`` with ``changes`` (``config`` without ``protocol`` when not given)."""
     recorded = manifest(out)
-    config = dict(recorded["config"])
-    config.pop("protocol")  # format 1 predates the protocol version: its runs are version 1
-    options = config.pop("task_options")
-    config.update(
-        judges=[],
-        rpp_gold_field=options.get("rpp", {}).get("gold_field", "auto"),
-        rpp_include_current_turn=options.get("rpp", {}).get("include_current_turn", False),
-        ssp_include_target_emotion=options.get("ssp", {}).get("include_target_emotion", False),
-        checkpoints_per_sample=options.get("er", options.get("vp", {})).get("checkpoints_per_sample", 5),
-    )
-    recorded.pop("spec")
-    (out / "run.json").write_text(json.dumps({**recorded, "format": 1, "config": config}))
+    config = {k: v for k, v in recorded["config"].items() if k != "protocol"}
+    written = {**recorded, "config": config, **changes}
+    (out / "run.json").write_text(json.dumps(written))
+    return written
 
 
 def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
-    """A format-1 run (and any run recorded without config.protocol) is protocol 1: its prompts, judge inputs
-    and scoring are not today's, so it is refused in one line before anything is asked."""
+    """A run recorded without config.protocol is protocol 1: its prompts, judge inputs and scoring are not
+    today's, so it is refused in one line before anything is asked."""
     out = tmp_path / "run"
     assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
     assert manifest(out)["config"]["protocol"] == 2
@@ -94,7 +87,7 @@ def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
         and "task_options:" in changed.output
         and "another configuration" in changed.output
     )
-    as_format_1(out)
+    rewrite(out)
     before = (out / "predictions.jsonl").read_bytes()
     refused = invoke("run", *BASE, *OPTIONS, "--out", str(out))
     assert refused.exit_code == 2
@@ -102,19 +95,29 @@ def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
     assert (out / "predictions.jsonl").read_bytes() == before
 
 
-def test_batch_import_refuses_a_format_1_export(tmp_path: Path) -> None:
-    """A format-1 run directory is protocol 1: answers to its exported requests are not imported into it."""
+def test_a_run_json_of_another_format_is_refused_naming_it_and_its_writer(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
+    written = rewrite(out, format=1, package_version="0.0.7")
+    before = (out / "predictions.jsonl").read_bytes()
+    refused = invoke("run", *BASE, *OPTIONS, "--out", str(out))
+    assert refused.exit_code == 2 and refused.output.strip().count("\n") == 0, refused.output
+    assert f"{out / 'run.json'}: format 1, written by rescue-bench 0.0.7" in refused.output
+    assert (out / "predictions.jsonl").read_bytes() == before and manifest(out) == written
+
+
+def test_batch_import_refuses_an_export_of_another_format(tmp_path: Path) -> None:
+    """Answers to the exported requests of a run.json of another format are not imported into it."""
     run_dir, requests = tmp_path / "run", tmp_path / "requests.jsonl"
     args = ("--model", "openai/gpt-x", "--data", "demo", "--tasks", "ssp", "--ssp-target-emotion")
     exported = invoke(
         "batch", "export", *args, "--limit-samples", "1", "--out", str(requests), "--run", str(run_dir)
     )
     assert exported.exit_code == 0, exported.output
-    assert manifest(run_dir)["config"]["protocol"] == 2
-    as_format_1(run_dir)
+    rewrite(run_dir, format=1)
     (tmp_path / "empty.jsonl").write_text("")
     imported = invoke("batch", "import", str(tmp_path / "empty.jsonl"), "--run", str(run_dir), "-q")
-    assert imported.exit_code == 2 and "protocol version 1" in imported.output, imported.output
+    assert imported.exit_code == 2 and "format 1, written by" in imported.output, imported.output
 
 
 def test_run_estimate_and_batch_export_take_the_same_flags() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import build_manifest, build_plans, select_samples
+from rescue_bench.engine.manifest import build_manifest
+from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.models.base import Capabilities
 from rescue_bench.models.baselines import make_baseline
 from rescue_bench.spec import RunSpec
@@ -54,4 +55,4 @@ def test_run_json_records_the_batch_size_each_task_used() -> None:
     samples = select_samples(load_samples("demo"), config)
     plans = build_plans(samples, config, capabilities=IN_PROCESS)
     manifest = build_manifest(config, samples, plans, {"provider": "local"})
-    assert manifest["batch_sizes"] == {"itp": TASKS["itp"].DEFAULT_BATCH_SIZE, "rpp": 1}
+    assert manifest["batch_sizes"] == {"itp": TASKS["itp"].INFO.default_batch_size, "rpp": 1}

@@ -15,7 +15,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
 from rescue_bench.data.load import load_samples
 from rescue_bench.engine import scoring
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.engine.run import RunOptions, execute_run
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.rundir import read_jsonl

@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.spec import RunSpec
 
 runner = CliRunner()

@@ -14,15 +14,10 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics.spec import BINARY_YES_NO
-from rescue_bench.records import Instance, Prediction, Request, Score
+from rescue_bench.records import Instance, Prediction, Request, Score, Shown
 from rescue_bench.tasks.base import TaskConfig, TaskInfo
 from rescue_bench.tasks.guesses import majority_label, random_label
 
-NAME = "echo"
-KIND = "binary"
-DEFAULT_BATCH_SIZE = 3
-DEFAULT_CONTEXT_SIZE = 0
-MAX_TOKENS = 200
 PROMPT_HASH = "echo-v1"
 SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -39,13 +34,13 @@ SCHEMA: dict[str, Any] = {
     "required": ["answers"],
 }
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="echo",
+    kind="binary",
     metrics=BINARY_YES_NO,
     paper_columns=(),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=3,
+    default_context_size=0,
+    max_tokens=200,
     random_answer=random_label,
     majority_answers=majority_label,
 )
@@ -55,14 +50,14 @@ _LINE = re.compile(r"^(c\d+): (\S+)#(\d+): ([^:]+):", re.MULTILINE)
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     return [
         Instance(
-            f"{sample.sample_id}::{NAME}::{row.row_index}",
-            NAME,
+            f"{sample.sample_id}::{INFO.name}::{row.row_index}",
+            INFO.name,
             sample.sample_id,
             sample.scenario,
             row.row_index,
             "yes" if row.is_therapist else "no",
             ("yes", "no"),
-            {"speaker": row.speaker, "text": row.text},
+            Shown("dialogue", 0, speaker=row.speaker, extra={"text": row.text}),
             {"speaker": row.speaker},
         )
         for row in sample.rows
@@ -71,16 +66,17 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     lines = [
-        f"c{k}: {inst.sample_id}#{inst.row_index}: {inst.context['speaker']}: {inst.context['text']}"
+        f"c{k}: {inst.sample_id}#{inst.row_index}: {shown.speaker}: {shown.extra['text']}"
         for k, inst in enumerate(batch, start=1)
+        if (shown := inst.context) is not None
     ]
     prompt = "Answer yes when the speaker is the therapist, else no. Reply in JSON.\n" + "\n".join(lines)
     return Request(
-        task=NAME,
+        task=INFO.name,
         messages=({"role": "user", "content": prompt},),
         response_schema=SCHEMA,
         instance_ids=tuple(i.id for i in batch),
-        max_tokens=MAX_TOKENS,
+        max_tokens=INFO.max_tokens,
         prompt_hash=PROMPT_HASH,
     )
 

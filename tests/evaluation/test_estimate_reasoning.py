@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.evaluation.estimate import estimate_plan
 from rescue_bench.judge.after_run import judge_params
 from rescue_bench.judge.estimate import estimate_judge

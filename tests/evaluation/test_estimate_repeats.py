@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import TaskPlan, build_plans, select_samples
+from rescue_bench.engine.plans import TaskPlan, build_plans, select_samples
 from rescue_bench.evaluation.estimate import estimate_plan
 from rescue_bench.judge.estimate import bertscore_pairs, estimate_judge
 from rescue_bench.pricing import chars_counter

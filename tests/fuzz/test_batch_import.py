@@ -19,7 +19,7 @@ from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mu
 from rescue_bench.batch.offline import custom_id, export_batch, import_batch, read_results
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
-from rescue_bench.engine.manifest import build_plans
+from rescue_bench.engine.plans import build_plans
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Reply
 from rescue_bench.rundir import read_jsonl

@@ -31,7 +31,7 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.data.synth import synthetic_samples
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import TaskPlan, build_plans
+from rescue_bench.engine.plans import TaskPlan, build_plans
 from rescue_bench.engine.run import RunOptions, execute_run
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset

@@ -21,7 +21,7 @@ from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mu
 
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.synth import synthetic_samples
-from rescue_bench.engine.manifest import TaskPlan, build_plans
+from rescue_bench.engine.plans import TaskPlan, build_plans
 from rescue_bench.records import Instance, Prediction
 from rescue_bench.spec import RunSpec
 

@@ -9,7 +9,7 @@ from tests.engine.test_run_judge import grade, run_cli
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import build_plans
+from rescue_bench.engine.plans import build_plans
 from rescue_bench.judge import rubric
 from rescue_bench.judge.estimate import stand_in_records
 from rescue_bench.judge.runner import plan_groups

@@ -183,7 +183,7 @@ def test_baselines_answer_every_real_task_instance_validly(name: str) -> None:
     baseline = make_baseline(name, 0)
     for task_name in TASK_NAMES:
         task = TASKS[task_name]
-        cfg = TaskConfig().with_defaults(task.DEFAULT_CONTEXT_SIZE, task.DEFAULT_BATCH_SIZE)
+        cfg = TaskConfig(context_size=task.INFO.default_context_size, batch_size=task.INFO.default_batch_size)
         instances = build_instances(task, samples, cfg)
         preds = baseline.predict(instances)
         assert [p.instance_id for p in preds] == [i.id for i in instances]

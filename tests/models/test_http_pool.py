@@ -12,7 +12,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.models import http_pool
 from rescue_bench.models.base import GenerationParams
 from rescue_bench.models.openai_compat import OpenAICompatProvider

@@ -120,8 +120,9 @@ def answer_real_task(provider: LocalProvider, name: str) -> None:
     from rescue_bench.tasks.base import TaskConfig
 
     task = TASKS[name]
-    cfg = TaskConfig(context_size=2).with_defaults(2, task.DEFAULT_BATCH_SIZE)
-    batch = make_batches(build_instances(task, load_samples("demo")[:1], cfg), task.DEFAULT_BATCH_SIZE)[0]
+    size = task.INFO.default_batch_size
+    cfg = TaskConfig(context_size=2, batch_size=size)
+    batch = make_batches(build_instances(task, load_samples("demo")[:1], cfg), size)[0]
     req = task.render(batch, cfg)
     reply = ask(provider, req)
     assert reply.ok and reply.finish_reason == "stop", (name, reply)

@@ -115,8 +115,9 @@ def test_smollm2_answers_a_demo_request_under_its_schema() -> None:
 
     provider = _smollm2()
     task = TASKS["ssp"]
-    cfg = TaskConfig(context_size=2).with_defaults(2, task.DEFAULT_BATCH_SIZE)
-    batch = make_batches(build_instances(task, load_samples("demo")[:1], cfg), task.DEFAULT_BATCH_SIZE)[0]
+    size = task.INFO.default_batch_size
+    cfg = TaskConfig(context_size=2, batch_size=size)
+    batch = make_batches(build_instances(task, load_samples("demo")[:1], cfg), size)[0]
     request = task.render(batch, cfg)
     try:
         reply = asyncio.run(provider.complete(request, GenerationParams()))

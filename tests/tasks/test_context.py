@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import gc
 import re
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 
 import pytest
 from hypothesis import given
@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.tasks import context
-from rescue_bench.tasks.base import MODES, TaskConfig
+from rescue_bench.records import Shown
+from rescue_bench.tasks import task_info
+from rescue_bench.tasks.base import MODES, RowCache, TaskConfig
 from rescue_bench.tasks.context import (
     clean,
-    context_size,
     early_cutoff,
     even_sample,
     pick_evenly,
@@ -93,20 +93,18 @@ def test_window_rule() -> None:
     assert window(rows, 11, 1) == (10,)
 
 
-def test_context_size_defaults_and_rejects_nonsense() -> None:
-    assert context_size(TaskConfig(), 3) == 3
-    assert context_size(TaskConfig(context_size=-1), 3) == -1
+def test_context_size_defaults_to_the_tasks_and_rejects_nonsense() -> None:
+    itp, rpp = task_info("itp"), task_info("rpp")
+    assert (TaskConfig().shown_size(itp), TaskConfig().shown_size(rpp)) == (3, -1)
+    assert TaskConfig(context_size=0).shown_size(rpp) == 0
     with pytest.raises(ConfigError, match=r"-1 .* 0 .* N"):
-        context_size(TaskConfig(context_size=-2), 3)
+        TaskConfig(context_size=-2).shown_size(itp)
 
 
 def test_shown_rows_lists_prior_then_current() -> None:
-    context = {
-        "rows": ({"row_index": 2, "line": "x"}, {"row_index": 3, "line": "y"}),
-        "current": {"row_index": 4, "line": "z"},
-    }
-    assert shown_rows(context) == (2, 3, 4)
-    assert shown_rows({"rows": (), "current": None}) == ()
+    rows = ({"row_index": 2, "line": "x"}, {"row_index": 3, "line": "y"})
+    assert shown_rows(Shown("dialogue", 2, rows=rows, current={"row_index": 4, "line": "z"})) == (2, 3, 4)
+    assert shown_rows(Shown("dialogue", 0)) == shown_rows(None) == ()
 
 
 def test_even_selection_uses_round_half_to_even() -> None:
@@ -131,16 +129,22 @@ def test_early_cutoff_drops_the_first_30_percent(rows: int, first: int) -> None:
     assert early_cutoff(rows) == first
 
 
-def test_rendered_rows_are_cached_while_their_sample_lives(make_sample: Callable[..., Sample]) -> None:
-    sample = make_sample(["Ana", "Ben"])
-    records = row_records(sample, "dialogue")
-    assert row_records(sample, "dialogue") is records
-    assert row_records(sample, "audio") is not records
-    key = id(sample)
-    assert {(key, "dialogue"), (key, "audio")} <= set(context._ROWS)
-    del sample, records
-    gc.collect()
-    assert not [k for k in context._ROWS if k[0] == key]
+def test_rendered_rows_are_kept_by_the_cache_they_are_given(make_sample: Callable[..., Sample]) -> None:
+    sample, cache = make_sample(["Ana", "Ben"]), RowCache()
+    records = row_records(sample, "dialogue", cache)
+    assert row_records(sample, "dialogue", cache) is records
+    assert row_records(sample, "audio", cache) is not records
+    assert row_records(sample, "dialogue", RowCache()) is not records  # another run's plans: its own rows
+    assert row_records(sample, "dialogue") is not records and row_records(sample, "dialogue") == records
+    # An equal sample that is another object (a sample stage's copy) gets rows of its own.
+    assert row_records(sample.model_copy(), "dialogue", cache) is not records
+
+
+def test_a_config_and_its_copies_share_one_cache(make_sample: Callable[..., Sample]) -> None:
+    sample, cfg = make_sample(["Ana", "Ben"]), TaskConfig()
+    records = row_records(sample, "dialogue", cfg.rows)
+    assert row_records(sample, "dialogue", replace(cfg, context_size=1).rows) is records
+    assert TaskConfig().rows is not cfg.rows and TaskConfig() == cfg
 
 
 _REGEX_SPACE = re.compile(r"\s")

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.records import Instance, Prediction
+from rescue_bench.records import Instance, Prediction, Shown
 from rescue_bench.tasks import er
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.tasks.context import early_cutoff, shown_rows, word_count
@@ -104,7 +104,7 @@ def test_the_judge_gets_the_turns_time_and_words_in_meta(make_sample: Callable[.
 
 def instance(intensity: int = 6) -> Instance:
     gold = {"emotion": "feels hurt", "intensity": intensity}
-    return Instance("s::er::6", "er", "s", "couple", 6, gold, (), {"speaker": "Ana"}, {})
+    return Instance("s::er::6", "er", "s", "couple", 6, gold, (), Shown("dialogue", 0, speaker="Ana"), {})
 
 
 def parse_one(entry: dict[str, Any]) -> Prediction:

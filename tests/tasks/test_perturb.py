@@ -87,8 +87,8 @@ def test_ids_are_kept_and_gold_is_kept_or_mapped(
         assert [i.gold for i in out] == [i.gold for i in base]
         return
     mapping = (
-        {o: n for o, n in zip(sample.participants, out[0].context["participants"], strict=True)}
-        if (out and isinstance(out[0].context, dict) and "participants" in out[0].context)
+        {o: n for o, n in zip(sample.participants, out[0].context.participants, strict=True)}
+        if (out and out[0].context is not None and out[0].context.participants)
         else None
     )
     if name == "anonymize":
@@ -122,15 +122,15 @@ def test_the_target_row_is_unchanged(name: str, seed: int, index: int) -> None:
         out = build(task, [DEMO[index]], cfg, name, seed)
         for b, o in zip(base, out, strict=True):
             if task == "itp":  # the decision row is the last row shown
-                shown_b, shown_o = b.context["rows"], o.context["rows"]
+                shown_b, shown_o = b.context.rows, o.context.rows
                 if shown_b and shown_o:
                     assert shown_o[-1]["row_index"] == shown_b[-1]["row_index"] == b.row_index
                     if not renamed:
                         assert shown_o[-1]["line"] == shown_b[-1]["line"] or name == "no-cues"
                 continue
-            assert o.context["current"]["row_index"] == b.context["current"]["row_index"] == b.row_index
+            assert o.context.current["row_index"] == b.context.current["row_index"] == b.row_index
             if not renamed and name != "no-cues":
-                assert o.context["current"]["line"] == b.context["current"]["line"]
+                assert o.context.current["line"] == b.context.current["line"]
 
 
 @FUZZ
@@ -144,10 +144,10 @@ def test_shuffle_window_reorders_the_same_rows(seed: int, index: int, task: str)
     base = build(task, [DEMO[index]], cfg)
     out = build(task, [DEMO[index]], cfg, "shuffle-window", seed)
     for b, o in zip(base, out, strict=True):
-        before = [r["line"] for r in b.context["rows"]]
-        after = [r["line"] for r in o.context["rows"]]
+        before = [r["line"] for r in b.context.rows]
+        after = [r["line"] for r in o.context.rows]
         assert sorted(before) == sorted(after)
-        movable = [r for r in b.context["rows"] if r["row_index"] != b.row_index]
+        movable = [r for r in b.context.rows if r["row_index"] != b.row_index]
         if len(movable) >= 2:
             assert before != after
 
@@ -184,7 +184,7 @@ def test_no_cues_leaves_dialogue_prompts_alone_and_strips_cues() -> None:
         base = build("er", DEMO[:1], cfg)
         out = build("er", DEMO[:1], cfg, "no-cues")
         assert (TASKS["er"].render(base[:2], cfg) == TASKS["er"].render(out[:2], cfg)) is same
-    lines = [r["line"] for inst in out for r in inst.context["rows"]]
+    lines = [r["line"] for inst in out for r in inst.context.rows]
     assert lines and not any(
         f"| {cue}:" in line for line in lines for cue in ("tone", "posture", "face", "self")
     )
@@ -193,9 +193,9 @@ def test_no_cues_leaves_dialogue_prompts_alone_and_strips_cues() -> None:
 def test_context_sets_the_window() -> None:
     for n in (0, 1, 3):
         out = build("rpp", DEMO[:1], TaskConfig(), f"context:{n}")
-        assert all(len(i.context["rows"]) <= n and i.context["size"] == n for i in out)
+        assert all(len(i.context.rows) <= n and i.context.size == n for i in out)
     full = build("stp", DEMO[:1], TaskConfig(), "context:all")
-    assert all(len(i.context["rows"]) == i.row_index - 1 for i in full)
+    assert all(len(i.context.rows) == i.row_index - 1 for i in full)
 
 
 @FUZZ

@@ -35,7 +35,7 @@ CASES = (
 def render_snapshot(name: str, task_name: str, scenario: str, cfg: TaskConfig, samples: list[Sample]) -> str:
     task = perturbed_task(TASKS[task_name], name, SEED)
     sample = next(s for s in samples if s.scenario == scenario)
-    batch = make_batches(task.build(sample, cfg), task.DEFAULT_BATCH_SIZE)[0]
+    batch = make_batches(task.build(sample, cfg), task.INFO.default_batch_size)[0]
     request = task.render(batch, cfg)
     parts = [f"# {name} (seed {SEED}) on {task_name}: {sample.sample_id} | mode {cfg.mode}"]
     parts.append(f"=== {', '.join(request.instance_ids)} | gold {json.dumps([i.gold for i in batch])} ===")

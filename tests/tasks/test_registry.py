@@ -13,11 +13,10 @@ from hypothesis import strategies as st
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance
+from rescue_bench.records import Instance, Shown
 from rescue_bench.tasks import (
     TASK_NAMES,
     TASKS,
-    batch_size,
     build_instances,
     get_task,
     make_batches,
@@ -39,9 +38,10 @@ LABELS = ("pursue_withdraw", "attack_attack", "repair_softening", "mixed_transit
 def test_registry_lists_the_six_tasks_with_the_reference_defaults() -> None:
     assert tuple(TASKS) == TASK_NAMES
     for name, task in TASKS.items():
-        assert name == task.NAME and KINDS[name] == task.KIND
-        assert DEFAULTS[name] == (task.DEFAULT_BATCH_SIZE, task.DEFAULT_CONTEXT_SIZE)
-        assert task.MAX_TOKENS >= 1000
+        info = task.INFO
+        assert name == info.name and KINDS[name] == info.kind
+        assert DEFAULTS[name] == (info.default_batch_size, info.default_context_size)
+        assert info.max_tokens >= 1000
         assert re.fullmatch(r"[0-9a-f]{64}", task.PROMPT_HASH)  # type: ignore[attr-defined]
     assert len({t.PROMPT_HASH for t in TASKS.values()}) == 6  # type: ignore[attr-defined]
 
@@ -58,17 +58,16 @@ def test_batches_never_cross_samples_and_respect_the_size() -> None:
     assert make_batches([], 3) == []
     with pytest.raises(ConfigError):
         make_batches(items, 0)
-    assert batch_size(TASKS["itp"], TaskConfig()) == 4
-    assert batch_size(TASKS["itp"], TaskConfig(batch_size=1)) == 1
 
 
 def test_rows_are_rendered_once_per_sample_and_shared_by_every_task(
     make_sample: Callable[..., Sample],
 ) -> None:
     sample = make_sample(["Ana", "Ben", "Therapist", "Ana", "Therapist", "Ben", "Ana", "Therapist"])
-    records = row_records(sample, "dialogue")
-    shown = [rec for name in TASK_NAMES for inst in TASKS[name].build(sample, TaskConfig())
-             for rec in inst.context["rows"]]  # fmt: skip
+    cfg = TaskConfig()
+    records = row_records(sample, "dialogue", cfg.rows)
+    shown = [rec for name in TASK_NAMES for inst in TASKS[name].build(sample, cfg)
+             for rec in inst.context.rows]  # fmt: skip
     assert shown and all(any(rec is r for r in records) for rec in shown)
 
 
@@ -76,7 +75,7 @@ def all_requests(samples: list[Sample], cfg: TaskConfig) -> list[tuple[str, list
     out = []
     for name in TASK_NAMES:
         task = TASKS[name]
-        for batch in make_batches(build_instances(task, samples, cfg), task.DEFAULT_BATCH_SIZE):
+        for batch in make_batches(build_instances(task, samples, cfg), task.INFO.default_batch_size):
             out.append((name, batch, task.render(batch, cfg)))
     return out
 
@@ -88,7 +87,7 @@ def test_no_task_shows_future_rows_or_a_row_twice(demo_samples: list[Sample], si
         for inst in batch:
             rows = shown_rows(inst.context)
             assert len(rows) == len(set(rows)) and list(rows) == sorted(rows)
-            last = inst.row_index if name in SHOWS_CURRENT or inst.context["current"] else inst.row_index - 1
+            last = inst.row_index if name in SHOWS_CURRENT or inst.context.current else inst.row_index - 1
             if name == "itp":
                 last = inst.row_index  # the decision row closes the window; the next turn is unseen
             assert all(r <= last for r in rows), (name, inst.id)
@@ -124,7 +123,7 @@ def test_system_messages_are_shared_prefixes(demo_samples: list[Sample], mode: s
         assert [m["role"] for m in request.messages] == ["system", "user"]
         assert request.prompt_hash == TASKS[name].PROMPT_HASH  # type: ignore[attr-defined]
         assert request.instance_ids == tuple(i.id for i in batch)
-        assert request.max_tokens == TASKS[name].MAX_TOKENS
+        assert request.max_tokens == TASKS[name].INFO.max_tokens
         systems.setdefault((name, batch[0].scenario), set()).add(request.messages[0]["content"])
     assert len(systems) == 12 and all(len(v) == 1 for v in systems.values())
 
@@ -152,7 +151,9 @@ ENTRIES = st.dictionaries(st.sampled_from(ANSWER_KEYS) | st.text(max_size=8), JS
 
 def fuzz_batch(task: str, n: int) -> list[Instance]:
     return [
-        Instance(f"s::{task}::{i}", task, "s", "couple", i, None, LABELS, {"speaker": "Ana"}, {})
+        Instance(
+            f"s::{task}::{i}", task, "s", "couple", i, None, LABELS, Shown("dialogue", 0, speaker="Ana"), {}
+        )
         for i in range(1, n + 1)
     ]
 

@@ -38,7 +38,7 @@ def render_snapshot(task_name: str, samples: list[Sample]) -> str:
     parts = [f"# task {task_name}, prompt hash {task.PROMPT_HASH}\n"]  # type: ignore[attr-defined]
     for scenario, cfg in CASES:
         sample = next(s for s in samples if s.scenario == scenario)
-        batch = make_batches(task.build(sample, cfg), task.DEFAULT_BATCH_SIZE)[0]
+        batch = make_batches(task.build(sample, cfg), task.INFO.default_batch_size)[0]
         request = task.render(batch, cfg)
         parts.append(f"=== {sample.sample_id} | mode {cfg.mode} | {', '.join(request.instance_ids)} ===")
         for message in request.messages:

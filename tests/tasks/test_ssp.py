@@ -37,7 +37,7 @@ def test_instances_match_the_reference_on_the_real_samples(
 ) -> None:
     for sample in real_samples:
         got = [
-            {"row": i.row_index, "gold_target": i.context["target"], "gold_strategy": i.gold}
+            {"row": i.row_index, "gold_target": i.context.target, "gold_strategy": i.gold}
             for i in ssp.build(sample, CFG)
         ]
         assert got == expected[sample.sample_id]["ssp"]
@@ -61,7 +61,7 @@ def test_strategies_outside_the_scenario_taxonomy_are_dropped(make_sample: Calla
         scenario="family",
         participants=["Ana", "Ben", "Cy"],
     )
-    assert [(i.row_index, i.gold, i.context["target"]) for i in ssp.build(family, CFG)] == [
+    assert [(i.row_index, i.gold, i.context.target) for i in ssp.build(family, CFG)] == [
         (3, "boundary", "Family")
     ]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 import types
 from dataclasses import replace
-from importlib.metadata import EntryPoint
+from importlib.metadata import EntryPoint, entry_points
 
 import pytest
 
@@ -30,15 +30,12 @@ from rescue_bench.tasks.registry import GROUP, load_tasks
 PAPER_ORDER = ("itp", "rpp", "stp", "ssp", "er", "vp")
 
 
-def test_module_constants_are_the_info_facts() -> None:
+def test_a_task_states_its_facts_once_in_its_info() -> None:
     for name, task in TASKS.items():
-        info = task.INFO
-        assert (info.name, info.kind, info.max_tokens) == (name, task.KIND, task.MAX_TOKENS)
-        assert (info.default_batch_size, info.default_context_size) == (
-            task.DEFAULT_BATCH_SIZE,
-            task.DEFAULT_CONTEXT_SIZE,
-        )
         check_task(task, name)
+        assert task.INFO.name == name
+        stated = {"NAME", "KIND", "DEFAULT_BATCH_SIZE", "DEFAULT_CONTEXT_SIZE", "MAX_TOKENS"}
+        assert not stated & set(vars(task)), f"{name} states a fact of its INFO again"
 
 
 def test_paper_columns_follow_the_published_table() -> None:
@@ -66,11 +63,11 @@ def test_each_task_has_the_metric_spec_of_its_answer_form() -> None:
 
 
 def fake_task(monkeypatch: pytest.MonkeyPatch, module: str, name: str, **changes: object) -> None:
-    """A module ``module`` that is ITP under another name (INFO and NAME changed), importable by path."""
+    """A module ``module`` that is ITP under another name and without a place in the paper's order,
+    importable by path."""
     fake = types.ModuleType(module)
     fake.__dict__.update({k: v for k, v in vars(itp_module).items() if not k.startswith("__")})
-    fake.NAME = name  # type: ignore[attr-defined]
-    fake.INFO = replace(itp_module.INFO, name=name)  # type: ignore[attr-defined]
+    fake.INFO = replace(itp_module.INFO, name=name, paper_position=None)  # type: ignore[attr-defined]
     fake.__dict__.update(changes)
     monkeypatch.setitem(sys.modules, module, fake)
 
@@ -82,9 +79,10 @@ def point(name: str, value: str) -> EntryPoint:
 def test_outside_tasks_follow_the_built_ins_sorted_by_name(monkeypatch: pytest.MonkeyPatch) -> None:
     fake_task(monkeypatch, "fake_ztp", "ztp")
     fake_task(monkeypatch, "fake_atp", "atp")
+    installed = list(entry_points(group=GROUP))
     found = [
         point("ztp", "fake_ztp"),
-        point("itp", "rescue_bench.tasks.itp"),  # a built-in in the group is not added twice
+        *reversed(installed),  # the group's order is not the paper's
         point("atp", "fake_atp"),
         point("atp", "fake_atp"),  # the same distribution seen twice on the path
         EntryPoint("other", "fake_other", "another.group"),
@@ -92,7 +90,8 @@ def test_outside_tasks_follow_the_built_ins_sorted_by_name(monkeypatch: pytest.M
     tasks = load_tasks(found)
     assert tuple(tasks) == (*PAPER_ORDER, "atp", "ztp")
     assert tasks["atp"] is sys.modules["fake_atp"]
-    assert tuple(load_tasks([])) == PAPER_ORDER  # an install without the entry points keeps the built-ins
+    assert {point.name for point in installed} == set(PAPER_ORDER)  # the install declares the built-ins
+    assert tuple(load_tasks([])) == ()  # the entry points are the one list of tasks
 
 
 @pytest.mark.parametrize(
@@ -102,9 +101,15 @@ def test_outside_tasks_follow_the_built_ins_sorted_by_name(monkeypatch: pytest.M
             [point("xtp", "no_such_module_anywhere")],
             r"entry point xtp = 'no_such_module_anywhere'.*cannot import",
         ),
-        ([point("xtp", "fake_xtp"), point("xtp", "fake_ytp")], r"xtp.*also registered as 'fake_xtp'"),
-        ([point("itp", "fake_xtp")], r"entry point itp = 'fake_xtp'.*built-in task"),
-        ([point("ytp", "fake_xtp")], r"entry point ytp = 'fake_xtp'.*NAME is 'xtp', not 'ytp'"),
+        (
+            [point("xtp", "fake_ytp"), point("xtp", "fake_xtp")],
+            r"xtp = 'fake_xtp'.*also registered as 'fake_ytp'",
+        ),
+        (
+            [point("itp", "fake_xtp"), point("itp", "rescue_bench.tasks.itp")],
+            r"itp.*also registered as 'rescue_bench.tasks.itp'",
+        ),
+        ([point("ytp", "fake_xtp")], r"entry point ytp = 'fake_xtp'.*INFO.name is 'xtp', not 'ytp'"),
         ([point("xtp", "fake_xtp:thing")], r"entry point xtp.*module path"),
     ],
 )
@@ -119,11 +124,8 @@ def test_broken_or_duplicate_plugins_are_config_errors(
 
 def test_a_module_that_is_not_a_task_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "fake_empty", types.ModuleType("fake_empty"))
-    with pytest.raises(ConfigError, match=r"entry point xtp = 'fake_empty'.*lacks NAME, KIND"):
+    with pytest.raises(ConfigError, match=r"entry point xtp = 'fake_empty'.*lacks INFO, build"):
         load_tasks([point("xtp", "fake_empty")])
-    fake_task(monkeypatch, "fake_bad", "xtp", MAX_TOKENS=5)
-    with pytest.raises(ConfigError, match="MAX_TOKENS is 5 but INFO says 1600"):
-        load_tasks([point("xtp", "fake_bad")])
     fake_task(monkeypatch, "fake_noinfo", "xtp", INFO={"name": "xtp"})
     with pytest.raises(ConfigError, match="INFO is a dict, not a TaskInfo"):
         load_tasks([point("xtp", "fake_noinfo")])

@@ -7,7 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.records import Instance, Prediction
+from rescue_bench.records import Instance, Prediction, Shown
 from rescue_bench.tasks import vp
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.tasks.context import shown_rows
@@ -75,7 +75,9 @@ def test_the_current_row_is_shown_once_and_minus_one_means_all(make_sample: Call
 
 def instance() -> Instance:
     gold = [{"source": "Ana", "target": "Ben", "viewpoint": "he hides", "attitude": "negative"}]
-    return Instance("s::vp::4", "vp", "s", "couple", 4, gold, ("Ana", "Ben"), {"speaker": "Ana"}, {})
+    return Instance(
+        "s::vp::4", "vp", "s", "couple", 4, gold, ("Ana", "Ben"), Shown("dialogue", 0, speaker="Ana"), {}
+    )
 
 
 def parse_one(entry: dict[str, Any]) -> Prediction:

@@ -11,7 +11,7 @@ import pytest
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Request
+from rescue_bench.records import Instance, Request, Shown
 from rescue_bench.tasks import get_task
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.video.clips import (
@@ -236,7 +236,8 @@ def test_the_hook_with_real_clips_and_frames(tmp_path: Path, test_video: Path, s
         log=lambda _: None,
     )
     hook = make_video_hook([root], VideoSettings(form="frames", frames=2, frame_width=64))
-    context = {"rows": [{"row_index": 1, "line": "[1] ..."}], "current": {"row_index": 2, "line": "[2] ..."}}
+    rows = ({"row_index": 1, "line": "[1] ..."},)
+    context = Shown("video", 1, rows=rows, current={"row_index": 2, "line": "[2] ..."})
     inst = Instance("session/seg01::er::2", "er", "session/seg01", "couple", 2, None, (), context)
     request = Request(
         "er", ({"role": "system", "content": "s"}, {"role": "user", "content": "u"}), {}, (inst.id,)

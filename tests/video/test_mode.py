@@ -20,7 +20,7 @@ from typer.testing import CliRunner
 from rescue_bench.cli.main import app
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Row, Sample
-from rescue_bench.engine.manifest import build_plans
+from rescue_bench.engine.plans import build_plans
 from rescue_bench.records import Instance
 from rescue_bench.rundir import read_jsonl
 from rescue_bench.spec import RunSpec

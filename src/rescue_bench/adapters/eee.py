@@ -132,7 +132,7 @@ def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: 
         "generation_config": {
             "generation_args": {
                 "temperature": config.get("temperature"),
-                "max_tokens": get_task(task).MAX_TOKENS,
+                "max_tokens": get_task(task).INFO.max_tokens,
             },
             "additional_details": _strings(data.manifest.config),
         },

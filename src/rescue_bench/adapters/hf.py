@@ -144,7 +144,7 @@ def _model_index(
             continue
         lines += [
             "  - task:",
-            f"      type: {_yaml(get_task(task).KIND)}",
+            f"      type: {_yaml(get_task(task).INFO.kind)}",
             f"      name: {_yaml(task.upper())}",
         ]
         # The release fetched from the authors' repository (``--data rescue``) is the dataset the Hub holds.

@@ -16,16 +16,16 @@ from dataclasses import dataclass, field, fields
 from pydantic import JsonValue, TypeAdapter, ValidationError
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest_v1 import v1_keys
 from rescue_bench.engine.outcomes import prediction_record as engine_record
 from rescue_bench.engine.outcomes import reply_predictions
+from rescue_bench.engine.plans import PLAIN, default_batch_size
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import metric_plan, point_values, scope_labels, scope_records
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_ses
 from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.spec import RunSpec, options_model, validate_spec
-from rescue_bench.tasks import TASKS, batch_size, get_task, make_batches
+from rescue_bench.tasks import TASKS, get_task, make_batches
 from rescue_bench.tasks.base import Task, TaskConfig
 
 PLANNING_MODEL = "baseline/random"
@@ -67,9 +67,6 @@ class TaskArgs:
 
 COMMON = tuple(f.name for f in fields(TaskArgs) if f.name not in ("task", "options"))
 """The settings of :class:`TaskArgs` that every task has."""
-FORMAT1_KEYS = frozenset(key for task in TASKS.values() for key in v1_keys(task))
-"""The flat option keys of a format-1 ``run.json`` (and of the adapters' records made before the options were
-nested), as the tasks' ``Options.V1_KEYS`` name them."""
 
 
 def run_spec(
@@ -101,31 +98,28 @@ def task_args(given: Mapping[str, object], task: str | None = None, *, lenient: 
     """The :class:`TaskArgs` of ``task`` (else of ``given["task"]``) from settings given as a flat object.
 
     Besides the common settings, a task's options may be given as ``options`` (the task's own), as
-    ``task_options`` (task name -> options, as in a run spec; other tasks' are ignored), flat by field name
-    (``gold_field``), or by their format-1 key (``rpp_gold_field``, through the task's
-    ``Options.V1_KEYS``): an older record of the adapters has these. Another task's flat options are
-    ignored; any other key is a :class:`ConfigError` unless ``lenient`` (lm-eval passes its own metadata
-    along).
+    ``task_options`` (task name -> options, as in a run spec; other tasks' are ignored), or flat by field
+    name (``gold_field``, lm-eval's ``--metadata``). Another task's flat options are ignored; any other key
+    is a :class:`ConfigError` unless ``lenient`` (lm-eval passes its own metadata along).
 
-    >>> task_args({"task": "rpp", "rpp_gold_field": "relation_pattern", "checkpoints_per_sample": 5}).options
+    >>> task_args({"task": "rpp", "gold_field": "relation_pattern", "checkpoints_per_sample": 5}).options
     {'gold_field': 'relation_pattern'}
     """
     chosen = given.get("task") if task is None else task
     if not isinstance(chosen, str):
         raise ConfigError(f"settings without a task name: {sorted(given)}")
-    name = get_task(chosen).NAME
+    name = get_task(chosen).INFO.name
     if given.get("task", name) != name:
         raise ConfigError(f"settings of task {given['task']!r} given for task {name!r}")
     model = options_model(get_task(name))
     own = set(model.model_fields) if model is not None else set()
-    unknown = set(given) - {"task", "options", "task_options", *COMMON, *FORMAT1_KEYS, *_option_names()}
+    unknown = set(given) - {"task", "options", "task_options", *COMMON, *_option_names()}
     if unknown and not lenient:
         raise ConfigError(
             f"unknown setting {sorted(unknown)[0]!r} of task {name}; "
             f"known: {', '.join(COMMON)}, options, task_options, and the tasks' options"
         )
     options: dict[str, JsonValue] = {
-        **{field: _json(given[key]) for key, field in v1_keys(get_task(name)).items() if key in given},
         **{key: _json(value) for key, value in given.items() if key in own},
         **_mapping(_mapping(given.get("task_options"), "task_options").get(name), f"task_options.{name}"),
         **_mapping(given.get("options"), "options"),
@@ -187,7 +181,7 @@ def plan(args: TaskArgs) -> Plan:
     if spec.limit_samples is not None:
         samples = samples[: spec.limit_samples]
     instances = [inst for sample in samples for inst in task.build(sample, cfg)]
-    size = batch_size(task, cfg)
+    size = default_batch_size(task, cfg, PLAIN)
     batches = tuple(tuple(b) for b in make_batches(instances, size))
     requests = tuple(task.render(b, cfg) for b in batches)
     return Plan(args, task, cfg, batches, requests)

@@ -31,9 +31,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from rescue_bench.annotate.rowfields import HOLDER_KEYS, MoveFields, RowFields
+from rescue_bench.data.checks import check_sample
 from rescue_bench.data.load import build_sample
 from rescue_bench.data.schema import Row
-from rescue_bench.data.validate import check_sample
 from rescue_bench.taxonomy import (
     THERAPIST,
     UTTERANCE_TYPES,

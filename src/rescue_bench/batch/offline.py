@@ -34,14 +34,8 @@ from rescue_bench.batch.results import BatchResultsProvider, custom_id, parse_re
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import (
-    TaskPlan,
-    build_manifest,
-    build_plans,
-    check_compatible,
-    select_samples,
-    spec_from_manifest,
-)
+from rescue_bench.engine.manifest import build_manifest, check_compatible, spec_from_manifest
+from rescue_bench.engine.plans import TaskPlan, build_plans, select_samples
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import GenerationParams, parse_model_name
@@ -159,7 +153,7 @@ class RepeatResultsProvider(BatchResultsProvider):
 
 
 def config_from_manifest(manifest: dict[str, Json], tasks: dict[str, Task] | None = None) -> RunSpec:
-    """The run spec recorded in ``run.json`` (by ``export`` or by any run; format 1 or 2)."""
+    """The run spec recorded in ``run.json`` (by ``export`` or by any run)."""
     return spec_from_manifest(manifest, tasks)
 
 

@@ -24,7 +24,7 @@ def batch_export(
     """Write every request of a run as OpenAI Batch API lines (also read by vLLM's run_batch)."""
     from rescue_bench.batch.offline import export_batch, write_export_note
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.manifest import select_samples
+    from rescue_bench.engine.plans import select_samples
     from rescue_bench.evaluation.run import with_out
 
     flags = flag_values(ctx)

@@ -22,7 +22,7 @@ from rich.table import Table
 from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
 from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_prices, with_judges
@@ -135,7 +135,7 @@ def _int(value: object) -> int:
 def estimate(ctx: typer.Context) -> None:
     """Requests, prompt tokens and (with prices) cost per task, before spending anything."""
     from rescue_bench.data.load import load_samples
-    from rescue_bench.engine.manifest import build_plans, select_samples
+    from rescue_bench.engine.plans import build_plans, select_samples
     from rescue_bench.evaluation.estimate import cap_note, estimate_plan
     from rescue_bench.video.mode import check_video_config, clip_coverage
 

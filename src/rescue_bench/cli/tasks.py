@@ -157,7 +157,7 @@ def export(
         partial.replace(out)
     except OSError as exc:
         raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {count} {chosen.NAME} instances from {len(samples)} samples to {out}", err=True)
+    typer.echo(f"wrote {count} {chosen.INFO.name} instances from {len(samples)} samples to {out}", err=True)
 
 
 @tasks_app.command("lm-eval-path")

@@ -1,7 +1,6 @@
 """The report behind ``rescue-bench data validate``: every problem of a source, with its location.
 
-The per-sample checks live in :mod:`rescue_bench.data.checks` (the loader runs them on every sample it reads);
-:func:`check_sample` is re-exported here, where callers have always found it.
+The per-sample checks live in :mod:`rescue_bench.data.checks` (the loader runs them on every sample it reads).
 """
 
 from __future__ import annotations
@@ -10,11 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS, check_sample
+from rescue_bench.data.checks import DEFAULT_MAX_ROW_CHARS
 from rescue_bench.data.load import read_source
 from rescue_bench.problems import Problem
 
-__all__ = ["ValidationReport", "check_sample", "validate_source"]
+__all__ = ["ValidationReport", "validate_source"]
 
 
 # -- whole sources ------------------------------------------------------------------------------------------

@@ -2,11 +2,8 @@
 
 ``run.json`` (format 2) stores the whole :class:`~rescue_bench.spec.RunSpec` under ``spec``. Only what changes
 the answers goes into ``config`` (:func:`config_record`), which a resumed session compares; how the run goes
-(concurrency, rate limits, retries, cache, budget) may differ between sessions of one run. A format-1
-``run.json`` (flat task options, no ``spec``) is read by :func:`upgrade_manifest`.
-
-What the run asks (sample selection, task plans) is :mod:`rescue_bench.engine.plans`'s; those names are
-importable from here too.
+(concurrency, rate limits, retries, cache, budget) may differ between sessions of one run. A ``run.json`` of
+another format is refused in one line that names the format and the version that wrote it.
 """
 
 from __future__ import annotations
@@ -23,17 +20,7 @@ from typing import Final
 
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.manifest_v1 import spec_from_v1
-from rescue_bench.engine.plans import (
-    PLAIN,
-    TaskPlan,
-    build_plans,
-    check_repeats,
-    check_tasks,
-    default_batch_size,
-    plan_task,
-    select_samples,
-)
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
 from rescue_bench.redaction import scrub
@@ -46,28 +33,20 @@ from rescue_bench.tasks.perturb import perturbation_record
 __all__ = [
     "FORMAT",
     "GENERATION_DEFAULTS",
-    "PLAIN",
-    "TaskPlan",
     "build_manifest",
-    "build_plans",
     "check_compatible",
-    "check_repeats",
-    "check_tasks",
+    "check_format",
     "config_record",
     "dataset_hash",
-    "default_batch_size",
     "finish_manifest",
     "generation_record",
     "git_commit",
-    "plan_task",
-    "select_samples",
     "spec_from_manifest",
-    "upgrade_manifest",
     "video_record",
 ]
 
 FORMAT: Final = 2
-"""``run.json`` format: 2 stores the spec and nests task options; 1 had them flat."""
+"""The ``run.json`` format this version writes and reads: the whole spec under ``spec``."""
 
 
 def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str, Json]:
@@ -131,23 +110,29 @@ def video_record(spec: RunSpec) -> dict[str, Json] | None:
     }
 
 
-def upgrade_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] = TASKS) -> dict[str, Json]:
-    """``manifest`` as format 2 would record it (a format-2 one is returned as it is)."""
-    if manifest.get("format", 1) != 1:
-        return dict(manifest)
-    spec = spec_from_v1(manifest, tasks)
-    return {
-        **manifest,
-        "format": FORMAT,
-        "config": config_record(spec, tasks),
-        "spec": spec.model_dump(mode="json"),
-    }
+def check_format(manifest: Mapping[str, Json], where: str) -> None:
+    """Refuse, in one line naming its format and the version that wrote it, a ``run.json`` of another format.
+
+    >>> check_format({"format": 3, "package_version": "0.9.0"}, "runs/a/run.json")
+    Traceback (most recent call last):
+    ...
+    rescue_bench.errors.ConfigError: runs/a/run.json: format 3, written by rescue-bench 0.9.0; this \
+rescue-bench reads format 2 only: start a new directory
+    """
+    found = manifest.get("format", 1)
+    if found == FORMAT:
+        return
+    version = manifest.get("package_version")
+    by = f"rescue-bench {version}" if isinstance(version, str) and version else "an unknown version"
+    raise ConfigError(
+        f"{where}: format {found}, written by {by}; "
+        f"this rescue-bench reads format {FORMAT} only: start a new directory"
+    )
 
 
 def spec_from_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] | None = None) -> RunSpec:
-    """The run spec recorded in ``run.json`` (either format)."""
-    if manifest.get("format", 1) == 1:
-        return spec_from_v1(manifest, TASKS if tasks is None else tasks)
+    """The run spec recorded in ``run.json`` (:class:`ConfigError` for another format)."""
+    check_format(manifest, "run.json")
     return validate_spec(_object(manifest.get("spec"), "spec"), where="run.json: spec", tasks=tasks)
 
 
@@ -165,13 +150,14 @@ def check_compatible(
     if old is None:
         store.check_compatible(manifest)  # no run yet: refuses only records without a run.json
         return
+    check_format(old, str(store.root / "run.json"))
     protocol = Manifest.from_json(old, "run.json").protocol
     if protocol != PROTOCOL:
         raise ConfigError(
             f"{store.root} holds a run of protocol version {protocol} and this rescue-bench runs version "
             f"{PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start a new directory"
         )
-    changes = describe_changes(scrub(upgrade_manifest(old, tasks)), manifest)
+    changes = describe_changes(scrub(dict(old)), manifest)
     if changes:
         listed = "; ".join(changes[:5]) + (f"; and {len(changes) - 5} more" if len(changes) > 5 else "")
         raise ConfigError(

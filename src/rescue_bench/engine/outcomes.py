@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from rescue_bench.engine.execute import Outcome
 from rescue_bench.engine.hook import VideoNote
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.records import Instance, Json, Prediction, ProblemKind, Reply
 from rescue_bench.tasks.base import Task
 

@@ -14,7 +14,6 @@ from rescue_bench.rundir import line_key
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import TASKS, make_batches
 from rescue_bench.tasks.base import Task, TaskConfig
-from rescue_bench.tasks.context import context_size
 from rescue_bench.tasks.perturb import (
     ORDERED_KINDS,
     circular_variants,
@@ -81,9 +80,14 @@ def build_plans(
     tasks: Mapping[str, Task] | None = None,
     capabilities: Capabilities = PLAIN,
 ) -> list[TaskPlan]:
-    """Instances and batches of every requested task, in the requested order."""
+    """Instances and batches of every requested task, in the requested order.
+
+    The tasks are built with one config, whose :class:`~rescue_bench.tasks.base.RowCache` renders each
+    sample's rows once for all of them; it lives as long as the plans' instances refer to its rows.
+    """
     known = check_tasks(spec, tasks)
-    return [plan_task(name, known, samples, spec, capabilities) for name in spec.tasks]
+    cfg = spec.task_config(known)
+    return [plan_task(name, known, samples, spec, capabilities, cfg) for name in spec.tasks]
 
 
 def check_tasks(spec: RunSpec, tasks: Mapping[str, Task] | None = None) -> Mapping[str, Task]:
@@ -96,20 +100,28 @@ def check_tasks(spec: RunSpec, tasks: Mapping[str, Task] | None = None) -> Mappi
 
 
 def plan_task(
-    name: str, tasks: Mapping[str, Task], samples: Sequence[Sample], spec: RunSpec, capabilities: Capabilities
+    name: str,
+    tasks: Mapping[str, Task],
+    samples: Sequence[Sample],
+    spec: RunSpec,
+    capabilities: Capabilities,
+    shared: TaskConfig | None = None,
 ) -> TaskPlan:
-    """One task's instances of every sample, and its batches (per rotation, for ``label-order:all``)."""
+    """One task's instances of every sample, and its batches (per rotation, for ``label-order:all``).
+
+    ``shared`` is the config of the run's tasks (:func:`build_plans`), else the spec's; the plan's own has the
+    task's sizes resolved, here and only here.
+    """
     seed, circular = spec.model.seed or 0, is_circular(spec.perturb)
     check_repeats(spec, tasks[name], circular)
     first = circular_variants(spec.perturb, 1)[0]
     task = perturbed_task(tasks[name], first, seed)
-    cfg = spec.task_config(tasks)
+    given = spec.task_config(tasks) if shared is None else shared
+    size = default_batch_size(task, given, capabilities)
+    cfg = replace(given, context_size=given.shown_size(task.INFO), batch_size=size)
     instances = tuple(inst for sample in samples for inst in task.build(sample, cfg))
-    size = default_batch_size(task, cfg, capabilities)
     batches = tuple(tuple(b) for b in make_batches(instances, size))
-    plan = TaskPlan(
-        name, task, replace(cfg, batch_size=size), instances, batches, _prompt_hash(task, batches, cfg)
-    )
+    plan = TaskPlan(name, task, cfg, instances, batches, _prompt_hash(task, batches, cfg))
     if not circular:
         return replace(plan, repeats=spec.repeats)
     if task.INFO.kind not in ORDERED_KINDS:
@@ -146,9 +158,9 @@ def default_batch_size(task: Task, cfg: TaskConfig, capabilities: Capabilities) 
     """
     if cfg.batch_size is not None:
         return cfg.batch_size
-    if capabilities.reuses_prompt_prefix and context_size(cfg, task.DEFAULT_CONTEXT_SIZE) == -1:
+    if capabilities.reuses_prompt_prefix and cfg.shown_size(task.INFO) == -1:
         return 1
-    return task.DEFAULT_BATCH_SIZE
+    return task.INFO.default_batch_size
 
 
 def _prompt_hash(task: Task, batches: Sequence[Sequence[Instance]], cfg: TaskConfig) -> str:

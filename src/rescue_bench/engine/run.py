@@ -31,16 +31,9 @@ from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.ending import Ending, run_status, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.hook import Hook
-from rescue_bench.engine.manifest import (
-    TaskPlan,
-    build_manifest,
-    check_compatible,
-    check_tasks,
-    finish_manifest,
-    plan_task,
-    select_samples,
-)
+from rescue_bench.engine.manifest import build_manifest, check_compatible, finish_manifest
 from rescue_bench.engine.outcomes import prediction_record, request_record
+from rescue_bench.engine.plans import TaskPlan, build_plans, check_tasks, select_samples
 from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.errors import ConfigError, ProviderError
@@ -157,7 +150,7 @@ async def _session(
     model: Provider,
 ) -> RunResult:
     clock, started = time.perf_counter(), time.time()
-    plans = [plan_task(name, tasks, samples, spec, model.capabilities) for name in spec.tasks]
+    plans = build_plans(samples, spec, tasks, model.capabilities)
     manifest = build_manifest(spec, samples, plans, model.identity(), tasks)
     check_compatible(store, manifest, tasks)
     previous = store.manifest()

@@ -16,8 +16,8 @@ from rescue_bench.engine.counts import tally_requests
 from rescue_bench.engine.ending import unanswered
 from rescue_bench.engine.execute import Engine, Outcome
 from rescue_bench.engine.hook import Hook, VideoNote
-from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, prediction_record, predictions_of, request_record
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.engine.progress import Progress
 from rescue_bench.errors import ProviderError
 from rescue_bench.pricing import BudgetExceeded

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.metrics.aggregate import LineInput, aggregate_run, aggregate_task, typed_records
 from rescue_bench.metrics.relational import analysis_plan, relational_analyses
 from rescue_bench.metrics.repeats import Verdict, aggregate_repeated_task, circular_scopes

@@ -27,7 +27,7 @@ from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.asking import LIVE, Asker
 from rescue_bench.engine.ending import Ending, counted_status, degraded_reason, summarise
-from rescue_bench.engine.manifest import check_tasks
+from rescue_bench.engine.plans import check_tasks
 from rescue_bench.engine.run import RunOptions, RunResult, execute_run, make_model
 from rescue_bench.errors import ProviderError
 from rescue_bench.evaluation.setup import (

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rescue_bench.engine.manifest import TaskPlan
+from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.judge import rubric
 from rescue_bench.judge.bertscore import instance_pairs
 from rescue_bench.judge.runner import plan_groups

@@ -26,24 +26,12 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Capabilities, GenerationParams, Provider
 from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.tasks import get_task
-from rescue_bench.tasks.guesses import (  # re-exported: they were defined here
-    TOP_K,
-    most_common,
-    other_participants,
-    rank_by_frequency,
-    speaker_of,
-)
 
 __all__ = [
     "CAPABILITIES",
-    "TOP_K",
     "MajorityBaseline",
     "RandomBaseline",
     "make_baseline",
-    "most_common",
-    "other_participants",
-    "rank_by_frequency",
-    "speaker_of",
 ]
 
 CAPABILITIES: Final = Capabilities(

@@ -120,7 +120,7 @@ class UsageEntry(BaseModel):
         return self.tokens or self.usage or Tokens()
 
     def recorded_cost(self) -> float | None:
-        """The recorded cost (``cost_usd``, else ``cost``, as written by older runs)."""
+        """The recorded cost (``cost_usd``, else ``cost``)."""
         return _number(self.cost_usd if "cost_usd" in self.model_fields_set else self.cost)
 
 

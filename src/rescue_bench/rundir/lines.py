@@ -3,7 +3,7 @@
 Each is a frozen pydantic model that forbids unknown keys: a misspelt field in a file is an error naming the
 file, the line and the field, and a misspelt attribute in code fails mypy. ``to_json`` gives the same keys,
 in the same order, as the documented format; ``from_json`` reads one object (a line, or a JSON file).
-Fields that older run directories may lack have defaults.
+Fields a line may leave out have defaults.
 """
 
 from __future__ import annotations
@@ -69,7 +69,7 @@ class PredictionLine(Line):
     repeat: int = Field(0, ge=0)
     """Which ask of the instance this is (``repeats``, CircularEval rotations); written only when > 0."""
     reason: str | None = None
-    """The answer's own short ``reason`` (absent in older runs and when the answer gave none)."""
+    """The answer's own short ``reason`` (absent when the answer gave none)."""
 
     @property
     def key(self) -> str:

@@ -1,6 +1,6 @@
 """``<out>/study.json``: what a study is (its spec) and how each of its runs went, written atomically.
 
-Format 1::
+The file (its ``format`` is :data:`FORMAT`)::
 
     {"format": 1, "spec": {the flat study table}, "updated": ISO time,
      "runs": [{"model", "perturbation", "dir" (relative to the study directory), "status", "reason",

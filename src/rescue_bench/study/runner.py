@@ -24,7 +24,7 @@ from pathlib import Path
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.manifest import build_plans, select_samples
+from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.errors import BenchError
 from rescue_bench.evaluation import run as evaluation
 from rescue_bench.evaluation.setup import spec_prices

@@ -6,7 +6,7 @@ one module plus one entry point (:mod:`rescue_bench.tasks.registry`).
 
 >>> TASK_NAMES[:6]
 ('itp', 'rpp', 'stp', 'ssp', 'er', 'vp')
->>> get_task("itp").DEFAULT_BATCH_SIZE
+>>> get_task("itp").INFO.default_batch_size
 4
 >>> judged_tasks()[:2], headline("stp")
 (('er', 'vp'), ('recall_at_1', 'mrr', 'recall_at_2', 'recall_at_3'))
@@ -119,11 +119,6 @@ def make_batches(instances: Sequence[Instance], size: int) -> list[list[Instance
     return batches
 
 
-def batch_size(task: Task, cfg: TaskConfig) -> int:
-    """The configured batch size, or the task's default."""
-    return task.DEFAULT_BATCH_SIZE if cfg.batch_size is None else cfg.batch_size
-
-
 __all__ = [
     "TASKS",
     "TASK_NAMES",
@@ -131,7 +126,6 @@ __all__ = [
     "Task",
     "TaskConfig",
     "TaskInfo",
-    "batch_size",
     "build_instances",
     "get_task",
     "headline",

@@ -1,25 +1,23 @@
 """The shape every task module follows, and the settings they share.
 
-A task module exposes module-level constants and four pure functions::
+A task module exposes its facts in one record and four pure functions::
 
-    NAME: str                       # "itp", "rpp", "stp", "ssp", "er", "vp"
-    KIND: TaskKind                  # binary | multiclass | ranking | generation
-    DEFAULT_BATCH_SIZE: int         # instances per request (ITP 4, RPP 3, STP 3, SSP 3, ER 5, VP 5)
-    DEFAULT_CONTEXT_SIZE: int       # -1 all prior rows, 0 none, N the last N prior rows
-    MAX_TOKENS: int
-    INFO: TaskInfo                  # every other fact: metrics, paper columns, judged, baselines...
+    INFO: TaskInfo                  # name, kind, default sizes, output cap, metrics, judge, baselines...
 
     def build(sample: Sample, cfg: TaskConfig) -> list[Instance]
     def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request
     def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]   # never raises on model text
     def score(pred: Prediction, inst: Instance) -> Score
+
+``build`` puts what each instance's prompt shows on it as a :class:`~rescue_bench.records.Shown`, which
+``render`` reads back (:func:`rescue_bench.tasks.prompts.shown`).
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal, Protocol, TypeVar
 
 from pydantic import BaseModel
@@ -28,10 +26,19 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.relational_gold import AnalysisSpec
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.records import (
+    Instance,
+    Json,
+    Mode,
+    Prediction,
+    Request,
+    RowRecord,
+    Score,
+    Shown,
+    TaskKind,
+)
 from rescue_bench.taxonomy import Scenario
 
-Mode = Literal["dialogue", "audio", "visual", "audiovisual", "video"]
 MODES: tuple[Mode, ...] = ("dialogue", "audio", "visual", "audiovisual", "video")
 MODE_ALIASES: dict[str, Mode] = {
     "text": "dialogue",
@@ -43,6 +50,31 @@ GoldField = Literal["auto", "relation_cycle_state", "relation_pattern"]
 OptionsT = TypeVar("OptionsT", bound=BaseModel)
 
 
+RenderedRows = tuple[RowRecord, ...]
+"""A sample's rows rendered in one mode (:func:`rescue_bench.tasks.context.row_records`)."""
+
+
+class RowCache:
+    """Rendered rows by sample and mode, kept by the config that owns the cache: the tasks of a run's plans
+    (``engine.plans`` builds them all with one config) render each sample once and share its rows.
+
+    An entry holds its sample, so the sample's ``id`` cannot be reused while the cache lives; a sample
+    stage (``no-cues``) makes a new sample, and so an entry of its own.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: dict[tuple[int, str], tuple[Sample, RenderedRows]] = {}
+
+    def get(self, sample: Sample, mode: Mode) -> RenderedRows | None:
+        entry = self._entries.get((id(sample), mode))
+        return None if entry is None else entry[1]
+
+    def put(self, sample: Sample, mode: Mode, rows: RenderedRows) -> None:
+        self._entries[(id(sample), mode)] = (sample, rows)
+
+
 @dataclass(frozen=True, slots=True)
 class TaskConfig:
     """Settings shared by all tasks; ``None`` means the task's own default."""
@@ -52,6 +84,8 @@ class TaskConfig:
     batch_size: int | None = None
     options: Mapping[str, BaseModel] = field(default_factory=dict, hash=False)
     """Task name -> that task's ``Options`` (a frozen pydantic model); an absent task uses its defaults."""
+    rows: RowCache = field(default_factory=RowCache, hash=False, compare=False, repr=False)
+    """The rows rendered so far with this config (copies made by ``replace`` share it)."""
 
     def options_for(self, name: str, model_type: type[OptionsT]) -> OptionsT:
         """The options of task ``name``: those given, else the defaults of ``model_type``.
@@ -72,12 +106,20 @@ class TaskConfig:
             )
         return given
 
-    def with_defaults(self, context_size: int, batch_size: int) -> TaskConfig:
-        return replace(
-            self,
-            context_size=context_size if self.context_size is None else self.context_size,
-            batch_size=batch_size if self.batch_size is None else self.batch_size,
-        )
+    def shown_size(self, info: TaskInfo) -> int:
+        """The rows an item shows before its cut: the configured size, else the task's default; ``-1`` all,
+        ``0`` none, ``N`` the last ``N``.
+
+        >>> from rescue_bench.tasks import task_info
+        >>> TaskConfig().shown_size(task_info("rpp")), TaskConfig(context_size=2).shown_size(task_info("rpp"))
+        (-1, 2)
+        """
+        size = info.default_context_size if self.context_size is None else self.context_size
+        if size < -1:
+            raise ConfigError(
+                f"context size {size} is not valid: use -1 (all earlier rows), 0 (none) or N > 0"
+            )
+        return size
 
 
 def resolve_mode(name: str) -> Mode:
@@ -204,19 +246,17 @@ class JudgeRubric:
 
 @dataclass(frozen=True, slots=True)
 class TaskInfo:
-    """Everything about a task besides its four functions; the registry derives every task list from these.
-
-    The module constants the engine reads (``NAME``, ``KIND``, ``DEFAULT_BATCH_SIZE``,
-    ``DEFAULT_CONTEXT_SIZE``, ``MAX_TOKENS``) are the ones given here: :func:`check_task` says so at load.
-    """
+    """Everything about a task besides its four functions; the registry derives every task list from these."""
 
     name: str
+    """The task's name, also its entry point's (``itp``, ``rpp``...)."""
     kind: TaskKind
     metrics: MetricSpec
     """Headline metrics, McNemar-ability and how records aggregate (``metrics.aggregate``)."""
     paper_columns: tuple[PaperColumn, ...]
     """The task's columns in the paper's results table, in order (may be empty)."""
     default_batch_size: int
+    """Instances per request unless ``--batch-size`` says otherwise (``engine.plans`` decides)."""
     default_context_size: int
     """-1 all prior rows, 0 none, N the last N prior rows."""
     max_tokens: int
@@ -247,6 +287,9 @@ class TaskInfo:
     analyses: tuple[AnalysisSpec, ...] = ()
     """The relation-aware analyses of the task's records (``metrics.relational``, docs/relational.md), in
     report order; ``scores.json``'s ``_relational`` and the report hold one entry per spec."""
+    paper_position: int | None = None
+    """The task's place in the paper's task order (ITP 1 ... VP 6); the registry lists these tasks first, in
+    that order, then the others sorted by name."""
 
     def __post_init__(self) -> None:
         if self.kind != self.metrics.kind:
@@ -275,7 +318,7 @@ def make_instance(
     gold: Json,
     *,
     candidates: tuple[str, ...] = (),
-    context: Json = None,
+    context: Shown | None = None,
     meta: dict[str, Json] | None = None,
 ) -> Instance:
     """The instance of ``task`` at ``row_index`` of ``sample``, with the id ``<sample>::<task>::<row>``."""
@@ -293,13 +336,8 @@ def make_instance(
 
 
 class Task(Protocol):
-    """What the engine and the CLI need from a task module."""
+    """What the engine and the CLI need from a task module: its facts and its four functions."""
 
-    NAME: str
-    KIND: TaskKind
-    DEFAULT_BATCH_SIZE: int
-    DEFAULT_CONTEXT_SIZE: int
-    MAX_TOKENS: int
     INFO: TaskInfo
 
     def build(self, sample: Sample, cfg: TaskConfig) -> list[Instance]: ...
@@ -311,30 +349,14 @@ class Task(Protocol):
     def score(self, pred: Prediction, inst: Instance) -> Score: ...
 
 
-CONSTANTS = ("NAME", "KIND", "DEFAULT_BATCH_SIZE", "DEFAULT_CONTEXT_SIZE", "MAX_TOKENS")
-"""Module constants the engine reads; each must equal its field of ``INFO``."""
-
-
 def check_task(task: Task, where: str) -> None:
-    """Raise :class:`ConfigError` when ``task`` lacks part of the protocol or a constant disagrees with INFO.
+    """Raise :class:`ConfigError` when ``task`` lacks part of the protocol or its INFO is not a TaskInfo.
 
     ``where`` names the task's origin (an entry point) for the message.
     """
-    missing = [
-        attr for attr in (*CONSTANTS, "INFO", "build", "render", "parse", "score") if not hasattr(task, attr)
-    ]
+    missing = [attr for attr in ("INFO", "build", "render", "parse", "score") if not hasattr(task, attr)]
     if missing:
         raise ConfigError(f"task {where} lacks {', '.join(missing)}")
     info = task.INFO
     if not isinstance(info, TaskInfo):
         raise ConfigError(f"task {where}: INFO is a {type(info).__name__}, not a TaskInfo")
-    pairs = {
-        "NAME": (task.NAME, info.name),
-        "KIND": (task.KIND, info.kind),
-        "DEFAULT_BATCH_SIZE": (task.DEFAULT_BATCH_SIZE, info.default_batch_size),
-        "DEFAULT_CONTEXT_SIZE": (task.DEFAULT_CONTEXT_SIZE, info.default_context_size),
-        "MAX_TOKENS": (task.MAX_TOKENS, info.max_tokens),
-    }
-    for attr, (constant, fact) in pairs.items():
-        if constant != fact:
-            raise ConfigError(f"task {where}: {attr} is {constant!r} but INFO says {fact!r}")

@@ -13,8 +13,9 @@ section 1.2):
 * ``visual``: + posture, facial expressions, self-directed behaviour, interaction behaviour;
 * ``audiovisual``: both.
 
-Rows are rendered once per sample and mode (:func:`row_records`) and shared by every instance built from that
-sample; an instance's context holds references to these records, never copies.
+Rows are rendered once per sample and mode for a task config (:func:`row_records` keeps them in the config's
+:class:`~rescue_bench.tasks.base.RowCache`) and shared by every instance built from that sample with it; an
+instance's context holds references to these records, never copies.
 
 Context window (:func:`window`): ``-1`` all rows before the cut, ``0`` none, ``N`` the last ``N`` rows
 before it.
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 import math
 import re
-import weakref
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
@@ -32,14 +32,10 @@ from typing import TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.schema import Cue, Row, Sample
-from rescue_bench.errors import ConfigError
-from rescue_bench.records import Json
-from rescue_bench.tasks.base import Mode, TaskConfig
+from rescue_bench.records import Json, Mode, RowRecord, Shown
+from rescue_bench.tasks.base import RenderedRows, RowCache
 
 T = TypeVar("T")
-
-RowRecord = dict[str, Json]
-"""``{"row_index": int, "line": str}``: a rendered row, shared by instances: read-only."""
 
 AUDIO_MODES: frozenset[str] = frozenset({"audio", "audiovisual"})
 VISUAL_MODES: frozenset[str] = frozenset({"visual", "audiovisual"})
@@ -149,30 +145,15 @@ def render_row(row: Row, mode: Mode) -> str:
     return " | ".join(parts)
 
 
-# Six tasks build from the same samples, so rendered rows are kept for as long as their sample is alive: the
-# entry is keyed by the sample's id and dropped by a finalizer when the sample is garbage collected, before
-# its id can be reused. Samples are frozen, so an entry never goes stale.
-_ROWS: dict[tuple[int, str], tuple[RowRecord, ...]] = {}
-_WATCHED: set[int] = set()
-
-
-def _forget(sample_id: int) -> None:
-    _WATCHED.discard(sample_id)
-    for key in [k for k in _ROWS if k[0] == sample_id]:
-        _ROWS.pop(key, None)
-
-
-def row_records(sample: Sample, mode: Mode) -> tuple[RowRecord, ...]:
-    """The rendered rows of ``sample`` in ``mode`` (item ``i`` is row ``i + 1``), shared by instances."""
-    key = (id(sample), mode)
-    hit = _ROWS.get(key)
+def row_records(sample: Sample, mode: Mode, cache: RowCache | None = None) -> RenderedRows:
+    """The rendered rows of ``sample`` in ``mode`` (item ``i`` is row ``i + 1``), shared by instances: those
+    of ``cache`` when it has them (a task config's, :attr:`TaskConfig.rows`), else rendered and kept there."""
+    hit = None if cache is None else cache.get(sample, mode)
     if hit is not None:
         return hit
     records = tuple({"row_index": row.row_index, "line": render_row(row, mode)} for row in sample.rows)
-    if id(sample) not in _WATCHED:
-        _WATCHED.add(id(sample))
-        weakref.finalize(sample, _forget, id(sample))
-    _ROWS[key] = records
+    if cache is not None:
+        cache.put(sample, mode, records)
     return records
 
 
@@ -215,26 +196,19 @@ class ShownRows:
         return (*(row_index_of(r) for r in self.rows), *current)
 
 
-def shown_context(context: object) -> ShownRows:
-    """The rows of an instance's context (none for a context without rows, such as a test's).
+def shown_context(context: Shown | None) -> ShownRows:
+    """The rows of an instance's context (none for an instance built without one, such as a test's).
 
-    >>> shown_context({"rows": [{"row_index": 2, "line": "a"}], "current": {"row_index": 3}}).indices
+    >>> shown = Shown("dialogue", 1, rows=({"row_index": 2, "line": "a"},), current={"row_index": 3})
+    >>> shown_context(shown).indices
     (2, 3)
     >>> shown_context(None).indices
     ()
     """
-    rows: tuple[RowRecord, ...] = ()
-    current: RowRecord | None = None
-    match context:
-        case {"rows": list() | tuple() as listed}:
-            rows = tuple(r for r in listed if isinstance(r, dict))
-    match context:
-        case {"current": dict() as row}:
-            current = row
-    return ShownRows(rows, current)
+    return ShownRows() if context is None else ShownRows(context.rows, context.current)
 
 
-def shown_rows(context: Mapping[str, Json]) -> tuple[int, ...]:
+def shown_rows(context: Shown | None) -> tuple[int, ...]:
     """Row indices an instance shows, in display order (earlier rows, then the current row)."""
     return shown_context(context).indices
 
@@ -306,11 +280,3 @@ def early_cutoff(total_rows: int, ratio: float = 0.3) -> int:
         return 1
     drop = min(total_rows - 1, math.ceil(total_rows * ratio))
     return drop + 1
-
-
-def context_size(cfg: TaskConfig, default: int) -> int:
-    """The configured context size, or the task's ``default``; ``-1`` (all), ``0`` (none) or ``N`` rows."""
-    size = default if cfg.context_size is None else cfg.context_size
-    if size < -1:
-        raise ConfigError(f"context size {size} is not valid: use -1 (all earlier rows), 0 (none) or N > 0")
-    return size

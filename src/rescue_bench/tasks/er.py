@@ -15,7 +15,7 @@ import functools
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final, Self
+from typing import Any, Final, Self
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -23,11 +23,10 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import emotion_score, intensity_score
 from rescue_bench.metrics.spec import EMOTION_SCORES
-from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import (
     JudgeRubric,
-    Mode,
     PaperColumn,
     ScoreField,
     TaskConfig,
@@ -38,7 +37,6 @@ from rescue_bench.tasks.base import (
 )
 from rescue_bench.tasks.context import (
     clean,
-    context_size,
     early_cutoff,
     pick_evenly,
     row_records,
@@ -79,19 +77,12 @@ class Options(BaseModel):
     """ER's own settings (``--er-checkpoints-per-sample``, ``--er-min-dialogue-words``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
-    """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
     checkpoints_per_sample: StrictInt = Field(
         5, ge=1, description="ER: checkpoints per conversation at most."
     )
     min_dialogue_words: StrictInt = Field(5, ge=0, description="ER: words a checkpoint row has at least.")
 
 
-NAME = "er"
-KIND: TaskKind = "generation"
-DEFAULT_BATCH_SIZE = 5
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 1800
 EMOTION_KEYS = ("emotion", "predicted_internal_emotion", "internal_emotion", "emotion_description")
 INTENSITY_KEYS = ("intensity", "predicted_intensity_score", "intensity_score")
 EMOTION_PHRASES: Final = (
@@ -139,7 +130,7 @@ def gold_emotion(row: Row) -> dict[str, Json] | None:
 
 def checkpoints(sample: Sample, cfg: TaskConfig) -> list[tuple[Row, dict[str, Json]]]:
     """Eligible client rows with their gold, after the early cut-off and even selection."""
-    options = cfg.options_for(NAME, Options)
+    options = cfg.options_for(INFO.name, Options)
     first_kept = early_cutoff(len(sample.rows))
     eligible = []
     for row in sample.rows:
@@ -156,20 +147,16 @@ def checkpoints(sample: Sample, cfg: TaskConfig) -> list[tuple[Row, dict[str, Js
 
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
-    records = row_records(sample, cfg.mode)
+    size = cfg.shown_size(INFO)
+    records = row_records(sample, cfg.mode, cfg.rows)
     out = []
     for row, gold in checkpoints(sample, cfg):
         r = row.row_index
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": records[r - 1],
-            "speaker": row.speaker,
-        }
+        context = Shown(
+            cfg.mode, size, rows=window(records, r, size), current=records[r - 1], speaker=row.speaker
+        )
         meta = {"speaker": row.speaker, "position": round(r / len(sample.rows), 4), **turn_meta(row)}
-        out.append(make_instance(sample, NAME, r, gold, context=context, meta=meta))
+        out.append(make_instance(sample, INFO.name, r, gold, context=context, meta=meta))
     return out
 
 
@@ -178,10 +165,7 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         others="partner" if scenario == "couple" else "other family members",
-        context=prompts.context_sentence(size, "the current row"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the current row", SHAPE),
     )
 
 
@@ -192,31 +176,22 @@ def turn_meta(row: Row) -> dict[str, Json]:
 
 def current_block(opaque: str, inst: Instance) -> str:
     """An item showing the earlier rows, then the current row (ER and VP)."""
-    body = [prompts.rows_text(inst.context["rows"]), f"Current row: {inst.context['current']['line']}"]
-    return prompts.item_block(
-        opaque, f"current row {inst.row_index}, spoken by {inst.context['speaker']}", body
-    )
+    shown = prompts.shown(inst)
+    line = shown.current["line"] if shown.current is not None else None
+    body = [prompts.rows_text(shown.rows), f"Current row: {line}"]
+    return prompts.item_block(opaque, f"current row {inst.row_index}, spoken by {shown.speaker}", body)
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    shown = prompts.batch_shown(batch, INFO)
+    system = system_prompt(batch[0].scenario, shown.mode, shown.size)
     header = [prompts.session_line(batch)]
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {
         "emotion": {"type": "string", "maxLength": prompts.REASON_MAX_LENGTH},
         "intensity": {"type": "integer", "minimum": 0, "maximum": 10},
     }
-    return prompts.request(
-        NAME,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=MAX_TOKENS,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def read_intensity(raw: object) -> int | None:
@@ -377,13 +352,13 @@ JUDGE = JudgeRubric(
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="er",
+    kind="generation",
     metrics=EMOTION_SCORES,
     paper_columns=(PaperColumn("ER LLM", "llm", 1.0, 2), PaperColumn("ER BERT", "bertscore_f1", 1.0, 4)),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=5,
+    default_context_size=3,
+    max_tokens=1800,
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
@@ -391,5 +366,6 @@ INFO = TaskInfo(
     video=True,
     options=Options,
     relation_intensive=False,
+    paper_position=5,
     analyses=(relational.INTENSITY_BAND,),
 )

@@ -11,10 +11,10 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 
-from rescue_bench.records import Instance, Json, Request
-from rescue_bench.tasks.base import Mode
-from rescue_bench.tasks.context import RowRecord, clean, transcript
-from rescue_bench.taxonomy import RELATION_PATTERNS, STRATEGIES, Label, Scenario
+from rescue_bench.records import Instance, Json, Mode, Request, RowRecord, Shown
+from rescue_bench.tasks.base import TaskInfo
+from rescue_bench.tasks.context import clean, transcript
+from rescue_bench.taxonomy import RELATION_PATTERNS, STRATEGIES, Label, Scenario, group_label
 
 REASON_MAX_LENGTH = 200
 
@@ -110,6 +110,17 @@ def answer_rules(shape: str) -> str:
     return ANSWER_RULES.format(shape=shape)
 
 
+def shared_parts(mode: Mode, size: int, point: str, shape: str) -> dict[str, str]:
+    """The placeholders every task's system template has: ``context`` (how much is shown before ``point``),
+    ``mode``, ``line_format`` and ``answer`` (the reply's ``shape``)."""
+    return {
+        "context": context_sentence(size, point),
+        "mode": MODE_GUIDANCE[mode],
+        "line_format": line_format(mode),
+        "answer": answer_rules(shape),
+    }
+
+
 def taxonomy_text() -> str:
     """All label definitions, so that a taxonomy edit changes every prompt hash."""
     data = {
@@ -190,6 +201,25 @@ def people_line(participants: Sequence[str], group: str) -> str:
     return f'People: {names} (and the Therapist); "{group}" means the {group.lower()} as a whole.'
 
 
+def shown(inst: Instance) -> Shown:
+    """What ``build`` gave ``inst`` to show (``ValueError`` for an instance built without it)."""
+    if inst.context is None:
+        raise ValueError(f"{inst.task}: instance {inst.id} was built without a context to show")
+    return inst.context
+
+
+def batch_shown(batch: Sequence[Instance], info: TaskInfo) -> Shown:
+    """What the first item of a checked batch shows (:func:`check_batch`): its mode, size and people hold
+    for every item of the batch."""
+    check_batch(batch, info.name)
+    return shown(batch[0])
+
+
+def people_header(batch: Sequence[Instance], shown: Shown) -> list[str]:
+    """The header lines of a batch that names its people: the session, then who takes part."""
+    return [session_line(batch), people_line(shown.participants, group_label(batch[0].scenario))]
+
+
 def check_batch(batch: Sequence[Instance], task: str) -> None:
     """A batch is non-empty, of one task and of one sample (prompts show one conversation)."""
     if not batch:
@@ -213,21 +243,20 @@ def user_message(header: Sequence[str], blocks: Sequence[str]) -> str:
 
 
 def request(
-    task: str,
+    info: TaskInfo,
     batch: Sequence[Instance],
     system: str,
     user: str,
     fields: dict[str, Json],
-    *,
-    max_tokens: int,
     prompt_hash: str,
 ) -> Request:
+    """The request of ``batch``: its two messages, the answer schema of its ids and the task's output cap."""
     ids = tuple(f"c{i}" for i in range(1, len(batch) + 1))
     return Request(
-        task=task,
+        task=info.name,
         messages=messages(system, user),
         response_schema=answer_schema(ids, fields),
         instance_ids=tuple(inst.id for inst in batch),
-        max_tokens=max_tokens,
+        max_tokens=info.max_tokens,
         prompt_hash=prompt_hash,
     )

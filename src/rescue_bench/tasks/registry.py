@@ -1,17 +1,14 @@
-"""Loading the tasks: the built-ins in paper order, then those of the ``rescue_bench.tasks`` entry points.
+"""Loading the tasks: every module of the ``rescue_bench.tasks`` entry points, the six built-ins included.
 
-An outside package adds a task by declaring, in its ``pyproject.toml``::
+A package adds a task by declaring, in its ``pyproject.toml``::
 
     [project.entry-points."rescue_bench.tasks"]
     xtp = "xtp_plugin.xtp"
 
-The value is a module that follows :class:`rescue_bench.tasks.base.Task` (constants, ``INFO`` and the four
-functions); the entry point's name must be the task's ``NAME``.
-
-The six built-ins are declared the same way in this project's ``pyproject.toml``, but they are also loaded
-without it: an installation whose metadata predates the entry points (an editable install made before them)
-still has every built-in, in the paper's order. A built-in listed in the group is not added twice; outside
-tasks follow, sorted by name.
+The value is a module that follows :class:`rescue_bench.tasks.base.Task` (``INFO`` and the four functions);
+the entry point's name must be the task's ``INFO.name``. This project's ``pyproject.toml`` declares its six
+tasks the same way. Tasks with a place in the paper's order (``TaskInfo.paper_position``) come first, in that
+order; the others follow, sorted by name.
 """
 
 from __future__ import annotations
@@ -26,10 +23,6 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.tasks.base import Task, check_task
 
 GROUP = "rescue_bench.tasks"
-BUILTINS: tuple[tuple[str, str], ...] = tuple(
-    (name, f"rescue_bench.tasks.{name}") for name in ("itp", "rpp", "stp", "ssp", "er", "vp")
-)
-"""(name, module) of the built-in tasks, in the paper's table order."""
 
 
 def _load_module(name: str, value: str, where: str) -> Task:
@@ -39,66 +32,67 @@ def _load_module(name: str, value: str, where: str) -> Task:
         raise ConfigError(f"task {where}: cannot import {value!r} ({exc})") from exc
     task = cast(Task, module)
     check_task(task, where)
-    if name != task.NAME:
-        raise ConfigError(f"task {where}: the module's NAME is {task.NAME!r}, not {name!r}")
+    if name != task.INFO.name:
+        raise ConfigError(f"task {where}: the module's INFO.name is {task.INFO.name!r}, not {name!r}")
     return task
 
 
-def _outside(found: Iterable[EntryPoint]) -> dict[str, str]:
-    """Entry points beyond the built-ins, by name; the same name with two modules is an error."""
-    builtin = dict(BUILTINS)
-    chosen: dict[str, str] = {}
+def _chosen(found: Iterable[EntryPoint], strict: bool) -> dict[str, str]:
+    """Module path by task name. A value that is not a module path, or a name registered with two modules,
+    is an error (strict), else that name is left out."""
+    values: dict[str, set[str]] = {}
     for point in found:
-        where = f"entry point {point.name} = {point.value!r} (group {GROUP})"
-        if ":" in point.value:
-            raise ConfigError(f"task {where}: the value must be a module path, not an object reference")
-        if point.name in builtin:
-            if point.value != builtin[point.name]:
-                raise ConfigError(f"task {where}: {point.name!r} is a built-in task ({builtin[point.name]})")
-            continue
-        if chosen.get(point.name, point.value) != point.value:
-            raise ConfigError(
-                f"task {where}: task {point.name!r} is also registered as {chosen[point.name]!r}"
-            )
-        chosen[point.name] = point.value
+        values.setdefault(point.name, set()).add(point.value)
+    chosen: dict[str, str] = {}
+    for name, modules in sorted(values.items()):
+        where = f"entry point {name} = {sorted(modules)[0]!r} (group {GROUP})"
+        problem = None
+        if len(modules) > 1:
+            problem = f"task {where}: task {name!r} is also registered as {sorted(modules)[1]!r}"
+        elif any(":" in value for value in modules):
+            problem = f"task {where}: the value must be a module path, not an object reference"
+        if problem is None:
+            chosen[name] = modules.pop()
+        elif strict:
+            raise ConfigError(problem)
+        else:
+            _skip(name, problem)
     return chosen
 
 
 BROKEN: dict[str, str] = {}
-"""Outside tasks that could not be loaded by the package's own registry, with the reason (asking for one of
-them by name gives that reason)."""
+"""Tasks that could not be loaded by the package's own registry, with the reason (asking for one of them by
+name gives that reason)."""
 
 
 def load_tasks(found: Iterable[EntryPoint] | None = None, *, strict: bool = True) -> dict[str, Task]:
-    """Every task by name: the built-ins in paper order, then outside tasks sorted by name.
+    """Every task by name: those with a paper position in that order, then the others sorted by name.
 
     ``found`` replaces the installed entry points of the group (for tests). With ``strict=False`` (the
-    package's own registry) a broken outside task is left out with a warning and recorded in
-    :data:`BROKEN`, so one bad plugin does not stop every command.
+    package's own registry) a broken task is left out with a warning and recorded in :data:`BROKEN`, so one
+    bad plugin does not stop every command.
 
     Raises:
         ConfigError: (strict) an entry point cannot be imported, is not a task, names another task, or
             reuses a name.
     """
     points = entry_points(group=GROUP) if found is None else [p for p in found if p.group == GROUP]
-    tasks = {name: _load_module(name, value, f"{name} (built-in {value})") for name, value in BUILTINS}
-    try:
-        outside = _outside(points)
-    except ConfigError as exc:
-        if strict:
-            raise
-        _skip("*", str(exc))
-        return tasks
-    for name, value in sorted(outside.items()):
+    tasks: dict[str, Task] = {}
+    for name, value in _chosen(points, strict).items():
         try:
             tasks[name] = _load_module(name, value, f"entry point {name} = {value!r} (group {GROUP})")
         except ConfigError as exc:
             if strict:
                 raise
             _skip(name, str(exc))
-    return tasks
+    return dict(sorted(tasks.items(), key=lambda item: _place(item[1])))
+
+
+def _place(task: Task) -> tuple[bool, int, str]:
+    position = task.INFO.paper_position
+    return position is None, position or 0, task.INFO.name
 
 
 def _skip(name: str, reason: str) -> None:
     BROKEN[name] = reason
-    logging.getLogger(__name__).warning("warning: outside task left out: %s", reason)
+    logging.getLogger(__name__).warning("warning: task left out: %s", reason)

@@ -17,32 +17,26 @@ the target row itself; it is always told who speaks at the target row.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import MULTICLASS_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import GoldField, Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
-from rescue_bench.tasks.context import clean, context_size, row_records, window
+from rescue_bench.tasks.base import GoldField, PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.context import clean, row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
-from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, group_label, relation_labels
+from rescue_bench.taxonomy import RELATION_PATTERNS, Scenario, relation_labels
 
 
 class Options(BaseModel):
     """RPP's own settings (``--rpp-gold-field``, ``--rpp-include-current-turn``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    V1_KEYS: ClassVar[Mapping[str, str]] = {
-        "rpp_gold_field": "gold_field",
-        "rpp_include_current_turn": "include_current_turn",
-    }
-    """Format 1's flat ``run.json`` config keys of these options (read by ``engine.manifest_v1``)."""
     gold_field: GoldField = Field(
         "auto", description="RPP gold: auto (relation_cycle_state, else relation_pattern) or one of them."
     )
@@ -53,11 +47,6 @@ class Options(BaseModel):
     )
 
 
-NAME = "rpp"
-KIND: TaskKind = "multiclass"
-DEFAULT_BATCH_SIZE = 3
-DEFAULT_CONTEXT_SIZE = -1
-MAX_TOKENS = 1800
 ANSWER_KEYS = ("relation_top3", "labels", "ranking", "top3", "relation", "label", "pattern")
 
 SYSTEM = """\
@@ -120,10 +109,10 @@ def gold_label(row: Row, name: str, labels: tuple[str, ...]) -> str | None:
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per row with an in-taxonomy gold label, of any speaker."""
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
-    records = row_records(sample, cfg.mode)
+    size = cfg.shown_size(INFO)
+    records = row_records(sample, cfg.mode, cfg.rows)
     labels = relation_labels(sample.scenario)
-    options = cfg.options_for(NAME, Options)
+    options = cfg.options_for(INFO.name, Options)
     source = gold_field(sample, options.gold_field)
     out = []
     for row in sample.rows:
@@ -131,17 +120,16 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
         if gold is None:
             continue
         r = row.row_index
-        current = records[r - 1] if options.include_current_turn else None
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": current,
-            "speaker": row.speaker,
-            "participants": sample.participants,
-        }
+        context = Shown(
+            cfg.mode,
+            size,
+            rows=window(records, r, size),
+            current=records[r - 1] if options.include_current_turn else None,
+            speaker=row.speaker,
+            participants=sample.participants,
+        )
         meta = {"gold_field": source, "speaker": row.speaker, "position": round(r / len(sample.rows), 4)}
-        out.append(make_instance(sample, NAME, r, gold, candidates=labels, context=context, meta=meta))
+        out.append(make_instance(sample, INFO.name, r, gold, candidates=labels, context=context, meta=meta))
     return out
 
 
@@ -155,10 +143,7 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int, with_current: bool)
         current=CURRENT_SHOWN if with_current else CURRENT_HIDDEN,
         labels=prompts.label_block(RELATION_PATTERNS[scenario]),
         softening=SOFTENING[scenario],
-        context=prompts.context_sentence(size, "the target row"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the target row", SHAPE),
     )
 
 
@@ -168,38 +153,24 @@ def _block(opaque: str, inst: Instance) -> str:
     The rows come before anything that changes from item to item, so the prompts of consecutive targets in a
     session share a prefix as long as the shorter transcript. Endpoints with prompt caching, and the local
     model's KV cache, then evaluate only the new rows (the local model is asked one full-history item per
-    request for this reason: see ``engine.manifest.default_batch_size``).
+    request for this reason: see ``engine.plans.default_batch_size``).
     """
-    speaker = inst.context["speaker"] or "an unknown speaker"
-    target = f"Item {opaque}'s target row: {inst.row_index}, spoken by {speaker}"
-    current = inst.context["current"]
-    last = f"{target}:\n{current['line']}" if current is not None else f"{target} (not shown)."
-    return "\n".join(
-        [f"Item {opaque}, the rows before its target row:", prompts.rows_text(inst.context["rows"]), last]
+    shown = prompts.shown(inst)
+    target = (
+        f"Item {opaque}'s target row: {inst.row_index}, spoken by {shown.speaker or 'an unknown speaker'}"
     )
+    current = shown.current
+    last = f"{target}:\n{current['line']}" if current is not None else f"{target} (not shown)."
+    return "\n".join([f"Item {opaque}, the rows before its target row:", prompts.rows_text(shown.rows), last])
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
-    first = batch[0]
-    system = system_prompt(
-        first.scenario, first.context["mode"], first.context["size"], first.context["current"] is not None
-    )
-    header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
-    ]
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size, shown.current is not None)
+    header = prompts.people_header(batch, shown)
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {"relation_top3": prompts.ranking_field(first.candidates)}
-    return prompts.request(
-        NAME,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=MAX_TOKENS,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
@@ -213,13 +184,13 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="rpp",
+    kind="multiclass",
     metrics=MULTICLASS_TOP3,
     paper_columns=(PaperColumn("RPP Acc.", "accuracy", 100.0, 2),),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=3,
+    default_context_size=-1,
+    max_tokens=1800,
     random_answer=random_ranking,
     majority_answers=majority_ranking,
     percent=True,
@@ -227,5 +198,6 @@ INFO = TaskInfo(
     pattern_analyses=True,
     options=Options,
     relation_intensive=True,
+    paper_position=2,
     analyses=(relational.TRANSITION, relational.SEGMENT),
 )

@@ -9,30 +9,27 @@ context window. The therapist row itself is never shown.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping, Sequence
-from typing import ClassVar
+from collections.abc import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
-from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.base import PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.context import row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import support_moves, target_emotion
-from rescue_bench.taxonomy import STRATEGIES, Scenario, group_label, strategy_labels
+from rescue_bench.taxonomy import STRATEGIES, Scenario, strategy_labels
 
 
 class Options(BaseModel):
     """SSP's own settings (``--ssp-include-target-emotion``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    V1_KEYS: ClassVar[Mapping[str, str]] = {"ssp_include_target_emotion": "include_target_emotion"}
-    """Format 1's flat ``run.json`` config key of this option (read by ``engine.manifest_v1``)."""
     include_target_emotion: StrictBool = Field(
         False,
         description="SSP: also give the target's latest internal emotion.",
@@ -40,11 +37,6 @@ class Options(BaseModel):
     )
 
 
-NAME = "ssp"
-KIND: TaskKind = "ranking"
-DEFAULT_BATCH_SIZE = 3
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 2200
 ANSWER_KEYS = ("strategy_top3", "strategies", "ranking", "top3", "strategy")
 
 SYSTEM = """\
@@ -98,33 +90,30 @@ PROMPT_HASH = prompts.template_hash(
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per therapist support move whose strategy is in the sample's scenario taxonomy."""
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
-    with_emotion = cfg.options_for(NAME, Options).include_target_emotion
-    records = row_records(sample, cfg.mode)
+    size = cfg.shown_size(INFO)
+    with_emotion = cfg.options_for(INFO.name, Options).include_target_emotion
+    records = row_records(sample, cfg.mode, cfg.rows)
     labels = strategy_labels(sample.scenario)
     out = []
     for move in support_moves(sample):
         if move.strategy not in labels:
             continue
         r = move.row_index
-        emotion = target_emotion(sample, r, move.target, size) if with_emotion else ""
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": None,
-            "target": move.target,
-            "target_emotion": emotion,
-            "with_emotion": with_emotion,
-            "participants": list(sample.participants),
-        }
+        context = Shown(
+            cfg.mode,
+            size,
+            rows=window(records, r, size),
+            participants=sample.participants,
+            target=move.target,
+            target_emotion=target_emotion(sample, r, move.target, size) if with_emotion else None,
+        )
         meta = {
             "target": move.target,
             "target_source": move.target_source,
             "position": round(r / len(sample.rows), 4),
         }
         out.append(
-            make_instance(sample, NAME, r, move.strategy, candidates=labels, context=context, meta=meta)
+            make_instance(sample, INFO.name, r, move.strategy, candidates=labels, context=context, meta=meta)
         )
     return out
 
@@ -137,43 +126,26 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int, with_emotion: bool)
         emotion_task=EMOTION_TASK if with_emotion else "",
         labels=prompts.label_block(STRATEGIES[scenario]),
         reminders=REMINDERS[scenario],
-        context=prompts.context_sentence(size, "the therapist's unseen turn"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the therapist's unseen turn", SHAPE),
     )
 
 
 def _block(opaque: str, inst: Instance) -> str:
-    body = [f"Target of the next move: {inst.context['target']}"]
-    if inst.context["with_emotion"]:
-        emotion = inst.context["target_emotion"] or "(none in the rows shown)"
-        body.append(f"Target's latest internal emotion: {emotion}")
-    body.append(prompts.rows_text(inst.context["rows"]))
+    shown = prompts.shown(inst)
+    body = [f"Target of the next move: {shown.target}"]
+    if shown.target_emotion is not None:
+        body.append(f"Target's latest internal emotion: {shown.target_emotion or '(none in the rows shown)'}")
+    body.append(prompts.rows_text(shown.rows))
     return prompts.item_block(opaque, f"the therapist's next turn is row {inst.row_index}", body)
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
-    first = batch[0]
-    system = system_prompt(
-        first.scenario, first.context["mode"], first.context["size"], first.context["with_emotion"]
-    )
-    header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
-    ]
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size, shown.target_emotion is not None)
+    header = prompts.people_header(batch, shown)
     blocks = [_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     fields = {"strategy_top3": prompts.ranking_field(first.candidates)}
-    return prompts.request(
-        NAME,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=MAX_TOKENS,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
@@ -187,16 +159,16 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="ssp",
+    kind="ranking",
     metrics=RANKING_TOP3,
     paper_columns=(
         PaperColumn("SSP Rec.", "recall_at_1", 100.0, 2),
         PaperColumn("SSP MRR", "mrr", 100.0, 2),
     ),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=3,
+    default_context_size=3,
+    max_tokens=2200,
     random_answer=random_ranking,
     majority_answers=majority_ranking,
     percent=True,
@@ -204,5 +176,6 @@ INFO = TaskInfo(
     gold_labels=strategy_labels,
     options=Options,
     relation_intensive=True,
+    paper_position=4,
     analyses=(relational.TARGET_TYPE, relational.PATTERN_BEFORE_ROW),
 )

@@ -18,20 +18,15 @@ from collections.abc import Sequence
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.spec import RANKING_TOP3
-from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
-from rescue_bench.tasks.context import context_size, row_records, window
+from rescue_bench.tasks.base import PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.context import row_records, window
 from rescue_bench.tasks.guesses import majority_ranking, random_ranking
 from rescue_bench.tasks.parsing import parse_ranking, ranking_metrics
 from rescue_bench.tasks.support import candidate_targets, support_moves
 from rescue_bench.taxonomy import Scenario, group_label
 
-NAME = "stp"
-KIND: TaskKind = "ranking"
-DEFAULT_BATCH_SIZE = 3
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 1800
 ANSWER_KEYS = ("target_top3", "targets", "ranking", "top3", "target")
 
 SYSTEM = """\
@@ -60,22 +55,18 @@ PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """One instance per therapist support move with a target in the sample's closed target set."""
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
-    records = row_records(sample, cfg.mode)
+    size = cfg.shown_size(INFO)
+    records = row_records(sample, cfg.mode, cfg.rows)
     candidates = candidate_targets(sample)
     out = []
     for move in support_moves(sample):
         r = move.row_index
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": None,
-            "participants": sample.participants,
-        }
+        context = Shown(cfg.mode, size, rows=window(records, r, size), participants=sample.participants)
         meta = {"target_source": move.target_source, "position": round(r / len(sample.rows), 4)}
         out.append(
-            make_instance(sample, NAME, r, move.target, candidates=candidates, context=context, meta=meta)
+            make_instance(
+                sample, INFO.name, r, move.target, candidates=candidates, context=context, meta=meta
+            )
         )
     return out
 
@@ -85,20 +76,15 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         group=group_label(scenario),
-        context=prompts.context_sentence(size, "the therapist's unseen turn"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the therapist's unseen turn", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size)
     header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
+        *prompts.people_header(batch, shown),
         # JSON string escapes keep a name with a newline or quote on this line, exactly as it is answered.
         "Candidate labels: " + ", ".join(json.dumps(c, ensure_ascii=False)[1:-1] for c in first.candidates),
     ]
@@ -106,20 +92,12 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         prompts.item_block(
             f"c{i}",
             f"the therapist's next turn is row {inst.row_index}",
-            [prompts.rows_text(inst.context["rows"])],
+            [prompts.rows_text(prompts.shown(inst).rows)],
         )
         for i, inst in enumerate(batch, start=1)
     ]
     fields = {"target_top3": prompts.ranking_field(first.candidates)}
-    return prompts.request(
-        NAME,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=MAX_TOKENS,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 def parse(text: str, batch: Sequence[Instance]) -> list[Prediction]:
@@ -133,20 +111,21 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="stp",
+    kind="ranking",
     metrics=RANKING_TOP3,
     paper_columns=(
         PaperColumn("STP Rec.", "recall_at_1", 100.0, 2),
         PaperColumn("STP MRR", "mrr", 100.0, 2),
     ),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=3,
+    default_context_size=3,
+    max_tokens=1800,
     random_answer=random_ranking,
     majority_answers=majority_ranking,
     percent=True,
     target_kinds=True,
     relation_intensive=True,
+    paper_position=3,
     analyses=(relational.TARGET_TYPE, relational.PATTERN_BEFORE_ROW),
 )

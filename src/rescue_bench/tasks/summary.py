@@ -63,7 +63,7 @@ def export_records(task: Task, samples: Sequence[Sample], cfg: TaskConfig) -> It
             yield {
                 **inst.to_json(),
                 "mode": cfg.mode,
-                "context_size": inst.context["size"],
+                "context_size": None if inst.context is None else inst.context.size,
                 "prompt_hash": request.prompt_hash,
                 "messages": list(request.messages),
                 "response_schema": request.response_schema,
@@ -96,5 +96,5 @@ def find_instance(
             return inst
     rows = ", ".join(str(i.row_index) for i in instances) or "none"
     raise ConfigError(
-        f"sample {sample_id!r} has no {task.NAME} instance at row {row} (rows with one: {rows})"
+        f"sample {sample_id!r} has no {task.INFO.name} instance at row {row} (rows with one: {rows})"
     )

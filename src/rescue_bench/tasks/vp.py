@@ -15,7 +15,7 @@ import json
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
 
@@ -23,12 +23,11 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
-from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
 from rescue_bench.tasks.base import (
     JudgeRubric,
     JudgeTotal,
-    Mode,
     PaperColumn,
     ScoreField,
     TaskConfig,
@@ -37,7 +36,7 @@ from rescue_bench.tasks.base import (
     TurnFacts,
     make_instance,
 )
-from rescue_bench.tasks.context import clean, context_size, pick_evenly, row_records, window
+from rescue_bench.tasks.context import clean, pick_evenly, row_records, window
 from rescue_bench.tasks.er import current_block, turn_meta
 from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_frequency, speaker_of
 from rescue_bench.tasks.parsing import field, parse_batch, short
@@ -48,18 +47,11 @@ class Options(BaseModel):
     """VP's own settings (``--vp-checkpoints-per-sample``)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
-    V1_KEYS: ClassVar[Mapping[str, str]] = {"checkpoints_per_sample": "checkpoints_per_sample"}
-    """Format 1 had one flat key for ER's and VP's checkpoints (read by ``engine.manifest_v1``)."""
     checkpoints_per_sample: StrictInt = Field(
         5, ge=1, description="VP: checkpoints per conversation at most."
     )
 
 
-NAME = "vp"
-KIND: TaskKind = "generation"
-DEFAULT_BATCH_SIZE = 5
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 2200
 ANSWER_KEYS = ("viewpoints", "predicted_viewpoints")
 VIEWPOINT_PHRASES: Final = (
     "does not listen to me",
@@ -107,29 +99,29 @@ def gold_viewpoints(row: Row) -> list[dict[str, Json]]:
 
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
-    records = row_records(sample, cfg.mode)
+    size = cfg.shown_size(INFO)
+    records = row_records(sample, cfg.mode, cfg.rows)
     eligible = [(row, gold) for row in sample.rows if row.is_client and (gold := gold_viewpoints(row))]
     people = (*sample.participants, THERAPIST, group_label(sample.scenario))
     out = []
-    most = cfg.options_for(NAME, Options).checkpoints_per_sample
+    most = cfg.options_for(INFO.name, Options).checkpoints_per_sample
     for row, gold in pick_evenly(eligible, most, key=lambda pair: pair[0].row_index):
         r = row.row_index
-        context = {
-            "mode": cfg.mode,
-            "size": size,
-            "rows": window(records, r, size),
-            "current": records[r - 1],
-            "speaker": row.speaker,
-            "participants": sample.participants,
-        }
+        context = Shown(
+            cfg.mode,
+            size,
+            rows=window(records, r, size),
+            current=records[r - 1],
+            speaker=row.speaker,
+            participants=sample.participants,
+        )
         meta = {
             "speaker": row.speaker,
             "participants": list(sample.participants),
             "position": round(r / len(sample.rows), 4),
             **turn_meta(row),
         }
-        out.append(make_instance(sample, NAME, r, gold, candidates=people, context=context, meta=meta))
+        out.append(make_instance(sample, INFO.name, r, gold, candidates=people, context=context, meta=meta))
     return out
 
 
@@ -138,21 +130,14 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         group=group_label(scenario),
-        context=prompts.context_sentence(size, "the current row"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the current row", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
-    prompts.check_batch(batch, NAME)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
-    header = [
-        prompts.session_line(batch),
-        prompts.people_line(first.context["participants"], group_label(first.scenario)),
-    ]
+    shown, first = prompts.batch_shown(batch, INFO), batch[0]
+    system = system_prompt(first.scenario, shown.mode, shown.size)
+    header = prompts.people_header(batch, shown)
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     person = {"type": "string", "enum": list(dict.fromkeys(first.candidates))}
     entry = {
@@ -166,15 +151,7 @@ def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
         "additionalProperties": False,
     }
     fields = {"viewpoints": {"type": "array", "items": entry}}
-    return prompts.request(
-        NAME,
-        batch,
-        system,
-        prompts.user_message(header, blocks),
-        fields,
-        max_tokens=MAX_TOKENS,
-        prompt_hash=PROMPT_HASH,
-    )
+    return prompts.request(INFO, batch, system, prompts.user_message(header, blocks), fields, PROMPT_HASH)
 
 
 class ReplyEntry(BaseModel):
@@ -249,7 +226,7 @@ def _read(item: dict[str, Any], inst: Instance) -> Prediction:
         return Prediction.failed(inst.id, "parse_failure: no viewpoints in the answer")
     if not isinstance(raw, list | dict | str):
         return Prediction.failed(inst.id, f"parse_failure: viewpoints {short(raw)} is not a list")
-    value, notes = read_viewpoints(raw, str(inst.context["speaker"]))
+    value, notes = read_viewpoints(raw, str(prompts.shown(inst).speaker))
     return Prediction(inst.id, value, True, tuple(notes))
 
 
@@ -392,13 +369,13 @@ JUDGE = JudgeRubric(
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="vp",
+    kind="generation",
     metrics=VIEWPOINT_SCORES,
     paper_columns=(PaperColumn("VP LLM", "llm", 1.0, 2), PaperColumn("VP BERT", "bertscore_f1", 1.0, 4)),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=5,
+    default_context_size=3,
+    max_tokens=2200,
     random_answer=random_answer,
     majority_answers=majority_answers,
     judge=JUDGE,
@@ -406,5 +383,6 @@ INFO = TaskInfo(
     video=True,
     options=Options,
     relation_intensive=True,
+    paper_position=6,
     analyses=(relational.TARGET_COUNT,),
 )

@@ -32,10 +32,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench import media
 from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.jsonfile import read_json
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.tasks import video_tasks
 from rescue_bench.tasks.context import chat_message, row_index_of, shown_context
-from rescue_bench.workdir import manifest_paths, read_json, read_manifest
+from rescue_bench.workdir import manifest_paths, read_manifest
 
 VIDEO_TASKS: tuple[str, ...] = video_tasks()
 ClipForm = Literal["video", "frames"]

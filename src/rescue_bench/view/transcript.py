@@ -139,7 +139,7 @@ def rebuild(
         instance = next((i for i in built if i.id == instance_id), None)
         if instance is None:
             return Rebuilt(problem=f"{instance_id} is no longer built from the run's data")
-        size = source.batch_sizes.get(task_name, task.DEFAULT_BATCH_SIZE)
+        size = source.batch_sizes.get(task_name, task.INFO.default_batch_size)
         batch = _batch(instance, built, size, reply)
         rendered = ("render", task_name, *(i.id for i in batch))
         if rendered not in source.built:  # instances of one batch share its request

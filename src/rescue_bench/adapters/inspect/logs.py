@@ -3,9 +3,7 @@
 Each sample's score holds the ``predictions.jsonl`` lines of its batch (and the grader's judgment lines), so
 the run directory is made of exactly what inspect scored; ``scores.json`` is aggregated as a judge pass does
 (with bootstrap CIs), so ``report``, ``compare`` and the viewer read it like any run. Its ``run.json`` is of
-the current format (the run spec of the logs' settings, as ``engine.manifest`` writes it); the settings of a
-log made before the task options were nested (flat ``rpp_gold_field``...) are read through the tasks'
-``Options.V1_KEYS``.
+the current format (the run spec of the logs' settings, as ``engine.manifest`` writes it).
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ GENERATION = (
 def task_signature(bench: BenchTask) -> inspect.Signature:
     """The parameters of ``bench``'s inspect task: the common settings (as :class:`TaskArgs` has them), how
     the model generates, then the task's own options (its ``INFO.options`` fields) with their defaults."""
-    defaults, hints = TaskArgs(bench.NAME), get_type_hints(TaskArgs)
+    defaults, hints = TaskArgs(bench.INFO.name), get_type_hints(TaskArgs)
     common = [_parameter(name, hints[name], getattr(defaults, name)) for name in COMMON]
     model = options_model(bench)
     fields = model.model_fields if model is not None else {}
@@ -121,7 +121,7 @@ def task_signature(bench: BenchTask) -> inspect.Signature:
     for name, info in fields.items():
         if name in taken or info.is_required():
             why = "has the name of a common setting" if name in taken else "has no default"
-            raise ConfigError(f"task {bench.NAME}: option {name!r} {why}")
+            raise ConfigError(f"task {bench.INFO.name}: option {name!r} {why}")
     options = [
         _parameter(name, info.annotation, info.get_default(call_default_factory=True))
         for name, info in fields.items()
@@ -153,13 +153,13 @@ def task_factory(bench: BenchTask) -> Callable[..., Task]:
         values = dict(bound.arguments)
         temperature, seed = values.pop("temperature"), values.pop("seed")
         common = {name: values.pop(name) for name in COMMON}
-        args = task_args({**common, "options": values}, bench.NAME)  # typed as the settings of a record
+        args = task_args({**common, "options": values}, bench.INFO.name)  # typed as the settings of a record
         return rescue_task(args, temperature=temperature, seed=seed)
 
     factory.__signature__ = signature  # type: ignore[attr-defined]  # what inspect.signature reads
-    factory.__name__ = factory.__qualname__ = bench.NAME
+    factory.__name__ = factory.__qualname__ = bench.INFO.name
     factory.__doc__ = task_doc(bench)
-    return task(name=bench.NAME)(factory)
+    return task(name=bench.INFO.name)(factory)
 
 
 def _factories() -> dict[str, Callable[..., Task]]:

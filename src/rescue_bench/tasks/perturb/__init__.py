@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
-from rescue_bench.records import Instance, Json, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Json, Prediction, Request, Score
 from rescue_bench.tasks import task_info
 from rescue_bench.tasks.base import Task, TaskConfig, TaskInfo
 from rescue_bench.tasks.perturb.base import Context, Perturbation, PerturbationRecord
@@ -137,11 +137,6 @@ class PerturbedTask:
     ``run.json`` (:func:`perturbation_record`).
     """
 
-    NAME: str
-    KIND: TaskKind
-    DEFAULT_BATCH_SIZE: int
-    DEFAULT_CONTEXT_SIZE: int
-    MAX_TOKENS: int
     INFO: TaskInfo
 
     def __init__(self, task: Task, perturbations: Sequence[Perturbation], seed: int) -> None:
@@ -150,12 +145,7 @@ class PerturbedTask:
         self.task = task
         self.perturbations = tuple(perturbations)
         self.seed = seed
-        self.NAME, self.KIND, self.INFO = task.NAME, task.KIND, task.INFO
-        self.DEFAULT_BATCH_SIZE, self.DEFAULT_CONTEXT_SIZE = (
-            task.DEFAULT_BATCH_SIZE,
-            task.DEFAULT_CONTEXT_SIZE,
-        )
-        self.MAX_TOKENS = task.MAX_TOKENS
+        self.INFO = task.INFO
         prompt_hash = getattr(task, "PROMPT_HASH", None)
         if isinstance(prompt_hash, str):
             self.PROMPT_HASH = prompt_hash

@@ -19,7 +19,7 @@ from string import ascii_uppercase
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.records import Instance, Json
+from rescue_bench.records import Instance, Json, Shown
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks.context import clean
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS
@@ -125,6 +125,27 @@ def with_meta(inst: Instance, key: str, value: Json) -> dict[str, Json]:
     return {**inst.meta, META_KEY: updated.model_dump(mode="json", exclude_defaults=True)}
 
 
+def renamed_shown(shown: Shown | None, mapper: Callable[[str], str], memo: dict[int, Json]) -> Shown | None:
+    """What an instance shows with every name mapped: rows, current row, speaker, people, target and its
+    emotion, and any other text. ``memo`` maps each shared row record once, so renamed rows stay shared."""
+    if shown is None:
+        return None
+
+    def text(value: str | None) -> str | None:
+        return None if value is None else mapper(value)
+
+    return replace(
+        shown,
+        rows=tuple(map_json(row, mapper, memo) for row in shown.rows),
+        current=None if shown.current is None else map_json(shown.current, mapper, memo),
+        speaker=text(shown.speaker),
+        participants=tuple(mapper(p) for p in shown.participants),
+        target=text(shown.target),
+        target_emotion=text(shown.target_emotion),
+        extra={key: map_json(value, mapper, memo) for key, value in shown.extra.items()},
+    )
+
+
 def rename(instances: Sequence[Instance], mapping: NameMap) -> list[Instance]:
     """The instances with ``mapping`` applied to gold, candidates and context; the inverse goes to meta."""
     if not mapping:
@@ -137,7 +158,7 @@ def rename(instances: Sequence[Instance], mapping: NameMap) -> list[Instance]:
             inst,
             gold=map_json(inst.gold, mapper),
             candidates=tuple(mapper(c) for c in inst.candidates),
-            context=map_json(inst.context, mapper, memo),
+            context=renamed_shown(inst.context, mapper, memo),
             meta=with_meta(inst, "names", inverse),
         )
         for inst in instances

@@ -17,7 +17,7 @@ from rescue_bench.metrics.aggregate import correct_top1
 from rescue_bench.records import Instance, Request
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import prompts, task_info
-from rescue_bench.tasks.context import chat_message, row_index_of, shown_context
+from rescue_bench.tasks.context import chat_message, row_index_of
 from rescue_bench.tasks.perturb.names import with_meta
 from rescue_bench.taxonomy import RELATION_PATTERNS, STRATEGIES, Label
 
@@ -93,16 +93,16 @@ def shuffle_rows(inst: Instance, seed: int) -> Instance:
     """The instance with its shown earlier rows in a seeded order; the row it is about, when it is among
     them (ITP's decision row), stays last."""
     context = inst.context
-    rows = shown_context(context).rows
-    if not isinstance(context, dict) or not rows:
+    if context is None or not context.rows:
         return inst
+    rows = context.rows
     fixed = [r for r in rows if row_index_of(r) == inst.row_index]
     movable = [r for r in rows if row_index_of(r) != inst.row_index]
     keys = [str(row_index_of(r)) for r in movable]
     order = seeded_shuffle(keys, f"{seed}:shuffle-window:{inst.id}")
     by_key = dict(zip(keys, movable, strict=True))
     shuffled = (*(by_key[k] for k in order), *fixed)
-    return replace(inst, context={**context, "rows": shuffled})
+    return replace(inst, context=replace(context, rows=shuffled))
 
 
 def circular_correct(per_rotation: Sequence[Sequence[PredictionLine]]) -> dict[str, bool]:

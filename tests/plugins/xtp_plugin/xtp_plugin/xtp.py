@@ -23,19 +23,14 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.metrics.spec import BINARY_YES_NO
-from rescue_bench.records import Instance, Prediction, Request, Score, TaskKind
+from rescue_bench.records import Instance, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
-from rescue_bench.tasks.base import Mode, PaperColumn, TaskConfig, TaskInfo, make_instance
-from rescue_bench.tasks.context import context_size, even_sample, row_records, window
+from rescue_bench.tasks.base import PaperColumn, TaskConfig, TaskInfo, make_instance
+from rescue_bench.tasks.context import even_sample, row_records, window
 from rescue_bench.tasks.guesses import majority_label
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import Scenario
 
-NAME = "xtp"
-KIND: TaskKind = "binary"
-DEFAULT_BATCH_SIZE = 4
-DEFAULT_CONTEXT_SIZE = 3
-MAX_TOKENS = 1600
 LABELS = ("yes", "no")
 ANSWER_KEYS = ("should_speak", "answer", "label", "prediction", "decision")
 
@@ -74,19 +69,19 @@ def decision_points(sample: Sample) -> tuple[list[int], list[int]]:
 
 def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     """Balanced decision points of ``sample``, sorted by decision row."""
-    size = context_size(cfg, DEFAULT_CONTEXT_SIZE)
+    size = cfg.shown_size(INFO)
     positives, negatives = decision_points(sample)
     keep = min(len(positives), len(negatives))
     if keep == 0:
         return []
     chosen = [(d, "yes") for d in even_sample(positives, keep, key=int)]
     chosen += [(d, "no") for d in even_sample(negatives, keep, key=int)]
-    records = row_records(sample, cfg.mode)
+    records = row_records(sample, cfg.mode, cfg.rows)
     out = []
     for d, gold in sorted(chosen):
-        context = {"mode": cfg.mode, "size": size, "rows": window(records, d + 1, size), "current": None}
+        context = Shown(cfg.mode, size, rows=window(records, d + 1, size))
         meta = {"speaker": sample.rows[d - 1].speaker, "position": round(d / len(sample.rows), 4)}
-        out.append(make_instance(sample, NAME, d, gold, candidates=LABELS, context=context, meta=meta))
+        out.append(make_instance(sample, INFO.name, d, gold, candidates=LABELS, context=context, meta=meta))
     return out
 
 
@@ -95,29 +90,25 @@ def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
     return SYSTEM.format(
         scenario=scenario,
         members=prompts.group_noun(scenario),
-        context=prompts.context_sentence(size, "the decision point"),
-        mode=prompts.MODE_GUIDANCE[mode],
-        line_format=prompts.line_format(mode),
-        answer=prompts.answer_rules(SHAPE),
+        **prompts.shared_parts(mode, size, "the decision point", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     """One request for ``batch`` (one sample): fixed instructions first, then the items' transcripts."""
-    prompts.check_batch(batch, NAME)
-    first = batch[0]
-    system = system_prompt(first.scenario, first.context["mode"], first.context["size"])
+    shown = prompts.batch_shown(batch, INFO)
+    system = system_prompt(batch[0].scenario, shown.mode, shown.size)
     blocks = [
         prompts.item_block(
             f"c{i}",
             f"the moment right after row {inst.row_index}",
-            [prompts.rows_text(inst.context["rows"], "(no rows shown)")],
+            [prompts.rows_text(prompts.shown(inst).rows, "(no rows shown)")],
         )
         for i, inst in enumerate(batch, start=1)
     ]
     user = prompts.user_message([prompts.session_line(batch)], blocks)
     fields = {"should_speak": {"type": "string", "enum": list(LABELS)}}
-    return prompts.request(NAME, batch, system, user, fields, max_tokens=MAX_TOKENS, prompt_hash=PROMPT_HASH)
+    return prompts.request(INFO, batch, system, user, fields, PROMPT_HASH)
 
 
 _YES = {"yes": "yes", "true": "yes", "no": "no", "false": "no"}
@@ -165,17 +156,17 @@ def random_answer(inst: Instance, rng: random.Random) -> Prediction:
 
 
 INFO = TaskInfo(
-    name=NAME,
-    kind=KIND,
+    name="xtp",
+    kind="binary",
     metrics=BINARY_YES_NO,
     paper_columns=(
         PaperColumn("XTP Prec.", "precision", 100.0, 2),
         PaperColumn("XTP Rec.", "recall", 100.0, 2),
         PaperColumn("XTP F1", "f1", 100.0, 2),
     ),
-    default_batch_size=DEFAULT_BATCH_SIZE,
-    default_context_size=DEFAULT_CONTEXT_SIZE,
-    max_tokens=MAX_TOKENS,
+    default_batch_size=4,
+    default_context_size=3,
+    max_tokens=1600,
     random_answer=random_answer,
     majority_answers=majority_label,
     percent=True,
