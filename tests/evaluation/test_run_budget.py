@@ -8,6 +8,7 @@ import pytest
 from tests.models.test_registry import install_plugin
 
 import rescue_bench
+from rescue_bench.evaluation.setup import judge_budgets, run_budget
 from rescue_bench.judge.after_run import is_billed
 from rescue_bench.spec import RunSpec
 
@@ -60,8 +61,11 @@ def asked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return asked
 
 
+TINY = {"usd": 0.000001, "price_in": 1000.0, "price_out": 1000.0}
+"""A budget far below one request's worst case."""
+
+
 def spend(model: str, out: Path) -> rescue_bench.RunOutcome:
-    """A run with a budget far below one request's worst case."""
     spec = RunSpec.model_validate(
         {
             "model": model,
@@ -70,7 +74,7 @@ def spend(model: str, out: Path) -> rescue_bench.RunOutcome:
             "limit_samples": 1,
             "bertscore": False,
             "engine": {"cache": False, "max_retries": 0},
-            "budget": {"usd": 0.000001, "price_in": 1000.0, "price_out": 1000.0},
+            "budget": TINY,
         }
     )
     return rescue_bench.run(spec, out=out, quiet=True)
@@ -88,3 +92,13 @@ def test_a_plugin_that_declares_no_bill_is_not_guarded(asked: list[str], tmp_pat
     outcome = spend("free/m", tmp_path / "free")
     assert outcome.status != "stopped" and not (outcome.reason and "budget" in outcome.reason)
     assert asked and set(asked) == {"free/m"}
+
+
+@pytest.mark.usefixtures("asked")
+def test_only_the_judges_declared_billed_get_a_guard(tmp_path: Path) -> None:
+    judges = [{"name": name} for name in ("paid/j", "free/j", "vllm/j")]
+    spec = RunSpec.model_validate(
+        {"model": "baseline/random", "tasks": ["er"], "judges": judges, "budget": TINY}
+    )
+    out = tmp_path / "not-yet"
+    assert sorted(judge_budgets(spec, run_budget(spec, out), out)) == ["paid/j", "vllm/j"]
