@@ -10,7 +10,8 @@ import pytest
 from rescue_bench.models.preset_docs import efforts_table, presets_table, refresh
 from rescue_bench.models.presets import PRESETS
 
-DOCS = Path(__file__).resolve().parents[2] / "docs" / "reasoning.md"
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs" / "reasoning.md"
 
 
 def test_the_docs_hold_the_tables_generated_from_the_presets() -> None:
@@ -46,3 +47,8 @@ def test_every_preset_has_a_row_in_each_table() -> None:
 def test_missing_or_doubled_markers_are_refused(broken: str) -> None:
     with pytest.raises(ValueError, match="presets:start/end"):
         refresh(broken + "<!-- efforts:start -->\n<!-- efforts:end -->\n")
+
+
+def test_the_readme_names_every_preset() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert [name for name in PRESETS if f"`{name}/`" not in readme] == []

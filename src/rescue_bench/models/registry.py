@@ -2,9 +2,9 @@
 
 :data:`PROVIDERS` maps a prefix to a :class:`ProviderFactory`:
 
-* ``openai/``, ``deepseek/``, ``dashscope/``, ``openrouter/``, ``together/``, ``vllm/``, ``ollama/``,
-  ``llamacpp-server/`` (one per :data:`~rescue_bench.models.presets.PRESETS` row):
-  :class:`~rescue_bench.models.openai_compat.OpenAICompatProvider` with the preset's endpoint;
+* one prefix per :data:`~rescue_bench.models.presets.PRESETS` record (``openai/``, ``vllm/``, ...; the
+  table is in docs/reasoning.md): :class:`~rescue_bench.models.openai_compat.OpenAICompatProvider` with the
+  preset's endpoint;
 * ``local/<name or path.gguf>``: the in-process llama.cpp model (``rescue_bench.models.local``);
 * ``baseline/random|majority``: reference rows without a model (``rescue_bench.models.baselines``);
 * ``replay/<run-dir>``: the replies saved in a run directory (``rescue_bench.models.replay``).
