@@ -252,7 +252,7 @@ def settled_batches_recorded(
 
     A batch is fully answered in ``session`` when its request got a delivered success there, and so did each
     single re-ask that this reply calls for. Its request lines and its instances' prediction lines must then
-    be in the files (they are written, flushed and fsync'd before the engine sends anything else). Batches
+    be in the files (they are written to the kernel before the engine sends anything else). Batches
     that the plan does not know (a resumed remainder of a torn batch) are not judged.
 
     Returns the violations and how many batches were judged.

@@ -36,7 +36,7 @@ from rescue_bench.evaluation.setup import (
     run_budget,
     with_judges,
 )
-from rescue_bench.judge.after_run import JudgeSettings, ScorePass, has_endpoint, score_after_run, score_run
+from rescue_bench.judge.after_run import JudgeSettings, ScorePass, is_billed, score_after_run, score_run
 from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
 from rescue_bench.pricing import Budget
 from rescue_bench.records import Json
@@ -157,8 +157,8 @@ async def execute(
     options = options or SessionOptions()
     spec, out = prepared.spec, prepared.out
     budget = run_budget(spec, out)
-    # A baseline, local or replay model costs nothing: the budget then guards the judges alone.
-    paid = budget if has_endpoint(spec.model.name) else None
+    # A model whose provider declares no bill (baseline, local, replay) leaves the budget to the judges.
+    paid = budget if is_billed(spec.model.name) else None
     # The lock spans the engine's session, the judge pass and the final status (re-entrant: the judge pass
     # takes it again); the store handed to the engine writes under it.
     store = RunStore(out)

@@ -2,8 +2,8 @@
 
 ``rescue-bench run`` and each run of a study (``rescue-bench sweep``) take these from here, so a study's
 run is the run that ``rescue-bench run --spec`` of the same spec would make: judges share the candidate's
-endpoint when behind the same provider (:func:`~rescue_bench.judge.after_run.judge_endpoint`), each judge
-gets its guard on the run's one budget at its own prices, and a budget needs prices.
+endpoint when behind the same provider (:func:`~rescue_bench.judge.after_run.judge_endpoint`), each billed
+judge gets its guard on the run's one budget at its own prices, and a budget needs prices.
 """
 
 from __future__ import annotations
@@ -13,7 +13,13 @@ from dataclasses import replace
 from pathlib import Path
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import JudgeSettings, fetch_bertscore, has_endpoint, judge_endpoint
+from rescue_bench.judge.after_run import (
+    JudgeSettings,
+    fetch_bertscore,
+    has_endpoint,
+    is_billed,
+    judge_endpoint,
+)
 from rescue_bench.judge.bertscore import DEFAULT_MODEL
 from rescue_bench.models.registry import get_model
 from rescue_bench.pricing import Budget, Prices, load_prices, make_counter, spent_so_far
@@ -74,12 +80,13 @@ def bertscore_settings(spec: RunSpec) -> JudgeSettings:
 
 
 def judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, Budget]:
-    """Each judge's guard on the run's budget, counting what it spent in earlier passes (judging.json)."""
+    """Each billed judge's guard on the run's budget, counting what it spent in earlier passes
+    (judging.json); a judge whose provider declares no bill (``local/``) is not guarded."""
     if budget is None:
         return {}
     earlier = load_judging(out).counts if out.is_dir() else {}
     guards = {}
-    for judge in spec.judges:
+    for judge in (judge for judge in spec.judges if is_billed(judge.name)):
         prices = spec_prices(spec, judge.name)
         if prices is None:  # pragma: no cover - run_budget has already asked for prices
             raise ConfigError(f"--budget needs prices for the judge {judge.name}")

@@ -32,8 +32,7 @@ from rescue_bench.judge.merge import JUDGED_TASKS
 from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
 from rescue_bench.judge.runner import Complete, CompleteAgain, Judge, JudgeRunResult, judge_run, rescore_run
 from rescue_bench.models.base import GenerationParams, Provider, parse_model_name
-from rescue_bench.models.presets import PRESETS
-from rescue_bench.models.registry import get_model
+from rescue_bench.models.registry import declared_capabilities, get_model
 from rescue_bench.records import Reply, Request
 from rescue_bench.rundir import JUDGMENTS_FILE
 from rescue_bench.spec import JudgeSpec
@@ -111,12 +110,22 @@ def bertscore_available() -> bool:
 
 
 def has_endpoint(model: str) -> bool:
-    """Whether ``model`` is served by an OpenAI-compatible endpoint (not a baseline, local or replay model).
+    """Whether ``model``'s provider declares an endpoint (``--base-url`` applies; not a baseline, local or
+    replay model).
 
     >>> has_endpoint("openai/gpt-4o"), has_endpoint("baseline/random")
     (True, False)
     """
-    return parse_model_name(model).provider in PRESETS
+    return declared_capabilities(model).has_endpoint
+
+
+def is_billed(model: str) -> bool:
+    """Whether ``model``'s provider declares that its requests cost money, so that ``--budget`` guards them.
+
+    >>> is_billed("vllm/qwen"), is_billed("local/gemma-3-270m")
+    (True, False)
+    """
+    return declared_capabilities(model).billed
 
 
 def judge_endpoint(

@@ -97,6 +97,12 @@ class Capabilities:
     """Requests can be exported for a Batch API."""
     reuses_prompt_prefix: bool = False
     """An in-process KV cache re-uses what consecutive prompts share: one full-history item per request."""
+    billed: bool = False
+    """Requests cost money: ``--budget`` guards them at the run's prices and stops the run before it is
+    spent. A provider that does not say so is free, and a budget then guards only its judges."""
+    reasoning_switch: bool = True
+    """Takes a reasoning effort (``GenerationParams.reasoning_effort``); without a switch, an effort other
+    than ``none`` is refused when the spec is read."""
 
 
 @runtime_checkable

@@ -35,9 +35,10 @@ __all__ = [
 ]
 
 CAPABILITIES: Final = Capabilities(
-    cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False
+    cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False, reasoning_switch=False
 )
-"""Baselines answer in no time and without an endpoint: nothing to cache, to point elsewhere or to export."""
+"""Baselines answer in no time, for free and without an endpoint: nothing to cache, to point elsewhere, to
+export or to budget, and no reasoning to ask for."""
 MISSING: Final = "missing: the instance was not given to the baseline's prepare()"
 
 

@@ -41,7 +41,8 @@ import numpy as np
 
 from rescue_bench.errors import DependencyError, ProviderError
 from rescue_bench.models import llama_adapter
-from rescue_bench.models.base import Capabilities, GenerationParams
+from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.factories import LOCAL_CAPABILITIES
 from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
 from rescue_bench.models.local_files import (
     GEMMA,
@@ -138,7 +139,7 @@ class LocalProvider:
 
     max_concurrency = 1
     """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
-    capabilities = Capabilities(has_endpoint=False, batch_export=False, reuses_prompt_prefix=True)
+    capabilities = LOCAL_CAPABILITIES
 
     def __init__(
         self,

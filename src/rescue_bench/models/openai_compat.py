@@ -64,7 +64,9 @@ class OpenAICompatProvider:
     (tests use a mock transport).
     """
 
-    capabilities = Capabilities()
+    capabilities = Capabilities(billed=True)
+    """A service bills its requests (a local server's prices are the user's to give): ``--budget`` guards
+    them."""
 
     def __init__(
         self,

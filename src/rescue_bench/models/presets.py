@@ -1,37 +1,29 @@
 """OpenAI-compatible services by name: base URL, key variables, structured-output support, thinking switch.
 
 ``openai/<model>`` with ``--base-url`` reaches any compatible endpoint; the presets only save typing and know
-each service's quirks. ``--base-url`` and ``--api-key-env`` override any preset.
-
-| preset | default base URL | key variables | best structured output | ``--disable-thinking`` sends |
-|---|---|---|---|---|
-| openai | api.openai.com/v1 | OPENAI_API_KEY | json_schema | ``reasoning_effort: none`` |
-| deepseek | api.deepseek.com/v1 | DEEPSEEK_API_KEY | json_object | ``thinking: {type: disabled}`` |
-| dashscope | dashscope.aliyuncs.com/compatible-mode/v1 | DASHSCOPE_API_KEY, BAILIAN_API_KEY | json_schema |
-``enable_thinking: false`` |
-| openrouter | openrouter.ai/api/v1 | OPENROUTER_API_KEY | json_schema | ``reasoning: {enabled: false}`` |
-| together | api.together.xyz/v1 | TOGETHER_API_KEY | json_schema | ``reasoning: {enabled: false}`` |
-| vllm | localhost:8000/v1 | VLLM_API_KEY (optional) | json_schema | ``chat_template_kwargs.enable_thinking:
-false`` |
-| ollama | localhost:11434/v1 | OLLAMA_API_KEY (optional) | json_schema | ``reasoning_effort: none`` |
-| llamacpp-server | localhost:8080/v1 | LLAMACPP_API_KEY (optional) | json_object + schema |
-``chat_template_kwargs.enable_thinking: false`` |
+each service's quirks. ``--base-url`` and ``--api-key-env`` override any preset. Each preset is one
+:class:`Preset` record in :data:`PRESETS`; the tables of docs/reasoning.md (endpoints, keys, formats, what
+``--disable-thinking`` and each ``reasoning_effort`` send) are generated from them
+(:mod:`rescue_bench.models.preset_docs`).
 
 When an endpoint rejects the format it is offered, the provider steps down (json_schema, json_object, text)
 and remembers that for the endpoint.
 
 ``reasoning_effort`` (none, minimal, low, medium, high, max) is sent as each service takes it
-(:func:`reasoning_fields`; the table is in docs/reasoning.md); ``none`` sends nothing.
+(:func:`reasoning_fields`); ``none`` sends nothing.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Literal
 from urllib.parse import urlsplit, urlunsplit
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import REASONING_HEADROOM, ReasoningEffort, ResponseFormat
+from rescue_bench.models.factories import find_other
 from rescue_bench.records import Json, Request
 from rescue_bench.redaction import public_url
 
@@ -44,131 +36,120 @@ FORMAT_LADDER: tuple[ResponseFormat, ...] = ("json_schema", "json_object", "text
 """Response formats from richest to plainest: an endpoint that rejects one is offered the next."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Preset:
+    """One OpenAI-compatible service, constructed by keyword."""
+
     name: str
+    """The model-name prefix (``name/<model>``)."""
     base_url: str
     key_envs: tuple[str, ...]
+    """Variables that may hold the key, first found wins."""
     base_url_envs: tuple[str, ...]
+    """Variables that may hold another base URL."""
     key_required: bool
+    """The default endpoint refuses requests without a key (a local server takes any)."""
     best_format: ResponseFormat
-    json_object_schema: bool
+    json_object_schema: bool = False
     """Send the schema inside ``json_object`` (llama.cpp makes it a grammar); others reject the field."""
     thinking_off: dict[str, Json] | None
-    token_field: TokenField
+    """What ``--disable-thinking`` adds to the body."""
+    token_field: TokenField = "max_tokens"
     reasoning: ReasoningStyle
+    """How the service takes a reasoning effort (:func:`reasoning_fields`)."""
 
 
 _LOCAL_KEY = "sk-no-key-required"
 """Sent to local servers without a key: the SDK insists on a non-empty one, the servers ignore it."""
 
 _THINK_TEMPLATE: dict[str, Json] = {"chat_template_kwargs": {"enable_thinking": False}}
-_TABLE: tuple[tuple[object, ...], ...] = (
-    # name, base URL, key variables, base-URL variables, key required, best format, schema in json_object,
-    # thinking switch, token field, reasoning style
-    (
-        "openai",
-        "https://api.openai.com/v1",
-        ("OPENAI_API_KEY",),
-        ("OPENAI_BASE_URL", "OPENAI_API_BASE"),
-        True,
-        "json_schema",
-        False,
-        {"reasoning_effort": "none"},
-        "max_completion_tokens",
-        "openai",
+_ALL: tuple[Preset, ...] = (
+    Preset(
+        name="openai",
+        base_url="https://api.openai.com/v1",
+        key_envs=("OPENAI_API_KEY",),
+        base_url_envs=("OPENAI_BASE_URL", "OPENAI_API_BASE"),
+        key_required=True,
+        best_format="json_schema",
+        thinking_off={"reasoning_effort": "none"},
+        token_field="max_completion_tokens",
+        reasoning="openai",
     ),
-    (
-        "deepseek",
-        "https://api.deepseek.com/v1",
-        ("DEEPSEEK_API_KEY",),
-        ("DEEPSEEK_BASE_URL",),
-        True,
-        "json_object",
-        False,
-        {"thinking": {"type": "disabled"}},
-        "max_tokens",
-        "deepseek",
+    Preset(
+        name="deepseek",
+        base_url="https://api.deepseek.com/v1",
+        key_envs=("DEEPSEEK_API_KEY",),
+        base_url_envs=("DEEPSEEK_BASE_URL",),
+        key_required=True,
+        best_format="json_object",
+        thinking_off={"thinking": {"type": "disabled"}},
+        reasoning="deepseek",
     ),
-    (
-        "dashscope",
-        "https://dashscope.aliyuncs.com/compatible-mode/v1",
-        ("DASHSCOPE_API_KEY", "BAILIAN_API_KEY"),
-        ("DASHSCOPE_API_BASE", "BAILIAN_API_BASE"),
-        True,
-        "json_schema",
-        False,
-        {"enable_thinking": False},
-        "max_tokens",
-        "dashscope",
+    Preset(
+        name="dashscope",
+        base_url="https://dashscope.aliyuncs.com/compatible-mode/v1",
+        key_envs=("DASHSCOPE_API_KEY", "BAILIAN_API_KEY"),
+        base_url_envs=("DASHSCOPE_API_BASE", "BAILIAN_API_BASE"),
+        key_required=True,
+        best_format="json_schema",
+        thinking_off={"enable_thinking": False},
+        reasoning="dashscope",
     ),
-    (
-        "openrouter",
-        "https://openrouter.ai/api/v1",
-        ("OPENROUTER_API_KEY",),
-        ("OPENROUTER_BASE_URL",),
-        True,
-        "json_schema",
-        False,
-        {"reasoning": {"enabled": False}},
-        "max_tokens",
-        "openrouter",
+    Preset(
+        name="openrouter",
+        base_url="https://openrouter.ai/api/v1",
+        key_envs=("OPENROUTER_API_KEY",),
+        base_url_envs=("OPENROUTER_BASE_URL",),
+        key_required=True,
+        best_format="json_schema",
+        thinking_off={"reasoning": {"enabled": False}},
+        reasoning="openrouter",
     ),
-    (
-        "together",
-        "https://api.together.xyz/v1",
-        ("TOGETHER_API_KEY",),
-        ("TOGETHER_BASE_URL",),
-        True,
-        "json_schema",
-        False,
-        {"reasoning": {"enabled": False}},
-        "max_tokens",
-        "together",
+    Preset(
+        name="together",
+        base_url="https://api.together.xyz/v1",
+        key_envs=("TOGETHER_API_KEY",),
+        base_url_envs=("TOGETHER_BASE_URL",),
+        key_required=True,
+        best_format="json_schema",
+        thinking_off={"reasoning": {"enabled": False}},
+        reasoning="together",
     ),
-    (
-        "vllm",
-        "http://localhost:8000/v1",
-        ("VLLM_API_KEY",),
-        ("VLLM_BASE_URL",),
-        False,
-        "json_schema",
-        False,
-        _THINK_TEMPLATE,
-        "max_tokens",
-        "vllm",
+    Preset(
+        name="vllm",
+        base_url="http://localhost:8000/v1",
+        key_envs=("VLLM_API_KEY",),
+        base_url_envs=("VLLM_BASE_URL",),
+        key_required=False,
+        best_format="json_schema",
+        thinking_off=_THINK_TEMPLATE,
+        reasoning="vllm",
     ),
-    (
-        "ollama",
-        "http://localhost:11434/v1",
-        ("OLLAMA_API_KEY",),
-        ("OLLAMA_BASE_URL",),
-        False,
-        "json_schema",
-        False,
-        {"reasoning_effort": "none"},
-        "max_tokens",
-        "effort",
+    Preset(
+        name="ollama",
+        base_url="http://localhost:11434/v1",
+        key_envs=("OLLAMA_API_KEY",),
+        base_url_envs=("OLLAMA_BASE_URL",),
+        key_required=False,
+        best_format="json_schema",
+        thinking_off={"reasoning_effort": "none"},
+        reasoning="effort",
     ),
-    (
-        "llamacpp-server",
-        "http://localhost:8080/v1",
-        ("LLAMACPP_API_KEY",),
-        ("LLAMACPP_BASE_URL",),
-        False,
-        "json_object",
-        True,
-        _THINK_TEMPLATE,
-        "max_tokens",
-        "template",
+    Preset(
+        name="llamacpp-server",
+        base_url="http://localhost:8080/v1",
+        key_envs=("LLAMACPP_API_KEY",),
+        base_url_envs=("LLAMACPP_BASE_URL",),
+        key_required=False,
+        best_format="json_object",
+        json_object_schema=True,
+        thinking_off=_THINK_TEMPLATE,
+        reasoning="template",
     ),
 )
 
-PRESETS: dict[str, Preset] = {}
-for _row in _TABLE:
-    _preset = Preset(*_row)  # type: ignore[arg-type]
-    PRESETS[_preset.name] = _preset
-
+PRESETS: Mapping[str, Preset] = MappingProxyType({preset.name: preset for preset in _ALL})
+"""Preset name -> :class:`Preset`, in the order the docs list them."""
 LOCAL_PLACEHOLDER_KEY = _LOCAL_KEY
 
 
@@ -281,8 +262,10 @@ def reasoning_problem(
     provider: str, effort: ReasoningEffort, *, disable_thinking: bool = False, sampled: bool = False
 ) -> str | None:
     """Why ``effort`` cannot be asked of a model of ``provider`` (``None``: it can, or the provider is not
-    known here, such as a plugin's, which gets the effort in its :class:`GenerationParams`). ``sampled``: a
-    temperature above 0 or a ``top_p`` is set, which OpenAI's reasoning models would not take.
+    known). A provider that is not a preset declares whether it has a reasoning switch
+    (``Capabilities.reasoning_switch``); a plugin's that has one gets the effort in its
+    :class:`GenerationParams`. ``sampled``: a temperature above 0 or a ``top_p`` is set, which OpenAI's
+    reasoning models would not take.
 
     >>> reasoning_problem("local", "low")
     'local/ models have no reasoning switch; use none'
@@ -295,9 +278,11 @@ def reasoning_problem(
         return None
     if disable_thinking:
         return "contradicts disable_thinking (give one of them)"
-    if provider in ("local", "baseline", "replay"):
-        return f"{provider}/ models have no reasoning switch; use none"
     preset = PRESETS.get(provider)
-    if sampled and preset is not None and not sends_sampling(preset, effort):
+    if preset is None:
+        other = find_other(provider)
+        switch = other is None or other.capabilities.reasoning_switch
+        return None if switch else f"{provider}/ models have no reasoning switch; use none"
+    if sampled and not sends_sampling(preset, effort):
         return f"{provider}/ reasoning models take no temperature or top_p (docs/reasoning.md)"
     return None

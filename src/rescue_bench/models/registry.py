@@ -2,16 +2,20 @@
 
 :data:`PROVIDERS` maps a prefix to a :class:`ProviderFactory`:
 
-* ``openai/``, ``deepseek/``, ``dashscope/``, ``openrouter/``, ``together/``, ``vllm/``, ``ollama/``,
-  ``llamacpp-server/`` (one per :data:`~rescue_bench.models.presets.PRESETS` row):
-  :class:`~rescue_bench.models.openai_compat.OpenAICompatProvider` with the preset's endpoint;
+* one prefix per :data:`~rescue_bench.models.presets.PRESETS` record (``openai/``, ``vllm/``, ...; the
+  table is in docs/reasoning.md): :class:`~rescue_bench.models.openai_compat.OpenAICompatProvider` with the
+  preset's endpoint;
 * ``local/<name or path.gguf>``: the in-process llama.cpp model (``rescue_bench.models.local``);
 * ``baseline/random|majority``: reference rows without a model (``rescue_bench.models.baselines``);
 * ``replay/<run-dir>``: the replies saved in a run directory (``rescue_bench.models.replay``).
 
 An installed package adds a provider with a factory in the entry-point group ``rescue_bench.providers``:
 ``[project.entry-points."rescue_bench.providers"] mine = "my_pkg.provider:make"``. A factory is called as
-``factory(model, options)``, with the part of the name after the slash and the :class:`ProviderOptions`.
+``factory(model, options)``, with the part of the name after the slash and the :class:`ProviderOptions`. Its
+``capabilities`` attribute (a :class:`~rescue_bench.models.base.Capabilities`; a provider class used as its
+own factory has it) declares what its providers can do before one is built: ``billed=True`` puts them under
+``--budget``, ``reasoning_switch=False`` refuses a reasoning effort, ``has_endpoint=False`` hands the run's
+``--base-url`` to its judges (:func:`declared_capabilities`).
 
 The built-ins are listed in the dict only (one place per fact), not among the package's entry points, and a
 plugin cannot take a built-in prefix. A plugin is loaded only when its prefix is asked for, and so are the
@@ -20,45 +24,40 @@ modules of ``local``, ``baseline`` and ``replay``: a missing optional extra only
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import partial
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING, Any, Final
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import Provider, parse_model_name
-from rescue_bench.models.baselines import make_baseline
+from rescue_bench.models.base import Capabilities, Provider, parse_model_name
 from rescue_bench.models.env import KeyOrigin, load_dotenv, lookup
+from rescue_bench.models.factories import (
+    ENTRY_POINT_GROUP,
+    OTHERS,
+    Declared,
+    ProviderFactory,
+    ProviderOptions,
+    find_other,
+    plugin_entries,
+)
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, PRESETS, get_preset, normalize_base_url
-from rescue_bench.models.replay import ReplayProvider
 
 if TYPE_CHECKING:
     import httpx2
 
-ENTRY_POINT_GROUP = "rescue_bench.providers"
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "PROVIDERS",
+    "ProviderFactory",
+    "ProviderOptions",
+    "declared_capabilities",
+    "find_factory",
+    "get_model",
+    "make_openai_compat",
+]
 _COMPAT_OPTIONS = ("concurrency", "max_reply_bytes")
 """Keyword options an OpenAI-compatible provider takes through ``get_model(..., **opts)``."""
-
-
-@dataclass(frozen=True, slots=True)
-class ProviderOptions:
-    """What :func:`get_model` was given besides the name."""
-
-    base_url: str | None = None
-    api_key_env: str | None = None
-    timeout: float = 120.0
-    seed: int | None = None
-    http_client: httpx2.AsyncClient | None = None
-    dotenv: Mapping[str, str] | None = None
-    extra: Mapping[str, Any] = field(default_factory=dict)
-    """Provider-specific keyword options (``local/``: ``n_ctx``, ``n_threads``, ...)."""
-
-
-class ProviderFactory(Protocol):
-    def __call__(self, model: str, options: ProviderOptions) -> Provider: ...
 
 
 def get_model(
@@ -82,25 +81,22 @@ def get_model(
     return find_factory(parsed.provider, name)(parsed.model, options)
 
 
-def find_factory(prefix: str, name: str) -> ProviderFactory:
+def find_factory(prefix: str, name: str) -> Declared:
     """The built-in factory for ``prefix``, else the one an installed plugin declares."""
-    if prefix in PROVIDERS:
-        return PROVIDERS[prefix]
-    plugins = {ep.name: ep for ep in importlib.metadata.entry_points(group=ENTRY_POINT_GROUP)}
-    entry = plugins.get(prefix)
-    if entry is None:
-        known = ", ".join([*PROVIDERS, *sorted(plugins)])
+    found = PROVIDERS[prefix] if prefix in PROVIDERS else find_other(prefix)
+    if found is None:
+        known = ", ".join([*PROVIDERS, *sorted(plugin_entries())])
         raise ConfigError(f"unknown provider {prefix!r} in {name!r}; known providers: {known}")
-    where = (
-        f"provider plugin {prefix!r} (entry point {entry.name} = {entry.value} in group {ENTRY_POINT_GROUP})"
-    )
-    try:
-        factory = entry.load()
-    except Exception as exc:  # whatever a third-party module raises on import, said in one line
-        raise ConfigError(f"{where} cannot be loaded: {exc.__class__.__name__}: {exc}") from None
-    if not callable(factory):
-        raise ConfigError(f"{where} is not callable: it must be a factory(model, options) -> Provider")
-    return cast(ProviderFactory, factory)
+    return found
+
+
+def declared_capabilities(name: str) -> Capabilities:
+    """What the providers of model ``name``'s prefix declare they can do, without building one.
+
+    >>> declared_capabilities("openai/gpt-4o").billed, declared_capabilities("baseline/random").billed
+    (True, False)
+    """
+    return find_factory(parse_model_name(name).provider, name).capabilities
 
 
 def make_openai_compat(preset_name: str, model: str, options: ProviderOptions) -> OpenAICompatProvider:
@@ -137,32 +133,10 @@ def make_openai_compat(preset_name: str, model: str, options: ProviderOptions) -
     )
 
 
-def _no_endpoint(prefix: str, options: ProviderOptions) -> None:
-    if options.base_url or options.api_key_env:
-        raise ConfigError(f"--base-url and --api-key-env apply to OpenAI-compatible providers, not {prefix}/")
-
-
-def _local(model: str, options: ProviderOptions) -> Provider:
-    _no_endpoint("local", options)
-    from rescue_bench.models.local import LocalProvider  # an optional extra: imported when asked for
-
-    seeded = dict(options.extra) if options.seed is None else {"seed": options.seed, **options.extra}
-    return LocalProvider(model, **seeded)
-
-
-def _baseline(model: str, options: ProviderOptions) -> Provider:
-    _no_endpoint("baseline", options)
-    return make_baseline(model, seed=0 if options.seed is None else options.seed)
-
-
-def _replay(model: str, options: ProviderOptions) -> Provider:
-    _no_endpoint("replay", options)
-    return ReplayProvider(Path(model))
-
-
-PROVIDERS: dict[str, ProviderFactory] = {
-    **{name: partial(make_openai_compat, name) for name in PRESETS},
-    "local": _local,
-    "baseline": _baseline,
-    "replay": _replay,
+PROVIDERS: Final[Mapping[str, Declared]] = {
+    **{
+        name: Declared(partial(make_openai_compat, name), OpenAICompatProvider.capabilities)
+        for name in PRESETS
+    },
+    **OTHERS,
 }

@@ -39,8 +39,11 @@ class SavedReply:
 class ReplayProvider:
     """A provider whose answers come from ``<run_dir>/requests.jsonl``."""
 
-    capabilities = Capabilities(cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False)
-    """Replies are already on disk: caching them would only duplicate them; there is no endpoint to set."""
+    capabilities = Capabilities(
+        cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False, reasoning_switch=False
+    )
+    """Replies are already on disk: caching them would only duplicate them; there is no endpoint to set, no
+    bill and no reasoning to ask for."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)

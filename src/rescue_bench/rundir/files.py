@@ -2,9 +2,9 @@
 
 * JSON files (``run.json``, ``scores.json``, ``judging.json``) are replaced atomically: a temporary file,
   fsync, ``os.replace``. Readers see the old file or the new one.
-* JSONL files are append-only, one record per line, each write flushed at once and fsync'd in the background
-  within :data:`SYNC_INTERVAL` seconds. A process killed mid-write leaves at most a torn last line; readers
-  skip it and the next writer cuts it off.
+* JSONL files are append-only, one record per line, each write handed to the kernel at once and fsync'd at
+  each checkpoint (:meth:`JsonlAppender.sync`: before ``run.json`` is written) and on close. A process killed
+  mid-write leaves at most a torn last line; readers skip it and the next writer cuts it off.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -29,8 +28,6 @@ JUDGING_FILE = "judging.json"
 SCORES_FILE = "scores.json"
 LOCK_FILE = ".lock"
 BATCH_EXPORT_FILE = "batch_export.json"
-SYNC_INTERVAL = 0.1
-"""Seconds between two background fsyncs of one JSONL file, at least."""
 
 
 class RunDirError(BenchError):
@@ -189,34 +186,25 @@ def atomic_write_lines(path: Path, lines: Iterable[bytes]) -> None:
 
 
 class JsonlAppender:
-    """Append records to a JSONL file: one ``write`` per group of records, flushed at once, then fsync'd.
+    """Append records to a JSONL file: one unbuffered ``write`` per group of records; fsync'd by :meth:`sync`
+    and :meth:`close`.
 
-    The unbuffered ``write`` hands the bytes to the kernel before :meth:`append` returns, so a killed
-    process loses nothing it appended. The fsync (which guards against a crash of the machine) runs in a
-    background thread as a group commit, at most once per ``sync_interval`` seconds: it can take
-    milliseconds on a busy disk and costs CPU in the kernel (a run of 3,229 requests did 5,811 of them, 0.23
-    ms of CPU per request, when each append woke the thread), and the event loop must not wait for it. A
-    crash of the machine can thus lose the records of the last ``sync_interval`` seconds, which a resumed
-    run asks again (the response cache answers them).
-    :meth:`close` waits for the last fsync.
+    The ``write`` hands the bytes to the kernel before :meth:`append` returns, so a killed process loses
+    nothing it appended. The fsync guards against a crash of the machine only; it is left to checkpoints
+    because it can take milliseconds on a busy disk, which the event loop would wait for on every append. A
+    crash of the machine can thus lose the records the kernel had not yet written back since the last
+    checkpoint; a resumed run asks them again (the response cache answers them). Syncing in a background
+    thread instead saves no CPU that can be measured (docs/benchmarks.md).
     """
 
-    def __init__(self, path: Path, *, sync_interval: float = SYNC_INTERVAL) -> None:
+    def __init__(self, path: Path) -> None:
         cut_torn_tail(path)
         self.path = path
-        self.sync_interval = sync_interval
-        self.syncs = 0
-        """fsyncs done by the background thread so far."""
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as exc:
             raise write_failure(path, exc) from None
         self._size = os.fstat(self._fd).st_size
-        self._sync_error: OSError | None = None
-        self._dirty = threading.Event()
-        self._closing = threading.Event()
-        self._syncer = threading.Thread(target=self._sync_loop, name=f"fsync-{path.name}", daemon=True)
-        self._syncer.start()
 
     def append(self, records: Sequence[Mapping[str, Json]]) -> list[bytes]:
         """Write ``records`` at the end of the file, whole or not at all; return their lines as written.
@@ -226,7 +214,6 @@ class JsonlAppender:
         """
         if not records:
             return []
-        self._raise_sync_error()
         lines = [jsonl_line(r) for r in records]
         data = b"".join(lines)
         try:
@@ -238,8 +225,6 @@ class JsonlAppender:
             self._roll_back()
             raise write_failure(self.path, exc) from None
         self._size += len(data)
-        # Cheap while the syncer sleeps out its interval: only the first append after a quiet spell wakes it.
-        self._dirty.set()
         return lines
 
     def _roll_back(self) -> None:
@@ -249,38 +234,23 @@ class JsonlAppender:
         with contextlib.suppress(OSError):
             os.ftruncate(self._fd, self._size)
 
-    def _raise_sync_error(self) -> None:
-        if self._sync_error is not None:
-            raise write_failure(self.path, self._sync_error)
+    def sync(self) -> None:
+        """fsync what was appended (a checkpoint): it survives a crash of the machine from now on.
 
-    def _sync_loop(self) -> None:
-        while True:
-            self._dirty.wait()
-            if self._closing.is_set():
-                return
-            self._dirty.clear()
-            try:
-                os.fsync(self._fd)
-            except OSError as exc:  # reported by the next append or close, in the writer's thread
-                self._sync_error = exc
-                return
-            self.syncs += 1
-            if self._closing.wait(self.sync_interval):
-                return
+        Raises:
+            RunDirError: the disk refused (an I/O error).
+        """
+        try:
+            os.fsync(self._fd)
+        except OSError as exc:
+            raise write_failure(self.path, exc) from None
 
     def close(self) -> None:
-        """Wait for the last fsync and close the file (a second call does nothing)."""
+        """fsync and close the file (a second call does nothing)."""
         if self._fd < 0:
             return
-        self._closing.set()
-        self._dirty.set()
-        self._syncer.join()
         try:
-            self._raise_sync_error()
-            try:
-                os.fsync(self._fd)
-            except OSError as exc:
-                raise write_failure(self.path, exc) from None
+            self.sync()
         finally:
             os.close(self._fd)
             self._fd = -1

@@ -183,7 +183,14 @@ class RunStore:
             self._written[record_key(record)] = (record, line)
 
     def write_manifest(self, manifest: Mapping[str, Json]) -> None:
-        """Write ``run.json``; its URLs keep no user info or query (:func:`~rescue_bench.redaction.scrub`)."""
+        """Write ``run.json``; its URLs keep no user info or query (:func:`~rescue_bench.redaction.scrub`).
+
+        A checkpoint: the records appended so far are fsync'd first, so that ``run.json`` never counts
+        records that a crash of the machine could still take back.
+        """
+        for appender in (self._requests, self._predictions):
+            if appender is not None:
+                appender.sync()
         self.root.mkdir(parents=True, exist_ok=True)
         self._move_old_judging()
         atomic_write_json(self.run_file, scrub(dict(manifest)))
