@@ -28,7 +28,7 @@ from rescue_bench.data.load import build_sample
 from rescue_bench.data.validate import check_sample
 from rescue_bench.engine.estimate import chars_counter
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.workdir import read_draft
@@ -64,7 +64,7 @@ def run(server: FakeOpenAIServer, root: Path, settings: DraftSettings | None = N
     async def go() -> Counts:
         try:
             return await draft_workdir(
-                root, provider, GenerationParams(), settings or DraftSettings(), engine_options=FAST,
+                root, provider, Generation(), settings or DraftSettings(), engine_options=FAST,
                 log=lambda _: None, **kw,
             )  # fmt: skip
         finally:

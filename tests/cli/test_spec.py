@@ -9,6 +9,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
+from rescue_bench.rundir import PROTOCOL
 
 runner = CliRunner()
 BASE = ("--model", "baseline/random", "--data", "demo", "--tasks", "rpp,er", "--limit-samples", "1")
@@ -87,7 +88,7 @@ def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
     and scoring are not today's, so it is refused in one line before anything is asked."""
     out = tmp_path / "run"
     assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
-    assert manifest(out)["config"]["protocol"] == 2
+    assert manifest(out)["config"]["protocol"] == PROTOCOL
     changed = invoke("run", *BASE, "--rpp-current-turn", "--checkpoints-per-sample", "3", "--out", str(out))
     assert (
         changed.exit_code == 2
@@ -102,6 +103,20 @@ def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
     assert (out / "predictions.jsonl").read_bytes() == before
 
 
+def test_a_run_whose_config_lists_default_settings_is_refused_by_its_version(tmp_path: Path) -> None:
+    """Protocol 2 recorded every generation setting of the first format, defaults included: such a directory is
+    refused in one line naming its version, not with a list of settings that seem to have changed."""
+    out = tmp_path / "run"
+    assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
+    recorded = manifest(out)
+    defaults = {"seed": None, "temperature": 0.0, "response_format": "json_schema", "disable_thinking": False}
+    recorded["config"] = {**recorded["config"], **defaults, "protocol": 2}
+    (out / "run.json").write_text(json.dumps(recorded))
+    refused = invoke("run", *BASE, *OPTIONS, "--out", str(out))
+    assert refused.exit_code == 2 and refused.output.strip().count("\n") == 0, refused.output
+    assert "protocol version 2" in refused.output and f"runs version {PROTOCOL}" in refused.output
+
+
 def test_batch_import_refuses_a_format_1_export(tmp_path: Path) -> None:
     """A format-1 run directory is protocol 1: answers to its exported requests are not imported into it."""
     run_dir, requests = tmp_path / "run", tmp_path / "requests.jsonl"
@@ -110,7 +125,7 @@ def test_batch_import_refuses_a_format_1_export(tmp_path: Path) -> None:
         "batch", "export", *args, "--limit-samples", "1", "--out", str(requests), "--run", str(run_dir)
     )
     assert exported.exit_code == 0, exported.output
-    assert manifest(run_dir)["config"]["protocol"] == 2
+    assert manifest(run_dir)["config"]["protocol"] == PROTOCOL
     as_format_1(run_dir)
     (tmp_path / "empty.jsonl").write_text("")
     imported = invoke("batch", "import", str(tmp_path / "empty.jsonl"), "--run", str(run_dir), "-q")

@@ -47,7 +47,7 @@ from rescue_bench.engine.execute import BudgetExceeded, BudgetGuard, Outcome
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.engine.outcomes import asks_again, predictions_of
 from rescue_bench.errors import CallFailed, DataError, ProviderError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import public_url, redact_reply
@@ -95,7 +95,7 @@ class BatchSession:
 
 async def ask_by_batch(
     provider: OpenAICompatProvider,
-    params: GenerationParams,
+    params: Generation,
     root: Path,
     plans: Sequence[TaskPlan],
     done: Mapping[str, Mapping[str, Json]],
@@ -129,7 +129,7 @@ class BatchAsker:
     def __init__(
         self,
         provider: OpenAICompatProvider,
-        params: GenerationParams,
+        params: Generation,
         ledger: BatchLedger,
         options: BatchOptions,
         *,

