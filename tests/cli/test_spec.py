@@ -104,8 +104,8 @@ def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
 
 
 def test_a_run_whose_config_lists_default_settings_is_refused_by_its_version(tmp_path: Path) -> None:
-    """Protocol 2 recorded every generation setting of the first format, defaults included: such a directory is
-    refused in one line naming its version, not with a list of settings that seem to have changed."""
+    """Protocol 2 recorded every generation setting of the first format, defaults included: such a directory
+    is refused in one line naming its version, not with a list of settings that seem to have changed."""
     out = tmp_path / "run"
     assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
     recorded = manifest(out)

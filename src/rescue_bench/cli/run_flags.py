@@ -107,10 +107,6 @@ def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
     return (field.description or "") if field is not None else ""
 
 
-def _json_flag(flag: str, text: str) -> object:
-    return json_object(flag, text)
-
-
 def json_object(flag: str, text: str) -> dict[str, Any]:
     """The JSON object a flag gives, or a one-line :class:`ConfigError` naming the flag.
 
@@ -149,7 +145,7 @@ def _setting_flag(name: str, field: FieldInfo) -> Flag:
         decl = decl if field.default is False else f"--no-{name.replace('_', '-')}"
         return Flag((decl,), name, (path,), bool, help_, value=not field.default, panel=GENERATION)
     if kind is dict:
-        parse = functools.partial(_json_flag, decl)
+        parse = functools.partial(json_object, decl)
         return Flag((decl,), name, (path,), str, help_, parse=parse, panel=GENERATION)
     if choices and " | " not in help_:
         help_ += f" ({' | '.join(choices)})"
