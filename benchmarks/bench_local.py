@@ -26,7 +26,7 @@ CONFIGS = (("default", None, None), ("1 thread", 1, None), ("passive", None, "PA
 def child(task_name: str, n_requests: int, decode_threads: int | None) -> None:
     from rescue_bench.data.load import load_samples
     from rescue_bench.engine.plans import PLAIN, default_batch_size
-    from rescue_bench.models.base import GenerationParams
+    from rescue_bench.models.base import Generation
     from rescue_bench.models.local import LocalProvider
     from rescue_bench.spec import RunSpec
     from rescue_bench.tasks import get_task, make_batches
@@ -38,10 +38,10 @@ def child(task_name: str, n_requests: int, decode_threads: int | None) -> None:
     provider = LocalProvider("gemma-3-270m", decode_threads=decode_threads)
 
     async def ask() -> float:
-        await provider.complete(task.render(batches[0], cfg), GenerationParams(max_tokens=1))  # load
+        await provider.complete(task.render(batches[0], cfg), Generation(max_tokens=1))  # load
         started = time.perf_counter()
         for batch in batches:
-            await provider.complete(task.render(batch, cfg), GenerationParams())
+            await provider.complete(task.render(batch, cfg), Generation())
         return time.perf_counter() - started
 
     print(json.dumps({"seconds": round(asyncio.run(ask()), 2)}))

@@ -74,6 +74,23 @@ def test_the_review_app_reads_drafted_work_directories(tmp_path: Path, server: F
     assert segments[0].rows[1].subtitle_text == "He never plans anything with me."
 
 
+def test_draft_sends_runs_generation_flags(tmp_path: Path, server: FakeOpenAIServer) -> None:
+    root = make_workdir(tmp_path / "work")
+    settings = ("--seed", "7", "--temperature", "0.3", "--top-p", "0.8", "--max-tokens", "900")
+    result = invoke(
+        "annotate", "draft", str(root), "--model", "vllm/drafter", "--base-url", server.base_url, *settings
+    )
+    assert result.exit_code == 0, result.output
+    bodies = [r.body for r in server.requests]
+    assert bodies and {(b["seed"], b["temperature"], b["top_p"]) for b in bodies} == {(7, 0.3, 0.8)}
+    assert all(b["max_tokens"] <= 900 for b in bodies)  # each request's own cap, 900 at most
+
+
+def test_draft_names_its_model(tmp_path: Path) -> None:
+    result = invoke("annotate", "draft", str(make_workdir(tmp_path / "w")))
+    assert result.exit_code == 2 and result.output.strip().startswith("error: --model:"), result.output
+
+
 def test_estimate_spends_nothing(tmp_path: Path, server: FakeOpenAIServer) -> None:
     root = make_workdir(tmp_path / "work")
     result = invoke(

@@ -27,7 +27,7 @@ from rescue_bench.annotate.run import Counts, draft_workdir, estimate_workdir
 from rescue_bench.data.checks import check_sample
 from rescue_bench.data.load import build_sample
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.pricing import chars_counter
@@ -64,7 +64,7 @@ def run(server: FakeOpenAIServer, root: Path, settings: DraftSettings | None = N
     async def go() -> Counts:
         try:
             return await draft_workdir(
-                root, provider, GenerationParams(), settings or DraftSettings(), engine_options=FAST,
+                root, provider, Generation(), settings or DraftSettings(), engine_options=FAST,
                 log=lambda _: None, **kw,
             )  # fmt: skip
         finally:

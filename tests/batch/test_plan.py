@@ -10,7 +10,7 @@ from tests.engine.conftest import tiny_config
 
 from rescue_bench.batch.plan import batch_line, batchable, check_batchable
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
+from rescue_bench.models.base import Capabilities, Generation, ResponseFormat
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.records import Instance, Json, Reply, Request
@@ -29,7 +29,7 @@ class Plugin:
     def prepare(self, instances: Sequence[Instance]) -> None:
         return None
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         return Reply.failure("not asked")
 
     async def aclose(self) -> None:
@@ -38,10 +38,10 @@ class Plugin:
 
 @dataclass
 class LinePlugin(Plugin):
-    def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, object]:
+    def body(self, request: Request, params: Generation, fmt: ResponseFormat) -> dict[str, object]:
         return {"model": "m", "messages": [dict(m) for m in request.messages]}
 
-    def effective_format(self, params: GenerationParams) -> ResponseFormat:
+    def effective_format(self, params: Generation) -> ResponseFormat:
         return "text"
 
 
@@ -59,8 +59,8 @@ def test_a_plugin_that_declares_it_and_writes_lines_is_taken_and_its_body_sent()
     plugin = LinePlugin()
     assert check_batchable(plugin) is plugin
     request = Request("echo", ({"role": "user", "content": "hi"},), {}, ("a",), 50)
-    line = batch_line(plugin, request, GenerationParams())
-    assert line["body"] == plugin.body(request, GenerationParams(), "text") and line["method"] == "POST"
+    line = batch_line(plugin, request, Generation())
+    assert line["body"] == plugin.body(request, Generation(), "text") and line["method"] == "POST"
 
 
 def test_an_openai_compatible_provider_is_taken_without_building_its_client() -> None:

@@ -17,7 +17,7 @@ from typing import Any
 from tests.fakes.chaos_server import ChaosServer, Entry
 
 from rescue_bench.engine.cache import cache_key
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.records import Request
 from rescue_bench.rundir import read_jsonl
 
@@ -187,7 +187,7 @@ def committed_cache_keys(path: Path) -> set[str]:
 def cache_keys_of(requests: Mapping[str, Request], manifest: Mapping[str, Any]) -> dict[str, str]:
     """Request key -> response-cache key, with the model identity and parameters the run recorded."""
     identity = dict(manifest["model"])
-    params = GenerationParams(**manifest["generation"])
+    params = Generation(**manifest["generation"])
     return {key: cache_key(identity, request, params) for key, request in requests.items()}
 
 

@@ -21,7 +21,7 @@ from tests.fakes.chaos_server import (
 )
 
 from rescue_bench.engine.execute import Engine, EngineOptions
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.records import Request
@@ -203,7 +203,7 @@ async def _ask_three(server: ChaosServer) -> list[Any]:
         "m", preset=get_preset("vllm"), base_url=server.base_url, api_key="sk-test", timeout=0.5
     )
     options = EngineOptions(concurrency=4, retry_base=0.01, retry_cap=0.05, max_retries=4, use_cache=False)
-    engine = Engine(provider, GenerationParams(), options)
+    engine = Engine(provider, Generation(), options)
     requests = [
         Request(
             task="t",

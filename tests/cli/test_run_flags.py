@@ -7,12 +7,16 @@ import os
 import re
 import subprocess
 import sys
+from typing import Any
 
+import pytest
 import typer
 from tests.conftest import REPO_ROOT
 
 from rescue_bench.cli.main import app
-from rescue_bench.cli.run_flags import PANELS
+from rescue_bench.cli.run_flags import ENGINE, GENERATION, MODEL, PANELS, FlagValues, model_settings
+from rescue_bench.models.base import Generation
+from rescue_bench.spec import EngineSpec, ModelSpec, RunSpec
 
 
 def _help(*command: str) -> str:
@@ -51,3 +55,32 @@ def test_an_alias_is_its_own_hidden_option_named_in_the_help() -> None:
 def test_flags_of_other_commands_show_no_value_either() -> None:
     for command in (("data", "validate"), ("view",), ()):
         assert "<bool>" not in _help(*command), command
+
+
+def _panels(*command: str) -> dict[str, set[str]]:
+    """The options each help panel of ``command`` lists, by panel."""
+    group: Any = typer.main.get_command(app)
+    for name in command:
+        group = group.commands[name]
+    shown: dict[str, set[str]] = {}
+    for param in group.params:
+        if not param.hidden:
+            shown.setdefault(getattr(param, "rich_help_panel", None) or "", set()).update(param.opts)
+    return shown
+
+
+@pytest.mark.parametrize("command", [("score",), ("annotate", "draft")])
+def test_score_and_draft_take_runs_model_generation_and_engine_flags(command: tuple[str, ...]) -> None:
+    run, other = _panels("run"), _panels(*command)
+    assert other[GENERATION] == run[GENERATION] - {"--repeats"}
+    assert {"--top-p", "--seed", "--reasoning-effort", "--temperature"} <= other[GENERATION]
+    assert other[ENGINE] == {"--concurrency", "--rpm", "--tpm", "--timeout", "--max-retries", "--no-cache"}
+    assert other[ENGINE] <= run[ENGINE] and other[MODEL] <= run[MODEL]
+    assert ("--model" in other[MODEL]) is (command != ("score",))  # score names its judges with --judge
+
+
+def test_the_shared_flags_default_as_run_does() -> None:
+    given = model_settings(FlagValues({}))
+    assert given.engine == EngineSpec() == RunSpec(model="vllm/m").engine
+    assert given.engine.concurrency == 16 and given.engine.timeout == 120.0
+    assert given.validate(ModelSpec, name="vllm/m").generation() == Generation()

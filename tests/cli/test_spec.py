@@ -10,6 +10,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
+from rescue_bench.rundir import PROTOCOL
 
 runner = CliRunner()
 BASE = ("--model", "baseline/random", "--data", "demo", "--tasks", "rpp,er", "--limit-samples", "1")
@@ -80,7 +81,7 @@ def test_a_run_of_an_older_protocol_is_never_resumed(tmp_path: Path) -> None:
     today's, so it is refused in one line before anything is asked."""
     out = tmp_path / "run"
     assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
-    assert manifest(out)["config"]["protocol"] == 2
+    assert manifest(out)["config"]["protocol"] == PROTOCOL
     changed = invoke("run", *BASE, "--rpp-current-turn", "--checkpoints-per-sample", "3", "--out", str(out))
     assert (
         changed.exit_code == 2
@@ -104,6 +105,20 @@ def test_a_run_json_of_another_format_is_refused_naming_it_and_its_writer(tmp_pa
     assert refused.exit_code == 2 and refused.output.strip().count("\n") == 0, refused.output
     assert f"{out / 'run.json'}: format 1, written by rescue-bench 0.0.7" in refused.output
     assert (out / "predictions.jsonl").read_bytes() == before and manifest(out) == written
+
+
+def test_a_run_whose_config_lists_default_settings_is_refused_by_its_version(tmp_path: Path) -> None:
+    """Protocol 2 recorded every generation setting of the first format, defaults included: such a directory
+    is refused in one line naming its version, not with a list of settings that seem to have changed."""
+    out = tmp_path / "run"
+    assert invoke("run", *BASE, *OPTIONS, "--out", str(out)).exit_code == 0
+    recorded = manifest(out)
+    defaults = {"seed": None, "temperature": 0.0, "response_format": "json_schema", "disable_thinking": False}
+    recorded["config"] = {**recorded["config"], **defaults, "protocol": 2}
+    (out / "run.json").write_text(json.dumps(recorded))
+    refused = invoke("run", *BASE, *OPTIONS, "--out", str(out))
+    assert refused.exit_code == 2 and refused.output.strip().count("\n") == 0, refused.output
+    assert "protocol version 2" in refused.output and f"runs version {PROTOCOL}" in refused.output
 
 
 def test_batch_import_refuses_an_export_of_another_format(tmp_path: Path) -> None:

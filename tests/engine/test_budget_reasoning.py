@@ -9,7 +9,7 @@ import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.engine.execute import Engine, EngineOptions
-from rescue_bench.models.base import REASONING_HEADROOM, GenerationParams
+from rescue_bench.models.base import REASONING_HEADROOM, Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.records import Request, Usage
@@ -36,7 +36,7 @@ def test_the_reservation_covers_the_reasoning_headroom(effort: str) -> None:
 
     async def ask(base_url: str) -> None:
         provider = OpenAICompatProvider("m", preset=get_preset("vllm"), base_url=base_url, api_key="sk-x")
-        params = GenerationParams(reasoning_effort=effort)  # type: ignore[arg-type]
+        params = Generation(reasoning_effort=effort)  # type: ignore[arg-type]
         engine = Engine(provider, params, EngineOptions(use_cache=False), budget=guard)
         await engine.ask(request)
         await provider.aclose()

@@ -16,7 +16,7 @@ from typing import Any
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.engine.cache import ResponseCache, cache_dir, cache_key
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.records import Reply, Request, Usage
 
 IDENTITY = {"provider": "openai", "base_url": "https://api.example.org/v1", "model": "gpt-x"}
@@ -28,7 +28,7 @@ REQUEST = Request(
     instance_ids=("s::itp::1",),
     max_tokens=100,
 )
-PARAMS = GenerationParams()
+PARAMS = Generation()
 REPLY = Reply(text='{"answer": "yes"}', reasoning="because", usage=Usage(10, 3, 2), finish_reason="stop")
 
 
@@ -45,7 +45,7 @@ def test_identical_request_hits(tmp_path: Path) -> None:
             instance_ids=("s::itp::1",),
             max_tokens=100,
         )
-        hit = cache.get(cache_key(dict(IDENTITY), same, GenerationParams()))
+        hit = cache.get(cache_key(dict(IDENTITY), same, Generation()))
     assert hit is not None
     reply, meta = hit
     assert (reply.text, reply.reasoning, reply.usage, reply.finish_reason) == (
@@ -67,11 +67,8 @@ def test_any_change_misses() -> None:
         "message": cache_key(IDENTITY, replace(REQUEST, messages=message), PARAMS),
         "schema": cache_key(IDENTITY, replace(REQUEST, response_schema={"type": "object"}), PARAMS),
         "max_tokens": cache_key(IDENTITY, replace(REQUEST, max_tokens=101), PARAMS),
-        "temperature": cache_key(IDENTITY, REQUEST, replace(PARAMS, temperature=0.7)),
-        "seed": cache_key(IDENTITY, REQUEST, replace(PARAMS, seed=1)),
-        "response_format": cache_key(IDENTITY, REQUEST, replace(PARAMS, response_format="json_object")),
-        "thinking": cache_key(IDENTITY, REQUEST, replace(PARAMS, disable_thinking=True)),
-        "extra": cache_key(IDENTITY, REQUEST, replace(PARAMS, extra={"top_p": 0.9})),
+        # every generation setting, set: tests/models/test_generation_config.py
+        "settings": cache_key(IDENTITY, REQUEST, Generation(temperature=0.7)),
     }
     assert base not in variants.values()
     assert len(set(variants.values())) == len(variants)
@@ -161,16 +158,15 @@ def test_concurrent_processes(tmp_path: Path) -> None:
         assert cache.stats().entries == 600
 
 
-def test_keys_are_those_of_key_version_3(tmp_path: Path) -> None:
-    """The key, serialized in parts, hashes the very bytes it always did: existing caches keep answering."""
+def test_keys_are_those_of_key_version_4(tmp_path: Path) -> None:
+    """The key, serialized in parts, hashes the bytes of its documented form: the settings not at their
+    defaults, the public identity, the request's content key and the key version."""
 
-    def version_3(identity: dict[str, Any], request: Request, params: GenerationParams) -> str:
+    def version_4(identity: dict[str, Any], request: Request, params: Generation) -> str:
         public = {k: v for k, v in identity.items() if k != "api_key"}
-        # The fields GenerationParams had at key version 3 (newer ones count only when set).
-        fields = ("temperature", "max_tokens", "seed", "response_format", "disable_thinking", "extra")
-        settings = {f: getattr(params, f) for f in fields}
+        settings = params.model_dump(mode="json", exclude_defaults=True)
         blob = json.dumps(
-            {"v": 3, "provider": public, "request": request.content_key(), "params": settings},
+            {"v": 4, "provider": public, "request": request.content_key(), "params": settings},
             sort_keys=True,
             ensure_ascii=False,
             separators=(",", ":"),
@@ -178,12 +174,14 @@ def test_keys_are_those_of_key_version_3(tmp_path: Path) -> None:
         return hashlib.sha256(blob.encode()).hexdigest()
 
     identities = [IDENTITY, {**IDENTITY, "sha256": "ab", "api_key": "sk-x", "nom": "modèle ü"}]
-    params = [PARAMS, GenerationParams(0.7, 99, 5, "text", True, {"top_p": 0.9, "stop": ["é", "\n"]})]
+    extra = {"top_k": 9, "stop": ["é", "\n"]}
+    sampled = Generation(temperature=0.7, seed=99, response_format="text", disable_thinking=True, top_p=0.9)
+    params = [PARAMS, sampled.model_copy(update={"extra_body": extra, "max_tokens": 5})]
     messages = ({"role": "user", "content": "Ça va? \u2014 \U0001f600"},)
     for identity in identities:
         for p in params:
             for request in (REQUEST, replace(REQUEST, messages=messages)):
-                assert cache_key(identity, request, p) == version_3(identity, request, p)
+                assert cache_key(identity, request, p) == version_4(identity, request, p)
 
 
 def test_a_damaged_row_is_a_counted_miss_and_is_replaced(tmp_path: Path, caplog: Any) -> None:

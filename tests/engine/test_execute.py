@@ -10,7 +10,7 @@ from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, server_erro
 
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import EngineOptions, execute_requests
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.records import Request
 
 
@@ -34,7 +34,7 @@ def test_replies_come_back_in_order_with_failures_in_place(tmp_path: Path) -> No
         provider = provider_on(server)
         replies = asyncio.run(
             execute_requests(
-                [request(t) for t in texts], provider, GenerationParams(), engine_options=options, cache=cache
+                [request(t) for t in texts], provider, Generation(), engine_options=options, cache=cache
             )
         )
         assert [r.text for r in replies[:20]] == [f'{{"echo": "{t}"}}' for t in texts[:20]]
@@ -44,7 +44,7 @@ def test_replies_come_back_in_order_with_failures_in_place(tmp_path: Path) -> No
             execute_requests(
                 [request(t) for t in texts[:20]],
                 provider_on(server),
-                GenerationParams(),
+                Generation(),
                 engine_options=options,
                 cache=cache,
             )

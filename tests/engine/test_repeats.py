@@ -7,7 +7,6 @@ import asyncio
 import hashlib
 import json
 from collections import Counter
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.engine.cache import KEY_VERSION, CacheKeys
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.rundir import read_jsonl
 
 
@@ -97,12 +96,10 @@ def test_a_repeat_is_never_served_another_repeats_reply(tmp_path: Path) -> None:
 
 def test_repeat_zero_keeps_the_key_of_every_run_before_repeats() -> None:
     identity: dict[str, Any] = {"provider": "openai", "base_url": "https://x/v1", "model": "m"}
-    params = GenerationParams(seed=3)
+    params = Generation(seed=3)
     keys = CacheKeys(identity, params)
     content = "c0ffee"
-    # The fields GenerationParams had before repeats and reasoning settings (key version 3).
-    before = ("temperature", "max_tokens", "seed", "response_format", "disable_thinking", "extra")
-    fields = {name: asdict(params)[name] for name in before}
+    fields = params.model_dump(mode="json", exclude_defaults=True)
     blob = {"params": fields, "provider": identity, "request": content, "v": KEY_VERSION}
     text = json.dumps(blob, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert keys.of(content) == keys.of(content, 0) == hashlib.sha256(text.encode()).hexdigest()

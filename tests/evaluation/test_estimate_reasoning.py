@@ -30,7 +30,7 @@ def spec_of(**model: object) -> RunSpec:
 def estimates(spec: RunSpec) -> dict[str, TaskEstimate]:
     plans = build_plans(select_samples(load_samples(spec.data), spec), spec)
     counter = chars_counter()
-    return {p.name: estimate_plan(p, counter, spec.generation_params()) for p in plans}
+    return {p.name: estimate_plan(p, counter, spec.generation()) for p in plans}
 
 
 def test_reasoning_high_counts_each_request_at_its_cap_plus_the_headroom() -> None:

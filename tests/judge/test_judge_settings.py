@@ -13,9 +13,9 @@ from tests.judge.test_score_cli import grade
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.judge.after_run import judge_params, named_judges
+from rescue_bench.judge.after_run import judge_params
 from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.spec import JudgeSpec
 
 RUNNER = CliRunner()
@@ -24,10 +24,7 @@ REASONING_KEYS = {"enable_thinking", "thinking_budget", "reasoning_effort", "rea
 
 
 def test_a_judge_named_alone_generates_as_before() -> None:
-    assert judge_params(JudgeSpec(name="openai/gpt-4.1")) == GenerationParams(
-        temperature=0.0, max_tokens=JUDGE_MAX_TOKENS
-    )
-    assert named_judges(["vllm/j"]) == (JudgeSpec(name="vllm/j"),)
+    assert judge_params(JudgeSpec(name="openai/gpt-4.1")) == Generation()
 
 
 def test_two_judges_behind_two_endpoints_each_with_its_settings(

@@ -113,6 +113,19 @@ def test_score_calls_only_the_judge_and_resumes(baseline_run: Path) -> None:
     assert "ER: LLM" in result.output and "unscored" in result.output
 
 
+def test_score_sends_runs_generation_flags_to_every_judge(baseline_run: Path) -> None:
+    settings = ("--seed", "11", "--temperature", "0.2", "--top-p", "0.9", "--extra-body", '{"top_k": 5}')
+    with FakeOpenAIServer(grade) as server:
+        result = _score(baseline_run, server, "--bertscore-model", "none", *settings)
+        assert result.exit_code == 0, result.output
+        bodies = [r.body for r in server.requests]
+    assert bodies and {(b["seed"], b["temperature"], b["top_p"], b["top_k"]) for b in bodies} == {
+        (11, 0.2, 0.9, 5)
+    }
+    bad = RUNNER.invoke(app, ["score", str(baseline_run), "--judge", "vllm/j", "--top-p", "2"])
+    assert bad.exit_code == 2 and bad.output.startswith("error: --top-p:") and bad.output.count("\n") == 1
+
+
 def test_calibrate_cli_prints_table12(baseline_run: Path, tmp_path: Path) -> None:
     with FakeOpenAIServer(grade) as server:
         assert _score(baseline_run, server, "--bertscore-model", "none").exit_code == 0

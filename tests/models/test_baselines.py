@@ -11,7 +11,7 @@ from typing import Literal
 import pytest
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.models.base import Generation, Provider
 from rescue_bench.models.baselines import make_baseline
 from rescue_bench.records import Instance, Json, Prediction, Request
 from rescue_bench.tasks.er import EMOTION_PHRASES
@@ -199,11 +199,11 @@ def test_a_request_is_answered_with_the_prior_of_every_prepared_instance() -> No
     baseline = make_baseline("majority", 0)
     baseline.prepare(couple)
     request = Request("itp", ({"role": "user", "content": "?"},), {}, (couple[0].id, couple[1].id))
-    reply = asyncio.run(baseline.complete(request, GenerationParams()))
+    reply = asyncio.run(baseline.complete(request, Generation()))
     assert reply.ok and reply.predictions is not None
     assert [p.value for p in reply.predictions] == ["no", "no"]  # the first two alone would say "yes"
     unknown = replace(request, instance_ids=("nope",))
-    [missing] = asyncio.run(baseline.complete(unknown, GenerationParams())).predictions or ()
+    [missing] = asyncio.run(baseline.complete(unknown, Generation())).predictions or ()
     assert not missing.valid and missing.problems[0].startswith("missing")
 
 
@@ -212,5 +212,5 @@ def test_random_answers_a_request_as_it_predicts() -> None:
     baseline = make_baseline("random", 4)
     baseline.prepare(instances)
     request = Request("mixed", (), {}, tuple(i.id for i in instances))
-    reply = asyncio.run(baseline.complete(request, GenerationParams()))
+    reply = asyncio.run(baseline.complete(request, Generation()))
     assert reply.predictions == tuple(make_baseline("random", 4).predict(instances))

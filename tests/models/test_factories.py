@@ -18,7 +18,7 @@ DECLARING = (
     + """
 
 class Thoughtless(EchoProvider):
-    capabilities = Capabilities(has_endpoint=False, reasoning_switch=False, billed=True)
+    capabilities = Capabilities(has_endpoint=False, settings=frozenset({"temperature"}), billed=True)
 
 
 def odd(model, options):
@@ -52,13 +52,14 @@ def test_built_ins_declare_what_their_providers_have(tmp_path: Path) -> None:
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_preset_is_billed_and_takes_an_effort(name: str) -> None:
     declared = declared_capabilities(f"{name}/m")
-    assert declared.billed and declared.has_endpoint and declared.reasoning_switch
+    assert declared.billed and declared.has_endpoint and "reasoning_effort" in declared.settings
 
 
 @pytest.mark.parametrize("prefix", sorted(OTHERS))
 def test_local_baseline_and_replay_are_free_and_have_no_switch(prefix: str) -> None:
     declared = declared_capabilities(f"{prefix}/m")
-    assert not declared.billed and not declared.has_endpoint and not declared.reasoning_switch
+    assert not declared.billed and not declared.has_endpoint
+    assert "reasoning_effort" not in declared.settings
     assert reasoning_problem(prefix, "low") == f"{prefix}/ models have no reasoning switch; use none"
 
 
@@ -66,7 +67,7 @@ def test_local_baseline_and_replay_are_free_and_have_no_switch(prefix: str) -> N
 def test_a_plugin_declares_on_its_factory() -> None:
     assert declared_capabilities("echo/x") == Capabilities()  # a plain function declares nothing
     thoughtless = declared_capabilities("thoughtless/x")
-    assert thoughtless.billed and not thoughtless.reasoning_switch
+    assert thoughtless.billed and "reasoning_effort" not in thoughtless.settings
     assert (
         reasoning_problem("thoughtless", "high") == "thoughtless/ models have no reasoning switch; use none"
     )

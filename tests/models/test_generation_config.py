@@ -1,92 +1,83 @@
-"""The generation settings in run.json's compared config (added only when not at their defaults, so old runs
-resume) and on the command line (--reasoning-effort, --top-p, --max-tokens, --extra-body)."""
+"""A generation setting is one field of ``Generation``: from it alone, ``run`` has its flag, the
+response-cache key and run.json's compared config hold it when it is set (and only then), and the spec's
+table takes it."""
 
 from __future__ import annotations
 
 import json
 import tomllib
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
+from rescue_bench.cli.run_flags import FLAGS
+from rescue_bench.engine.cache import cache_key
 from rescue_bench.engine.manifest import config_record
-from rescue_bench.rundir import PROTOCOL, describe_changes
+from rescue_bench.models.base import Generation
+from rescue_bench.records import Request
+from rescue_bench.rundir import describe_changes
 from rescue_bench.spec import RunSpec
 
 RUNNER = CliRunner()
-# config_record of these specs as the code before the new settings (main at 3af0954) computed it, plus the
-# protocol version every run records since (an older protocol's directory is refused on its own, by version).
-OLD_DEFAULT = {
-    "protocol": PROTOCOL,
-    "batch_size": None,
-    "context_size": None,
-    "disable_thinking": False,
-    "limit_samples": None,
-    "mode": "dialogue",
-    "model": "openai/m",
-    "response_format": "json_schema",
-    "sample_ids": None,
-    "seed": None,
-    "task_options": {},
-    "tasks": ["itp"],
-    "temperature": 0.0,
-    "video": None,
-}
-OLD_SET = {
-    **OLD_DEFAULT,
-    "disable_thinking": True,
-    "model": "vllm/q",
-    "seed": 4,
-    "temperature": 0.5,
-    "tasks": ["rpp", "er"],
-    "task_options": {
-        "er": {"checkpoints_per_sample": 5, "min_dialogue_words": 5},
-        "rpp": {"gold_field": "auto", "include_current_turn": False},
-    },
-}
+SETTINGS = list(Generation.model_fields)
+IDENTITY = {"provider": "vllm", "base_url": "http://localhost:8000/v1", "model": "q"}
+REQUEST = Request("itp", ({"role": "user", "content": "hi"},), {}, ("a",), max_tokens=300)
 
 
-def test_default_settings_keep_the_config_of_before() -> None:
-    assert config_record(RunSpec(model="openai/m", tasks=["itp"])) == OLD_DEFAULT
-    spec = RunSpec(
-        model={"name": "vllm/q", "seed": 4, "temperature": 0.5, "disable_thinking": True}, tasks=["rpp", "er"]
-    )
-    assert config_record(spec) == OLD_SET
-    # A JSON round trip (what run.json holds) compares equal: an old directory resumes.
-    assert (
-        describe_changes({"config": json.loads(json.dumps(OLD_SET))}, {"config": config_record(spec)}) == []
-    )
+def other_value(name: str) -> Any:
+    """A valid value of the setting ``name`` that is not its default, found from the field's JSON schema."""
+    schema = Generation.model_json_schema()["properties"][name]
+    kinds = [s for s in schema.get("anyOf", [schema]) if s.get("type") != "null"]
+    default = Generation.model_fields[name].get_default(call_default_factory=True)
+    if "enum" in kinds[0]:
+        return next(v for v in kinds[0]["enum"] if v != default)
+    return {"boolean": not default, "integer": 3, "number": 0.5, "object": {"top_k": 20}}[kinds[0]["type"]]
 
 
-@pytest.mark.parametrize(
-    ("setting", "key", "value"),
-    [
-        ({"top_p": 0.9}, "top_p", 0.9),
-        ({"max_tokens": 6000}, "max_tokens", 6000),
-        ({"reasoning_effort": "high"}, "reasoning_effort", "high"),
-        ({"extra_body": {"top_k": 20}}, "extra_body", {"top_k": 20}),
-    ],
-)
-def test_a_new_setting_adds_only_its_key_and_refuses_the_old_directory(
-    setting: dict[str, object], key: str, value: object
-) -> None:
-    new = config_record(RunSpec(model={"name": "vllm/q", **setting}, tasks=["itp"]))
-    old = {**OLD_DEFAULT, "model": "vllm/q"}
-    assert new == {**old, key: value}
-    assert describe_changes({"config": old}, {"config": new}) == [f"{key}: None -> {value!r}"]
+def config(**settings: Any) -> dict[str, Any]:
+    return config_record(RunSpec(model={"name": "vllm/q", **settings}, tasks=["itp"]))
+
+
+def test_a_default_config_and_key_hold_no_setting() -> None:
+    assert not set(config()) & set(SETTINGS)
+    assert Generation().settings() == {}
     # concurrency is how the run goes, not what it asks: never in the config
-    assert config_record(RunSpec(model={"name": "vllm/q", "concurrency": 3}, tasks=["itp"])) == old
+    assert config(concurrency=3) == config()
 
 
-def test_flags_set_the_model_settings() -> None:
-    args = ["run", "--model", "vllm/q", "--tasks", "itp", "--reasoning-effort", "high", "--top-p", "0.9"]
-    args += ["--max-tokens", "5000", "--extra-body", '{"top_k": 20, "min_p": 0.1}', "--print-spec"]
-    result = RUNNER.invoke(app, args)
+@pytest.mark.parametrize("name", SETTINGS)
+def test_a_setting_given_at_its_default_changes_nothing(name: str) -> None:
+    default = Generation.model_fields[name].get_default(call_default_factory=True)
+    assert config(**{name: default}) == config()
+    given = Generation.model_validate({name: default})
+    assert cache_key(IDENTITY, REQUEST, given) == cache_key(IDENTITY, REQUEST, Generation())
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_a_set_setting_is_in_the_config_and_the_cache_key(name: str) -> None:
+    value = other_value(name)
+    new, old = config(**{name: value}), config()
+    assert new == {**old, name: value}
+    # A JSON round trip (what run.json holds) compares equal, and the old directory is refused by name.
+    assert describe_changes({"config": json.loads(json.dumps(new))}, {"config": new}) == []
+    assert describe_changes({"config": old}, {"config": new}) == [f"{name}: None -> {value!r}"]
+    given = Generation.model_validate({name: value})
+    assert cache_key(IDENTITY, REQUEST, given) != cache_key(IDENTITY, REQUEST, Generation())
+
+
+@pytest.mark.parametrize("name", SETTINGS)
+def test_every_setting_has_a_run_flag_that_sets_it(name: str) -> None:
+    (flag,) = [f for f in FLAGS if f.paths == (("model", name),)]
+    value = other_value(name)
+    text = [] if isinstance(value, bool) else [json.dumps(value) if isinstance(value, dict) else str(value)]
+    result = RUNNER.invoke(app, ["run", "--model", "vllm/q", flag.decls[0], *text, "--print-spec"])
     assert result.exit_code == 0, result.output
-    model = tomllib.loads(result.output)["model"]
-    assert model["reasoning_effort"] == "high" and model["top_p"] == 0.9 and model["max_tokens"] == 5000
-    assert model["extra_body"] == {"top_k": 20, "min_p": 0.1}
+    assert tomllib.loads(result.output)["model"][name] == value
+    assert flag.help == Generation.model_fields[name].description or flag.help.startswith(
+        str(Generation.model_fields[name].description)
+    )
 
 
 @pytest.mark.parametrize(
@@ -97,6 +88,7 @@ def test_flags_set_the_model_settings() -> None:
         ("--reasoning-effort", "extreme", "--reasoning-effort"),
         ("--top-p", "1.5", "--top-p"),
         ("--max-tokens", "0", "--max-tokens"),
+        ("--temperature", "-1", "--temperature"),
     ],
 )
 def test_bad_flag_values_are_one_line_errors(flag: str, value: str, message: str) -> None:

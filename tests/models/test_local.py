@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rescue_bench.errors import ConfigError, DependencyError
-from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.models.base import Generation, Provider
 from rescue_bench.models.local import LocalProvider, default_model_path, models_dir, render_prompt
 from rescue_bench.records import Json, Reply, Request
 
@@ -72,8 +72,8 @@ def provider(gguf_path: Path) -> Any:
     asyncio.run(made.aclose())
 
 
-def ask(provider: LocalProvider, req: Request, params: GenerationParams | None = None) -> Reply:
-    return asyncio.run(provider.complete(req, params or GenerationParams()))
+def ask(provider: LocalProvider, req: Request, params: Generation | None = None) -> Reply:
+    return asyncio.run(provider.complete(req, params or Generation()))
 
 
 def check(value: Json, schema: dict[str, Json]) -> None:
@@ -165,21 +165,21 @@ def test_max_tokens_truncates_and_says_so(provider: LocalProvider) -> None:
     assert reply.usage.completion_tokens == 6
     with pytest.raises(json.JSONDecodeError):
         json.loads(reply.text)
-    capped = ask(provider, request(ITEMS), GenerationParams(max_tokens=6))
+    capped = ask(provider, request(ITEMS), Generation(max_tokens=6))
     assert capped.finish_reason == "length" and capped.usage.completion_tokens == 6
 
 
 def test_other_response_formats(provider: LocalProvider) -> None:
-    reply = ask(provider, request(ITEMS, max_tokens=60), GenerationParams(response_format="json_object"))
+    reply = ask(provider, request(ITEMS, max_tokens=60), Generation(response_format="json_object"))
     assert reply.ok
     if reply.finish_reason == "stop":
         json.loads(reply.text)
-    text = ask(provider, request(ITEMS, max_tokens=8), GenerationParams(response_format="text"))
+    text = ask(provider, request(ITEMS, max_tokens=8), Generation(response_format="text"))
     assert text.ok and text.usage.completion_tokens <= 8
 
 
 def test_sampling_is_seeded(provider: LocalProvider) -> None:
-    params = GenerationParams(temperature=1.0, seed=11)
+    params = Generation(temperature=1.0, seed=11)
     first, again = ask(provider, request(ITEMS), params), ask(provider, request(ITEMS), params)
     assert first.text == again.text
     check(json.loads(first.text), SCHEMA)
@@ -187,9 +187,7 @@ def test_sampling_is_seeded(provider: LocalProvider) -> None:
 
 def test_concurrent_requests_are_served_one_at_a_time(provider: LocalProvider) -> None:
     async def both() -> list[Reply]:
-        return list(
-            await asyncio.gather(*(provider.complete(request(ITEMS), GenerationParams()) for _ in "ab"))
-        )
+        return list(await asyncio.gather(*(provider.complete(request(ITEMS), Generation()) for _ in "ab")))
 
     alone = ask(provider, request(ITEMS))
     assert [r.text for r in asyncio.run(both())] == [alone.text, alone.text]

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from rescue_bench.errors import DependencyError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.local_prompt import ChatTemplate, Segment, render_prompt, tokenize
 from rescue_bench.records import Json
 
@@ -120,7 +120,7 @@ def test_smollm2_answers_a_demo_request_under_its_schema() -> None:
     batch = make_batches(build_instances(task, load_samples("demo")[:1], cfg), size)[0]
     request = task.render(batch, cfg)
     try:
-        reply = asyncio.run(provider.complete(request, GenerationParams()))
+        reply = asyncio.run(provider.complete(request, Generation()))
         tokens = tokenize(provider._llm, provider.layout(request.messages))
         im_start = provider._llm.tokenize(b"<|im_start|>", add_bos=False, special=True)
     finally:

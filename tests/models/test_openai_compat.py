@@ -15,7 +15,7 @@ from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
 from rescue_bench.models import http_pool
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
 from rescue_bench.records import Reply, Request
@@ -68,8 +68,8 @@ def provider(handler: Handler, preset: str = "openai", timeout: float = 5.0) -> 
     )
 
 
-def call(p: OpenAICompatProvider, params: GenerationParams | None = None) -> Any:
-    return asyncio.run(p.complete(REQUEST, params or GenerationParams()))
+def call(p: OpenAICompatProvider, params: Generation | None = None) -> Any:
+    return asyncio.run(p.complete(REQUEST, params or Generation()))
 
 
 def capture(bodies: list[dict[str, Any]], answer: dict[str, Any] | None = None) -> Handler:
@@ -83,7 +83,7 @@ def capture(bodies: list[dict[str, Any]], answer: dict[str, Any] | None = None) 
 
 def test_body_of_a_json_schema_request() -> None:
     bodies: list[dict[str, Any]] = []
-    reply = call(provider(capture(bodies)), GenerationParams(seed=7))
+    reply = call(provider(capture(bodies)), Generation(seed=7))
     (body,) = bodies
     assert body["model"] == "m" and body["temperature"] == 0.0 and body["seed"] == 7
     assert body["max_completion_tokens"] == 321 and "max_tokens" not in body
@@ -92,8 +92,8 @@ def test_body_of_a_json_schema_request() -> None:
         "json_schema": {"name": "itp_answer", "schema": SCHEMA, "strict": False},
     }
     assert body["messages"] == [{"role": "user", "content": "Reply in JSON."}]
-    # What create() sent is what a Batch API line carries.
-    assert body == provider(capture([])).body(REQUEST, GenerationParams(seed=7), "json_schema")
+    # What was sent is what a Batch API line carries.
+    assert body == provider(capture([])).body(REQUEST, Generation(seed=7), "json_schema")
     assert reply.text == '{"answer": "yes"}' and reply.ok and reply.finish_reason == "stop"
     assert (reply.usage.prompt_tokens, reply.usage.completion_tokens, reply.usage.reasoning_tokens) == (
         11,
@@ -111,8 +111,8 @@ def test_reasoning_is_kept_apart() -> None:
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_disable_thinking_sends_the_presets_switch(name: str) -> None:
     bodies: list[dict[str, Any]] = []
-    call(provider(capture(bodies), preset=name), GenerationParams(disable_thinking=True))
-    call(provider(capture(bodies), preset=name), GenerationParams())
+    call(provider(capture(bodies), preset=name), Generation(disable_thinking=True))
+    call(provider(capture(bodies), preset=name), Generation())
     switch = PRESETS[name].thinking_off or {}
     assert switch and all(bodies[0][k] == v for k, v in switch.items())
     assert not any(k in bodies[1] for k in switch)
@@ -127,7 +127,7 @@ def test_llamacpp_server_gets_the_schema_inside_json_object() -> None:
 
 def test_text_format_sends_no_response_format() -> None:
     bodies: list[dict[str, Any]] = []
-    call(provider(capture(bodies)), GenerationParams(response_format="text"))
+    call(provider(capture(bodies)), Generation(response_format="text"))
     assert "response_format" not in bodies[0]
 
 
@@ -268,7 +268,7 @@ def test_proxy_variables_are_honoured(monkeypatch: pytest.MonkeyPatch) -> None:
     with FakeOpenAIServer(lambda r: "{}") as server:
         p = loopback_provider(server)
         with pytest.raises(RetryableError, match="connection error"):
-            asyncio.run(p.complete(numbered(0), GenerationParams()))
+            asyncio.run(p.complete(numbered(0), Generation()))
         assert server.count == 0
 
 
@@ -291,9 +291,9 @@ def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
         p = OpenAICompatProvider(
             "m", preset=get_preset("vllm"), base_url=f"http://127.0.0.1:{port}/v1", api_key=KEY
         )
-        first = await p.complete(REQUEST, GenerationParams())
+        first = await p.complete(REQUEST, Generation())
         await asyncio.sleep(0.05)
-        second = await p.complete(REQUEST, GenerationParams())
+        second = await p.complete(REQUEST, Generation())
         await p.aclose()
         server.close()
         return [first, second]
@@ -304,20 +304,21 @@ def test_a_kept_alive_connection_the_server_closed_is_not_reused() -> None:
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
-@pytest.mark.parametrize("plain", [False, True])
+@pytest.mark.parametrize("aiohttp", [True, False], ids=["aiohttp", "httpx2"])
 def test_more_requests_in_flight_than_aiohttps_default_limit_all_go_out_at_once(
-    monkeypatch: pytest.MonkeyPatch, plain: bool
+    monkeypatch: pytest.MonkeyPatch, aiohttp: bool
 ) -> None:
-    """150 requests in flight: aiohttp's own limit (100) would hold 50 back; the pool is sized by the run."""
+    """150 requests in flight: aiohttp's own limit (100) would hold 50 back; the pool is sized by the run, on
+    either transport (httpx2's is the one without aiohttp installed, or behind a proxy)."""
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1" if plain else "0")
-    assert http_pool.uses_aiohttp() is not plain
+    assert http_pool.uses_aiohttp()
+    monkeypatch.setattr(http_pool, "uses_aiohttp", lambda: aiohttp)
     n = 150
 
     async def scenario(p: OpenAICompatProvider) -> list[Reply]:
         try:
-            asked = (p.complete(numbered(i), GenerationParams()) for i in range(n))
+            asked = (p.complete(numbered(i), Generation()) for i in range(n))
             return list(await asyncio.gather(*asked))
         finally:
             await p.aclose()
@@ -331,16 +332,12 @@ def test_more_requests_in_flight_than_aiohttps_default_limit_all_go_out_at_once(
     assert all(r.ok for r in replies) and len(replies) == n
 
 
-def test_the_aiohttp_transport_gives_way_to_the_plain_client_with_a_proxy_or_the_switch(
+def test_the_aiohttp_transport_gives_way_to_the_httpx2_client_behind_a_proxy(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
-    monkeypatch.delenv(http_pool.PLAIN_HTTP_ENV, raising=False)
     assert http_pool.uses_aiohttp()
-    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1")
-    assert not http_pool.uses_aiohttp()
-    monkeypatch.delenv(http_pool.PLAIN_HTTP_ENV)
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     assert not http_pool.uses_aiohttp()
     assert not isinstance(http_pool.make_http_client(8), openai.DefaultAioHttpClient)

@@ -15,7 +15,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, drip, echo_key, huge, tr
 
 from rescue_bench.errors import ProviderError, RetryableError
 from rescue_bench.models import http_pool
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
 from rescue_bench.models.registry import get_model
@@ -32,12 +32,12 @@ REQUEST = Request(
 PROXY_VARS = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
 
 
-@pytest.fixture(autouse=True, params=["json-body", "plain"])
+@pytest.fixture(autouse=True, params=["aiohttp", "httpx2"])
 def _no_proxy_no_keys(
     request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    """Every test on both calls of the request path's seam (``models.http_pool``)."""
-    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1" if request.param == "plain" else "0")
+    """Every test on both transports of ``models.http_pool`` (httpx2's without aiohttp, or behind a proxy)."""
+    monkeypatch.setattr(http_pool, "uses_aiohttp", lambda: request.param == "aiohttp")
     for var in PROXY_VARS:
         monkeypatch.delenv(var, raising=False)
     for preset in PRESETS.values():
@@ -49,7 +49,7 @@ def _no_proxy_no_keys(
 def ask(provider: OpenAICompatProvider) -> Reply:
     async def once() -> Reply:
         try:
-            return await provider.complete(REQUEST, GenerationParams())
+            return await provider.complete(REQUEST, Generation())
         finally:
             await provider.aclose()
 

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import pytest
 
 from rescue_bench.errors import RetryableError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.records import Request
@@ -87,7 +87,7 @@ def _request(text: str) -> Request:
 
 
 async def _ask_all(provider: OpenAICompatProvider, texts: list[str]) -> list[Any]:
-    params = GenerationParams(response_format="json_object")
+    params = Generation(response_format="json_object")
     try:
         first = await asyncio.gather(*(provider.complete(_request(t), params) for t in texts))
         again = [await provider.complete(_request(t), params) for t in texts]  # kept-alive connections

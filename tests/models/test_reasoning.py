@@ -11,14 +11,12 @@ import httpx2
 import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from rescue_bench.engine.cache import cache_key
 from rescue_bench.errors import ConfigError
-from rescue_bench.models import http_pool
-from rescue_bench.models.base import GenerationParams, ReasoningEffort
+from rescue_bench.models.base import Generation, ReasoningEffort
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import PRESETS, get_preset
 from rescue_bench.records import Request
-from rescue_bench.spec import ModelSpec, validate_spec
+from rescue_bench.spec import JudgeSpec, ModelSpec, validate_spec
 
 SCHEMA = {"type": "object", "properties": {"answer": {"type": "string"}}}
 REQUEST = Request(
@@ -35,42 +33,28 @@ _FORMAT = (
 )
 _HEAD = '{"model":"m","messages":[{"role":"user","content":"Reply in JSON."}],'
 # The raw bytes that the code before these settings (main at 3af0954) sent for REQUEST, captured on a mock
-# transport: the same settings must still send exactly these.
+# transport: the same settings must still send exactly these (key order included: a Batch API line's body).
 BEFORE = [
-    ("openai", GenerationParams(), _HEAD + f'"max_completion_tokens":321,{_FORMAT},"temperature":0.0}}'),
+    ("openai", Generation(), _HEAD + f'"max_completion_tokens":321,{_FORMAT},"temperature":0.0}}'),
     (
         "dashscope",
-        GenerationParams(disable_thinking=True, seed=7),
+        Generation(disable_thinking=True, seed=7),
         _HEAD + f'"max_tokens":321,{_FORMAT},"seed":7,"temperature":0.0,"enable_thinking":false}}',
     ),
     (
         "vllm",
-        GenerationParams(temperature=0.3, response_format="json_object"),
+        Generation(temperature=0.3, response_format="json_object"),
         _HEAD + '"max_tokens":321,"response_format":{"type":"json_object"},"temperature":0.3}',
     ),
     (
         "deepseek",
-        GenerationParams(),
+        Generation(),
         _HEAD + '"max_tokens":321,"response_format":{"type":"json_object"},"temperature":0.0}',
     ),
 ]
-IDENTITY = {"provider": "openai", "base_url": "https://x/v1", "model": "m"}
-# cache_key(IDENTITY, REQUEST, params) as computed by the code before these settings (main at 3af0954).
-DEFAULT_KEY = "c4d4d3cc489e1d244c04aaeeab48c603c41e3e09053468ee1a908a0cc7f56b79"
-KEYS_BEFORE = [
-    (GenerationParams(), DEFAULT_KEY),
-    (
-        GenerationParams(temperature=0.0, max_tokens=1800),
-        "75bcfb8521f2af6fa541e29d37047bbf9d9aaa633ad09bcd7657cd8718820532",
-    ),
-    (
-        GenerationParams(seed=3, disable_thinking=True),
-        "6886a34be12b0b0bc55d8ac0890d789bb734f523c0e7b9172108985f54c7c71e",
-    ),
-]
 
 
-def raw_body(preset: str, params: GenerationParams) -> str:
+def raw_body(preset: str, params: Generation) -> str:
     """The bytes the provider sends for REQUEST, through the real SDK on a mock transport."""
     seen: list[str] = []
 
@@ -89,37 +73,16 @@ def raw_body(preset: str, params: GenerationParams) -> str:
     return seen[0]
 
 
-@pytest.mark.parametrize("plain", [False, True], ids=["json-body", "typed-create"])
 @pytest.mark.parametrize(("preset", "params", "before"), BEFORE)
-def test_default_settings_send_the_bytes_sent_before(
-    preset: str, params: GenerationParams, before: str, plain: bool, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """On both calls of the request path's seam (``models.http_pool``)."""
-    monkeypatch.setenv(http_pool.PLAIN_HTTP_ENV, "1" if plain else "0")
+def test_default_settings_send_the_bytes_sent_before(preset: str, params: Generation, before: str) -> None:
     assert raw_body(preset, params) == before
 
 
-def test_default_settings_keep_the_cache_keys_of_before() -> None:
-    for params, key in KEYS_BEFORE:
-        assert cache_key(IDENTITY, REQUEST, params) == key
-    # ...and the spec's defaults are those defaults (a model and a judge named alone).
-    assert ModelSpec(name="openai/m").generation_params() == GenerationParams()
-    assert ModelSpec(name="openai/m").generation_params(max_tokens=1800) == GenerationParams(max_tokens=1800)
-
-
-@pytest.mark.parametrize(
-    "params",
-    [
-        GenerationParams(top_p=0.9),
-        GenerationParams(output_cap=4000),
-        GenerationParams(reasoning_effort="low"),
-        GenerationParams(extra={"top_k": 20}),
-        GenerationParams(seed=1),
-        GenerationParams(temperature=0.7),
-    ],
-)
-def test_every_setting_is_part_of_the_cache_key(params: GenerationParams) -> None:
-    assert cache_key(IDENTITY, REQUEST, params) != DEFAULT_KEY
+def test_the_spec_defaults_are_the_settings_defaults() -> None:
+    """A model and a judge named alone generate with every setting at its default."""
+    assert ModelSpec(name="openai/m").generation() == Generation()
+    assert JudgeSpec(name="openai/m").generation() == Generation()
+    assert type(ModelSpec(name="openai/m").generation()) is Generation  # its name and endpoint left out
 
 
 # What docs/reasoning.md promises each preset gets, written out by hand.
@@ -163,9 +126,9 @@ def test_reasoning_fields_reach_the_server_as_each_preset_expects(preset: str) -
         )
 
         async def ask_all() -> None:
-            await provider.complete(REQUEST, GenerationParams())
+            await provider.complete(REQUEST, Generation())
             for effort in EXPECTED[preset]:
-                await provider.complete(REQUEST, GenerationParams(reasoning_effort=effort))
+                await provider.complete(REQUEST, Generation(reasoning_effort=effort))
             await provider.aclose()
 
         asyncio.run(ask_all())
@@ -180,7 +143,7 @@ def test_reasoning_fields_reach_the_server_as_each_preset_expects(preset: str) -
 
 
 def test_openai_reasoning_leaves_out_sampling_others_keep_it() -> None:
-    reasoning = GenerationParams(reasoning_effort="high", top_p=0.5, temperature=0.0)
+    reasoning = Generation(reasoning_effort="high", top_p=0.5, temperature=0.0)
     openai_body = json.loads(raw_body("openai", reasoning))
     assert "temperature" not in openai_body and "top_p" not in openai_body
     vllm_body = json.loads(raw_body("vllm", reasoning))
@@ -188,15 +151,15 @@ def test_openai_reasoning_leaves_out_sampling_others_keep_it() -> None:
 
 
 def test_max_tokens_replaces_the_cap_and_extra_body_wins() -> None:
-    params = GenerationParams(
+    params = Generation(
         reasoning_effort="low",
-        output_cap=777,
-        extra={"thinking_budget": 100, "top_k": 20, "chat_template_kwargs": {"x": 1}},
+        max_tokens=777,
+        extra_body={"thinking_budget": 100, "top_k": 20, "chat_template_kwargs": {"x": 1}},
     )
     body = json.loads(raw_body("dashscope", params))
     assert body["max_tokens"] == 777
     assert body["thinking_budget"] == 100 and body["top_k"] == 20 and body["enable_thinking"] is True
-    assert json.loads(raw_body("openai", GenerationParams(output_cap=50)))["max_completion_tokens"] == 50
+    assert json.loads(raw_body("openai", Generation(max_tokens=50)))["max_completion_tokens"] == 50
 
 
 @pytest.mark.parametrize(
@@ -219,6 +182,6 @@ def test_impossible_reasoning_settings_are_one_line_errors(model: dict[str, Any]
 
 def test_possible_reasoning_settings_pass() -> None:
     spec = validate_spec({"model": {"name": "openai/o3", "reasoning_effort": "max"}})
-    assert spec.generation_params().reasoning_effort == "max"
+    assert spec.generation().reasoning_effort == "max"
     sampled = validate_spec({"model": {"name": "vllm/q", "reasoning_effort": "low", "temperature": 0.6}})
-    assert sampled.generation_params().temperature == 0.6
+    assert sampled.generation().temperature == 0.6

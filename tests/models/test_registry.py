@@ -150,7 +150,7 @@ def install_plugin(root: Path, entry_points: str, module: str = PLUGIN) -> None:
 def test_a_provider_from_an_installed_plugin(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from rescue_bench.models.base import GenerationParams, Provider
+    from rescue_bench.models.base import Generation, Provider
     from rescue_bench.records import Request
 
     install_plugin(tmp_path, "echo = echo_plugin:make")
@@ -159,7 +159,7 @@ def test_a_provider_from_an_installed_plugin(tmp_path: Path, monkeypatch: pytest
     assert isinstance(provider, Provider) and provider.name == "echo/loud"
     assert provider.timeout == 7.0  # type: ignore[attr-defined]
     request = Request("itp", ({"role": "user", "content": "hello"},), {}, ("i",))
-    assert asyncio.run(provider.complete(request, GenerationParams())).text == "HELLO"
+    assert asyncio.run(provider.complete(request, Generation())).text == "HELLO"
     with pytest.raises(ConfigError, match=r"known providers: openai, .*replay, echo$"):
         get_model("nope/x")
 

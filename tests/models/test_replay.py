@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.models.base import Generation, Provider
 from rescue_bench.models.replay import ReplayProvider
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.rundir import RunDirError
@@ -55,7 +55,7 @@ def write_run(tmp_path: Path, lines: list[str]) -> Path:
 
 
 def answer(provider: ReplayProvider, req: Request) -> Reply:
-    return asyncio.run(provider.complete(req, GenerationParams()))
+    return asyncio.run(provider.complete(req, Generation()))
 
 
 def test_round_trip_returns_the_saved_replies(tmp_path: Path) -> None:

@@ -27,7 +27,7 @@ from rescue_bench.annotate.draft import (
 from rescue_bench.annotate.rules import RuleContext
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import EngineOptions, execute_requests
-from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.models.base import Generation, Provider
 from rescue_bench.pricing import TaskEstimate, TokenCounter, estimate_requests
 from rescue_bench.records import Reply, Request
 from rescue_bench.workdir import (
@@ -83,7 +83,7 @@ def rule_context(segment: SegmentManifest, info: WorkdirInfo) -> RuleContext:
 async def draft_workdir(
     root: Path,
     provider: Provider,
-    params: GenerationParams,
+    params: Generation,
     settings: DraftSettings,
     *,
     force: bool = False,
@@ -110,7 +110,7 @@ async def _rounds(
     chunks: Sequence[Chunk],
     info: WorkdirInfo,
     provider: Provider,
-    params: GenerationParams,
+    params: Generation,
     options: EngineOptions | None,
     cache: ResponseCache | None,
     counts: Counts,
@@ -137,7 +137,7 @@ async def _rounds(
 async def _ask(
     requests: Sequence[Request],
     provider: Provider,
-    params: GenerationParams,
+    params: Generation,
     options: EngineOptions | None,
     cache: ResponseCache | None,
     counts: Counts,

@@ -47,7 +47,7 @@ from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Outcome
 from rescue_bench.engine.outcomes import asks_again, predictions_of
 from rescue_bench.errors import CallFailed, DataError, ProviderError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.pricing import BudgetExceeded
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import public_url, redact_reply
@@ -80,7 +80,7 @@ class BatchAsker:
     def __init__(
         self,
         provider: BatchProvider,
-        params: GenerationParams,
+        params: Generation,
         ledger: BatchLedger,
         options: BatchOptions,
         *,

@@ -45,7 +45,7 @@ class BatchApi:
         ledger = BatchLedger(pending.root)
         try:
             work = pending_work(pending.plans, pending.done, spec.engine.retry_failed)
-            params = spec.generation_params()
+            params = spec.generation()
             asker = BatchAsker(provider, params, ledger, options, cache=pending.cache, budget=pending.budget)
             answers = await asker.ask(work)
         finally:

@@ -38,7 +38,7 @@ from rescue_bench.engine.manifest import build_manifest, check_compatible, spec_
 from rescue_bench.engine.plans import TaskPlan, build_plans, select_samples
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, parse_model_name
+from rescue_bench.models.base import Generation, parse_model_name
 from rescue_bench.models.env import lookup
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, get_preset, normalize_base_url
@@ -101,7 +101,7 @@ def export_batch(
     known = TASKS if tasks is None else tasks
     provider = export_provider(config)
     plans = build_plans(samples, config, known, provider.capabilities)
-    params = config.generation_params()
+    params = config.generation()
     check_repeats_keyed(params, max(plan.repeats for plan in plans))
     manifest = build_manifest(config, samples, plans, provider.identity(), known)
     manifest["status"] = "exported"
@@ -137,13 +137,13 @@ class RepeatResultsProvider(BatchResultsProvider):
     :func:`repeat_of` reads back."""
 
     def __init__(
-        self, results: Mapping[str, Reply], identity: dict[str, Json], name: str, base: GenerationParams
+        self, results: Mapping[str, Reply], identity: dict[str, Json], name: str, base: Generation
     ) -> None:
         super().__init__(results, identity, name)
         self._by_id = results
         self._base = base
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         key = repeat_custom_id(request, repeat_of(self._base, params))
         reply = self._by_id.get(key)
         if reply is None:
@@ -212,7 +212,7 @@ def import_batch(
         {cid: redact_reply(reply, secrets) for cid, reply in replies.items()},
         dict(identity) if isinstance(identity, dict) else {},
         spec.model.name,
-        spec.generation_params(),
+        spec.generation(),
     )
     options = RunOptions(engine=EngineOptions(concurrency=64, max_retries=0, use_cache=False), quiet=quiet)
     result = run_benchmark(spec, run_dir, options, model=provider, tasks=tasks, samples=loaded)

@@ -15,7 +15,7 @@ from rescue_bench.batch.results import custom_id
 from rescue_bench.engine.execute import repeat_params
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams, Provider, ResponseFormat
+from rescue_bench.models.base import Generation, Provider, ResponseFormat
 from rescue_bench.records import Instance, Json, Request
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks.perturb import is_circular
@@ -30,9 +30,9 @@ BATCH_URL: Final = "/v1/chat/completions"
 class BatchLines(Protocol):
     """Writes a request as a Batch API line: the body the online run sends, in the format it would use."""
 
-    def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]: ...
+    def body(self, request: Request, params: Generation, fmt: ResponseFormat) -> dict[str, Any]: ...
 
-    def effective_format(self, params: GenerationParams) -> ResponseFormat: ...
+    def effective_format(self, params: Generation) -> ResponseFormat: ...
 
 
 class BatchProvider(Provider, BatchLines, Protocol):
@@ -108,11 +108,11 @@ def repeat_custom_id(request: Request, repeat: int = 0) -> str:
     return custom_id(request) if repeat == 0 else f"{custom_id(request)}-r{repeat}"
 
 
-def repeat_of(base: GenerationParams, sent: GenerationParams) -> int:
+def repeat_of(base: Generation, sent: Generation) -> int:
     """Which repeat a request sent with ``sent`` asks, in a run whose own settings are ``base``: the inverse
     of :func:`~rescue_bench.engine.execute.repeat_params` (repeat r > 0 carries seed (base seed or 0) + r).
 
-    >>> base = GenerationParams(seed=5)
+    >>> base = Generation(seed=5)
     >>> repeat_of(base, base), repeat_of(base, repeat_params(base, 3))
     (0, 3)
     """
@@ -121,7 +121,7 @@ def repeat_of(base: GenerationParams, sent: GenerationParams) -> int:
     return sent.seed - (base.seed or 0)
 
 
-def check_repeats_keyed(params: GenerationParams, repeats: int) -> None:
+def check_repeats_keyed(params: Generation, repeats: int) -> None:
     """Refuse repeats whose asks a results file cannot tell apart: a sampling run with no seed sends every
     repeat with the same settings (``repeat_params``), so a result could not be mapped to its repeat."""
     if repeats > 1 and repeat_params(params, 1) == params:
@@ -132,7 +132,7 @@ def check_repeats_keyed(params: GenerationParams, repeats: int) -> None:
 
 
 def batch_line(
-    provider: BatchLines, request: Request, params: GenerationParams, repeat: int = 0
+    provider: BatchLines, request: Request, params: Generation, repeat: int = 0
 ) -> dict[str, Json]:
     """One Batch API input line: ``{"custom_id", "method", "url", "body"}``, the body the online run sends
     for ``repeat`` of ``request`` (with that repeat's seed) and its :func:`repeat_custom_id`."""

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 from pydantic import StrictStr, ValidationError
 
 from rescue_bench.errors import DataError
-from rescue_bench.models.base import Capabilities, GenerationParams
+from rescue_bench.models.base import Capabilities, Generation
 from rescue_bench.models.openai_compat import DEFAULT_MAX_REPLY_BYTES
 from rescue_bench.models.openai_reply import (
     BatchBody,
@@ -187,7 +187,7 @@ class BatchResultsProvider:
     def prepare(self, instances: Sequence[Instance]) -> None:
         return None
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         key = custom_id(request)
         reply = self._results.get(key)
         if reply is None:

@@ -9,11 +9,13 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rescue_bench.cli.run_flags import ModelCommand, flag_values, model_settings
 from rescue_bench.errors import ConfigError, DataError
 
 if TYPE_CHECKING:
     from rescue_bench.annotate.draft import Counts, DraftSettings
     from rescue_bench.annotate.ingest import IngestResult
+    from rescue_bench.spec import EngineSpec, ModelSpec
 
 annotate_app = typer.Typer(
     help="Build new data: subtitles and video in, row clips and model drafts out, drafts to release JSONL.",
@@ -94,27 +96,17 @@ def _print_ingest(out: Path, result: IngestResult) -> None:
     )
 
 
-@annotate_app.command("draft")
+@annotate_app.command("draft", cls=ModelCommand)
 def draft(
+    ctx: typer.Context,
     workdir: Workdir,
-    model: Annotated[str, typer.Option("--model", "-m", help="provider/model, e.g. openai/gpt-4o.")],
     frames: Annotated[
         int, typer.Option("--frames", help="Still frames per row sent as images (0: none).")
     ] = 0,
     rows_per_request: Annotated[
         int, typer.Option("--rows-per-request", help="Rows annotated per request.")
     ] = 20,
-    max_tokens: Annotated[int, typer.Option("--max-tokens", help="Output token cap per request.")] = 16000,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Requests in flight at most.")] = 8,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")] = False,
     force: Annotated[bool, typer.Option("--force", help="Draft segments that have a draft again.")] = False,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="OpenAI-compatible endpoint.")] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option("--api-key-env", help="Variable holding the key.")
-    ] = None,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 300.0,
-    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of 429/5xx/timeouts.")] = 5,
-    disable_thinking: Annotated[bool, typer.Option("--disable-thinking", help="Turn thinking off.")] = False,
     estimate: Annotated[
         bool, typer.Option("--estimate", help="Only print requests, tokens and cost.")
     ] = False,
@@ -125,20 +117,26 @@ def draft(
         float | None, typer.Option("--price-out", help="USD per million output tokens.")
     ] = None,
 ) -> None:
-    """Pre-annotate every segment with a model: six dimensions per row, checked, one repair round."""
-    from rescue_bench.annotate.draft import DraftSettings
+    """Pre-annotate every segment with a model: six dimensions per row, checked, one repair round.
 
-    if frames < 0 or rows_per_request < 1 or max_tokens < 1 or concurrency < 1:
-        raise ConfigError("--frames must be >= 0; --rows-per-request, --max-tokens and --concurrency >= 1")
-    settings = DraftSettings(frames=frames, rows_per_request=rows_per_request, max_tokens=max_tokens)
+    The model, generation and engine flags are ``run``'s, with its defaults; ``--max-tokens`` caps each
+    request (default: rows x 700 + 500 tokens, 16,000 at most).
+    """
+    from rescue_bench.annotate.draft import DraftSettings
+    from rescue_bench.spec import ModelSpec
+
+    given = model_settings(flag_values(ctx))
+    if "name" not in given.model:
+        raise ConfigError("--model: give the model to draft with (provider/model, e.g. openai/gpt-4o)")
+    model = given.validate(ModelSpec)
+    if frames < 0 or rows_per_request < 1:
+        raise ConfigError("--frames must be >= 0 and --rows-per-request >= 1")
+    cap = {} if model.max_tokens is None else {"max_tokens": model.max_tokens}
+    settings = DraftSettings(frames=frames, rows_per_request=rows_per_request, **cap)
     if estimate:
-        _estimate(workdir, model, settings, force, price_in, price_out)
+        _estimate(workdir, model.name, settings, force, price_in, price_out)
         return
-    counts = _draft(
-        workdir, model, settings, force, no_cache, concurrency, max_retries, timeout, base_url, api_key_env,
-        disable_thinking,
-    )  # fmt: skip
-    _print_draft(workdir, counts)
+    _print_draft(workdir, _draft(workdir, model, given.engine, settings, force))
 
 
 def _print_draft(workdir: Path, counts: Counts) -> None:
@@ -154,33 +152,35 @@ def _print_draft(workdir: Path, counts: Counts) -> None:
 
 
 def _draft(
-    workdir: Path,
-    model: str,
-    settings: DraftSettings,
-    force: bool,
-    no_cache: bool,
-    concurrency: int,
-    max_retries: int,
-    timeout: float,
-    base_url: str | None,
-    api_key_env: str | None,
-    disable_thinking: bool,
+    workdir: Path, model: ModelSpec, engine: EngineSpec, settings: DraftSettings, force: bool
 ) -> Counts:
     from rescue_bench.annotate.run import draft_workdir
     from rescue_bench.engine.cache import ResponseCache
     from rescue_bench.engine.execute import EngineOptions
-    from rescue_bench.models.base import GenerationParams
+    from rescue_bench.models.base import check_settings
     from rescue_bench.models.registry import get_model
     from rescue_bench.workdir import read_info
 
     read_info(workdir)  # a clear error before any endpoint is contacted
-    provider = get_model(model, base_url=base_url, api_key_env=api_key_env, timeout=timeout)
+    provider = get_model(
+        model.name, base_url=model.base_url, api_key_env=model.api_key_env, timeout=engine.timeout
+    )
     # A model reads prompts behind an endpoint or in this process; baselines and replays do not draft.
     if not (provider.capabilities.has_endpoint or provider.capabilities.reuses_prompt_prefix):
-        raise ConfigError(f"{model} answers benchmark items, not prompts: choose a chat model to draft with")
-    options = EngineOptions(concurrency=concurrency, max_retries=max_retries, use_cache=not no_cache)
-    params = GenerationParams(max_tokens=settings.max_tokens, disable_thinking=disable_thinking)
-    cache = None if no_cache else ResponseCache()
+        raise ConfigError(
+            f"{model.name} answers benchmark items, not prompts: choose a chat model to draft with"
+        )
+    # --max-tokens caps each draft request through its own cap (DraftSettings), which the request carries.
+    params = model.generation().model_copy(update={"max_tokens": None})
+    check_settings(provider, params)
+    options = EngineOptions(
+        concurrency=model.concurrency or engine.concurrency,
+        rpm=engine.rpm,
+        tpm=engine.tpm,
+        max_retries=engine.max_retries,
+        use_cache=engine.cache,
+    )
+    cache = ResponseCache() if engine.cache else None
 
     async def go() -> Counts:
         try:

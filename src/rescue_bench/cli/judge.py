@@ -15,9 +15,10 @@ from typing import Annotated
 import typer
 
 from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
+from rescue_bench.cli.run_flags import EndpointCommand, flag_values, model_settings
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import judge_again
-from rescue_bench.judge.after_run import ScorePass, named_judges
+from rescue_bench.judge.after_run import ScorePass
 from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
@@ -27,6 +28,7 @@ from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
 from rescue_bench.rundir import SCORES_FILE, Scores, load_run
+from rescue_bench.spec import JudgeSpec
 from rescue_bench.tasks import judged_tasks
 
 RunDir = Annotated[
@@ -64,16 +66,9 @@ def _print_result(result: JudgeRunResult) -> None:
 
 
 def score(
+    ctx: typer.Context,
     run_dir: RunDir,
     judge: JudgeOpt = None,
-    base_url: Annotated[str | None, typer.Option("--base-url", help="Endpoint for the judge models.")] = None,
-    api_key_env: Annotated[
-        str | None, typer.Option("--api-key-env", help="Variable holding the judges' API key.")
-    ] = None,
-    concurrency: Annotated[int, typer.Option("--concurrency", help="Judge requests in flight at most.")] = 8,
-    timeout: Annotated[float, typer.Option("--timeout", help="Seconds per request attempt.")] = 120.0,
-    max_retries: Annotated[int, typer.Option("--max-retries", help="Retries of 429/5xx/timeouts.")] = 5,
-    no_cache: Annotated[bool, typer.Option("--no-cache", help="Neither read nor write the cache.")] = False,
     retry_unscored: Annotated[
         bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
     ] = False,
@@ -89,17 +84,30 @@ def score(
         int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
     ] = None,
 ) -> None:
-    """Judge (or re-judge) an existing run's ER/VP predictions without regenerating them."""
+    """Judge (or re-judge) an existing run's ER/VP predictions without regenerating them.
+
+    The model, generation and engine flags are ``run``'s, with its defaults: ``--base-url`` and
+    ``--api-key-env`` name the judges' endpoint, and the generation settings are every judge's.
+    """
     if not run_dir.is_dir():
         raise ConfigError(f"run directory {run_dir} does not exist")
+    given = model_settings(flag_values(ctx))
+    engine = given.engine
+    # The endpoint flags are the pass's default endpoint (ScorePass); the generation settings every judge's.
+    judges = (
+        given.validate(JudgeSpec, name=n, base_url=None, api_key_env=None, name_flag="--judge")
+        for n in judge or ()
+    )
     spec = ScorePass(
-        named_judges(judge or ()),
-        base_url=base_url,
-        api_key_env=api_key_env,
-        concurrency=concurrency,
-        timeout=timeout,
-        max_retries=max_retries,
-        use_cache=not no_cache,
+        tuple(judges),
+        base_url=given.model.get("base_url"),
+        api_key_env=given.model.get("api_key_env"),
+        concurrency=engine.concurrency,
+        rpm=engine.rpm,
+        tpm=engine.tpm,
+        timeout=engine.timeout,
+        max_retries=engine.max_retries,
+        use_cache=engine.cache,
         bertscore=_backbone(bertscore_model),
         bertscore_asked=bertscore_model is not None,
         bertscore_layers=bertscore_layers,
@@ -151,7 +159,7 @@ def calibrate(
 
 def register(app: typer.Typer) -> None:
     """Add ``score`` and the ``judge`` group to the root app."""
-    app.command("score")(score)
+    app.command("score", cls=EndpointCommand)(score)
     group = typer.Typer(help="Judge reliability tools.", no_args_is_help=True)
     group.command("calibrate")(calibrate)
     app.add_typer(group, name="judge")

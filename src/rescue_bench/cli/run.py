@@ -148,7 +148,7 @@ def estimate(ctx: typer.Context) -> None:
     price = spec_prices(spec)
     plans = build_plans(select_samples(load_samples(spec.data), spec), spec)
     counter = make_counter(spec.model.name)
-    params = spec.generation_params()
+    params = spec.generation()
     rows = [estimate_plan(p, counter, params) for p in plans]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")

@@ -20,7 +20,8 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, Final
+from types import UnionType
+from typing import Annotated, Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
 import typer
 from pydantic import BaseModel
@@ -28,15 +29,29 @@ from pydantic.fields import FieldInfo
 from typer.core import TyperCommand
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.spec import JudgeSpec, RunSpec, load_spec, options_model, to_toml, validate_spec
+from rescue_bench.models.base import Generation
+from rescue_bench.spec import (
+    EngineSpec,
+    JudgeSpec,
+    RunSpec,
+    load_spec,
+    options_model,
+    to_toml,
+    validate_spec,
+    validate_table,
+)
 from rescue_bench.tasks import TASKS
 
 __all__ = [
     "FLAGS",
+    "EndpointCommand",
+    "ModelCommand",
+    "ModelSettings",
     "OptionsCommand",
     "SpecCommand",
     "flag_values",
     "make_spec",
+    "model_settings",
     "parse_sample_ids",
     "print_spec",
     "task_options",
@@ -44,6 +59,7 @@ __all__ = [
 FLAGS_KEY: Final = "rescue_bench.flags"
 """Where :class:`SpecCommand` leaves the flag values in ``ctx.meta``."""
 Path_ = tuple[str, ...]
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +107,21 @@ def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
     return (field.description or "") if field is not None else ""
 
 
+def json_object(flag: str, text: str) -> dict[str, Any]:
+    """The JSON object a flag gives, or a one-line :class:`ConfigError` naming the flag.
+
+    >>> json_object("--extra-body", '{"top_k": 20}')
+    {'top_k': 20}
+    """
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})") from None
+    if not isinstance(value, dict):
+        raise ConfigError(f"{flag}: give a JSON object, such as '{{\"top_k\": 20}}'")
+    return value
+
+
 def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
     names = tuple(decls.split())
     dest = names[0].lstrip("-").split("/")[0].replace("-", "_")
@@ -100,21 +131,66 @@ def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
     )
 
 
-FLAGS: Final = (
+def setting_flags() -> tuple[Flag, ...]:
+    """``--<setting>`` for every :class:`~rescue_bench.models.base.Generation` setting of the model: its name,
+    type and help text come from the field, so a setting added there has its flag with no edit here."""
+    return tuple(_setting_flag(name, field) for name, field in Generation.model_fields.items())
+
+
+def _setting_flag(name: str, field: FieldInfo) -> Flag:
+    path = ("model", name)
+    decl, help_ = f"--{name.replace('_', '-')}", describe(path)
+    kind, choices = _plain_type(field.annotation)
+    if kind is bool:  # an on-only flag, turning the default over
+        decl = decl if field.default is False else f"--no-{name.replace('_', '-')}"
+        return Flag((decl,), name, (path,), bool, help_, value=not field.default, panel=GENERATION)
+    if kind is dict:
+        parse = functools.partial(json_object, decl)
+        return Flag((decl,), name, (path,), str, help_, parse=parse, panel=GENERATION)
+    if choices and " | " not in help_:
+        help_ += f" ({' | '.join(choices)})"
+    return Flag((decl,), name, (path,), kind, help_, panel=GENERATION)
+
+
+def _plain_type(annotation: Any) -> tuple[type, tuple[str, ...]]:
+    """The flag's type of a field's annotation (``None`` and constraints left out), and a literal's choices.
+
+    >>> _plain_type(int | None), _plain_type(Literal["a", "b"]), _plain_type(dict[str, int])
+    ((<class 'int'>, ()), (<class 'str'>, ('a', 'b')), (<class 'dict'>, ()))
+    """
+    while get_origin(annotation) in (Annotated, Union, UnionType):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    if get_origin(annotation) is Literal:
+        return str, tuple(str(a) for a in get_args(annotation))
+    kind = get_origin(annotation) or annotation
+    return (kind, ()) if isinstance(kind, type) else (str, ())
+
+
+MODEL_FLAGS: Final = (
     _spec_flag("--model -m", "model.name", panel=MODEL),
     _spec_flag("--base-url", "model.base_url", panel=MODEL),
     _spec_flag("--api-key-env", "model.api_key_env", panel=MODEL),
-    _spec_flag("--seed", "model.seed", int, panel=GENERATION),
-    _spec_flag("--disable-thinking", "model.disable_thinking", bool, value=True, panel=GENERATION),
-    _spec_flag("--reasoning-effort", "model.reasoning_effort", panel=GENERATION),
-    _spec_flag("--top-p", "model.top_p", float, panel=GENERATION),
-    _spec_flag("--max-tokens", "model.max_tokens", int, panel=GENERATION),
+)
+ENGINE_FLAGS: Final = (
+    _spec_flag("--concurrency", "engine.concurrency", int, panel=ENGINE),
+    _spec_flag("--rpm", "engine.rpm", float, panel=ENGINE),
+    _spec_flag("--tpm", "engine.tpm", float, panel=ENGINE),
+    _spec_flag("--timeout", "engine.timeout", float, panel=ENGINE),
+    _spec_flag("--max-retries", "engine.max_retries", int, panel=ENGINE),
     _spec_flag(
-        "--extra-body",
-        "model.extra_body",
-        parse=lambda text: json_object("--extra-body", text),
-        panel=GENERATION,
+        "--no-cache",
+        "engine.cache",
+        bool,
+        value=False,
+        help="Neither read nor write the response cache.",
+        panel=ENGINE,
     ),
+)
+"""How fast and how robustly requests go: the flags every command that asks a model takes."""
+
+FLAGS: Final = (
+    *MODEL_FLAGS,
+    *setting_flags(),
     _spec_flag("--repeats", "repeats", int, panel=GENERATION),
     _spec_flag("--tasks", "tasks", help="all, or a comma list of " + ",".join(TASKS) + ".", panel=DATA),
     _spec_flag("--data", "data", panel=DATA),
@@ -130,19 +206,7 @@ FLAGS: Final = (
     _spec_flag("--judge-repeats", "judge_repeats", int, panel=JUDGING),
     _spec_flag("--bertscore/--no-bertscore", "bertscore", bool, panel=JUDGING),
     _spec_flag("--bertscore-model", "bertscore_model", panel=JUDGING),
-    _spec_flag("--concurrency", "engine.concurrency", int, panel=ENGINE),
-    _spec_flag("--rpm", "engine.rpm", float, panel=ENGINE),
-    _spec_flag("--tpm", "engine.tpm", float, panel=ENGINE),
-    _spec_flag("--timeout", "engine.timeout", float, panel=ENGINE),
-    _spec_flag("--max-retries", "engine.max_retries", int, panel=ENGINE),
-    _spec_flag(
-        "--no-cache",
-        "engine.cache",
-        bool,
-        value=False,
-        help="Neither read nor write the response cache.",
-        panel=ENGINE,
-    ),
+    *ENGINE_FLAGS,
     _spec_flag("--retry-failed", "engine.retry_failed", bool, value=True, panel=ENGINE),
     _spec_flag("--degraded-share", "degraded_share", float, panel=ENGINE),
     _spec_flag("--batch", "batch", bool, value=True, panel=ENGINE),
@@ -284,34 +348,93 @@ def _plain(name: str, kind: type, option: Any) -> inspect.Parameter:
     return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
 
 
-class SpecCommand(TyperCommand):
-    """A command that also takes every run flag; their values reach it through :func:`flag_values`."""
+class _FlagsCommand(TyperCommand):
+    """A command that also takes shared flags (:meth:`shared`); their values reach it through
+    :func:`flag_values`, so that its own signature lists only what is its own."""
+
+    @staticmethod
+    def shared() -> tuple[Any, ...]:
+        raise NotImplementedError
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.params = _by_panel([*self.params, *_click_params()])
+        self.params = _by_panel([*self.params, *self.shared()])
 
     def invoke(self, ctx: Any) -> Any:
         # The command's own callback knows only its own parameters: the shared ones are moved aside.
-        names = {p.name for p in _click_params()}
+        names = {p.name for p in self.shared()}
         given = {n: ctx.params.pop(n) for n in names if n in ctx.params}
         ctx.meta[FLAGS_KEY] = FlagValues(_fold_aliases(given))
         return super().invoke(ctx)
 
 
-class OptionsCommand(TyperCommand):
+class SpecCommand(_FlagsCommand):
+    """A command that also takes every run flag (``run``, ``estimate``, ``batch export``)."""
+
+    shared = staticmethod(_click_params)
+
+
+class OptionsCommand(_FlagsCommand):
     """A command that takes the tasks' own option flags (as ``run`` names them); read them with
     :func:`task_options`."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.params = [*self.params, *_option_params()]
+    shared = staticmethod(_option_params)
 
-    def invoke(self, ctx: Any) -> Any:
-        names = {p.name for p in _option_params()}
-        given = {n: ctx.params.pop(n) for n in names if n in ctx.params}
-        ctx.meta[FLAGS_KEY] = FlagValues(_fold_aliases(given))
-        return super().invoke(ctx)
+
+@functools.cache
+def _endpoint_params() -> tuple[Any, ...]:
+    return _declared([p for f in (*MODEL_FLAGS[1:], *setting_flags(), *ENGINE_FLAGS) for p in _parameters(f)])
+
+
+@functools.cache
+def _model_params() -> tuple[Any, ...]:
+    return _declared([p for f in (*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS) for p in _parameters(f)])
+
+
+class EndpointCommand(_FlagsCommand):
+    """A command that asks models it names itself (``score``'s judges) with ``run``'s endpoint, generation and
+    engine flags, their defaults included; read them with :func:`model_settings`."""
+
+    shared = staticmethod(_endpoint_params)
+
+
+class ModelCommand(_FlagsCommand):
+    """A command that asks one model (``annotate draft``) with ``run``'s model, generation and engine flags,
+    their defaults included; read them with :func:`model_settings`."""
+
+    shared = staticmethod(_model_params)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelSettings:
+    """The model table (name, endpoint, generation settings) and the engine settings flags give."""
+
+    model: dict[str, Any]
+    """Only what was given: a ``[model]`` table of a spec."""
+    engine: EngineSpec
+    labels: dict[Path_, str]
+    """Spec field -> the flag that set it, for errors (:func:`rescue_bench.spec.validate_table`)."""
+
+    def validate(self, table: type[ModelT], *, name_flag: str = "--model", **fields: object) -> ModelT:
+        """The model table, ``fields`` replacing its keys, as ``table`` (a ``ModelSpec`` or ``JudgeSpec``); a
+        one-line :class:`ConfigError` naming the flag (``name_flag`` for the name) if it is not valid."""
+        labels = {**self.labels, ("model", "name"): name_flag}
+        return validate_table(table, {**self.model, **fields}, at=("model",), labels=labels)
+
+
+def model_settings(flags: FlagValues) -> ModelSettings:
+    """What the model, generation and engine flags of an :class:`EndpointCommand` or :class:`ModelCommand`
+    give, with ``run``'s defaults for the rest (a bad engine value is a one-line error naming its flag)."""
+    data: dict[str, Any] = {}
+    labels: dict[Path_, str] = {}
+    for flag in (*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS):
+        value = flags.given(flag.dest)
+        if value is not None:
+            for dotted in flag.paths:
+                _put(data, dotted, _plain_value(flag, value))
+                labels[dotted] = flag.decls[0].split("/")[0]
+    engine = validate_table(EngineSpec, data.get("engine", {}), at=("engine",), labels=labels)
+    return ModelSettings(data.get("model", {}), engine, labels)
 
 
 def _by_panel(params: list[Any]) -> list[Any]:
@@ -407,21 +530,6 @@ def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, st
         for key, value in defaults.items():
             if value is not None and isinstance(judge, dict) and judge.get(key) is None:
                 judge[key] = value
-
-
-def json_object(flag: str, text: str) -> dict[str, Any]:
-    """The JSON object a flag gives, or a one-line :class:`ConfigError` naming the flag.
-
-    >>> json_object("--extra-body", '{"top_k": 20}')
-    {'top_k': 20}
-    """
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{flag}: give a JSON object, such as '{{\"top_k\": 20}}'")
-    return value
 
 
 def _put(data: dict[str, Any], path: Path_, value: object) -> None:

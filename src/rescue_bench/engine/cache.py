@@ -2,8 +2,9 @@
 
 The key is a sha256 over everything that can change an answer: the provider's whole identity (provider, base
 URL, model, and for ``local/`` the model file's sha256, prompt format, string cap and runtime), the full
-messages, every generation parameter, the response format and schema, and the request's token limit. A cache
-that ignores the model serves model B the answers of model A (lm-eval #4063); this one cannot.
+messages, every generation setting not at its default, the response format and schema, and the request's
+token limit. A cache that ignores the model serves model B the answers of model A (lm-eval #4063); this one
+cannot.
 Only successful replies are stored (raw text, reasoning, finish reason, usage), never keys or failures.
 
 WAL mode plus a busy timeout make the file safe for several processes at once; within a process the engine
@@ -32,13 +33,14 @@ from typing import Any
 import platformdirs
 
 from rescue_bench.errors import BenchError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.records import Json, Reply, Request, Usage
 
 log = logging.getLogger("rescue_bench.engine.cache")
 
 CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
-KEY_VERSION = 3
+KEY_VERSION = 4
+"""4: the key holds the settings not at their defaults (:meth:`Generation.settings`)."""
 _SECRET_WORDS = ("key", "token", "secret", "password", "authorization", "credential")
 """Identity fields whose name holds one of these are left out of the key: by contract there are none."""
 _SELECT = (
@@ -65,7 +67,7 @@ def default_cache_path() -> Path:
 
 
 def cache_key(
-    identity: dict[str, Json], request: Request, params: GenerationParams, content_key: str | None = None
+    identity: dict[str, Json], request: Request, params: Generation, content_key: str | None = None
 ) -> str:
     """The cache key of one request: any change of identity, message, parameter or schema changes it.
 
@@ -78,12 +80,12 @@ def cache_key(
     >>> msgs = ({"role": "user", "content": "hi"},)
     >>> req = Request(task="t", messages=msgs, response_schema={}, instance_ids=("a",))
     >>> ident = {"provider": "openai", "base_url": "https://x/v1", "model": "m"}
-    >>> cache_key(ident, req, GenerationParams()) == cache_key(dict(ident), req, GenerationParams())
+    >>> cache_key(ident, req, Generation()) == cache_key(dict(ident), req, Generation())
     True
-    >>> cache_key(ident, req, GenerationParams()) == cache_key(ident, req, GenerationParams(temperature=0.5))
+    >>> cache_key(ident, req, Generation()) == cache_key(ident, req, Generation(temperature=0.5))
     False
     >>> other_file = {**ident, "sha256": "ab"}
-    >>> cache_key(ident, req, GenerationParams()) == cache_key(other_file, req, GenerationParams())
+    >>> cache_key(ident, req, Generation()) == cache_key(other_file, req, Generation())
     False
     """
     return CacheKeys(identity, params).of(content_key or request.content_key())
@@ -96,8 +98,8 @@ class CacheKeys:
     same for every request of a run, so it is serialized once here.
     """
 
-    def __init__(self, identity: dict[str, Json], params: GenerationParams) -> None:
-        provider, settings = _json(_public_identity(identity)), _json(params.key_fields())
+    def __init__(self, identity: dict[str, Json], params: Generation) -> None:
+        provider, settings = _json(_public_identity(identity)), _json(params.settings())
         self._head = f'{{"params":{settings},"provider":{provider},'
         self._tail = f',"v":{KEY_VERSION}}}'
 

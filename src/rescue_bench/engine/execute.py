@@ -21,7 +21,7 @@ from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
 from rescue_bench.engine.masking import mask_messages
 from rescue_bench.errors import BenchError, ModerationRefusal
-from rescue_bench.models.base import GenerationParams, Provider
+from rescue_bench.models.base import Generation, Provider, check_settings
 from rescue_bench.records import Reply, Request, Usage
 
 
@@ -75,12 +75,13 @@ class Engine:
     def __init__(
         self,
         provider: Provider,
-        params: GenerationParams,
+        params: Generation,
         options: EngineOptions | None = None,
         *,
         cache: ResponseCache | None = None,
         budget: BudgetGuard | None = None,
     ) -> None:
+        check_settings(provider, params)  # before anything is sent
         self.provider = provider
         self.params = params
         self.options = options or EngineOptions()
@@ -121,7 +122,7 @@ class Engine:
             )
         return outcome
 
-    async def _call(self, request: Request, content: str, key: str, params: GenerationParams) -> Outcome:
+    async def _call(self, request: Request, content: str, key: str, params: Generation) -> Outcome:
         reply, attempts = await self._attempts(request, 0, params)
         if not isinstance(reply, ModerationRefusal):
             return Outcome(request, content, key, reply)
@@ -143,7 +144,7 @@ class Engine:
         return Outcome(request, content, key, masked, masked=True, refused=True)
 
     async def _attempts(
-        self, request: Request, before: int, params: GenerationParams
+        self, request: Request, before: int, params: Generation
     ) -> tuple[Reply | ModerationRefusal, int]:
         async def once() -> Reply | ModerationRefusal:
             try:
@@ -172,20 +173,20 @@ class Engine:
         return replace(value, attempts=attempts, latency=result.latency, cached=False), attempts
 
 
-def repeat_params(params: GenerationParams, repeat: int) -> GenerationParams:
+def repeat_params(params: Generation, repeat: int) -> Generation:
     """The parameters of a request's ``repeat``-th ask: repeat 0 is sent as the run's parameters; a later
     repeat gets seed = base seed (0 when unset) + repeat, unless the run samples (temperature > 0) with no
     seed, whose asks differ already. A fixed seed, or greedy decoding with none, would answer every repeat
     alike on a server that honours seeds; one that ignores them may still do so (docs/repeats.md).
 
-    >>> repeat_params(GenerationParams(), 2).seed, repeat_params(GenerationParams(seed=7), 1).seed
+    >>> repeat_params(Generation(), 2).seed, repeat_params(Generation(seed=7), 1).seed
     (2, 8)
-    >>> repeat_params(GenerationParams(temperature=0.7), 3).seed is None
+    >>> repeat_params(Generation(temperature=0.7), 3).seed is None
     True
     """
     if repeat == 0 or (params.temperature > 0 and params.seed is None):
         return params
-    return replace(params, seed=(params.seed or 0) + repeat)
+    return params.model_copy(update={"seed": (params.seed or 0) + repeat})
 
 
 def _rough_tokens(request: Request) -> int:
@@ -197,7 +198,7 @@ def _rough_tokens(request: Request) -> int:
 async def execute_requests(
     requests: Sequence[Request],
     provider: Provider,
-    params: GenerationParams,
+    params: Generation,
     *,
     engine_options: EngineOptions | None = None,
     cache: ResponseCache | None = None,

@@ -14,7 +14,6 @@ import platform
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Final
 
@@ -25,21 +24,19 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
 from rescue_bench.redaction import scrub
 from rescue_bench.rundir import PROTOCOL, Manifest, RunStore, describe_changes
-from rescue_bench.spec import ModelSpec, RunSpec, validate_spec
+from rescue_bench.spec import RunSpec, validate_spec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
 from rescue_bench.tasks.perturb import perturbation_record
 
 __all__ = [
     "FORMAT",
-    "GENERATION_DEFAULTS",
     "build_manifest",
     "check_compatible",
     "check_format",
     "config_record",
     "dataset_hash",
     "finish_manifest",
-    "generation_record",
     "git_commit",
     "spec_from_manifest",
     "video_record",
@@ -63,37 +60,14 @@ def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str,
         "batch_size": spec.batch_size,
         "limit_samples": spec.limit_samples,
         "sample_ids": ids,
-        "seed": model.seed,
-        "temperature": model.temperature,
-        "response_format": model.response_format,
-        "disable_thinking": model.disable_thinking,
         "task_options": options,
         "video": video_record(spec),
         # Only a perturbed run has the key, so the config of every unperturbed run is as it was.
         **({"perturbation": perturbation_record(spec.perturb, model.seed or 0)} if spec.perturb else {}),
         **({"repeats": spec.repeats} if spec.repeats > 1 else {}),
-        **generation_record(model),
+        # The generation settings not at their defaults: a setting added later leaves every config as it was.
+        **model.settings(),
     }
-
-
-GENERATION_DEFAULTS: Final[dict[str, Json]] = {
-    "top_p": None,
-    "max_tokens": None,
-    "reasoning_effort": "none",
-    "extra_body": {},
-}
-"""Generation settings newer than the first format-2 config, with the values that keep today's requests."""
-
-
-def generation_record(model: ModelSpec) -> dict[str, Json]:
-    """The newer generation settings not at their defaults (so old runs keep their config and resume).
-
-    >>> m = "openai/m"
-    >>> generation_record(ModelSpec(name=m)), generation_record(ModelSpec(name=m, top_p=0.5))
-    ({}, {'top_p': 0.5})
-    """
-    given = model.model_dump(mode="json", include=set(GENERATION_DEFAULTS))
-    return {k: v for k, v in given.items() if v != GENERATION_DEFAULTS[k]}
 
 
 def video_record(spec: RunSpec) -> dict[str, Json] | None:
@@ -209,7 +183,7 @@ def build_manifest(
             "prompt_hashes": {plan.name: plan.prompt_hash for plan in plans},
             "batch_sizes": {plan.name: plan.cfg.batch_size for plan in plans},
             "model": dict(identity),
-            "generation": asdict(config.generation_params()),
+            "generation": config.generation().model_dump(mode="json"),
             "judges": [j.name for j in config.judges],
             "counts": {plan.name: {"instances": plan.asks} for plan in plans},
             "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},

@@ -38,7 +38,7 @@ from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.metrics.aggregate import check_required
-from rescue_bench.models.base import Provider
+from rescue_bench.models.base import Provider, check_settings
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
@@ -173,9 +173,7 @@ async def _session(
         manifest = _with_options(manifest, route.record)
         for plan in route.plans:
             runner.add(plan)
-        engine = Engine(
-            route.model, spec.generation_params(), engine_options, cache=cache, budget=route.budget
-        )
+        engine = Engine(route.model, spec.generation(), engine_options, cache=cache, budget=route.budget)
         await runner.run(engine)
         runner.stop_reason = runner.stop_reason or route.stop_reason
         status = "stopped" if runner.stop_reason else "finished"
@@ -218,14 +216,16 @@ def engine_options_of(spec: RunSpec) -> EngineOptions:
 
 
 def make_model(spec: RunSpec) -> Provider:
-    """The provider of the spec's model."""
-    return get_model(
+    """The provider of the spec's model; a setting it would ignore is refused here, before the run starts."""
+    provider = get_model(
         spec.model.name,
         base_url=spec.model.base_url,
         api_key_env=spec.model.api_key_env,
         timeout=spec.engine.timeout,
         seed=spec.model.seed,
     )
+    check_settings(provider, spec.generation())
+    return provider
 
 
 class Timings(BaseModel):

@@ -8,15 +8,13 @@ the models' types, and pricing sits below both.
 from __future__ import annotations
 
 from rescue_bench.engine.plans import TaskPlan
-from rescue_bench.models.base import REASONING_HEADROOM, GenerationParams
+from rescue_bench.models.base import REASONING_HEADROOM, Generation
 from rescue_bench.pricing import TaskEstimate, TokenCounter, estimate_requests
 
 __all__ = ["cap_note", "estimate_plan"]
 
 
-def estimate_plan(
-    plan: TaskPlan, counter: TokenCounter, params: GenerationParams | None = None
-) -> TaskEstimate:
+def estimate_plan(plan: TaskPlan, counter: TokenCounter, params: Generation | None = None) -> TaskEstimate:
     """:func:`~rescue_bench.pricing.estimate_requests` of a planned task, every repeat counted: ``repeats =
     K`` sends each batch K times; CircularEval sends each rotation's own batches (``plan.rotated``).
     Instances count every ask; output tokens are at the cap sent under ``params`` (the model's generation
@@ -28,18 +26,18 @@ def estimate_plan(
     return estimate_requests(plan.name, plan.asks, requests, counter, None if params is None else params.cap)
 
 
-def cap_note(params: GenerationParams) -> str:
+def cap_note(params: Generation) -> str:
     """Which output cap the estimate's "max output tokens" counts, in one phrase.
 
-    >>> cap_note(GenerationParams())
+    >>> cap_note(Generation())
     "each task's own cap"
-    >>> cap_note(GenerationParams(reasoning_effort="high"))
+    >>> cap_note(Generation(reasoning_effort="high"))
     "each task's cap + 16,384 tokens of reasoning headroom (reasoning_effort 'high')"
-    >>> cap_note(GenerationParams(reasoning_effort="high", output_cap=4000))
+    >>> cap_note(Generation(reasoning_effort="high", max_tokens=4000))
     'max_tokens 4,000 for every request'
     """
-    if params.output_cap is not None:
-        return f"max_tokens {params.output_cap:,} for every request"
+    if params.max_tokens is not None:
+        return f"max_tokens {params.max_tokens:,} for every request"
     headroom = REASONING_HEADROOM[params.reasoning_effort]
     if headroom == 0:
         return "each task's own cap"

@@ -21,6 +21,7 @@ from rescue_bench.judge.after_run import (
     judge_endpoint,
 )
 from rescue_bench.judge.bertscore import DEFAULT_MODEL
+from rescue_bench.models.base import check_settings
 from rescue_bench.models.registry import get_model
 from rescue_bench.pricing import Budget, Prices, load_prices, make_counter, spent_so_far
 from rescue_bench.rundir import load_judging, read_requests
@@ -56,6 +57,7 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         asyncio.run(model.aclose())
         if not model.capabilities.reads_prompts:
             raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
+        check_settings(model, judge.generation())
     engine = spec.engine
     settings = replace(
         bertscore_settings(spec),

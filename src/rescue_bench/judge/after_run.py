@@ -14,8 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
@@ -29,9 +27,8 @@ from rescue_bench.judge.bertscore import (
 )
 from rescue_bench.judge.local import judge_complete
 from rescue_bench.judge.merge import JUDGED_TASKS
-from rescue_bench.judge.rubric import JUDGE_MAX_TOKENS
 from rescue_bench.judge.runner import Complete, CompleteAgain, Judge, JudgeRunResult, judge_run, rescore_run
-from rescue_bench.models.base import GenerationParams, Provider, parse_model_name
+from rescue_bench.models.base import Generation, Provider, parse_model_name
 from rescue_bench.models.registry import declared_capabilities, get_model
 from rescue_bench.records import Reply, Request
 from rescue_bench.rundir import JUDGMENTS_FILE
@@ -74,7 +71,9 @@ class ScorePass:
     judges: tuple[JudgeSpec, ...] = ()
     base_url: str | None = None
     api_key_env: str | None = None
-    concurrency: int = 8
+    concurrency: int = 16
+    rpm: float | None = None
+    tpm: float | None = None
     timeout: float = 120.0
     max_retries: int = 5
     use_cache: bool = True
@@ -90,18 +89,6 @@ class ScorePass:
     judge_repeats: int = 1
     quiet: bool = True
     """No progress display."""
-
-
-def named_judges(names: Sequence[str]) -> tuple[JudgeSpec, ...]:
-    """Judges given by name alone (``score --judge M``), every setting at its default.
-
-    >>> [j.name for j in named_judges(["openai/gpt-4.1"])]
-    ['openai/gpt-4.1']
-    """
-    try:
-        return tuple(JudgeSpec(name=name) for name in names)
-    except ValidationError as exc:
-        raise ConfigError(f"--judge: {exc.errors(include_url=False)[0]['msg']}") from None
 
 
 def bertscore_available() -> bool:
@@ -257,19 +244,21 @@ def _scorer(spec: ScorePass, warn: Callable[[str], None]) -> BertScorer | None:
     return BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
 
 
-def judge_params(judge: JudgeSpec) -> GenerationParams:
-    """How a judge generates: its own settings, with the rubric's output cap for requests that name none.
-
-    With every setting at its default this is ``GenerationParams(temperature=0.0,
-    max_tokens=JUDGE_MAX_TOKENS)``, as before judges had settings, so their cache entries keep hitting.
-    """
-    return judge.generation_params(max_tokens=JUDGE_MAX_TOKENS)
+def judge_params(judge: JudgeSpec) -> Generation:
+    """How a judge generates: its own settings (the rubric's requests name their output cap)."""
+    return judge.generation()
 
 
 def _judge(judge: JudgeSpec, model: Provider, spec: ScorePass, cache: ResponseCache | None) -> Judge:
     """One judge asked through its own engine: its settings, its concurrency, the shared cache."""
     concurrency = judge.concurrency or spec.concurrency
-    options = EngineOptions(concurrency=concurrency, max_retries=spec.max_retries, use_cache=spec.use_cache)
+    options = EngineOptions(
+        concurrency=concurrency,
+        rpm=spec.rpm,
+        tpm=spec.tpm,
+        max_retries=spec.max_retries,
+        use_cache=spec.use_cache,
+    )
     engine = Engine(model, judge_params(judge), options, cache=cache, budget=spec.budgets.get(judge.name))
     complete = judge_complete(model, _complete(engine))
     return Judge(judge.name, complete, concurrency=concurrency, again=_again(engine))

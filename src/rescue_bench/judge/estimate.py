@@ -6,7 +6,7 @@ predictions are not sent, so this is an upper bound on the instances). Requests 
 judge pass groups them (:func:`~rescue_bench.judge.runner.plan_groups`). Re-asks are bounded: at most one
 per first request, holding at most its items (:func:`~rescue_bench.judge.runner.judge_group`); the upper
 bound counts each first request's re-ask with all its items, and every request at the output cap it is sent
-with (the judge's reasoning headroom or ``max_tokens`` included, :meth:`GenerationParams.cap`).
+with (the judge's reasoning headroom or ``max_tokens`` included, :meth:`Generation.cap`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.judge import rubric
 from rescue_bench.judge.bertscore import instance_pairs
 from rescue_bench.judge.runner import plan_groups
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.pricing import Prices, TokenCounter
 from rescue_bench.rundir import PredictionLine
 
@@ -76,7 +76,7 @@ def estimate_judge(
     plans: Sequence[TaskPlan],
     counter: TokenCounter,
     judge_repeats: int = 1,
-    params: GenerationParams | None = None,
+    params: Generation | None = None,
 ) -> JudgeEstimate:
     """Requests and tokens of ``judge`` over the run of ``plans`` (re-asks included, as an upper bound):
     every (instance, repeat) judged ``judge_repeats`` times, output at the cap sent under the judge's

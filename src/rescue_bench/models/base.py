@@ -11,9 +11,22 @@ Model names have the form ``provider/model`` and are parsed once by :func:`parse
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Final, Literal, Protocol, runtime_checkable
+from dataclasses import dataclass
+from typing import Annotated, Final, Literal, Protocol, runtime_checkable
+
+from pydantic import (
+    AllowInfNan,
+    BaseModel,
+    ConfigDict,
+    Field,
+    JsonValue,
+    Strict,
+    StrictBool,
+    StrictInt,
+    field_validator,
+)
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Instance, Json, Reply, Request
@@ -33,53 +46,110 @@ REASONING_HEADROOM: Final[dict[ReasoningEffort, int]] = {
 ``max_tokens`` is given: a model that thinks for 3,000 tokens must not hit a 1,800-token answer cap."""
 
 
-@dataclass(frozen=True, slots=True)
-class GenerationParams:
-    """Generation settings; every field is part of the response-cache key (:meth:`key_fields`)."""
+Finite = Annotated[float, Strict(), AllowInfNan(False)]
+"""A number of a setting: an int or a float as typed (``"0.5"`` and ``true`` are refused, never coerced), and
+finite (no ``inf`` or ``nan``)."""
+MAX_SEED: Final = 2**63 - 1
+"""The largest seed: a request's ``seed`` is a 64-bit signed integer at OpenAI's API, and numpy takes no
+negative one (the baselines)."""
+OWNED_FIELDS: Final = {
+    "model": "the model's name",
+    "messages": "the task",
+    "stream": "the engine (it reads whole replies)",
+    "stream_options": "the engine (it reads whole replies)",
+    "n": "the engine (one answer per request; use repeats)",
+    "temperature": "the model's temperature key",
+    "top_p": "the model's top_p key",
+    "seed": "the model's seed key",
+    "max_tokens": "the model's max_tokens key",
+    "max_completion_tokens": "the model's max_tokens key",
+    "response_format": "the model's response_format key",
+}
+"""Request fields the tool sets itself, and what sets them: ``extra_body`` may not replace them (a replaced
+``model`` or ``messages`` would ask another question under this run's name)."""
 
-    temperature: float = 0.0
-    max_tokens: int = 1024
-    """The cap of a request that names none (``Request.max_tokens`` decides); ``local/``'s ceiling."""
-    seed: int | None = None
-    response_format: ResponseFormat = "json_schema"
-    disable_thinking: bool = False
-    extra: dict[str, Json] = field(default_factory=dict)
-    """Fields added to every request body as they are (``extra_body``); they win over the preset's."""
-    top_p: float | None = None
-    output_cap: int | None = None
-    """Every request's output cap (``ModelSpec.max_tokens``), in place of the task's cap and its headroom."""
-    reasoning_effort: ReasoningEffort = "none"
+
+class Generation(BaseModel):
+    """How a model generates: the settings a provider receives with every request.
+
+    Each field is one setting, declared once: the model's spec takes it (:class:`rescue_bench.spec.ModelSpec`
+    inherits these fields), ``run`` has a flag for it (``--<field>``, from the field's name, type and
+    description), and the response-cache key and ``run.json``'s config hold it when it is not at its
+    default (:meth:`settings`). A provider names the settings it honours in its :class:`Capabilities`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    temperature: Finite = Field(0.0, ge=0.0, description="Sampling temperature.")
+    seed: StrictInt | None = Field(
+        None, ge=0, le=MAX_SEED, description="Sent to the model as its seed; seeds baselines."
+    )
+    response_format: ResponseFormat = Field("json_schema", description="How the answer's shape is asked for.")
+    disable_thinking: StrictBool = Field(
+        False, description="Send the endpoint's switch to turn off thinking."
+    )
+    top_p: Finite | None = Field(None, gt=0.0, le=1.0, description="Nucleus sampling: top_p sent as is.")
+    max_tokens: StrictInt | None = Field(
+        None,
+        ge=1,
+        description="Output cap of every task (default: each task's own cap, with headroom when reasoning).",
+    )
+    reasoning_effort: ReasoningEffort = Field(
+        "none",
+        description="none | minimal | low | medium | high | max: mapped to what the endpoint takes "
+        "(docs/reasoning.md); none keeps the endpoint's default.",
+    )
+    extra_body: dict[str, JsonValue] = Field(
+        default_factory=dict, description="Fields added to every request body as they are."
+    )
+
+    @field_validator("extra_body")
+    @classmethod
+    def _own_fields(cls, extra: dict[str, JsonValue]) -> dict[str, JsonValue]:
+        owned = [key for key in extra if key in OWNED_FIELDS]
+        if owned:
+            key = owned[0]
+            raise ValueError(f"{key!r} is set by {OWNED_FIELDS[key]}, not by extra_body")
+        try:
+            json.dumps(extra, allow_nan=False)
+        except ValueError:
+            raise ValueError("inf and nan are not JSON: no request can carry them") from None
+        return extra
 
     def cap(self, task_cap: int) -> int:
         """The output cap a request with the task's ``task_cap`` is sent with.
 
-        >>> GenerationParams().cap(1800), GenerationParams(reasoning_effort="low").cap(1800)
+        >>> Generation().cap(1800), Generation(reasoning_effort="low").cap(1800)
         (1800, 5896)
-        >>> GenerationParams(reasoning_effort="high", output_cap=4000).cap(1800)
+        >>> Generation(reasoning_effort="high", max_tokens=4000).cap(1800)
         4000
         """
-        if self.output_cap is not None:
-            return self.output_cap
+        if self.max_tokens is not None:
+            return self.max_tokens
         return task_cap + REASONING_HEADROOM[self.reasoning_effort]
 
-    def key_fields(self) -> dict[str, Json]:
-        """The fields as the cache key hashes them: a field added after key version 3 only when it is set,
-        so that a request with every new field at its default keeps the key (and the cache entry) it had.
+    def generation(self) -> Generation:
+        """These settings alone (a model's spec, which adds its name and endpoint, gives its own)."""
+        return Generation.model_validate({name: getattr(self, name) for name in Generation.model_fields})
 
-        >>> sorted(GenerationParams().key_fields())
-        ['disable_thinking', 'extra', 'max_tokens', 'response_format', 'seed', 'temperature']
-        >>> GenerationParams(top_p=0.9).key_fields()["top_p"]
-        0.9
+    def settings(self) -> dict[str, Json]:
+        """The settings not at their defaults, as JSON: what the cache key and ``run.json``'s config hold, so
+        a setting added later leaves every key and config made without it as it was.
+
+        >>> Generation().settings(), Generation(top_p=0.9, seed=3).settings()
+        ({}, {'seed': 3, 'top_p': 0.9})
         """
-        fields: dict[str, Json] = asdict(self)
-        for name, default in _ADDED_FIELDS.items():
-            if fields[name] == default:
-                del fields[name]
-        return fields
+        fields = set(Generation.model_fields)
+        dumped: dict[str, Json] = self.model_dump(mode="json", exclude_defaults=True, include=fields)
+        return dumped
 
+    def given(self) -> frozenset[str]:
+        """The names of the settings not at their defaults.
 
-_ADDED_FIELDS: Final[dict[str, Json]] = {"top_p": None, "output_cap": None, "reasoning_effort": "none"}
-"""Fields of :class:`GenerationParams` newer than cache key version 3, with their defaults."""
+        >>> sorted(Generation(temperature=0.5, extra_body={"top_k": 2}).given())
+        ['extra_body', 'temperature']
+        """
+        return frozenset(self.settings())
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,9 +170,23 @@ class Capabilities:
     billed: bool = False
     """Requests cost money: ``--budget`` guards them at the run's prices and stops the run before it is
     spent. A provider that does not say so is free, and a budget then guards only its judges."""
-    reasoning_switch: bool = True
-    """Takes a reasoning effort (``GenerationParams.reasoning_effort``); without a switch, an effort other
-    than ``none`` is refused when the spec is read."""
+    settings: frozenset[str] = frozenset(Generation.model_fields)
+    """The :class:`Generation` settings the provider honours; one it does not, given, is refused before
+    anything is sent (:func:`check_settings`)."""
+
+
+def check_settings(provider: Provider, generation: Generation) -> None:
+    """Refuse settings the provider would ignore: a run must not record a setting that was never applied.
+
+    Raises:
+        ConfigError: naming the first such setting, the provider, and what to do.
+    """
+    ignored = sorted(generation.given() - provider.capabilities.settings)
+    if ignored:
+        raise ConfigError(
+            f"{provider.name} does not honour {ignored[0]} (set to {generation.settings()[ignored[0]]!r}): "
+            f"leave it at its default for this model, or use a provider that takes it"
+        )
 
 
 @runtime_checkable
@@ -121,7 +205,7 @@ class Provider(Protocol):
         """Every instance of the run, once, before the first request (a baseline computes its prior here)."""
         ...
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         """Answer one request.
 
         Raise :class:`rescue_bench.errors.RetryableError` for faults worth retrying; return ``Reply.failure``

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Final
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import Capabilities, GenerationParams, Provider
+from rescue_bench.models.base import Capabilities, Generation, Provider
 from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.tasks import get_task
 
@@ -35,10 +35,15 @@ __all__ = [
 ]
 
 CAPABILITIES: Final = Capabilities(
-    cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False, reasoning_switch=False
+    cacheable=False,
+    has_endpoint=False,
+    batch_export=False,
+    reads_prompts=False,
+    settings=frozenset({"seed"}),
 )
 """Baselines answer in no time, for free and without an endpoint: nothing to cache, to point elsewhere, to
-export or to budget, and no reasoning to ask for."""
+export or to budget; nothing is generated, so of the settings only the seed counts (it seeds
+``baseline/random``) and no reasoning can be asked for."""
 MISSING: Final = "missing: the instance was not given to the baseline's prepare()"
 
 
@@ -72,7 +77,7 @@ class _Baseline:
     def predict(self, instances: Sequence[Instance]) -> list[Prediction]:
         raise NotImplementedError
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         """The predictions of the request's instances (``missing`` for one not given to :meth:`prepare`)."""
         known = [self._instances[i] for i in request.instance_ids if i in self._instances]
         by_id = {p.instance_id: p for p in self.predict(known)}

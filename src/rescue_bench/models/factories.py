@@ -28,9 +28,13 @@ if TYPE_CHECKING:
 
 ENTRY_POINT_GROUP: Final = "rescue_bench.providers"
 LOCAL_CAPABILITIES: Final = Capabilities(
-    has_endpoint=False, batch_export=False, reuses_prompt_prefix=True, reasoning_switch=False
+    has_endpoint=False,
+    batch_export=False,
+    reuses_prompt_prefix=True,
+    settings=frozenset({"temperature", "seed", "response_format", "max_tokens"}),
 )
-"""``local/``: declared here because its module (an optional extra) is imported only when a model is built."""
+"""``local/``: declared here because its module (an optional extra) is imported only when a model is built.
+llama.cpp here samples with a temperature and a seed only, and has no thinking or reasoning switch."""
 
 
 @dataclass(frozen=True, slots=True)

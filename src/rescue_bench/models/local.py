@@ -41,9 +41,9 @@ import numpy as np
 
 from rescue_bench.errors import DependencyError, ProviderError
 from rescue_bench.models import llama_adapter
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.models.factories import LOCAL_CAPABILITIES
-from rescue_bench.models.local_decoding import Decoder, Generation, GrammarConstraint, grammar_for
+from rescue_bench.models.local_decoding import Decoded, Decoder, GrammarConstraint, grammar_for
 from rescue_bench.models.local_files import (
     GEMMA,
     SMOLLM2,
@@ -113,7 +113,7 @@ class LocalStats:
     full_vocab_checks: int = 0
     seconds: float = 0.0
 
-    def add(self, gen: Generation, seconds: float) -> None:
+    def add(self, gen: Decoded, seconds: float) -> None:
         self.requests += 1
         self.prompt_tokens += gen.prompt_tokens
         self.reused_prompt_tokens += gen.reused_tokens
@@ -140,6 +140,9 @@ class LocalProvider:
     max_concurrency = 1
     """llama.cpp answers one request at a time; more in flight only wait in this provider's queue."""
     capabilities = LOCAL_CAPABILITIES
+    ceiling = 1024
+    """The output cap of a request when the run gives no ``max_tokens``: below every task's own cap, which a
+    small model in this process rarely needs and would spend minutes on when it rambles."""
 
     def __init__(
         self,
@@ -226,7 +229,7 @@ class LocalProvider:
         template = self._chat_template()
         return plain_layout(messages) if template is None else template.segments(messages)
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         try:
             prompt = self.layout(request.messages)
         except ValueError as exc:
@@ -236,7 +239,8 @@ class LocalProvider:
             self._grammars[key] = grammar_for(
                 request.response_schema, params.response_format, self._max_string_length
             )
-        max_tokens = max(1, min(request.max_tokens, params.max_tokens))
+        given = params.max_tokens
+        max_tokens = max(1, min(request.max_tokens, self.ceiling) if given is None else given)
         loop = asyncio.get_running_loop()
         return await loop.run_in_executor(
             self._executor, self._generate, prompt, self._grammars[key], max_tokens, params
@@ -278,7 +282,7 @@ class LocalProvider:
             self._decoder = Decoder(self._lib, self._llm)
 
     def _generate(
-        self, prompt: list[Segment], gbnf: str | None, max_tokens: int, params: GenerationParams
+        self, prompt: list[Segment], gbnf: str | None, max_tokens: int, params: Generation
     ) -> Reply:
         started = time.perf_counter()
         self._load(self._n_ctx)

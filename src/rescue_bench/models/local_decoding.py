@@ -246,7 +246,7 @@ def _apply(lib: Any, sampler: Any, ids: npt.NDArray[Any], logits: npt.NDArray[An
 
 
 @dataclass(frozen=True, slots=True)
-class Generation:
+class Decoded:
     """One decoded reply and what it cost."""
 
     text: str
@@ -285,7 +285,7 @@ class Decoder:
         constraint: GrammarConstraint | None,
         temperature: float = 0.0,
         rng: np.random.Generator | None = None,
-    ) -> Generation:
+    ) -> Decoded:
         reused = self._keep_prefix(prompt)
         logits = self._eval(prompt[reused:])
         out: list[int] = []
@@ -317,7 +317,7 @@ class Decoder:
             logits = self._eval([token])
         text = self._llm.detokenize(out, prev_tokens=prompt).decode("utf-8", errors="replace")
         checks = constraint.full_checks if constraint else 0
-        return Generation(text, finish, len(prompt), len(out), reused, forced_count, checks)
+        return Decoded(text, finish, len(prompt), len(out), reused, forced_count, checks)
 
     def _tokens(self, text: str) -> list[int]:
         if not text:

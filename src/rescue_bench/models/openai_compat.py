@@ -1,6 +1,5 @@
 """Any OpenAI-compatible chat endpoint, through the ``openai`` SDK: the request's JSON body posted with
-``AsyncOpenAI.post``, or with ``RESCUE_BENCH_PLAIN_HTTP=1`` the typed ``chat.completions.create`` (the seam of
-:mod:`rescue_bench.models.http_pool`).
+``AsyncOpenAI.post`` (:mod:`rescue_bench.models.http_pool` says why).
 
 This module holds what a provider knows without the SDK: its identity, the request body, the response-format
 ladder and the whole request's deadline. The SDK side (one ``AsyncOpenAI`` client per provider with a
@@ -33,7 +32,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from rescue_bench.errors import ConfigError, FormatRejected, ProviderError, RetryableError
-from rescue_bench.models.base import Capabilities, GenerationParams, ResponseFormat
+from rescue_bench.models.base import Capabilities, Generation, ResponseFormat
 from rescue_bench.models.env import KeyOrigin
 from rescue_bench.models.presets import (
     FORMAT_LADDER,
@@ -130,7 +129,7 @@ class OpenAICompatProvider:
         if self._endpoint is not None:
             await self._endpoint.aclose()
 
-    async def complete(self, request: Request, params: GenerationParams) -> Reply:
+    async def complete(self, request: Request, params: Generation) -> Reply:
         endpoint = self.endpoint  # the first request imports the SDK: not part of its latency
         started = time.perf_counter()
         fmt = self.effective_format(params)
@@ -147,50 +146,31 @@ class OpenAICompatProvider:
         except TimeoutError:  # the whole request's deadline, above
             raise RetryableError(f"timed out after {self.timeout:g} s") from None
 
-    def body(self, request: Request, params: GenerationParams, fmt: ResponseFormat) -> dict[str, Any]:
-        """The JSON body of the chat completion request (also the ``body`` of a Batch API line), its keys in
-        the order ``create`` sends them, so that both calls of the seam send the same bytes."""
+    def body(self, request: Request, params: Generation, fmt: ResponseFormat) -> dict[str, Any]:
+        """The JSON body of the chat completion request (also the ``body`` of a Batch API line)."""
         sampling = sends_sampling(self.preset, params.reasoning_effort)
         body: dict[str, Any] = {
             "model": self.model,
             "messages": [dict(m) for m in request.messages],
-            **({"temperature": params.temperature} if sampling else {}),
-            self.preset.token_field: params.cap(request.max_tokens or params.max_tokens),
+            self.preset.token_field: params.cap(request.max_tokens),
         }
-        if params.top_p is not None and sampling:
-            body["top_p"] = params.top_p
-        if params.seed is not None:
-            body["seed"] = params.seed
         response_format = response_format_field(fmt, request, self.preset)
         if response_format is not None:
             body["response_format"] = response_format
+        if params.seed is not None:
+            body["seed"] = params.seed
+        if sampling:
+            body["temperature"] = params.temperature
+        if params.top_p is not None and sampling:
+            body["top_p"] = params.top_p
         if params.disable_thinking and self.preset.thinking_off:
             body.update(self.preset.thinking_off)
         body.update(reasoning_fields(self.preset, params.reasoning_effort))
-        body.update(params.extra)  # last: the run's own fields win over the preset's
-        return _in_create_order(body)
+        body.update(params.extra_body)  # last: the run's own fields win over the preset's
+        return body
 
-    def effective_format(self, params: GenerationParams) -> ResponseFormat:
+    def effective_format(self, params: Generation) -> ResponseFormat:
         return lower_format(params.response_format, self.format_ceiling)
-
-
-CREATE_ORDER = (
-    "model",
-    "messages",
-    "max_completion_tokens",
-    "max_tokens",
-    "response_format",
-    "seed",
-    "temperature",
-)
-"""The fields :meth:`~rescue_bench.models.openai_sdk.SdkEndpoint._create` passes by name, in the order
-``create`` writes them; the others go in ``extra_body``, after them."""
-
-
-def _in_create_order(body: dict[str, Any]) -> dict[str, Any]:
-    """``body`` with its keys in the order ``create`` sends them, so both calls send the same bytes."""
-    named = {key: body[key] for key in CREATE_ORDER if key in body}
-    return {**named, **{key: value for key, value in body.items() if key not in named}}
 
 
 def check_key(key: str, origin: KeyOrigin) -> None:

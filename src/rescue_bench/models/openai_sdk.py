@@ -23,27 +23,21 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import Any, TypeVar, cast
 from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import httpx2
 import openai
-from openai import AsyncOpenAI, omit
+from openai import AsyncOpenAI
 
 from rescue_bench.errors import CallFailed, FormatRejected, RetryableError
 from rescue_bench.models.env import KeyOrigin
-from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client, posts_json_body
+from rescue_bench.models.http_pool import BEARER_AUTH, make_http_client
 from rescue_bench.models.openai_errors import rejects_format, status_failure
 from rescue_bench.models.openai_reply import parse_reply
 from rescue_bench.records import Reply
 from rescue_bench.redaction import public_url, redact, redact_reply
-
-if TYPE_CHECKING:
-    from openai import AsyncAPIResponse
-    from openai.types.chat import ChatCompletion, ChatCompletionMessageParam
-    from openai.types.chat.completion_create_params import ResponseFormat as SDKResponseFormat
 
 T = TypeVar("T")
 _TRANSIENT = (openai.APIConnectionError, openai.RateLimitError, openai.InternalServerError)
@@ -136,12 +130,11 @@ class SdkEndpoint:
             raise CallFailed(exc.__class__.__name__, exc.status_code) from None
 
     async def _post(self, body: dict[str, Any]) -> Any:
-        """One chat completion, its body read up to ``max_reply_bytes`` and decoded as JSON."""
-        if not posts_json_body():
-            async with self._create(body) as typed:
-                return await self._read(typed.headers, typed.iter_bytes())
-        # The request path's seam (models/http_pool.py): the body as JSON, past create()'s type transformer.
-        # cast_to=httpx2.Response returns the raw response, its body not read yet (stream=True).
+        """One chat completion, its body read up to ``max_reply_bytes`` and decoded as JSON.
+
+        The body is posted as it is (:mod:`rescue_bench.models.http_pool` says why);
+        ``cast_to=httpx2.Response`` returns the raw response, its body not read yet (``stream=True``).
+        """
         response = cast(
             "httpx2.Response",
             await self.client.post(
@@ -152,25 +145,6 @@ class SdkEndpoint:
             return await self._read(response.headers, response.aiter_bytes())
         finally:
             await response.aclose()
-
-    def _create(self, body: dict[str, Any]) -> AbstractAsyncContextManager[AsyncAPIResponse[ChatCompletion]]:
-        """The SDK's typed call with ``body``'s fields (the plain path of the seam)."""
-        body = dict(body)
-        token_field = self.settings.token_field
-        limit = body.pop(token_field)
-        model, messages, temperature, seed, response_format = (
-            body.pop(k, None) for k in ("model", "messages", "temperature", "seed", "response_format")
-        )
-        return self.client.chat.completions.with_streaming_response.create(
-            model=model,
-            messages=cast("list[ChatCompletionMessageParam]", messages),
-            temperature=omit if temperature is None else temperature,  # left out with OpenAI reasoning
-            seed=omit if seed is None else seed,
-            max_tokens=limit if token_field == "max_tokens" else omit,
-            max_completion_tokens=limit if token_field == "max_completion_tokens" else omit,
-            response_format=omit if response_format is None else cast("SDKResponseFormat", response_format),
-            extra_body=body or None,  # top_p, the preset's thinking/reasoning fields, the run's extra fields
-        )
 
     async def _read(self, headers: httpx2.Headers, chunks: AsyncIterator[bytes]) -> Any:
         cap = self.settings.max_reply_bytes

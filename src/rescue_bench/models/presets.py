@@ -262,10 +262,9 @@ def reasoning_problem(
     provider: str, effort: ReasoningEffort, *, disable_thinking: bool = False, sampled: bool = False
 ) -> str | None:
     """Why ``effort`` cannot be asked of a model of ``provider`` (``None``: it can, or the provider is not
-    known). A provider that is not a preset declares whether it has a reasoning switch
-    (``Capabilities.reasoning_switch``); a plugin's that has one gets the effort in its
-    :class:`GenerationParams`. ``sampled``: a temperature above 0 or a ``top_p`` is set, which OpenAI's
-    reasoning models would not take.
+    known). A provider that is not a preset declares whether it takes a reasoning effort (``reasoning_effort``
+    in its ``Capabilities.settings``); a plugin's that does gets the effort in its :class:`Generation`.
+    ``sampled``: a temperature above 0 or a ``top_p`` is set, which OpenAI's reasoning models would not take.
 
     >>> reasoning_problem("local", "low")
     'local/ models have no reasoning switch; use none'
@@ -281,7 +280,7 @@ def reasoning_problem(
     preset = PRESETS.get(provider)
     if preset is None:
         other = find_other(provider)
-        switch = other is None or other.capabilities.reasoning_switch
+        switch = other is None or "reasoning_effort" in other.capabilities.settings
         return None if switch else f"{provider}/ models have no reasoning switch; use none"
     if sampled and not sends_sampling(preset, effort):
         return f"{provider}/ reasoning models take no temperature or top_p (docs/reasoning.md)"

@@ -14,8 +14,9 @@ An installed package adds a provider with a factory in the entry-point group ``r
 ``factory(model, options)``, with the part of the name after the slash and the :class:`ProviderOptions`. Its
 ``capabilities`` attribute (a :class:`~rescue_bench.models.base.Capabilities`; a provider class used as its
 own factory has it) declares what its providers can do before one is built: ``billed=True`` puts them under
-``--budget``, ``reasoning_switch=False`` refuses a reasoning effort, ``has_endpoint=False`` hands the run's
-``--base-url`` to its judges (:func:`declared_capabilities`).
+``--budget``, ``settings`` names the generation settings they honour (another one given is refused, a
+reasoning effort included), ``has_endpoint=False`` hands the run's ``--base-url`` to its judges
+(:func:`declared_capabilities`).
 
 The built-ins are listed in the dict only (one place per fact), not among the package's entry points, and a
 plugin cannot take a built-in prefix. A plugin is loaded only when its prefix is asked for, and so are the

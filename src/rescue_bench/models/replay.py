@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.models.base import Capabilities, GenerationParams
+from rescue_bench.models.base import Capabilities, Generation
 from rescue_bench.records import Instance, Json, Reply, Request
 from rescue_bench.rundir import (
     REQUESTS_FILE,
@@ -40,10 +40,16 @@ class ReplayProvider:
     """A provider whose answers come from ``<run_dir>/requests.jsonl``."""
 
     capabilities = Capabilities(
-        cacheable=False, has_endpoint=False, batch_export=False, reads_prompts=False, reasoning_switch=False
+        cacheable=False,
+        has_endpoint=False,
+        batch_export=False,
+        reads_prompts=False,
+        settings=frozenset({"seed"}),
     )
-    """Replies are already on disk: caching them would only duplicate them; there is no endpoint to set, no
-    bill and no reasoning to ask for."""
+    """Replies are already on disk: caching them would only duplicate them; there is no endpoint to set and no
+    bill.
+    Nothing is generated, so of the settings only the seed counts (it seeds the run's perturbations and
+    bootstrap)."""
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = Path(run_dir)
@@ -65,7 +71,7 @@ class ReplayProvider:
     def __len__(self) -> int:
         return len(self._saved)
 
-    async def complete(self, request: Request, params: GenerationParams | None = None) -> Reply:
+    async def complete(self, request: Request, params: Generation | None = None) -> Reply:
         """The saved reply for ``request``; ``params`` are ignored, since nothing is generated."""
         saved = self._saved.get(request.content_key())
         if saved is None:

@@ -2,7 +2,7 @@
 cap, per task.
 
 Output tokens are priced at the cap each request is sent with (the caller's ``cap``: for a run, the model's
-:meth:`~rescue_bench.models.base.GenerationParams.cap`, which adds the reasoning headroom of its effort or
+:meth:`~rescue_bench.models.base.Generation.cap`, which adds the reasoning headroom of its effort or
 applies its ``max_tokens``): an upper bound. Plain requests in, plain counts out: estimates of a run's plans
 (:mod:`rescue_bench.evaluation.estimate`), of a judge pass and of an annotation draft all add up here.
 """

@@ -148,12 +148,13 @@ def _facts(config: dict[str, Json]) -> ConfigFacts:
         return ConfigFacts()
 
 
-PROTOCOL = 2
+PROTOCOL = 3
 """The version of the evaluation protocol a run follows (``run.json``'s ``config.protocol``): what the model
-is asked, what the judges are shown and how answers are scored. Runs of two protocols are neither resumed as
-one run nor compared. 1: every run made before the field existed; 2: the reference scripts' judge inputs,
-BERTScore backbone and VP pairing, the restored prompt rules, and ITP's invalid answer as the wrong class in
-precision too (docs/protocol-differences.md)."""
+is asked, what the judges are shown and how answers are scored, and the shape of the config that records it.
+Runs of two protocols are neither resumed as one run nor compared. 1: every run made before the field
+existed; 2: the reference scripts' judge inputs, BERTScore backbone and VP pairing, the restored prompt rules,
+and ITP's invalid answer as the wrong class in precision too (docs/protocol-differences.md); 3: the config
+holds the generation settings not at their defaults, each under its own name (no default one is listed)."""
 
 
 class Manifest(Line):
@@ -197,8 +198,8 @@ class Manifest(Line):
     def protocol(self) -> int:
         """The protocol version of the run (:data:`PROTOCOL`); 1 for a run recorded without one.
 
-        >>> Manifest().protocol, Manifest(config={"protocol": 2}).protocol
-        (1, 2)
+        >>> Manifest().protocol, Manifest(config={"protocol": 3}).protocol
+        (1, 3)
         """
         value = self.config.get("protocol", 1)
         return value if isinstance(value, int) else 1

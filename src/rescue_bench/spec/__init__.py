@@ -21,7 +21,7 @@ from rescue_bench.spec.run import (
 )
 from rescue_bench.spec.settings import BudgetSpec, EngineSpec, JudgeSpec, ModelSpec, VideoSpec
 from rescue_bench.spec.toml_text import to_toml
-from rescue_bench.spec.validate import load_spec, validate_spec
+from rescue_bench.spec.validate import load_spec, validate_spec, validate_table
 
 __all__ = [
     "TASKS_CONTEXT",
@@ -39,4 +39,5 @@ __all__ = [
     "options_model",
     "to_toml",
     "validate_spec",
+    "validate_table",
 ]

@@ -19,7 +19,7 @@ from pydantic import (
 )
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import GenerationParams
+from rescue_bench.models.base import Generation
 from rescue_bench.rundir.status import DEGRADED_SHARE
 from rescue_bench.spec.settings import BudgetSpec, EngineSpec, JudgeSpec, ModelSpec, SpecTable, VideoSpec
 from rescue_bench.tasks import TASKS
@@ -191,8 +191,9 @@ class RunSpec(SpecTable):
                 out[name] = model.model_validate(self.task_options.get(name, {}))
         return out
 
-    def generation_params(self) -> GenerationParams:
-        return self.model.generation_params()
+    def generation(self) -> Generation:
+        """How the model under test generates (its spec's :class:`Generation` settings alone)."""
+        return self.model.generation()
 
 
 def named_entries(value: object, table: str = "judges") -> object:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.spec.run import TASKS_CONTEXT, RunSpec, first_error, options_model
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
+
+ModelT = TypeVar("ModelT", bound=BaseModel)
 
 
 def validate_spec(
@@ -44,6 +46,22 @@ def validate_spec(
         return RunSpec.model_validate(dict(data), context=context)
     except ValidationError as exc:
         raise _config_error(*first_error(exc), where, labels) from None
+
+
+def validate_table(
+    model: type[ModelT],
+    data: Mapping[str, Any],
+    *,
+    at: tuple[str, ...] = (),
+    labels: Mapping[tuple[str, ...], str] | None = None,
+) -> ModelT:
+    """One table of a spec (``model``, ``engine``) given apart, found at ``at``; errors as in
+    :func:`validate_spec`."""
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        loc, message = first_error(exc)
+        raise _config_error((*at, *loc), message, "", labels) from None
 
 
 def _config_error(
