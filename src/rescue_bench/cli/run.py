@@ -19,8 +19,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
+from rescue_bench.cli.flags import ENGINE, OUTPUT, flag_values
 from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
-from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.cli.run_flags import SpecCommand, make_spec, print_spec
 from rescue_bench.engine.batch_plan import BatchOptions
 from rescue_bench.engine.estimate import TaskEstimate, make_counter
 from rescue_bench.engine.manifest import TaskPlan
