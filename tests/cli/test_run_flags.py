@@ -13,8 +13,9 @@ import pytest
 import typer
 from tests.conftest import REPO_ROOT
 
+from rescue_bench.cli.flags import ENGINE, GENERATION, MODEL, PANELS, FlagValues
 from rescue_bench.cli.main import app
-from rescue_bench.cli.run_flags import ENGINE, GENERATION, MODEL, PANELS, FlagValues, model_settings
+from rescue_bench.cli.run_flags import model_settings
 from rescue_bench.models.base import Generation
 from rescue_bench.spec import EngineSpec, ModelSpec, RunSpec
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rescue_bench.cli.run_flags import ModelCommand, flag_values, model_settings
+from rescue_bench.cli.flags import flag_values
+from rescue_bench.cli.run_flags import ModelCommand, model_settings
 from rescue_bench.errors import ConfigError, DataError
 
 if TYPE_CHECKING:

@@ -7,8 +7,9 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.run import Quiet, report_result
-from rescue_bench.cli.run_flags import SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.cli.run_flags import SpecCommand, make_spec, print_spec
 
 batch_app = typer.Typer(name="batch", help="OpenAI Batch API export and import.", no_args_is_help=True)
 

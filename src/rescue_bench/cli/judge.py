@@ -14,8 +14,9 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
-from rescue_bench.cli.run_flags import EndpointCommand, flag_values, model_settings
+from rescue_bench.cli.run_flags import EndpointCommand, model_settings
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import judge_again
 from rescue_bench.judge.after_run import ScorePass

@@ -20,8 +20,9 @@ from rich.console import Console
 from rich.table import Table
 
 from rescue_bench.batch.plan import BatchOptions
+from rescue_bench.cli.flags import ENGINE, OUTPUT, flag_values
 from rescue_bench.cli.outcome import echo_ending, exit_with, summary_line, validity
-from rescue_bench.cli.run_flags import ENGINE, OUTPUT, SpecCommand, flag_values, make_spec, print_spec
+from rescue_bench.cli.run_flags import SpecCommand, make_spec, print_spec
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import RunOutcome, with_out

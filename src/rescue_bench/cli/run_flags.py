@@ -1,12 +1,12 @@
 """The flags of ``run``, ``estimate`` and ``batch export``, declared once, and the run spec they make.
 
-Each flag is a row of :data:`FLAGS`: its names, where its value goes in the
-:class:`~rescue_bench.spec.RunSpec`, and a help text taken from that field's description. The tasks' own
-options add one flag per field of each task's ``Options`` model (``--<task>-<field>``, plus ``--<field>``
-for a field several tasks share), so a task added later gets its flags with no edit here.
-:class:`SpecCommand` adds these flags to a command and hands their values to it as :class:`FlagValues`,
-so that a command's own
-signature lists only what is its own.
+Each flag is a row of :data:`FLAGS` (a :class:`~rescue_bench.cli.flags.Flag`): its names, where its value goes
+in the :class:`~rescue_bench.spec.RunSpec`, and a help text taken from that field's description. The model's
+generation settings add one flag per field of :class:`~rescue_bench.models.base.Generation`, and the tasks'
+own options one per field of each task's ``Options`` model (``--<task>-<field>``, plus ``--<field>`` for a
+field several tasks share), so a setting or a task added later gets its flags with no edit here.
+:class:`SpecCommand` adds these flags to a command; ``score`` and ``annotate draft`` take the model,
+generation and engine flags alone (:class:`EndpointCommand`, :class:`ModelCommand`), with ``run``'s defaults.
 
 ``--spec FILE.toml`` starts from a spec file (flags given beside it win); ``--print-spec`` prints the
 effective spec as TOML and exits.
@@ -15,9 +15,8 @@ effective spec as TOML and exits.
 from __future__ import annotations
 
 import functools
-import inspect
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
@@ -26,8 +25,25 @@ from typing import Annotated, Any, Final, Literal, TypeVar, Union, get_args, get
 import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
-from typer.core import TyperCommand
 
+from rescue_bench.cli.flags import (
+    DATA,
+    ENGINE,
+    GENERATION,
+    JUDGING,
+    MODEL,
+    OUTPUT,
+    TASK_OPTIONS,
+    VIDEO,
+    Flag,
+    FlagsCommand,
+    FlagValues,
+    Path_,
+    click_params,
+    declared_params,
+    parameters_of,
+    plain_parameter,
+)
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation
 from rescue_bench.spec import (
@@ -49,51 +65,13 @@ __all__ = [
     "ModelSettings",
     "OptionsCommand",
     "SpecCommand",
-    "flag_values",
     "make_spec",
     "model_settings",
     "parse_sample_ids",
     "print_spec",
     "task_options",
 ]
-FLAGS_KEY: Final = "rescue_bench.flags"
-"""Where :class:`SpecCommand` leaves the flag values in ``ctx.meta``."""
-Path_ = tuple[str, ...]
 ModelT = TypeVar("ModelT", bound=BaseModel)
-
-
-@dataclass(frozen=True, slots=True)
-class Flag:
-    """One command-line flag and where its value goes in the spec."""
-
-    decls: tuple[str, ...]
-    """``--name`` (and aliases); ``--on/--off`` for a flag that can be turned either way."""
-    dest: str
-    paths: tuple[Path_, ...]
-    """Spec fields the value is written to (a shared task option sets several); empty: handled apart."""
-    kind: type
-    help: str
-    multiple: bool = False
-    value: object = None
-    """For an on-only flag: the value it sets (``--no-cache`` sets ``engine.cache`` to false)."""
-    parse: Callable[[str], object] | None = None
-    """Turns the flag's text into the spec's value (``--extra-body``'s JSON); errors name the flag."""
-    panel: str = ""
-    """The group of ``--help`` it is shown in (:data:`PANELS`)."""
-
-
-DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, OUTPUT = (
-    "Data",
-    "Model",
-    "Generation",
-    "Engine and budget",
-    "Judging",
-    "Video mode",
-    "Task options",
-    "Output and spec",
-)
-PANELS: Final = (DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, OUTPUT)
-"""The groups of a run command's ``--help``, in the order shown."""
 
 
 def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
@@ -270,111 +248,30 @@ SPEC_HELP: Final = "A TOML run spec to start from; flags given beside it overrid
 PRINT_HELP: Final = "Print the effective run spec as TOML (the run directory included) and exit."
 
 
-def _parameters(flag: Flag) -> list[inspect.Parameter]:
-    """The flag's parameter, and one hidden parameter per further long name.
-
-    ``--help`` joins all long names of an option in one column, which cuts a long alias at 100 columns; an
-    alias is therefore a hidden option of its own, named in the help text, whose value
-    :func:`_fold_aliases` hands to the flag.
-    """
-    names = (flag.decls[0], *(d for d in flag.decls[1:] if not d.startswith("--")))
-    aliases = [d for d in flag.decls[1:] if d.startswith("--")]
-    text = flag.help + (f" Also {', '.join(aliases)}." if aliases else "")
-    shown = {"help": text, "rich_help_panel": flag.panel or None}
-    parameters = [_parameter(flag, flag.dest, names, shown)]
-    for index, alias in enumerate(aliases):
-        hidden = {"hidden": True}
-        parameters.append(_parameter(flag, f"{flag.dest}{ALIAS_MARK}{index}", (alias,), hidden))
-    return parameters
-
-
-ALIAS_MARK: Final = "__alias"
-
-
-def _parameter(flag: Flag, dest: str, names: Sequence[str], shown: dict[str, Any]) -> inspect.Parameter:
-    if flag.kind is bool:
-        option = typer.Option(*names, show_default=False, **shown)
-        annotation: Any = Annotated[bool | None, option]
-    elif flag.multiple:
-        annotation = Annotated[list[flag.kind] | None, typer.Option(*names, **shown)]  # type: ignore[name-defined]
-    else:
-        annotation = Annotated[flag.kind | None, typer.Option(*names, **shown)]
-    return inspect.Parameter(dest, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
-
-
-def _fold_aliases(values: dict[str, object]) -> dict[str, object]:
-    """The values by flag, an alias's value given to its flag (when the flag itself was not given)."""
-    folded = {k: v for k, v in values.items() if ALIAS_MARK not in k}
-    for key, value in values.items():
-        dest = key.partition(ALIAS_MARK)[0]
-        if ALIAS_MARK in key and value not in (None, (), []) and folded.get(dest) in (None, (), []):
-            folded[dest] = value
-    return folded
-
-
 @functools.cache
 def _click_params() -> tuple[Any, ...]:
     """The click parameters of every flag, with ``--spec`` and ``--print-spec``."""
-    parameters = [p for f in all_flags() for p in _parameters(f)]
+    parameters = [p for f in all_flags() for p in parameters_of(f)]
     spec = typer.Option("--spec", help=SPEC_HELP, rich_help_panel=OUTPUT)
-    parameters.append(_plain("spec", Path, spec))
+    parameters.append(plain_parameter("spec", Path, spec))
     print_ = typer.Option("--print-spec", help=PRINT_HELP, rich_help_panel=OUTPUT)
-    parameters.append(_plain("print_spec", bool, print_))
-    return _declared(parameters)
+    parameters.append(plain_parameter("print_spec", bool, print_))
+    return declared_params(parameters)
 
 
 @functools.cache
 def _option_params() -> tuple[Any, ...]:
     """The click parameters of the tasks' own option flags alone."""
-    return _declared([p for f in task_option_flags() for p in _parameters(f)])
+    return click_params(task_option_flags())
 
 
-def _declared(parameters: list[inspect.Parameter]) -> tuple[Any, ...]:
-    """Click parameters made by typer from a declaration of ``parameters`` (never called)."""
-
-    def declared() -> None:  # pragma: no cover - only its signature is read
-        """The shared flags."""
-
-    declared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    declared.__annotations__ = {p.name: p.annotation for p in parameters}
-    holder = typer.Typer(add_completion=False)
-    holder.command()(declared)
-    return tuple(typer.main.get_command(holder).params)
-
-
-def _plain(name: str, kind: type, option: Any) -> inspect.Parameter:
-    default = False if kind is bool else None
-    annotation = Annotated[kind, option] if kind is bool else Annotated[kind | None, option]
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-
-
-class _FlagsCommand(TyperCommand):
-    """A command that also takes shared flags (:meth:`shared`); their values reach it through
-    :func:`flag_values`, so that its own signature lists only what is its own."""
-
-    @staticmethod
-    def shared() -> tuple[Any, ...]:
-        raise NotImplementedError
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.params = _by_panel([*self.params, *self.shared()])
-
-    def invoke(self, ctx: Any) -> Any:
-        # The command's own callback knows only its own parameters: the shared ones are moved aside.
-        names = {p.name for p in self.shared()}
-        given = {n: ctx.params.pop(n) for n in names if n in ctx.params}
-        ctx.meta[FLAGS_KEY] = FlagValues(_fold_aliases(given))
-        return super().invoke(ctx)
-
-
-class SpecCommand(_FlagsCommand):
+class SpecCommand(FlagsCommand):
     """A command that also takes every run flag (``run``, ``estimate``, ``batch export``)."""
 
     shared = staticmethod(_click_params)
 
 
-class OptionsCommand(_FlagsCommand):
+class OptionsCommand(FlagsCommand):
     """A command that takes the tasks' own option flags (as ``run`` names them); read them with
     :func:`task_options`."""
 
@@ -383,22 +280,22 @@ class OptionsCommand(_FlagsCommand):
 
 @functools.cache
 def _endpoint_params() -> tuple[Any, ...]:
-    return _declared([p for f in (*MODEL_FLAGS[1:], *setting_flags(), *ENGINE_FLAGS) for p in _parameters(f)])
+    return click_params((*MODEL_FLAGS[1:], *setting_flags(), *ENGINE_FLAGS))
 
 
 @functools.cache
 def _model_params() -> tuple[Any, ...]:
-    return _declared([p for f in (*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS) for p in _parameters(f)])
+    return click_params((*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS))
 
 
-class EndpointCommand(_FlagsCommand):
+class EndpointCommand(FlagsCommand):
     """A command that asks models it names itself (``score``'s judges) with ``run``'s endpoint, generation and
     engine flags, their defaults included; read them with :func:`model_settings`."""
 
     shared = staticmethod(_endpoint_params)
 
 
-class ModelCommand(_FlagsCommand):
+class ModelCommand(FlagsCommand):
     """A command that asks one model (``annotate draft``) with ``run``'s model, generation and engine flags,
     their defaults included; read them with :func:`model_settings`."""
 
@@ -437,12 +334,6 @@ def model_settings(flags: FlagValues) -> ModelSettings:
     return ModelSettings(data.get("model", {}), engine, labels)
 
 
-def _by_panel(params: list[Any]) -> list[Any]:
-    """The parameters in the order of :data:`PANELS` (``--help`` shows its groups as they first appear)."""
-    order = {panel: index for index, panel in enumerate(PANELS)}
-    return sorted(params, key=lambda p: order.get(getattr(p, "rich_help_panel", None) or "", -1))
-
-
 def task_options(flags: FlagValues) -> dict[str, dict[str, object]]:
     """Task name -> the option values given on the command line (``RunSpec.task_options``' shape)."""
     given: dict[str, dict[str, object]] = {}
@@ -453,28 +344,6 @@ def task_options(flags: FlagValues) -> dict[str, dict[str, object]]:
         for _, task, name in flag.paths:
             given.setdefault(task, {})[name] = _plain_value(flag, value)
     return given
-
-
-@dataclass(frozen=True, slots=True)
-class FlagValues:
-    """The values of the shared flags on one command line (``None``: not given)."""
-
-    values: Mapping[str, object]
-
-    def given(self, dest: str) -> object:
-        value = self.values.get(dest)
-        return None if value in (None, (), []) else value
-
-    @property
-    def print_spec(self) -> bool:
-        return bool(self.values.get("print_spec"))
-
-
-def flag_values(ctx: typer.Context) -> FlagValues:
-    values = ctx.meta.get(FLAGS_KEY)
-    if not isinstance(values, FlagValues):
-        raise ConfigError("internal: the command was not built with SpecCommand")
-    return values
 
 
 def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:

@@ -22,9 +22,10 @@ import typer
 from rich import box
 from rich.table import Table
 
+from rescue_bench.cli.flags import FlagValues, flag_values
 from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
 from rescue_bench.cli.report import rank_method
-from rescue_bench.cli.run_flags import FlagValues, SpecCommand, flag_values, make_spec
+from rescue_bench.cli.run_flags import SpecCommand, make_spec
 from rescue_bench.errors import ConfigError
 from rescue_bench.printable import table_cell
 from rescue_bench.spec import load_spec

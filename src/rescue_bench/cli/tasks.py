@@ -9,7 +9,8 @@ from typing import Annotated
 
 import typer
 
-from rescue_bench.cli.run_flags import OptionsCommand, flag_values, task_options
+from rescue_bench.cli.flags import flag_values
+from rescue_bench.cli.run_flags import OptionsCommand, task_options
 from rescue_bench.data.sources import SOURCE_HELP
 from rescue_bench.errors import ConfigError
 from rescue_bench.printable import printable

@@ -106,8 +106,8 @@ class CacheKeys:
     def of(self, content_key: str, repeat: int = 0) -> str:
         """The key of the request whose ``content_key()`` this is, asked for the ``repeat``-th time.
 
-        Repeat 0 has no ``repeat`` field, so its key is the key of every run before repeats (old caches
-        hit); any other repeat is its own entry, never a hit of another repeat's reply.
+        Repeat 0 has no ``repeat`` field, so its key is that of a run without repeats; any other repeat is its
+        own entry, never a hit of another repeat's reply.
         """
         again = f'"repeat":{repeat},' if repeat > 0 else ""
         body = f'{self._head}{again}"request":{_json(content_key)}{self._tail}'
