@@ -16,10 +16,10 @@ from typing import Any
 
 from tests.fakes.chaos_server import ChaosServer, Entry
 
-from rescue_bench.engine.cache import cache_key
 from rescue_bench.models.base import Generation
 from rescue_bench.records import Request
 from rescue_bench.rundir import read_jsonl
+from rescue_bench.rundir.cache import cache_key
 
 MODEL = "vllm/chaos-model"
 

@@ -22,17 +22,17 @@ from tests.fakes.openai_server import FakeOpenAIServer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.engine import cache as cache_module
-from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.records import Reply, Usage
+from rescue_bench.rundir import cache as cache_module
+from rescue_bench.rundir.cache import ResponseCache
 
 REPLY = Reply(text='{"answer": "yes"}', usage=Usage(1, 1, 0), finish_reason="stop")
 IDENTITY = {"provider": "openai", "model": "m"}
 
 
 def cache_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "rescue_bench.engine.cache"]
+    return [r.getMessage() for r in caplog.records if r.name == "rescue_bench.rundir.cache"]
 
 
 def run_with_cache(cache_path: Path, out: Path) -> RunResult:

@@ -8,10 +8,10 @@ from pathlib import Path
 from tests.engine.conftest import provider_on
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, server_error
 
-from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import EngineOptions, execute_requests
 from rescue_bench.models.base import Generation
 from rescue_bench.records import Request
+from rescue_bench.rundir.cache import ResponseCache
 
 
 def request(text: str) -> Request:

@@ -16,11 +16,11 @@ from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provid
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.cache import KEY_VERSION, CacheKeys
 from rescue_bench.engine.run import RunResult, execute_run
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation
 from rescue_bench.rundir import read_jsonl
+from rescue_bench.rundir.cache import KEY_VERSION, CacheKeys
 
 
 def flipping(request: ChatRequest) -> str:

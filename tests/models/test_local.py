@@ -302,7 +302,7 @@ def test_an_untested_llama_cpp_version_takes_the_plain_public_path(
 
 
 def test_the_thread_counts_are_part_of_the_identity() -> None:
-    """The identity is the response cache's key and the run's model record (``engine.cache``): answers
+    """The identity is the response cache's key and the run's model record (``rundir.cache``): answers
     computed with other thread counts are neither reused nor mixed into a resumed run."""
     one, two = (
         LocalProvider("gemma-3-270m", decode_threads=1),

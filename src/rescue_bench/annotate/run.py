@@ -25,11 +25,11 @@ from rescue_bench.annotate.draft import (
     row_frames,
 )
 from rescue_bench.annotate.rules import RuleContext
-from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import EngineOptions, execute_requests
 from rescue_bench.models.base import Generation, Provider
 from rescue_bench.pricing import TaskEstimate, TokenCounter, estimate_requests
 from rescue_bench.records import Reply, Request
+from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.workdir import (
     DRAFT_FILE,
     SegmentManifest,

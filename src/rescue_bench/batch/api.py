@@ -43,7 +43,6 @@ from rescue_bench.batch.plan import (
     batch_line,
 )
 from rescue_bench.batch.results import custom_id, parse_results
-from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Outcome
 from rescue_bench.engine.outcomes import asks_again, predictions_of
 from rescue_bench.errors import CallFailed, DataError, ProviderError
@@ -51,6 +50,7 @@ from rescue_bench.models.base import Generation
 from rescue_bench.pricing import BudgetExceeded
 from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import public_url, redact_reply
+from rescue_bench.rundir.cache import CacheKeys, ResponseCache
 
 if TYPE_CHECKING:
     from openai import AsyncOpenAI

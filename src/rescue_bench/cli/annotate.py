@@ -156,10 +156,10 @@ def _draft(
     workdir: Path, model: ModelSpec, engine: EngineSpec, settings: DraftSettings, force: bool
 ) -> Counts:
     from rescue_bench.annotate.run import draft_workdir
-    from rescue_bench.engine.cache import ResponseCache
     from rescue_bench.engine.execute import EngineOptions
     from rescue_bench.models.base import check_settings
     from rescue_bench.models.registry import get_model
+    from rescue_bench.rundir.cache import ResponseCache
     from rescue_bench.workdir import read_info
 
     read_info(workdir)  # a clear error before any endpoint is contacted

@@ -14,7 +14,7 @@ cache_app = typer.Typer(name="cache", help="The response cache shared by all run
 @cache_app.command("stats")
 def cache_stats() -> None:
     """Where the cache is, how many replies it holds, and for which models."""
-    from rescue_bench.engine.cache import ResponseCache
+    from rescue_bench.rundir.cache import ResponseCache
 
     with ResponseCache() as cache:
         stats = cache.stats()
@@ -31,7 +31,7 @@ def cache_clear(
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Delete cached replies (all, or those of one model)."""
-    from rescue_bench.engine.cache import ResponseCache
+    from rescue_bench.rundir.cache import ResponseCache
 
     what = f"the cached replies of {model}" if model else "every cached reply"
     if not yes and not typer.confirm(f"Delete {what}?"):

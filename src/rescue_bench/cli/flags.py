@@ -36,7 +36,7 @@ class Flag:
     help: str
     multiple: bool = False
     value: object = None
-    """For an on-only flag: the value it sets (``--no-cache`` sets ``engine.cache`` to false)."""
+    """For an on-only flag: the value it sets (``--no-cache`` sets ``rundir.cache`` to false)."""
     parse: Callable[[str], object] | None = None
     """Turns the flag's text into the spec's value (``--extra-body``'s JSON); errors name the flag."""
     panel: str = ""

@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
-from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Provider
 from rescue_bench.records import Json
+from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.spec import RunSpec
 
 __all__ = ["LIVE", "Asker", "Live", "Pending", "Route"]

@@ -17,12 +17,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from rescue_bench.engine.cache import CacheKeys, ResponseCache
 from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
 from rescue_bench.engine.masking import mask_messages
 from rescue_bench.errors import BenchError, ModerationRefusal
 from rescue_bench.models.base import Generation, Provider, check_settings
 from rescue_bench.records import Reply, Request, Usage
+from rescue_bench.rundir.cache import CacheKeys, ResponseCache
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,7 +26,6 @@ from pydantic import BaseModel, ConfigDict
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.asking import LIVE, Asker, Pending
-from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.ending import Ending, run_status, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
@@ -42,6 +41,7 @@ from rescue_bench.models.base import Provider, check_settings
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
+from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.rundir.status import RunStatus, is_final
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks.base import Task

@@ -14,7 +14,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rescue_bench.engine.cache import ResponseCache
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.errors import ConfigError, DependencyError
 from rescue_bench.judge.bertscore import (
@@ -32,6 +31,7 @@ from rescue_bench.models.base import Generation, Provider, parse_model_name
 from rescue_bench.models.registry import declared_capabilities, get_model
 from rescue_bench.records import Reply, Request
 from rescue_bench.rundir import JUDGMENTS_FILE
+from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.spec import JudgeSpec
 
 BERTSCORE_HINT = (

@@ -15,9 +15,9 @@ from typing import Any
 
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from rescue_bench.engine.cache import ResponseCache, cache_dir, cache_key
 from rescue_bench.models.base import Generation
 from rescue_bench.records import Reply, Request, Usage
+from rescue_bench.rundir.cache import ResponseCache, cache_dir, cache_key
 
 IDENTITY = {"provider": "openai", "base_url": "https://api.example.org/v1", "model": "gpt-x"}
 SCHEMA = {"type": "object", "properties": {"answer": {"enum": ["yes", "no"]}}}

@@ -28,19 +28,26 @@ import sqlite3
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import platformdirs
 
 from rescue_bench.errors import BenchError
-from rescue_bench.models.base import Generation
 from rescue_bench.records import Json, Reply, Request, Usage
 
-log = logging.getLogger("rescue_bench.engine.cache")
+
+class Settings(Protocol):
+    """What the key takes of a generation's settings (``models.base.Generation``): those not at their
+    defaults, so a setting added later keeps every key (and cache entry) it had."""
+
+    def settings(self) -> dict[str, Json]: ...
+
+
+log = logging.getLogger("rescue_bench.rundir.cache")
 
 CACHE_ENV = "RESCUE_BENCH_CACHE_DIR"
 KEY_VERSION = 4
-"""4: the key holds the settings not at their defaults (:meth:`Generation.settings`)."""
+"""4: the key holds the settings not at their defaults (``models.base.Generation.settings``)."""
 _SECRET_WORDS = ("key", "token", "secret", "password", "authorization", "credential")
 """Identity fields whose name holds one of these are left out of the key: by contract there are none."""
 _SELECT = (
@@ -67,7 +74,7 @@ def default_cache_path() -> Path:
 
 
 def cache_key(
-    identity: dict[str, Json], request: Request, params: Generation, content_key: str | None = None
+    identity: dict[str, Json], request: Request, params: Settings, content_key: str | None = None
 ) -> str:
     """The cache key of one request: any change of identity, message, parameter or schema changes it.
 
@@ -77,15 +84,20 @@ def cache_key(
     ``content_key`` is ``request.content_key()`` (messages, schema, token limit) when the caller has it
     already.
 
+    >>> class Given:  # a generation's settings, as ``models.base.Generation.settings`` gives them
+    ...     def __init__(self, **given: Json) -> None:
+    ...         self.given = given
+    ...     def settings(self) -> dict[str, Json]:
+    ...         return self.given
     >>> msgs = ({"role": "user", "content": "hi"},)
     >>> req = Request(task="t", messages=msgs, response_schema={}, instance_ids=("a",))
     >>> ident = {"provider": "openai", "base_url": "https://x/v1", "model": "m"}
-    >>> cache_key(ident, req, Generation()) == cache_key(dict(ident), req, Generation())
+    >>> cache_key(ident, req, Given()) == cache_key(dict(ident), req, Given())
     True
-    >>> cache_key(ident, req, Generation()) == cache_key(ident, req, Generation(temperature=0.5))
+    >>> cache_key(ident, req, Given()) == cache_key(ident, req, Given(temperature=0.5))
     False
     >>> other_file = {**ident, "sha256": "ab"}
-    >>> cache_key(ident, req, Generation()) == cache_key(other_file, req, Generation())
+    >>> cache_key(ident, req, Given()) == cache_key(other_file, req, Given())
     False
     """
     return CacheKeys(identity, params).of(content_key or request.content_key())
@@ -98,7 +110,7 @@ class CacheKeys:
     same for every request of a run, so it is serialized once here.
     """
 
-    def __init__(self, identity: dict[str, Json], params: Generation) -> None:
+    def __init__(self, identity: dict[str, Json], params: Settings) -> None:
         provider, settings = _json(_public_identity(identity)), _json(params.settings())
         self._head = f'{{"params":{settings},"provider":{provider},'
         self._tail = f',"v":{KEY_VERSION}}}'
