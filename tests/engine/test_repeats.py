@@ -121,7 +121,7 @@ def test_one_repeat_writes_exactly_what_a_run_without_repeats_wrote(tmp_path: Pa
 
 
 def _config_without_repeats() -> dict[str, Any]:
-    from rescue_bench.engine.manifest import config_record
+    from rescue_bench.spec.record import config_record
 
     return config_record(tiny_config(), TINY_TASKS)
 

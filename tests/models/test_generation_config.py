@@ -13,12 +13,12 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.cli.run_flags import FLAGS
-from rescue_bench.engine.manifest import config_record
 from rescue_bench.models.base import Generation
 from rescue_bench.records import Request
 from rescue_bench.rundir import describe_changes
 from rescue_bench.rundir.cache import cache_key
 from rescue_bench.spec import RunSpec
+from rescue_bench.spec.record import config_record
 
 RUNNER = CliRunner()
 SETTINGS = list(Generation.model_fields)

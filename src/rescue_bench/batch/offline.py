@@ -34,7 +34,6 @@ from rescue_bench.batch.results import BatchResultsProvider, custom_id, parse_re
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.execute import EngineOptions
-from rescue_bench.engine.manifest import build_manifest, check_compatible, spec_from_manifest
 from rescue_bench.engine.plans import TaskPlan, build_plans, select_samples
 from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError
@@ -46,6 +45,7 @@ from rescue_bench.records import Json, Reply, Request
 from rescue_bench.redaction import redact_reply, url_secrets
 from rescue_bench.rundir import RUN_FILE, Manifest, RunStore, atomic_write_json, run_lock
 from rescue_bench.spec import RunSpec
+from rescue_bench.spec.record import build_manifest, check_compatible, spec_from_manifest
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task
 

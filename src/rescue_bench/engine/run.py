@@ -30,7 +30,6 @@ from rescue_bench.engine.counts import count_run
 from rescue_bench.engine.ending import Ending, run_status, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.hook import Hook
-from rescue_bench.engine.manifest import build_manifest, check_compatible, finish_manifest
 from rescue_bench.engine.outcomes import prediction_record, request_record
 from rescue_bench.engine.plans import TaskPlan, build_plans, check_tasks, select_samples
 from rescue_bench.engine.runner import Runner
@@ -42,8 +41,10 @@ from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir import Manifest, PredictionLine, RunStore
 from rescue_bench.rundir.cache import ResponseCache
+from rescue_bench.rundir.manifest import finish_manifest
 from rescue_bench.rundir.status import RunStatus, is_final
 from rescue_bench.spec import RunSpec
+from rescue_bench.spec.record import build_manifest, check_compatible
 from rescue_bench.tasks.base import Task
 
 __all__ = [

@@ -1,7 +1,8 @@
 """Typed ``run.json`` (the engine's manifest), ``judging.json`` (the judge pass) and ``scores.json``.
 
 ``run.json`` has one writer, the engine. Its ``config`` section is kept as an opaque JSON object here: what
-it holds is the run spec's business (``rescue_bench.spec``), and it is compared key by key on resume.
+it holds is the run spec's business (``rescue_bench.spec.record``), and it is compared key by key on resume.
+The file's format is :data:`FORMAT`; one of another format is refused in one line (:func:`check_format`).
 
 ``judging.json`` is written by the judge pass only (``rescue_bench.judge.after_run``). Run directories from
 before it held the same facts in ``run.json`` (``judge_counts``, ``judge_prompt_hashes``, ``bertscore``);
@@ -10,11 +11,20 @@ before it held the same facts in ``run.json`` (``judge_counts``, ``judge_prompt_
 
 from __future__ import annotations
 
+import subprocess
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final
+
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Usage
 from rescue_bench.rundir.lines import Line
 
+FORMAT: Final = 2
+"""The ``run.json`` format this version writes and reads: the whole spec under ``spec``."""
 JUDGING_FORMAT = 1
 
 
@@ -321,3 +331,73 @@ class Scores(Line):
 
     def entry(self, task: str, scope: str = "all") -> dict[str, Json]:
         return self.tasks.get(task, {}).get(scope, {})
+
+
+def check_format(manifest: Mapping[str, Json], where: str) -> None:
+    """Refuse, in one line naming its format and the version that wrote it, a ``run.json`` of another format.
+
+    >>> check_format({"format": 3, "package_version": "0.9.0"}, "runs/a/run.json")
+    Traceback (most recent call last):
+    ...
+    rescue_bench.errors.ConfigError: runs/a/run.json: format 3, written by rescue-bench 0.9.0; this \
+rescue-bench reads format 2 only: start a new directory
+    """
+    found = manifest.get("format", 1)
+    if found == FORMAT:
+        return
+    version = manifest.get("package_version")
+    by = f"rescue-bench {version}" if isinstance(version, str) and version else "an unknown version"
+    raise ConfigError(
+        f"{where}: format {found}, written by {by}; "
+        f"this rescue-bench reads format {FORMAT} only: start a new directory"
+    )
+
+
+def finish_manifest(
+    manifest: Mapping[str, Json],
+    status: str,
+    counts: Mapping[str, Json],
+    started: float,
+    stop_reason: str | None,
+    phases: Mapping[str, float] | None = None,
+) -> dict[str, Json]:
+    timings = dict(manifest.get("timings") or {})
+    timings.update(phases or {})
+    now = time.time()
+    # Elapsed time adds up over the sessions of a run; each session's share is kept.
+    earlier = timings.get("session_elapsed_s")
+    shares = [float(x) for x in earlier if isinstance(x, int | float)] if isinstance(earlier, list) else []
+    shares.append(round(now - started, 3))
+    timings.update(
+        {"finished": iso_time(now), "elapsed_s": round(sum(shares), 3), "session_elapsed_s": shares}
+    )
+    return {
+        **manifest,
+        "status": status,
+        "counts": dict(counts),
+        "timings": timings,
+        "stop_reason": stop_reason,
+    }
+
+
+def git_commit() -> str | None:
+    """The commit of the source checkout this package runs from; ``None`` for an installed package."""
+    here = Path(__file__).resolve().parent
+    if "site-packages" in here.parts:
+        return None
+    try:
+        result = subprocess.run(
+            ["git", "-C", str(here), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = result.stdout.strip()
+    return commit if result.returncode == 0 and len(commit) == 40 else None
+
+
+def iso_time(timestamp: float) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))

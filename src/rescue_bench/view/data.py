@@ -18,7 +18,6 @@ from typing import Any
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.data.sources import is_named
-from rescue_bench.engine.manifest import dataset_hash, spec_from_manifest
 from rescue_bench.engine.plans import select_samples
 from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_lines
@@ -37,6 +36,7 @@ from rescue_bench.rundir import (
     load_run,
 )
 from rescue_bench.rundir.status import FINAL
+from rescue_bench.spec.record import dataset_hash, spec_from_manifest
 from rescue_bench.tasks import TASK_NAMES
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.view.rows import InstanceRow, index_rows

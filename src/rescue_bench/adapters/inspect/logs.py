@@ -3,7 +3,7 @@
 Each sample's score holds the ``predictions.jsonl`` lines of its batch (and the grader's judgment lines), so
 the run directory is made of exactly what inspect scored; ``scores.json`` is aggregated as a judge pass does
 (with bootstrap CIs), so ``report``, ``compare`` and the viewer read it like any run. Its ``run.json`` is of
-the current format (the run spec of the logs' settings, as ``engine.manifest`` writes it).
+the current format (the run spec of the logs' settings, as ``spec.record`` writes it).
 """
 
 from __future__ import annotations
@@ -24,11 +24,12 @@ from rescue_bench.adapters.inspect.scoring import GRADER_ROLE, SampleRecords, sa
 from rescue_bench.adapters.inspect.tasks import sample_id
 from rescue_bench.adapters.plan import Plan, TaskArgs, batch_records, plan, run_spec, task_args
 from rescue_bench.adapters.rundata import ImportedRun, write_run
-from rescue_bench.engine.manifest import FORMAT, config_record
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.records import Instance, Json, Usage
 from rescue_bench.rundir import JudgmentLine, PredictionLine, RequestLine
 from rescue_bench.rundir.lines import ReplyText
+from rescue_bench.rundir.manifest import FORMAT
+from rescue_bench.spec.record import config_record
 from rescue_bench.tasks import TASK_NAMES
 
 PREFIX = "rescue_bench/"

@@ -1,9 +1,11 @@
-"""What ``run.json`` says about a run: its spec, the config a resumed session compares, its counts and times.
+"""What ``run.json`` records of a run's spec: the config a resumed session compares, and the whole record
+a session starts with.
 
-``run.json`` (format 2) stores the whole :class:`~rescue_bench.spec.RunSpec` under ``spec``. Only what changes
-the answers goes into ``config`` (:func:`config_record`), which a resumed session compares; how the run goes
-(concurrency, rate limits, retries, cache, budget) may differ between sessions of one run. A ``run.json`` of
-another format is refused in one line that names the format and the version that wrote it.
+``run.json`` stores the whole :class:`~rescue_bench.spec.RunSpec` under ``spec``. Only what changes the
+answers goes into ``config`` (:func:`config_record`), which a resumed session compares; how the run goes
+(concurrency, rate limits, retries, cache, budget) may differ between sessions of one run. The file's format
+(its version, the one-line refusal of another one, the end of a session) is
+:mod:`rescue_bench.rundir.manifest`'s.
 """
 
 from __future__ import annotations
@@ -11,39 +13,45 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
-from typing import Final
+from typing import Protocol
 
 from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
-from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
 from rescue_bench.redaction import scrub
 from rescue_bench.rundir import PROTOCOL, Manifest, RunStore, describe_changes
-from rescue_bench.spec import RunSpec, validate_spec
+from rescue_bench.rundir.manifest import FORMAT, check_format, git_commit, iso_time
+from rescue_bench.spec.run import RunSpec
+from rescue_bench.spec.validate import validate_spec
 from rescue_bench.tasks import TASKS
-from rescue_bench.tasks.base import Task
+from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.perturb import perturbation_record
 
 __all__ = [
-    "FORMAT",
+    "PlanFacts",
     "build_manifest",
     "check_compatible",
-    "check_format",
     "config_record",
     "dataset_hash",
-    "finish_manifest",
-    "git_commit",
     "spec_from_manifest",
     "video_record",
 ]
 
-FORMAT: Final = 2
-"""The ``run.json`` format this version writes and reads: the whole spec under ``spec``."""
+
+class PlanFacts(Protocol):
+    """What ``run.json`` records of a task's plan (``engine.plans.TaskPlan`` has it)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def prompt_hash(self) -> str: ...
+    @property
+    def cfg(self) -> TaskConfig: ...
+    @property
+    def asks(self) -> int: ...
 
 
 def config_record(spec: RunSpec, tasks: Mapping[str, Task] = TASKS) -> dict[str, Json]:
@@ -82,26 +90,6 @@ def video_record(spec: RunSpec) -> dict[str, Json] | None:
         "clip_url_base": video.clip_url_base,
         "fps": video.fps,
     }
-
-
-def check_format(manifest: Mapping[str, Json], where: str) -> None:
-    """Refuse, in one line naming its format and the version that wrote it, a ``run.json`` of another format.
-
-    >>> check_format({"format": 3, "package_version": "0.9.0"}, "runs/a/run.json")
-    Traceback (most recent call last):
-    ...
-    rescue_bench.errors.ConfigError: runs/a/run.json: format 3, written by rescue-bench 0.9.0; this \
-rescue-bench reads format 2 only: start a new directory
-    """
-    found = manifest.get("format", 1)
-    if found == FORMAT:
-        return
-    version = manifest.get("package_version")
-    by = f"rescue-bench {version}" if isinstance(version, str) and version else "an unknown version"
-    raise ConfigError(
-        f"{where}: format {found}, written by {by}; "
-        f"this rescue-bench reads format {FORMAT} only: start a new directory"
-    )
 
 
 def spec_from_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] | None = None) -> RunSpec:
@@ -152,7 +140,7 @@ def dataset_hash(samples: Sequence[Sample]) -> str:
 def build_manifest(
     config: RunSpec,
     samples: Sequence[Sample],
-    plans: Sequence[TaskPlan],
+    plans: Sequence[PlanFacts],
     identity: Mapping[str, Json],
     tasks: Mapping[str, Task] = TASKS,
 ) -> dict[str, Json]:
@@ -186,58 +174,15 @@ def build_manifest(
             "generation": config.generation().model_dump(mode="json"),
             "judges": [j.name for j in config.judges],
             "counts": {plan.name: {"instances": plan.asks} for plan in plans},
-            "timings": {"created": _iso(now), "started": _iso(now), "started_unix": now, "sessions": 1},
+            "timings": {
+                "created": iso_time(now),
+                "started": iso_time(now),
+                "started_unix": now,
+                "sessions": 1,
+            },
         }
     )
 
 
-def finish_manifest(
-    manifest: Mapping[str, Json],
-    status: str,
-    counts: Mapping[str, Json],
-    started: float,
-    stop_reason: str | None,
-    phases: Mapping[str, float] | None = None,
-) -> dict[str, Json]:
-    timings = dict(manifest.get("timings") or {})
-    timings.update(phases or {})
-    now = time.time()
-    # Elapsed time adds up over the sessions of a run; each session's share is kept.
-    earlier = timings.get("session_elapsed_s")
-    shares = [float(x) for x in earlier if isinstance(x, int | float)] if isinstance(earlier, list) else []
-    shares.append(round(now - started, 3))
-    timings.update({"finished": _iso(now), "elapsed_s": round(sum(shares), 3), "session_elapsed_s": shares})
-    return {
-        **manifest,
-        "status": status,
-        "counts": dict(counts),
-        "timings": timings,
-        "stop_reason": stop_reason,
-    }
-
-
-def git_commit() -> str | None:
-    """The commit of the source checkout this package runs from; ``None`` for an installed package."""
-    here = Path(__file__).resolve().parent
-    if "site-packages" in here.parts:
-        return None
-    try:
-        result = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=False,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return None
-    commit = result.stdout.strip()
-    return commit if result.returncode == 0 and len(commit) == 40 else None
-
-
 def _digest(obj: Json) -> str:
     return hashlib.sha256(json.dumps(obj, sort_keys=True).encode()).hexdigest()
-
-
-def _iso(timestamp: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(timestamp))

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from rescue_bench.data.load import load_samples
-from rescue_bench.engine.manifest import build_manifest
 from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.models.base import Capabilities
 from rescue_bench.models.baselines import make_baseline
 from rescue_bench.spec import RunSpec
+from rescue_bench.spec.record import build_manifest
 from rescue_bench.tasks import TASKS
 
 REMOTE = Capabilities()
