@@ -8,11 +8,14 @@ import re
 import subprocess
 import sys
 
+import pytest
 import typer
 from tests.conftest import REPO_ROOT
 
 from rescue_bench.cli.main import app
 from rescue_bench.cli.run_flags import PANELS
+
+pytestmark = pytest.mark.subprocess
 
 
 def _help(*command: str) -> str:

@@ -106,6 +106,7 @@ def test_a_download_that_stalls_half_way_times_out(release_bytes: bytes) -> None
     _nothing_installed()
 
 
+@pytest.mark.subprocess
 def test_a_download_killed_half_way_is_never_used(release_bytes: bytes, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     with ReleaseServer(release_bytes, fault="stall") as server:

@@ -70,6 +70,7 @@ def _browse(page_path: Path, width: int) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 800])
 def test_the_report_fits_the_screen_and_the_leaderboard_scrolls_in_its_box(
     three: tuple[Report, Path], width: int
