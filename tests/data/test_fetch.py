@@ -157,6 +157,7 @@ def test_the_wrong_file_from_hugging_face_is_refused_too(hf_cache: Path) -> None
     _nothing_installed()
 
 
+@pytest.mark.slow  # huggingface_hub retries the cut download, with real waits
 def test_a_truncated_hub_download_is_refused(release_bytes: bytes, hf_cache: Path) -> None:
     with ReleaseServer(release_bytes, fault="truncate") as server, pytest.raises(DataError) as caught:
         fetch_release("hf", base_url=server.base_url)

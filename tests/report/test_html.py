@@ -24,6 +24,7 @@ def three(study_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Re
     return report, out / "report.html"
 
 
+@pytest.mark.slow
 def test_the_configuration_is_shown_once(three: tuple[Report, Path]) -> None:
     report, _ = three
     differ, shared = report.table("config"), report.table("config_shared")
