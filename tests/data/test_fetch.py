@@ -100,6 +100,7 @@ def test_a_failed_download_leaves_the_earlier_copy_as_it_was(release_bytes: byte
     ]
 
 
+@pytest.mark.slow  # waits out a real timeout
 def test_a_download_that_stalls_half_way_times_out(release_bytes: bytes) -> None:
     with ReleaseServer(release_bytes, fault="stall") as server, pytest.raises(DataError, match="cut off"):
         fetch_release("github", base_url=server.base_url, timeout=0.5)
