@@ -4,7 +4,7 @@ PIP := $(VENV)/bin/pip
 BIN := $(VENV)/bin
 PIP_INSTALL := $(PIP) install --quiet --disable-pip-version-check -c constraints.txt
 
-.PHONY: demo test setup-demo setup-test llama-cpp system-deps lint typecheck bench clean
+.PHONY: demo test test-fast setup-demo setup-test llama-cpp system-deps lint typecheck bench clean
 
 DEMO_OUT ?= runs/demo
 DEMO_STUDY ?= examples/demo-study.toml
@@ -30,6 +30,13 @@ demo: setup-demo
 
 test: setup-test
 	$(BIN)/python -m pytest
+
+# Before a commit: the tests that run in this process alone, with no real waits; no child process, browser,
+# database server, real model or ffmpeg (the markers in pyproject.toml). It uses the .venv `make test` set up;
+# CI runs `make test`, which runs them all.
+FAST_SKIPS := not (slow or subprocess or model or browser or postgres or ffmpeg)
+test-fast:
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "$(FAST_SKIPS)"
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)

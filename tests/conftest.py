@@ -1,8 +1,14 @@
-"""Shared fixtures: where the shared real samples are, and isolation of user-level state."""
+"""Shared fixtures: where the shared real samples are, and isolation of user-level state; and the check that a
+test which starts a process says so by a marker, which keeps ``make test-fast`` free of them."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -10,6 +16,83 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO_ROOT.parent / "shared" / "data"
 SUBSET = SHARED_DATA / "rescue_subset.jsonl"
 EXPECTED = SHARED_DATA / "expected_instances.json"
+
+
+OUTSIDE_MARKERS = ("slow", "subprocess", "model", "browser", "postgres", "ffmpeg")
+"""The markers that ``make test-fast`` leaves out (pyproject.toml says what each means). A test with none of
+them runs in this process alone: one that starts a child process fails (:func:`pytest_runtest_call`)."""
+
+LOOKUPS = frozenset({"git", "uname"})
+"""Commands an unmarked test may start through the code it calls: run.json's ``git rev-parse HEAD`` stamp and
+``platform``'s ``uname -p`` (the openai SDK's client headers, once per process), a few milliseconds each."""
+
+
+@contextmanager
+def _started_processes() -> Iterator[list[str]]:
+    """The processes started meanwhile (subprocess, asyncio's subprocesses, multiprocessing, ``os``), other
+    than :data:`LOOKUPS`. They are only noted: refusing them would change what the code under test does."""
+    started: list[str] = []
+    popen = subprocess.Popen._execute_child  # type: ignore[attr-defined]
+
+    def execute_child(self: subprocess.Popen[Any], args: Any, *rest: Any, **kwargs: Any) -> Any:
+        argv = [args] if isinstance(args, str | bytes) else list(args)
+        if Path(os.fsdecode(argv[0])).name not in LOOKUPS:
+            started.append(" ".join(os.fsdecode(a) for a in argv)[:200])
+        return popen(self, args, *rest, **kwargs)
+
+    def noting(name: str, real: Callable[..., Any]) -> Callable[..., Any]:
+        def note(*args: Any, **kwargs: Any) -> Any:
+            started.append(f"os.{name}")
+            return real(*args, **kwargs)
+
+        return note
+
+    names = [n for n in ("fork", "forkpty", "system", "posix_spawn", "posix_spawnp") if hasattr(os, n)]
+    saved = {name: getattr(os, name) for name in names}
+    subprocess.Popen._execute_child = execute_child  # type: ignore[attr-defined]
+    for name, real in saved.items():
+        setattr(os, name, noting(name, real))
+    try:
+        yield started
+    finally:
+        subprocess.Popen._execute_child = popen  # type: ignore[attr-defined]
+        for name, real in saved.items():
+            setattr(os, name, real)
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that asks for a fixture named like one of :data:`OUTSIDE_MARKERS` (``ffmpeg``, which skips
+    without it; ``browser``) gets that marker, wherever the test and the fixture live."""
+    for item in items:
+        for name in OUTSIDE_MARKERS:
+            if name in getattr(item, "fixturenames", ()):
+                item.add_marker(name)
+
+
+def _checked(item: pytest.Item) -> Iterator[None]:
+    if any(item.get_closest_marker(name) for name in OUTSIDE_MARKERS):
+        return (yield)
+    with _started_processes() as started:
+        result = yield
+    if started:
+        pytest.fail(
+            f"{item.nodeid} started a process ({started[0]}): mark it @pytest.mark.subprocess (or set "
+            "pytestmark in its module) so that `make test-fast` leaves it out"
+        )
+    return result
+
+
+# The check runs in `make test` too, so that a missing marker is caught there. Setup and call only: a module
+# or session fixture set up by a marked test may stop its process in the teardown of whichever test runs last.
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_setup(item: pytest.Item) -> Iterator[None]:
+    return (yield from _checked(item))
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    return (yield from _checked(item))
 
 
 @pytest.fixture(autouse=True)

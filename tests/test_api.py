@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 import rescue_bench
 from rescue_bench.data.load import load_samples
 from rescue_bench.tasks import get_task
@@ -23,6 +25,7 @@ def test_exported_members() -> None:
     assert {"Instance", "Prediction", "Request", "Reply", "Score"} <= set(names)
 
 
+@pytest.mark.subprocess
 def test_import_stays_light() -> None:
     """``import rescue_bench`` loads neither the engine nor pydantic; a name does, on first use."""
     prefixes = "('rescue_bench.', 'pydantic')"

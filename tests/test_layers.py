@@ -31,6 +31,7 @@ def test_every_top_level_module_sits_in_a_layer() -> None:
     assert modules - set(_layers()) == set()
 
 
+@pytest.mark.subprocess
 def test_lint_imports_keeps_the_layer_contract() -> None:
     lint_imports = Path(sys.executable).with_name("lint-imports")
     if not lint_imports.exists():

@@ -10,6 +10,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 from rich.table import Table
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script
@@ -33,6 +34,7 @@ def raw_control(text: str) -> list[str]:
     return sorted({c for c in text if (ord(c) < 32 and c not in "\t\n") or 0x7F <= ord(c) <= 0x9F})
 
 
+@pytest.mark.subprocess
 def test_a_server_error_body_is_printed_escaped_on_one_line(tmp_path: Path) -> None:
     def hostile(request: ChatRequest) -> Script:
         return Script(status=401, error={"message": f"bad key {TITLE}\x1b[2J\r\nsecond line"})
@@ -48,6 +50,7 @@ def test_a_server_error_body_is_printed_escaped_on_one_line(tmp_path: Path) -> N
     assert len(result.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.subprocess
 def test_a_data_file_s_text_is_printed_escaped_by_tasks_show(tmp_path: Path) -> None:
     demo = resources.files("rescue_bench.data.demo").joinpath("demo.jsonl").read_text(encoding="utf-8")
     sample = json.loads(demo.splitlines()[0])

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import REPO_ROOT
 
+pytestmark = pytest.mark.subprocess
+
 pytest.importorskip("inspect_ai")
 
 LOOKUP = "from inspect_ai._util.registry import registry_lookup as r; print(r('task', 'rescue_bench/rpp'))"

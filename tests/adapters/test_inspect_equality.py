@@ -16,6 +16,8 @@ from tests.adapters.conftest import ALL, LIMIT, Served  # noqa: E402
 from rescue_bench.adapters.inspect import tasks as inspect_tasks  # noqa: E402
 from rescue_bench.adapters.plan import TaskArgs, plan  # noqa: E402
 
+pytestmark = pytest.mark.slow  # inspect_ai's own eval of every task: seconds per module
+
 
 def inspect_logs(served: Served, log_dir: Path, names: tuple[str, ...]) -> list[EvalLog]:
     base = served.server.base_url

@@ -135,6 +135,7 @@ print(len(factory(limit_samples=1).dataset))
 """
 
 
+@pytest.mark.subprocess
 def test_an_outside_plugin_task_is_an_inspect_task(plugin_path: Path) -> None:  # noqa: F811
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(plugin_path), str(REPO_ROOT / "src")])}
     done = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=300)

@@ -15,6 +15,8 @@ lm_eval = pytest.importorskip("lm_eval")
 
 from lm_eval.tasks import TaskManager  # noqa: E402
 
+pytestmark = pytest.mark.subprocess  # lm-eval's evaluator runs `pip list` for the environment it records
+
 CLOSED = ("itp", "rpp", "stp", "ssp")
 
 

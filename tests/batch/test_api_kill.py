@@ -13,11 +13,14 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from tests.conftest import REPO_ROOT
 from tests.fakes.batch_server import BatchPlan, FakeBatchServer
 
 from rescue_bench.batch.ledger import BatchLedger
 from rescue_bench.rundir import read_jsonl
+
+pytestmark = pytest.mark.subprocess
 
 ENDLESS = BatchPlan(states=("validating", *("in_progress",) * 10_000, "completed"))
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 
 # script, tiny arguments, a phrase of the figures it prints last, the extra it needs (or None)

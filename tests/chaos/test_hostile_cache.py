@@ -127,6 +127,7 @@ def tiny_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
+@pytest.mark.subprocess
 def test_a_really_full_disk_for_the_cache(
     tiny_disk: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

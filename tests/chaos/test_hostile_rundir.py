@@ -147,6 +147,7 @@ def small_disk(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=True)
 
 
+@pytest.mark.subprocess
 def test_a_full_disk_is_a_one_line_error_and_the_run_resumes_elsewhere(
     small_disk: Path, tmp_path: Path
 ) -> None:

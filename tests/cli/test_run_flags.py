@@ -19,6 +19,8 @@ from rescue_bench.cli.run_flags import model_settings
 from rescue_bench.models.base import Generation
 from rescue_bench.spec import EngineSpec, ModelSpec, RunSpec
 
+pytestmark = pytest.mark.subprocess
+
 
 def _help(*command: str) -> str:
     env = {**os.environ, "COLUMNS": "100", "PYTHONPATH": str(REPO_ROOT / "src"), "TERM": "dumb"}

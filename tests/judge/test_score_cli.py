@@ -177,6 +177,7 @@ def wait_for_requests(server: FakeOpenAIServer, process: subprocess.Popen[str]) 
         time.sleep(0.05)
 
 
+@pytest.mark.subprocess
 def test_score_takes_the_run_lock_against_another_score_and_a_run(baseline_run: Path, tmp_path: Path) -> None:
     run = baseline_run
     with FakeOpenAIServer(answer_or_grade, latency=0.4) as server:

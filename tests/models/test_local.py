@@ -102,6 +102,7 @@ def check(value: Json, schema: dict[str, Json]) -> None:
         assert schema.get("minimum", value) <= value <= schema.get("maximum", value)
 
 
+@pytest.mark.model
 def test_a_constrained_reply_parses_and_matches_the_schema(provider: LocalProvider) -> None:
     assert isinstance(provider, Provider)
     reply = ask(provider, request(ITEMS))
@@ -132,15 +133,18 @@ def answer_real_task(provider: LocalProvider, name: str) -> None:
     assert not [p for p in predictions if p.parse_failure], (name, reply.text)
 
 
+@pytest.mark.model
 def test_a_real_task_request_gets_a_reply_for_every_item(provider: LocalProvider) -> None:
     answer_real_task(provider, "er")
 
 
+@pytest.mark.model
 @pytest.mark.parametrize("name", ["itp", "rpp", "stp", "ssp", "vp"])
 def test_every_task_gets_parsable_replies(provider: LocalProvider, name: str) -> None:
     answer_real_task(provider, name)
 
 
+@pytest.mark.model
 def test_greedy_replies_are_deterministic_and_reuse_the_shared_prefix(provider: LocalProvider) -> None:
     first = ask(provider, request(ITEMS))
     before = provider.stats.reused_prompt_tokens
@@ -151,6 +155,7 @@ def test_greedy_replies_are_deterministic_and_reuse_the_shared_prefix(provider: 
     assert ask(provider, request(ITEMS)).text == first.text
 
 
+@pytest.mark.model
 def test_tokens_and_prompts_are_computed_on_every_core(provider: LocalProvider) -> None:
     """Decoding is compute-bound on the project's machine: two threads beat one (see DECODE_THREADS)."""
     assert ask(provider, request(ITEMS)).ok
@@ -159,6 +164,7 @@ def test_tokens_and_prompts_are_computed_on_every_core(provider: LocalProvider) 
     assert (params.n_threads, params.n_threads_batch) == (cores, cores)
 
 
+@pytest.mark.model
 def test_max_tokens_truncates_and_says_so(provider: LocalProvider) -> None:
     reply = ask(provider, request(ITEMS, max_tokens=6))
     assert reply.ok and reply.finish_reason == "length"
@@ -169,6 +175,7 @@ def test_max_tokens_truncates_and_says_so(provider: LocalProvider) -> None:
     assert capped.finish_reason == "length" and capped.usage.completion_tokens == 6
 
 
+@pytest.mark.model
 def test_other_response_formats(provider: LocalProvider) -> None:
     reply = ask(provider, request(ITEMS, max_tokens=60), Generation(response_format="json_object"))
     assert reply.ok
@@ -178,6 +185,7 @@ def test_other_response_formats(provider: LocalProvider) -> None:
     assert text.ok and text.usage.completion_tokens <= 8
 
 
+@pytest.mark.model
 def test_sampling_is_seeded(provider: LocalProvider) -> None:
     params = Generation(temperature=1.0, seed=11)
     first, again = ask(provider, request(ITEMS), params), ask(provider, request(ITEMS), params)
@@ -185,6 +193,7 @@ def test_sampling_is_seeded(provider: LocalProvider) -> None:
     check(json.loads(first.text), SCHEMA)
 
 
+@pytest.mark.model
 def test_concurrent_requests_are_served_one_at_a_time(provider: LocalProvider) -> None:
     async def both() -> list[Reply]:
         return list(await asyncio.gather(*(provider.complete(request(ITEMS), Generation()) for _ in "ab")))
@@ -193,12 +202,14 @@ def test_concurrent_requests_are_served_one_at_a_time(provider: LocalProvider) -
     assert [r.text for r in asyncio.run(both())] == [alone.text, alone.text]
 
 
+@pytest.mark.model
 def test_non_text_content_is_a_recorded_failure(provider: LocalProvider) -> None:
     video = {"role": "user", "content": [{"type": "video_url", "video_url": {"url": "x.mp4"}}]}
     reply = ask(provider, Request("vp", (video,), SCHEMA, ("a",)))
     assert not reply.ok and "text only" in str(reply.error)
 
 
+@pytest.mark.model
 def test_the_embedded_model_is_assembled_into_the_cache_once() -> None:
     target = models_dir() / gguf.MODEL_NAME
     assert not target.exists()
@@ -278,6 +289,7 @@ def test_a_run_on_one_demo_conversation_parses_every_reply(tmp_path: Path) -> No
     assert json.loads((out / "scores.json").read_text())["itp"]["all"]["n"] > 0
 
 
+@pytest.mark.model
 def test_an_untested_llama_cpp_version_takes_the_plain_public_path(
     gguf_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -301,6 +313,7 @@ def test_an_untested_llama_cpp_version_takes_the_plain_public_path(
     assert reply.usage.prompt_tokens > 100 and reply.usage.completion_tokens > 0
 
 
+@pytest.mark.model
 def test_the_thread_counts_are_part_of_the_identity() -> None:
     """The identity is the response cache's key and the run's model record (``rundir.cache``): answers
     computed with other thread counts are neither reused nor mixed into a resumed run."""

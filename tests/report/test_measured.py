@@ -111,6 +111,7 @@ def marked_study(demo_run: Path, tmp_path_factory: pytest.TempPathFactory) -> Pa
     return folder
 
 
+@pytest.mark.slow
 def test_report_marks_partial_and_degraded_rows_in_every_format(marked_study: Path, tmp_path: Path) -> None:
     runs = [marked_study / f"r{n}" for n in range(3)]
     result = RUNNER.invoke(app, ["report", *map(str, runs), "--partial", "--out", str(tmp_path)])

@@ -16,6 +16,8 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 
+pytestmark = pytest.mark.slow
+
 PERTURBATIONS = ("label-order", "name-swap", "anonymize", "shuffle-window", "context:1", "no-cues")
 TOP1 = ("itp", "rpp", "stp", "ssp")
 

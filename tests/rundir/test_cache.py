@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import pytest
 from tests.fakes.openai_server import FakeOpenAIServer
 
 from rescue_bench.models.base import Generation
@@ -144,6 +145,7 @@ def _writer(path: str, prefix: str, n: int) -> None:
             assert cache.get(f"{prefix}{i}") is not None
 
 
+@pytest.mark.subprocess
 def test_concurrent_processes(tmp_path: Path) -> None:
     path = str(tmp_path / "shared.sqlite3")
     ResponseCache(Path(path)).close()
@@ -207,6 +209,7 @@ def test_a_damaged_row_is_a_counted_miss_and_is_replaced(tmp_path: Path, caplog:
         assert hit is not None and hit[0].text == REPLY.text
 
 
+@pytest.mark.subprocess
 def test_a_run_over_a_damaged_cache_finishes_and_asks_only_the_damaged(tmp_path: Path) -> None:
     env = {**os.environ, "RESCUE_BENCH_CACHE_DIR": str(tmp_path / "cache")}
     with FakeOpenAIServer() as server:

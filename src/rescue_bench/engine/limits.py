@@ -45,9 +45,12 @@ class RetryPolicy:
     max_retry_after: float = 600.0
     """Upper bound on a server's ``Retry-After``, so a bogus header cannot park a run for a day."""
     deadline: float | None = None
-    """``time.monotonic()`` by which every wait must be over (a run-level deadline), if the run has one: a
+    """The :attr:`clock`'s time by which every wait must be over (a run-level deadline), if the run has one: a
     retry that would have to wait past it is given up instead."""
     notice: _Notice = field(default_factory=_Notice, compare=False, repr=False)
+    clock: Callable[[], float] = field(default=time.monotonic, compare=False, repr=False)
+    """Where :attr:`deadline` is read against; a test passes a fake one with the fake ``sleep`` of
+    :func:`call_with_retries`, so that backing off takes no real time."""
 
     def capped(self, retry_after: float) -> float:
         """``retry_after`` cut to :attr:`max_retry_after`; the first cut of this policy is a warning.
@@ -87,7 +90,7 @@ class RetryPolicy:
 
     def past_deadline(self, wait: float) -> bool:
         """Whether waiting ``wait`` seconds from now would end after :attr:`deadline`."""
-        return self.deadline is not None and time.monotonic() + wait > self.deadline
+        return self.deadline is not None and self.clock() + wait > self.deadline
 
 
 class Limiter:
