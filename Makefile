@@ -32,11 +32,11 @@ test: setup-test
 	$(BIN)/python -m pytest
 
 # Before a commit: the tests that run in this process alone, with no real waits; no child process, browser,
-# database server, real model or ffmpeg (the markers in pyproject.toml). It uses the .venv `make test` set up;
-# CI runs `make test`, which runs them all.
+# database server, real model or ffmpeg (the markers in pyproject.toml), spread over the machine's cores
+# (pytest-xdist). It uses the .venv `make test` set up; CI runs `make test`, which runs them all in one process.
 FAST_SKIPS := not (slow or subprocess or model or browser or postgres or ffmpeg)
 test-fast:
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "$(FAST_SKIPS)"
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n auto -m "$(FAST_SKIPS)"
 
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)

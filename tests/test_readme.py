@@ -33,6 +33,8 @@ def test_the_quickstart_prints_the_table_the_readme_shows(
     assert command == "rescue-bench run --model baseline/random --data demo"
     assert len(shown) == 5
     monkeypatch.chdir(tmp_path)
+    # A terminal as wide as the README's block, whatever runs the test (a worker process has no terminal).
+    monkeypatch.setenv("COLUMNS", "120")
     # The README shows a core install, where BERTScore is not installed: its columns stay empty.
     result = CliRunner().invoke(app, [*command.split()[1:], "--no-bertscore"])
     assert result.exit_code == 0, result.output

@@ -25,6 +25,8 @@ def invoke(*args: str) -> Any:
 
 def test_run_leaves_the_documented_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("FAKE_KEY", "sk-fake")
+    # Wide enough that the run directory's line is not wrapped, however long the temporary path.
+    monkeypatch.setenv("COLUMNS", "200")
     out = tmp_path / "run"
     with FakeOpenAIServer(schema_answer, latency=0.02) as server:
         result = invoke(
