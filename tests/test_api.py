@@ -41,6 +41,6 @@ def test_run_from_python_returns_the_scores_it_wrote(tmp_path: Path) -> None:
     written = json.loads((tmp_path / "x" / "scores.json").read_text())
     assert written == json.loads(json.dumps(result.scores.to_json()))
     instances = [i for s in load_samples("demo") for i in get_task("itp").build(s, TaskConfig())]
-    assert result.counts["itp"]["instances"] == len(instances) == result.counts["itp"]["done"]
-    f1 = result.scores.entry("itp")["f1"]
+    assert result.counts["itp"].instances == len(instances) == result.counts["itp"].done
+    f1 = result.scores.entry("itp").metric("f1")
     assert isinstance(f1, float) and 0.0 <= f1 <= 1.0

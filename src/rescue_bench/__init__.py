@@ -6,7 +6,11 @@ The Python API, in a few lines::
 
     spec = rescue_bench.RunSpec(model="baseline/random", data="demo", tasks=["itp"])
     outcome = rescue_bench.run(spec, out="runs/x")
-    print(outcome.status, outcome.scores.entry("itp")["f1"])
+    print(outcome.status, outcome.counts["itp"].valid, outcome.scores.entry("itp").metric("f1"))
+
+``outcome.counts`` holds each task's :class:`~rescue_bench.rundir.Counts` (instances, valid answers, failures,
+requests, tokens); ``outcome.scores`` is ``scores.json`` typed (:class:`~rescue_bench.rundir.Scores`; ``None``
+when the run is not finished), whose ``entry(task, scope)`` is a :class:`~rescue_bench.rundir.ScoreEntry`.
 
 ``run`` is the operation behind ``rescue-bench run`` and each run of ``sweep``: the same checks, engine, judge
 pass and statuses (``finished``, ``degraded``, ``incomplete``, ``stopped``).

@@ -109,7 +109,7 @@ def test_a_missing_item_is_asked_singly_in_the_next_batch(tmp_path: Path, data: 
         assert len(server.batch_lines) == online_server.count
     assert batched.scores == online.scores
     assert predictions(tmp_path / "batch") == predictions(tmp_path / "online")
-    assert batched.counts["echo"]["single_retries"] == online.counts["echo"]["single_retries"] > 0
+    assert batched.counts["echo"].single_retries == online.counts["echo"].single_retries > 0
 
 
 def test_partial_failures_are_submitted_again(tmp_path: Path, data: str) -> None:
@@ -151,7 +151,7 @@ def test_expired_requests_are_submitted_again_and_bounded(tmp_path: Path, data: 
     preds = predictions(tmp_path / "never")
     assert len(preds) == 20 and not any(p["valid"] for p in preds)
     assert all("expired" in p["problems"][0] for p in preds)
-    assert result.counts["echo"]["request_failures"] == 20
+    assert result.counts["echo"].request_failures == 20
 
 
 def _lines_of(server: FakeBatchServer, batch_id: str) -> list[str]:
@@ -269,7 +269,7 @@ def test_an_output_file_never_readable_ends_in_recorded_failures(tmp_path: Path,
     preds = predictions(tmp_path / "run")
     assert len(preds) == 20 and not any(p["valid"] for p in preds)
     assert all("not valid JSON" in p["problems"][0] for p in preds)
-    assert first.counts["echo"]["request_failures"] == 20
+    assert first.counts["echo"].request_failures == 20
 
 
 def test_an_unknown_batch_status_is_one_line_and_the_run_resumes(tmp_path: Path, data: str) -> None:

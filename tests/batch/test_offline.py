@@ -19,10 +19,19 @@ from tests.engine.conftest import (
 )
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
-from rescue_bench.batch.offline import export_batch, import_batch, read_results
-from rescue_bench.engine.run import execute_run
+from rescue_bench.batch.offline import export_batch, import_results, read_results
+from rescue_bench.engine.run import RunOptions, RunResult, execute_run
 from rescue_bench.errors import ConfigError
 from rescue_bench.rundir import RunStore, read_jsonl
+from rescue_bench.tasks.base import Task
+
+
+def import_batch(results: Path, run_dir: Path, tasks: dict[str, Task] = TINY_TASKS) -> tuple[RunResult, Any]:
+    """``batch import`` of the tiny task's run: the results file as the session's way of asking (the CLI hands
+    the same asker to the run operation, which also judges; the tiny task has nothing to judge)."""
+    spec, asker = import_results(results, run_dir, tasks=tasks)
+    options = RunOptions(asker=asker, quiet=True)
+    return asyncio.run(execute_run(spec, run_dir, options, tasks=tasks)), spec
 
 
 def answer_line(line: dict[str, Any], index: int) -> dict[str, Any]:
@@ -75,7 +84,7 @@ def test_export_answer_import_equals_online(tmp_path: Path, monkeypatch: Any) ->
         "".join(json.dumps(answer_line(line, i)) + "\n" for i, line in enumerate(reversed(lines)))
     )
     assert len(read_results(results)) == 8
-    imported, _ = import_batch(results, tmp_path / "offline", tasks=TINY_TASKS)
+    imported, _ = import_batch(results, tmp_path / "offline")
 
     assert imported.status == "finished" and online.scores is not None and imported.scores is not None
     assert imported.scores["echo"] == online.scores["echo"]
@@ -97,13 +106,13 @@ def test_missing_and_failed_results_are_recorded_failures(tmp_path: Path, monkey
         "error": None,
     }
     (tmp_path / "results.jsonl").write_text(json.dumps(failed) + "\n")  # the second request has no result
-    result, _ = import_batch(tmp_path / "results.jsonl", tmp_path / "run", tasks=TINY_TASKS)
+    result, _ = import_batch(tmp_path / "results.jsonl", tmp_path / "run")
     preds = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
     assert len(preds) == 6 and not any(p["valid"] for p in preds)
     assert {p["problems"][0].split(":")[0] for p in preds} == {"request_failed"}
     assert "HTTP 500: server overloaded" in preds[0]["problems"][0]
     assert "no answer" in preds[3]["problems"][0]
-    assert result.counts["echo"]["request_failures"] == 6
+    assert result.counts["echo"].request_failures == 6
 
 
 def exported(tmp_path: Path, name: str, samples: list[Any]) -> tuple[Path, list[dict[str, Any]]]:
@@ -124,7 +133,7 @@ def test_results_of_another_run_are_refused_and_the_right_file_then_imports(tmp_
     _, others = exported(tmp_path, "other", make_samples(4, 3)[2:])
     wrong = write_results(tmp_path / "other-results.jsonl", others)
     with pytest.raises(ConfigError) as refused:
-        import_batch(wrong, run, tasks=TINY_TASKS)
+        import_batch(wrong, run)
     message = str(refused.value)
     assert str(wrong) in message and f"{len(others)} of {len(others)} results" in message
     assert "\n" not in message
@@ -133,18 +142,18 @@ def test_results_of_another_run_are_refused_and_the_right_file_then_imports(tmp_
 
     mixed = write_results(tmp_path / "mixed.jsonl", [*lines, others[0]])
     with pytest.raises(ConfigError, match=f"1 of {len(lines) + 1} results"):
-        import_batch(mixed, run, tasks=TINY_TASKS)
+        import_batch(mixed, run)
 
-    result, _ = import_batch(write_results(tmp_path / "results.jsonl", lines), run, tasks=TINY_TASKS)
-    assert result.status == "finished" and result.counts["echo"]["valid"] == 6
+    result, _ = import_batch(write_results(tmp_path / "results.jsonl", lines), run)
+    assert result.status == "finished" and result.counts["echo"].valid == 6
 
 
 def test_a_complete_file_after_a_partial_one_completes_the_run(tmp_path: Path) -> None:
     run, lines = exported(tmp_path, "run", make_samples(2, 3))
-    first, _ = import_batch(write_results(tmp_path / "half.jsonl", lines[:1]), run, tasks=TINY_TASKS)
-    assert first.counts["echo"]["request_failures"] == 3
-    second, _ = import_batch(write_results(tmp_path / "all.jsonl", lines), run, tasks=TINY_TASKS)
-    assert second.status == "finished" and second.counts["echo"]["valid"] == 6
+    first, _ = import_batch(write_results(tmp_path / "half.jsonl", lines[:1]), run)
+    assert first.counts["echo"].request_failures == 3
+    second, _ = import_batch(write_results(tmp_path / "all.jsonl", lines), run)
+    assert second.status == "finished" and second.counts["echo"].valid == 6
 
 
 def test_a_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path, monkeypatch: Any) -> None:
@@ -155,7 +164,7 @@ def test_a_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path, monkey
     for result in results:
         result["response"]["body"]["choices"][0]["message"]["reasoning_content"] = f"key {secret} seen"
     (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
-    import_batch(tmp_path / "results.jsonl", run, tasks=TINY_TASKS)
+    import_batch(tmp_path / "results.jsonl", run)
     recorded = (run / "requests.jsonl").read_text()
     assert "key [redacted] seen" in recorded
     assert all(secret.encode() not in p.read_bytes() for p in run.iterdir())

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.batch.test_offline import answer_line
+from tests.batch.test_offline import answer_line, import_batch
 from tests.engine import tiny_task
 from tests.engine.conftest import (
     TINY_TASKS,
@@ -22,7 +22,7 @@ from tests.engine.conftest import (
 )
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
 
-from rescue_bench.batch.offline import export_batch, import_batch
+from rescue_bench.batch.offline import export_batch
 from rescue_bench.engine.run import execute_run
 from rescue_bench.errors import ConfigError
 from rescue_bench.rundir import read_jsonl

@@ -48,8 +48,8 @@ def run_with_cache(cache_path: Path, out: Path) -> RunResult:
 
 def assert_complete(result: RunResult) -> None:
     assert result.status == "finished" and result.scores is not None
-    assert result.counts["echo"]["done"] == result.counts["echo"]["instances"] == 15
-    assert result.counts["echo"]["valid"] == 15
+    assert result.counts["echo"].done == result.counts["echo"].instances == 15
+    assert result.counts["echo"].valid == 15
 
 
 def test_a_damaged_cache_file_warns_once_and_the_run_goes_on(

@@ -112,7 +112,7 @@ def test_retryable_faults_are_retried_and_counted(fault: str, tmp_path: Path) ->
         logged = requests_log(tmp_path / "run")
         assert [r["attempts"] for r in logged] == [3] * 4
         assert server.count == 12
-        assert result.counts["echo"]["retries"] == 8
+        assert result.counts["echo"].retries == 8
 
 
 def test_retry_after_is_honoured(tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_exhausted_retries_record_failures_and_the_run_is_incomplete(tmp_path: P
     failed = [r for r in lines.values() if not r["valid"]]
     assert len(failed) == 5
     assert all(r["problems"][0].startswith("request_failed: HTTP 500") for r in failed)
-    assert result.counts["echo"]["request_failures"] == 5
+    assert result.counts["echo"].request_failures == 5
     assert not (tmp_path / "run" / "scores.json").exists()
 
 
@@ -160,7 +160,7 @@ def test_other_4xx_fail_fast(tmp_path: Path) -> None:
         assert server.count == 1
     line = predictions(tmp_path / "run")[0]
     assert "HTTP 400" in line["problems"][0] and "maximum context length" in line["problems"][0]
-    assert result.counts["echo"]["retries"] == 0
+    assert result.counts["echo"].retries == 0
 
 
 def test_unauthorized_stops_the_run_resumably(tmp_path: Path) -> None:
@@ -200,7 +200,7 @@ def test_missing_and_wrong_ids_are_asked_again_singly(tmp_path: Path) -> None:
     lines = assert_each_instance_once(tmp_path / "run", samples)
     assert all(r["valid"] for r in lines)
     assert [r["single"] for r in lines] == [False, True, True]
-    assert result.counts["echo"]["single_retries"] == 2
+    assert result.counts["echo"].single_retries == 2
 
 
 def test_items_still_missing_after_the_single_ask_are_failures(tmp_path: Path) -> None:
@@ -211,7 +211,7 @@ def test_items_still_missing_after_the_single_ask_are_failures(tmp_path: Path) -
     lines = assert_each_instance_once(tmp_path / "run", samples)
     assert [r["valid"] for r in lines] == [False] * 3
     assert all(r["problems"][0].startswith("missing") for r in lines)
-    assert result.counts["echo"]["parse_failures"] == 3
+    assert result.counts["echo"].parse_failures == 3
 
 
 def test_truncated_batch_reply_is_not_parsed_and_its_items_are_asked_again_singly(tmp_path: Path) -> None:
@@ -227,7 +227,7 @@ def test_truncated_batch_reply_is_not_parsed_and_its_items_are_asked_again_singl
         assert server.count == 4  # the cut-off batch, then each item alone
     lines = assert_each_instance_once(tmp_path / "run", samples)
     assert [(r["valid"], r["single"]) for r in lines] == [(True, True)] * 3
-    assert result.counts["echo"]["single_retries"] == 3
+    assert result.counts["echo"].single_retries == 3
 
 
 def test_truncated_single_reply_is_a_recorded_failure(tmp_path: Path) -> None:
@@ -238,7 +238,7 @@ def test_truncated_single_reply_is_a_recorded_failure(tmp_path: Path) -> None:
     lines = assert_each_instance_once(tmp_path / "run", samples)
     assert [r["valid"] for r in lines] == [False] * 3
     assert all(r["problems"][0] == "parse_failure: truncated reply (finish_reason=length)" for r in lines)
-    assert result.counts["echo"]["parse_failures"] == 3
+    assert result.counts["echo"].parse_failures == 3
 
 
 def test_unparsable_reply_is_a_counted_failure(tmp_path: Path) -> None:
@@ -270,7 +270,7 @@ def test_moderation_refusal_is_retried_once_masked(tmp_path: Path) -> None:
     assert all(r["valid"] for r in assert_each_instance_once(tmp_path / "run", samples))
     (logged,) = requests_log(tmp_path / "run")
     assert logged["masked"] and logged["refused"] and logged["attempts"] == 2
-    assert result.counts["echo"]["masked"] == 1
+    assert result.counts["echo"].masked == 1
 
 
 def test_persistent_refusal_is_recorded_as_failure(tmp_path: Path) -> None:
@@ -368,7 +368,7 @@ def test_cache_answers_a_new_run_of_the_same_config(server: FakeOpenAIServer, tm
     run(server, tmp_path / "a", samples)
     second = run(server, tmp_path / "b", samples)
     assert server.count == 4
-    assert second.counts["echo"]["cache_hits"] == 4
+    assert second.counts["echo"].cache_hits == 4
     assert all(r["cached"] for r in requests_log(tmp_path / "b"))
 
 
@@ -384,14 +384,14 @@ def test_retry_failed_reasks_only_invalid_instances(tmp_path: Path) -> None:
 
     with FakeOpenAIServer(handler) as server:
         first = run(server, tmp_path / "run", samples)
-        assert first.counts["echo"]["invalid"] == 3
+        assert first.counts["echo"].invalid == 3
         broken["on"] = False
         run(server, tmp_path / "run", samples)  # plain resume: nothing to do
         assert server.count == 2
         again = tiny_config(engine={"retry_failed": True})
         second = run(server, tmp_path / "run", samples, config=again)
         assert server.count == 3  # only sample 0's batch again, past the cache
-    assert second.counts["echo"]["invalid"] == 0
+    assert second.counts["echo"].invalid == 0
     lines = assert_each_instance_once(tmp_path / "run", samples)  # compacted: latest line wins
     assert all(r["valid"] for r in lines)
 

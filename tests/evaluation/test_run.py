@@ -182,7 +182,7 @@ def test_one_spec_through_the_api_and_the_cli_makes_the_same_directory(
         )
     assert cli_run.exit_code == 0, cli_run.output
     assert outcome.status == "finished" and outcome.scores is not None
-    assert outcome.scores.entry("er")["n_judged"] == outcome.scores.entry("er")["n"] > 0
+    assert outcome.scores.entry("er").n_judged == outcome.scores.entry("er").n > 0
     assert outcome.judged is not None and outcome.judged.tallies["vllm/j"].valid > 0
     api, cli_dir = tmp_path / "api", tmp_path / "cli"
     assert sorted(p.name for p in api.iterdir()) == sorted(p.name for p in cli_dir.iterdir())

@@ -9,7 +9,7 @@ from tests.models.test_registry import install_plugin
 
 import rescue_bench
 from rescue_bench.evaluation.setup import judge_budgets, run_budget
-from rescue_bench.judge.after_run import is_billed
+from rescue_bench.models.registry import is_billed
 from rescue_bench.spec import RunSpec
 
 METERED = '''

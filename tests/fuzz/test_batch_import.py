@@ -7,6 +7,7 @@ reply, recorded for its request like any failed request, and the import still sc
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
@@ -16,11 +17,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.fuzz.conftest import FUZZ, JSON_VALUES, PATHS, TEXT, corpus_files, mutate
 
-from rescue_bench.batch.offline import custom_id, export_batch, import_batch, read_results
+from rescue_bench.batch.offline import custom_id, export_batch, import_results, read_results
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.synth import write_synthetic
 from rescue_bench.engine.plans import build_plans
 from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.evaluation.run import execute, prepare
 from rescue_bench.records import Reply
 from rescue_bench.rundir import read_jsonl
 from rescue_bench.spec import RunSpec
@@ -110,7 +112,8 @@ def test_import_scores_every_instance_once_despite_garbage(tmp_path: Path) -> No
             record["response"]["body"]["usage"] = {"prompt_tokens": "many"}
         lines.append(json.dumps(record))
     (tmp_path / "results.jsonl").write_text("\n".join(lines) + "\n")
-    result, _ = import_batch(tmp_path / "results.jsonl", tmp_path / "run")
+    spec, asker = import_results(tmp_path / "results.jsonl", tmp_path / "run")
+    result = asyncio.run(execute(prepare(spec, asker)))
     predictions = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
     ids = [p["instance_id"] for p in predictions]
     assert sorted(ids) == sorted(i.id for plan in plans for i in plan.instances)

@@ -19,7 +19,7 @@ from rescue_bench.batch.api import BatchAsker
 from rescue_bench.batch.ledger import BatchLedger
 from rescue_bench.batch.plan import BatchOptions, Work, batchable, pending_work
 from rescue_bench.batch.results import BatchResultsProvider
-from rescue_bench.engine.asking import Pending, Route
+from rescue_bench.engine.asking import Pending, Route, make_model
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.models.base import Provider
 from rescue_bench.spec import RunSpec
@@ -34,6 +34,9 @@ class BatchApi:
 
     options: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
     """How batches are polled and re-submitted (``--batch-poll``)."""
+
+    def model(self, spec: RunSpec) -> Provider:
+        return make_model(spec)
 
     def check(self, spec: RunSpec, model: Provider) -> None:
         batchable(spec, model)

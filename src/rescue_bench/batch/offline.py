@@ -10,8 +10,9 @@ With ``repeats = K`` every batch is written K times: repeat r > 0 with the seed 
 (:func:`~rescue_bench.batch.plan.repeat_custom_id`); ``import`` maps each result back to its repeat.
 
 ``import`` answers the run's requests from the results file (matched by ``custom_id``, which carries the
-request's content key and repeat) and then goes through the same recording, parsing and scoring as an online
-run, so both give the same ``scores.json`` for the same replies. A request whose result is missing or failed
+request's content key and repeat): :class:`ResultsFile` is a way of asking handed to the run operation, so
+the replies go through the online run's recording, parsing and scoring, then its judge pass and statuses,
+and both give the same ``scores.json`` for the same replies. A request whose result is missing or failed
 is a recorded failure; items missing from a batch reply cannot be asked again singly offline, so they are
 recorded as failures too.
 """
@@ -22,6 +23,7 @@ import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from rescue_bench.batch.plan import (
     BATCH_URL,
@@ -33,11 +35,11 @@ from rescue_bench.batch.plan import (
 from rescue_bench.batch.results import BatchResultsProvider, custom_id, parse_results
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
+from rescue_bench.engine.asking import Pending, Route
 from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.plans import TaskPlan, build_plans, select_samples
-from rescue_bench.engine.run import RunOptions, RunResult, run_benchmark
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import Generation, parse_model_name
+from rescue_bench.models.base import Generation, Provider, parse_model_name
 from rescue_bench.models.env import lookup
 from rescue_bench.models.openai_compat import OpenAICompatProvider
 from rescue_bench.models.presets import LOCAL_PLACEHOLDER_KEY, get_preset, normalize_base_url
@@ -51,13 +53,15 @@ from rescue_bench.tasks.base import Task
 
 __all__ = [
     "BATCH_URL",
+    "IN_HAND",
     "BatchResultsProvider",
     "ExportSummary",
+    "ResultsFile",
     "batch_line",
     "config_from_manifest",
     "custom_id",
     "export_batch",
-    "import_batch",
+    "import_results",
     "read_results",
     "write_export_note",
 ]
@@ -103,14 +107,13 @@ def export_batch(
     plans = build_plans(samples, config, known, provider.capabilities)
     params = config.generation()
     check_repeats_keyed(params, max(plan.repeats for plan in plans))
-    manifest = build_manifest(config, samples, plans, provider.identity(), known)
-    manifest["status"] = "exported"
-    manifest["options"] = {"batch_export": str(out)}
+    built = Manifest.from_json(build_manifest(config, samples, plans, provider.identity(), known))
+    manifest = built.model_copy(update={"status": "exported", "options": {"batch_export": str(out)}})
     store = RunStore(run_dir)
     with run_lock(run_dir, create=True):  # another writer of the directory (a run, an import) is refused
-        check_compatible(store, manifest, known)
+        check_compatible(store, manifest.to_json(), known)
         if store.manifest() is None:
-            store.write_manifest(manifest)
+            store.write_manifest(manifest.to_json())
     out.parent.mkdir(parents=True, exist_ok=True)
     count = 0
     with out.open("w", encoding="utf-8") as lines:
@@ -181,10 +184,36 @@ def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
         )
 
 
-def import_batch(
-    results: Path, run_dir: Path, *, quiet: bool = True, tasks: dict[str, Task] | None = None
-) -> tuple[RunResult, RunSpec]:
-    """Score ``results`` into ``run_dir`` (made by :func:`export_batch`) along the online run's path.
+@dataclass(frozen=True, slots=True)
+class ResultsFile:
+    """``batch import`` as a way of asking (an :class:`~rescue_bench.engine.asking.Asker`): the run's requests
+    are answered from a Batch API results file, by :class:`RepeatResultsProvider`, which the session records
+    as the run's model. The run operation (:func:`rescue_bench.evaluation.run.execute`) takes it like any way
+    of asking, so an imported run gets the judge pass, BERTScore, statuses and exit codes of every run."""
+
+    provider: RepeatResultsProvider
+
+    def model(self, spec: RunSpec) -> Provider:
+        return self.provider
+
+    def check(self, spec: RunSpec, model: Provider) -> None:
+        if spec.is_video:
+            raise ConfigError("batch import reads text replies only; video mode is run by `rescue-bench run`")
+
+    async def route(self, pending: Pending) -> Route:
+        # The replies are in hand: no pace, no retries, no cache, and nothing more to pay.
+        return Route(pending.model, pending.plans, None, engine=IN_HAND)
+
+
+IN_HAND: Final = EngineOptions(concurrency=64, max_retries=0, use_cache=False)
+"""How the engine asks replies already in hand (a results file)."""
+
+
+def import_results(
+    results: Path, run_dir: Path, *, tasks: Mapping[str, Task] | None = None
+) -> tuple[RunSpec, ResultsFile]:
+    """The spec ``run_dir`` records (made by :func:`export_batch`) and the way of asking that answers it from
+    ``results``, to hand to the run operation (the engine's session along the online run's path).
 
     A results file holding answers to requests the run does not have (another run's file) is refused before
     anything is recorded. Instances an earlier import left invalid are answered again from this file, so a
@@ -198,14 +227,14 @@ def import_batch(
     if manifest is None:
         raise ConfigError(f"{run_dir} has no run.json; give the --run directory that `batch export` made")
     # The results are in hand: nothing is submitted, whatever the recorded spec says about --batch.
-    recorded = config_from_manifest(manifest, tasks)
+    recorded = config_from_manifest(manifest, dict(tasks) if tasks is not None else None)
     engine = recorded.engine.model_copy(update={"retry_failed": True})
-    spec = recorded.model_copy(update={"batch": False, "engine": engine})
+    spec = recorded.model_copy(update={"batch": False, "engine": engine, "out": run_dir})
     known = TASKS if tasks is None else tasks
-    loaded = load_samples(spec.data)
     replies = read_results(results)
     shaper = export_provider(spec)
-    _check_ids(replies, _custom_ids(spec, select_samples(loaded, spec), known, shaper), results, run_dir)
+    chosen = select_samples(load_samples(spec.data), spec)
+    _check_ids(replies, _custom_ids(spec, chosen, known, shaper), results, run_dir)
     secrets = endpoint_secrets(spec, shaper)
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = RepeatResultsProvider(
@@ -214,9 +243,7 @@ def import_batch(
         spec.model.name,
         spec.generation(),
     )
-    options = RunOptions(engine=EngineOptions(concurrency=64, max_retries=0, use_cache=False), quiet=quiet)
-    result = run_benchmark(spec, run_dir, options, model=provider, tasks=tasks, samples=loaded)
-    return result, spec
+    return spec, ResultsFile(provider)
 
 
 def _custom_ids(

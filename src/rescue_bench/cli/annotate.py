@@ -174,13 +174,7 @@ def _draft(
     # --max-tokens caps each draft request through its own cap (DraftSettings), which the request carries.
     params = model.generation().model_copy(update={"max_tokens": None})
     check_settings(provider, params)
-    options = EngineOptions(
-        concurrency=model.concurrency or engine.concurrency,
-        rpm=engine.rpm,
-        tpm=engine.tpm,
-        max_retries=engine.max_retries,
-        use_cache=engine.cache,
-    )
+    options = EngineOptions.of(engine, model.concurrency)
     cache = ResponseCache() if engine.cache else None
 
     async def go() -> Counts:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from rescue_bench.cli.flags import flag_values
-from rescue_bench.cli.run import Quiet, report_result
+from rescue_bench.cli.run import Quiet, report_result, warn
 from rescue_bench.cli.run_flags import SpecCommand, make_spec, print_spec
 
 batch_app = typer.Typer(name="batch", help="OpenAI Batch API export and import.", no_args_is_help=True)
@@ -47,12 +48,17 @@ def batch_import(
     run_dir: Annotated[Path, typer.Option("--run", help="The run directory made by `batch export`.")],
     quiet: Quiet = False,
 ) -> None:
-    """Score a Batch API results file into its run directory."""
-    from rescue_bench.batch.offline import import_batch
-    from rescue_bench.evaluation.run import outcome_of
+    """Score a Batch API results file into its run directory, then judge it as `run` does.
 
-    result, spec = import_batch(results, run_dir, quiet=quiet)
-    report_result(outcome_of(result), spec.model.name)
+    Exit codes are `run`'s: 0 finished, 3 budget stop, 4 incomplete, 5 degraded.
+    """
+    from rescue_bench.batch.offline import import_results
+    from rescue_bench.evaluation.run import SessionOptions, execute, prepare
+
+    spec, asker = import_results(results, run_dir)
+    prepared = prepare(spec, asker)
+    outcome = asyncio.run(execute(prepared, SessionOptions(quiet=quiet, warn=warn)))
+    report_result(outcome, spec.model.name)
 
 
 def register(app: typer.Typer) -> None:

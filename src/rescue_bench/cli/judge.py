@@ -19,7 +19,7 @@ from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
 from rescue_bench.cli.run_flags import EndpointCommand, model_settings
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import judge_again
-from rescue_bench.judge.after_run import ScorePass
+from rescue_bench.judge.after_run import JudgeSettings
 from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
@@ -93,28 +93,18 @@ def score(
     if not run_dir.is_dir():
         raise ConfigError(f"run directory {run_dir} does not exist")
     given = model_settings(flag_values(ctx))
-    engine = given.engine
-    # The endpoint flags are the pass's default endpoint (ScorePass); the generation settings every judge's.
-    judges = (
-        given.validate(JudgeSpec, name=n, base_url=None, api_key_env=None, name_flag="--judge")
-        for n in judge or ()
-    )
-    spec = ScorePass(
+    # The endpoint flags name the judges' endpoint; the generation settings are every judge's.
+    judges = (given.validate(JudgeSpec, name=n, name_flag="--judge") for n in judge or ())
+    backbone = _backbone(bertscore_model)
+    settings = JudgeSettings(
         tuple(judges),
-        base_url=given.model.get("base_url"),
-        api_key_env=given.model.get("api_key_env"),
-        concurrency=engine.concurrency,
-        rpm=engine.rpm,
-        tpm=engine.tpm,
-        timeout=engine.timeout,
-        max_retries=engine.max_retries,
-        use_cache=engine.cache,
-        bertscore=_backbone(bertscore_model),
-        bertscore_asked=bertscore_model is not None,
+        given.engine,
+        bertscore=None if bertscore_model is None else backbone is not None,
+        bertscore_model=backbone or DEFAULT_MODEL,
         bertscore_layers=bertscore_layers,
         retry_unscored=retry_unscored,
     )
-    result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
+    result = asyncio.run(judge_again(run_dir, settings, warn=_warn))
     _print_result(result)
     typer.echo(f"scores written to {run_dir / SCORES_FILE}")
     if result.status == "incomplete":

@@ -27,7 +27,8 @@ import typer
 
 from rescue_bench.engine.ending import summarise
 from rescue_bench.problems import one_line
-from rescue_bench.records import Json
+from rescue_bench.rundir import Counts
+from rescue_bench.rundir.counts import total
 
 EXIT_FAILED: Final = 1
 EXIT_STOPPED: Final = 3
@@ -76,13 +77,9 @@ def _secret_url(arg: str) -> bool:
     return bool(parts.username or parts.password or parts.query)
 
 
-def validity(counts: Mapping[str, Mapping[str, Json]]) -> tuple[int, int]:
+def validity(counts: Mapping[str, Counts]) -> tuple[int, int]:
     """Valid answers and planned instances over every task of a run's counts."""
-
-    def total(key: str) -> int:
-        return sum(v for c in counts.values() if isinstance(v := c.get(key), int))
-
-    return total("valid"), total("instances")
+    return total(counts.values(), "valid"), total(counts.values(), "instances")
 
 
 def summary_line(label: str, status: str, valid: int, planned: int) -> str:
@@ -96,14 +93,12 @@ def summary_line(label: str, status: str, valid: int, planned: int) -> str:
     return f"{one_line(label)}: {shown}, valid {valid}/{planned}{share}"
 
 
-def unfinished_lines(
-    unanswered: Mapping[str, Counter[str]], counts: Mapping[str, Mapping[str, Json]]
-) -> list[str]:
+def unfinished_lines(unanswered: Mapping[str, Counter[str]], counts: Mapping[str, Counts]) -> list[str]:
     """One line per task with instances (or judge verdicts) that got no answer: how many, the reasons."""
     lines = []
     for task, reasons in unanswered.items():
-        planned = counts.get(task, {}).get("instances")
-        of = f" of {planned}" if isinstance(planned, int) else ""
+        found = counts.get(task)
+        of = f" of {found.instances}" if found is not None and found.has("instances") else ""
         lines.append(f"  {task}: {sum(reasons.values())}{of} got no answer: {one_line(summarise(reasons))}")
     return lines
 
@@ -112,7 +107,7 @@ def echo_ending(
     status: str,
     reason: str | None,
     unanswered: Mapping[str, Counter[str]],
-    counts: Mapping[str, Mapping[str, Json]],
+    counts: Mapping[str, Counts],
     dominant: tuple[str, str | None] | None,
 ) -> None:
     """The last lines of an unfinished or degraded run (stderr), with the command that goes on."""

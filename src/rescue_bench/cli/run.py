@@ -35,7 +35,7 @@ from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks import judged_tasks
 
-__all__ = ["make_prices", "register", "report_result"]
+__all__ = ["make_prices", "register", "report_result", "warn"]
 Quiet = Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.", rich_help_panel=OUTPUT)]
 OutDir = Annotated[
     Path | None,
@@ -65,7 +65,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
         print_spec(with_judges(with_out(spec)))
         return
     # Every option is checked before anything else: --batch-poll, then the spec (prepare).
-    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=_warn)
+    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=warn)
     prepared = prepare(spec)
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -79,7 +79,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
     report_result(outcome, spec.model.name)
 
 
-def _warn(message: str) -> None:
+def warn(message: str) -> None:
     typer.echo(f"warning: {printable(message)}", err=True)
 
 
@@ -95,16 +95,9 @@ def report_result(outcome: RunOutcome, model: str) -> None:
         print_tables(console, [(run_summary(outcome.out, outcome.scores), 1)])
         for line in judged_counts(outcome.scores):
             console.print(line)
-    invalid = {
-        t: (bad, c["instances"])
-        for t, c in outcome.counts.items()
-        if isinstance(bad := c.get("invalid", 0), int) and bad - _int(c.get("request_failures")) > 0
-    }
-    if invalid:
-        listed = ", ".join(
-            f"{t} {bad - _int(outcome.counts[t].get('request_failures'))}/{n}"
-            for t, (bad, n) in invalid.items()
-        )
+    failed = {t: (c.failed_answers, c.instances) for t, c in outcome.counts.items() if c.failed_answers > 0}
+    if failed:
+        listed = ", ".join(f"{t} {bad}/{n}" for t, (bad, n) in failed.items())
         console.print(f"failed answers (scored as misses): {listed}")
     if outcome.judged is not None:
         for name, tally in outcome.judged.tallies.items():
@@ -121,16 +114,12 @@ def judged_counts(scores: Scores) -> list[str]:
     lines = []
     for task in judged_tasks():
         entry = scores.entry(task)
-        n, judged = entry.get("n"), entry.get("n_judged")
-        if isinstance(n, int) and isinstance(judged, int) and judged < n and entry.get("llm") is not None:
+        if entry.unjudged:
+            judged, n = entry.count("n_judged"), entry.count("n")
             lines.append(
                 f"{task.upper()} LLM is the mean over {judged} of {n} instances ({n - judged} not judged)"
             )
     return lines
-
-
-def _int(value: object) -> int:
-    return value if isinstance(value, int) else 0
 
 
 def estimate(ctx: typer.Context) -> None:

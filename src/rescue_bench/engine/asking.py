@@ -15,15 +15,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final, Protocol
 
-from rescue_bench.engine.execute import BudgetGuard
+from rescue_bench.engine.execute import BudgetGuard, EngineOptions
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
-from rescue_bench.models.base import Provider
+from rescue_bench.models.base import Provider, check_settings
+from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
 from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.spec import RunSpec
 
-__all__ = ["LIVE", "Asker", "Live", "Pending", "Route"]
+__all__ = ["LIVE", "Asker", "Live", "Pending", "Route", "make_model"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,10 +54,17 @@ class Route:
     """Why the asker left work unasked (the session stops with it unless it stops for another reason)."""
     record: Mapping[str, Json] = field(default_factory=dict)
     """Added under ``run.json``'s ``options``: how this way of asking went (nothing for a live run)."""
+    engine: EngineOptions | None = None
+    """How the engine asks ``model``: ``None``, the spec's engine settings; replies already in hand (a results
+    file) need neither the spec's pace nor its retries."""
 
 
 class Asker(Protocol):
     """A way of asking a run's requests, chosen by the caller of the session."""
+
+    def model(self, spec: RunSpec) -> Provider:
+        """The provider the session plans for and records as the run's model (built, not yet asked)."""
+        ...
 
     def check(self, spec: RunSpec, model: Provider) -> None:
         """Refuse what this way cannot ask, with a one-line :class:`ConfigError`, before anything is
@@ -72,6 +80,9 @@ class Asker(Protocol):
 class Live:
     """The model itself, request by request, through the engine (cache, budget, limits, retries)."""
 
+    def model(self, spec: RunSpec) -> Provider:
+        return make_model(spec)
+
     def check(self, spec: RunSpec, model: Provider) -> None:
         # A spec that asks for the Batch API is priced at batch prices: asked live, it could overspend.
         if spec.batch:
@@ -85,3 +96,16 @@ class Live:
 
 
 LIVE: Final = Live()
+
+
+def make_model(spec: RunSpec) -> Provider:
+    """The provider of the spec's model; a setting it would ignore is refused here, before the run starts."""
+    provider = get_model(
+        spec.model.name,
+        base_url=spec.model.base_url,
+        api_key_env=spec.model.api_key_env,
+        timeout=spec.engine.timeout,
+        seed=spec.model.seed,
+    )
+    check_settings(provider, spec.generation())
+    return provider

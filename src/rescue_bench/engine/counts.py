@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.records import Json, ProblemKind
-from rescue_bench.rundir import PredictionLine, RequestLine
+from rescue_bench.rundir import Counts, PredictionLine, RequestLine
 
 __all__ = ["RequestTally", "count_run", "tally_requests"]
 
@@ -57,6 +57,7 @@ class RequestTally:
         self.empty_after_reasoning += _empty_after_reasoning(line)
 
     def to_json(self) -> dict[str, Json]:
+        """The request part of a task's :class:`~rescue_bench.rundir.Counts`."""
         return {
             "requests": self.requests,
             "single_retries": self.single_retries,
@@ -91,29 +92,33 @@ def _empty_after_reasoning(line: RequestLine) -> bool:
 
 def count_run(
     plans: Sequence[TaskPlan], predictions: Sequence[PredictionLine], requests: Mapping[str, RequestTally]
-) -> dict[str, dict[str, Json]]:
+) -> dict[str, Counts]:
     """Per-task counts over the whole run directory (all sessions)."""
     by_task: defaultdict[str, list[PredictionLine]] = defaultdict(list)
     for line in predictions:
         by_task[line.task].append(line)
-    counts: dict[str, dict[str, Json]] = {}
+    counts: dict[str, Counts] = {}
     for plan in plans:
         preds = by_task[plan.name]
-        counts[plan.name] = {
-            "instances": plan.asks,
-            **({"repeats": plan.repeats} if plan.repeats > 1 else {}),
-            **_prediction_counts(preds),
-            **requests.get(plan.name, RequestTally()).to_json(),
-        }
+        video: dict[str, int] = {}
         if plan.cfg.mode == "video":
-            counts[plan.name]["video_unusable"] = sum(
-                bool((p.meta or {}).get("video_unusable")) for p in preds
-            )
-            counts[plan.name]["missing_clips"] = sum(k is ProblemKind.VIDEO for p in preds for k in p.kinds)
+            video = {
+                "video_unusable": sum(bool((p.meta or {}).get("video_unusable")) for p in preds),
+                "missing_clips": sum(k is ProblemKind.VIDEO for p in preds for k in p.kinds),
+            }
+        counts[plan.name] = Counts.model_validate(
+            {
+                "instances": plan.asks,
+                **({"repeats": plan.repeats} if plan.repeats > 1 else {}),
+                **_prediction_counts(preds),
+                **requests.get(plan.name, RequestTally()).to_json(),
+                **video,
+            }
+        )
     return counts
 
 
-def _prediction_counts(preds: Sequence[PredictionLine]) -> dict[str, Json]:
+def _prediction_counts(preds: Sequence[PredictionLine]) -> dict[str, int]:
     first = [p.kinds[0] if p.kinds else None for p in preds]
     return {
         "done": len(preds),

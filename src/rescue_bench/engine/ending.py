@@ -15,7 +15,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from rescue_bench.records import Json, ProblemKind
-from rescue_bench.rundir import PredictionLine
+from rescue_bench.rundir import Counts, PredictionLine
+from rescue_bench.rundir.counts import total
 from rescue_bench.rundir.status import RunStatus
 
 _ATTEMPTS = re.compile(r" \(gave up after \d+ attempts?[^)]*\)$")
@@ -113,22 +114,19 @@ def degraded_reason(ending: Ending) -> str | None:
     return text
 
 
-def counted_status(counts: Mapping[str, Mapping[str, Json]], degraded_share: float) -> RunStatus:
+def counted_status(counts: Mapping[str, Counts], degraded_share: float) -> RunStatus:
     """The status a run's per-task counts (``run.json``) give when its session asked everything.
 
-    >>> counted_status({"itp": {"instances": 4, "invalid": 1, "request_failures": 0}}, 0.5)
+    >>> counted_status({"itp": Counts(instances=4, invalid=1)}, 0.5)
     'finished'
-    >>> counted_status({"itp": {"instances": 4, "invalid": 3, "request_failures": 1}}, 0.5)
+    >>> counted_status({"itp": Counts(instances=4, invalid=3, request_failures=1)}, 0.5)
     'incomplete'
-    >>> counted_status({"itp": {"instances": 4, "invalid": 2, "request_failures": 0}}, 0.5)
+    >>> counted_status({"itp": Counts(instances=4, invalid=2)}, 0.5)
     'degraded'
     """
-
-    def total(key: str) -> int:
-        return sum(v for c in counts.values() if isinstance(v := c.get(key), int))
-
-    no_answer = total("request_failures")
-    return _status(total("instances"), no_answer, total("invalid") - no_answer, degraded_share)
+    tasks = counts.values()
+    no_answer = total(tasks, "request_failures")
+    return _status(total(tasks, "instances"), no_answer, total(tasks, "invalid") - no_answer, degraded_share)
 
 
 def _status(planned: int, no_answer: int, failed: int, degraded_share: float) -> RunStatus:

@@ -23,6 +23,7 @@ from rescue_bench.errors import BenchError, ModerationRefusal
 from rescue_bench.models.base import Generation, Provider, check_settings
 from rescue_bench.records import Reply, Request, Usage
 from rescue_bench.rundir.cache import CacheKeys, ResponseCache
+from rescue_bench.spec.settings import EngineSpec
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,6 +38,37 @@ class EngineOptions:
     retry_cap: float = 60.0
     use_cache: bool = True
     jitter_seed: int | None = None
+
+    @classmethod
+    def of(cls, engine: EngineSpec, concurrency: int | None = None) -> EngineOptions:
+        """The engine settings of a spec; ``concurrency``: the asked model's own in-flight limit, which wins.
+
+        >>> EngineOptions.of(EngineSpec(rpm=30), 4)
+        EngineOptions(concurrency=4, rpm=30.0, tpm=None, max_retries=5, retry_base=1.0, retry_cap=60.0, \
+use_cache=True, jitter_seed=None)
+        """
+        return cls(
+            concurrency=concurrency or engine.concurrency,
+            rpm=engine.rpm,
+            tpm=engine.tpm,
+            max_retries=engine.max_retries,
+            use_cache=engine.cache,
+        )
+
+    @classmethod
+    def of_judge(cls, engine: EngineSpec, concurrency: int | None = None) -> EngineOptions:
+        """A judge's engine settings: the spec's, with its judge overrides (``judge_concurrency``,
+        ``judge_rpm``, ``judge_tpm``) where given; ``concurrency`` is the judge's own, which wins.
+
+        >>> EngineOptions.of_judge(EngineSpec(rpm=2, judge_tpm=900)).rpm, EngineOptions.of_judge(
+        ...     EngineSpec(rpm=2, judge_tpm=900)).tpm
+        (2.0, 900.0)
+        """
+        return replace(
+            cls.of(engine, concurrency or engine.judge_concurrency),
+            rpm=engine.judge_rpm or engine.rpm,
+            tpm=engine.judge_tpm or engine.tpm,
+        )
 
 
 class BudgetExceeded(Exception):

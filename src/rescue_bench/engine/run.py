@@ -13,15 +13,12 @@ is :class:`~rescue_bench.engine.runner.Runner`.
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
@@ -36,10 +33,9 @@ from rescue_bench.engine.runner import Runner
 from rescue_bench.engine.scoring import aggregate_scores
 from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.metrics.aggregate import check_required
-from rescue_bench.models.base import Provider, check_settings
-from rescue_bench.models.registry import get_model
+from rescue_bench.models.base import Provider
 from rescue_bench.records import Json
-from rescue_bench.rundir import Manifest, PredictionLine, RunStore
+from rescue_bench.rundir import Counts, Manifest, PredictionLine, RunStore
 from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.rundir.manifest import finish_manifest
 from rescue_bench.rundir.status import RunStatus, is_final
@@ -53,7 +49,6 @@ __all__ = [
     "execute_run",
     "prediction_record",
     "request_record",
-    "run_benchmark",
 ]
 
 
@@ -65,11 +60,11 @@ class RunOptions:
     budget: BudgetGuard | None = None
     cache_path: Path | None = None
     engine: EngineOptions | None = None
-    """``None``: the spec's engine settings (``batch import`` asks its file with settings of its own)."""
+    """``None``: the spec's engine settings (:meth:`EngineOptions.of`); tests tune the retry timings here."""
     asker: Asker = LIVE
-    """How the planned requests are answered (:mod:`rescue_bench.engine.asking`): live by default; the
-    caller chooses another way the spec asks for (the Batch API: :class:`rescue_bench.batch.asker.BatchApi`).
-    """
+    """How the planned requests are answered (:mod:`rescue_bench.engine.asking`), and by which provider: live
+    by default; the caller chooses another way (the Batch API: :class:`rescue_bench.batch.asker.BatchApi`; a
+    results file: :class:`rescue_bench.batch.offline.ResultsFile`)."""
     hook: Hook | None = None
     """Applied to each rendered request: video mode's clips (:func:`rescue_bench.video.mode.make_hook`)."""
     store: RunStore | None = None
@@ -84,25 +79,10 @@ class RunResult:
     out: Path
     status: RunStatus
     scores: dict[str, Any] | None
-    counts: dict[str, dict[str, Any]]
+    counts: dict[str, Counts]
     stop_reason: str | None = None
     ending: Ending | None = None
     """The status's reasons: instances without an answer, the share and main reason of failed answers."""
-
-
-def run_benchmark(
-    spec: RunSpec,
-    out: Path,
-    options: RunOptions | None = None,
-    *,
-    tasks: Mapping[str, Task] | None = None,
-    model: Provider | None = None,
-    samples: Sequence[Sample] | None = None,
-) -> RunResult:
-    """Synchronous wrapper of :func:`execute_run`."""
-    return asyncio.run(
-        execute_run(spec, out, options or RunOptions(), tasks=tasks, model=model, samples=samples)
-    )
 
 
 async def execute_run(
@@ -127,7 +107,7 @@ async def execute_run(
     if spec.is_video and options.hook is None:
         raise ConfigError("video mode needs its clip hook: run it through rescue_bench.evaluation.run")
     chosen = select_samples(samples if samples is not None else load_samples(spec.data), spec)
-    provider = model or make_model(spec)
+    provider = model or options.asker.model(spec)
     try:
         options.asker.check(spec, provider)  # refused before anything is written
         store = options.store or RunStore(out)
@@ -152,10 +132,10 @@ async def _session(
 ) -> RunResult:
     clock, started = time.perf_counter(), time.time()
     plans = build_plans(samples, spec, tasks, model.capabilities)
-    manifest = build_manifest(spec, samples, plans, model.identity(), tasks)
-    check_compatible(store, manifest, tasks)
+    manifest = Manifest.from_json(build_manifest(spec, samples, plans, model.identity(), tasks))
+    check_compatible(store, manifest.to_json(), tasks)
     previous = store.manifest()
-    store.write_manifest(_resumed(manifest, previous))
+    store.write_manifest(_resumed(manifest, previous).to_json())
     store.open()
     model.prepare([inst for plan in plans for inst in plan.instances])
     # The store's reader names a damaged request line and leaves it out of the counts (results are whole).
@@ -163,7 +143,7 @@ async def _session(
     latest = store.latest_predictions()
     runner = Runner(store, options.quiet, spec.engine.retry_failed, latest, options.hook, earlier)
     runner.phases["setup_s"] = round(time.perf_counter() - clock, 3)
-    engine_options = options.engine or engine_options_of(spec)
+    engine_options = options.engine or EngineOptions.of(spec.engine, spec.model.concurrency)
     use_cache = engine_options.use_cache and model.capabilities.cacheable
     cache = ResponseCache(options.cache_path) if use_cache else None
     status: RunStatus = "stopped"
@@ -174,7 +154,8 @@ async def _session(
         manifest = _with_options(manifest, route.record)
         for plan in route.plans:
             runner.add(plan)
-        engine = Engine(route.model, spec.generation(), engine_options, cache=cache, budget=route.budget)
+        how = route.engine or engine_options
+        engine = Engine(route.model, spec.generation(), how, cache=cache, budget=route.budget)
         await runner.run(engine)
         runner.stop_reason = runner.stop_reason or route.stop_reason
         status = "stopped" if runner.stop_reason else "finished"
@@ -190,73 +171,41 @@ async def _session(
     return result
 
 
-def _with_options(manifest: dict[str, Json], record: Mapping[str, Json]) -> dict[str, Json]:
+def _with_options(manifest: Manifest, record: Mapping[str, Json]) -> Manifest:
     """``run.json`` with what the way of asking recorded under ``options`` (unchanged when it has nothing).
 
-    >>> _with_options({"options": {"a": 1}}, {"batch": {"batches": 2}})
-    {'options': {'a': 1, 'batch': {'batches': 2}}}
-    >>> _with_options({"status": "running"}, {})
+    >>> _with_options(Manifest(options={"a": 1}), {"batch": {"batches": 2}}).options
+    {'a': 1, 'batch': {'batches': 2}}
+    >>> _with_options(Manifest(status="running"), {}).to_json()
     {'status': 'running'}
     """
     if not record:
         return manifest
-    given = manifest.get("options")
-    return {**manifest, "options": {**(given if isinstance(given, dict) else {}), **record}}
+    return manifest.model_copy(update={"options": {**manifest.options, **record}})
 
 
-def engine_options_of(spec: RunSpec) -> EngineOptions:
-    """The engine settings of the spec; the model's own in-flight limit (``model.concurrency``) wins."""
-    e = spec.engine
-    return EngineOptions(
-        concurrency=spec.model.concurrency or e.concurrency,
-        rpm=e.rpm,
-        tpm=e.tpm,
-        max_retries=e.max_retries,
-        use_cache=e.cache,
-    )
-
-
-def make_model(spec: RunSpec) -> Provider:
-    """The provider of the spec's model; a setting it would ignore is refused here, before the run starts."""
-    provider = get_model(
-        spec.model.name,
-        base_url=spec.model.base_url,
-        api_key_env=spec.model.api_key_env,
-        timeout=spec.engine.timeout,
-        seed=spec.model.seed,
-    )
-    check_settings(provider, spec.generation())
-    return provider
-
-
-class Timings(BaseModel):
-    """The keys of ``run.json``'s ``timings`` that a resumed session carries over (the others are its own)."""
-
-    model_config = ConfigDict(extra="ignore", frozen=True)
-    created: Json = None
-    sessions: int = 1
-    session_elapsed_s: list[float] = []
-    """Each earlier session's seconds; ``elapsed_s`` is their sum with this session's."""
-
-
-def _resumed(manifest: dict[str, Json], previous: dict[str, Json] | None) -> dict[str, Json]:
+def _resumed(manifest: Manifest, previous: dict[str, Json] | None) -> Manifest:
     """A new session's ``run.json``: this session's facts and the run's history (judging is in judging.json).
 
-    >>> bert = {"model": "m", "hash": "h"}
-    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": bert}
-    >>> new = _resumed({"timings": {"created": "t1"}, "judges": ["b"]}, old)
+    >>> old = {"timings": {"created": "t0", "sessions": 2}, "judges": ["a"], "bertscore": {"model": "m",
+    ...        "hash": "h"}}
+    >>> new = _resumed(Manifest(timings={"created": "t1"}, judges=["b"]), old).to_json()
     >>> new["timings"], new["judges"], "bertscore" in new
     ({'created': 't0', 'sessions': 3, 'session_elapsed_s': []}, ['a', 'b'], False)
     """
     if previous is None:
         return manifest
-    before, now = Manifest.from_json(previous, "run.json"), Manifest.from_json(manifest)
-    first = Timings.model_validate(before.timings)
-    timings = {**now.timings, "created": first.created or Timings.model_validate(now.timings).created}
-    timings["sessions"] = first.sessions + 1
-    timings["session_elapsed_s"] = list(first.session_elapsed_s)
-    judges = [*before.judges, *(j for j in now.judges if j not in before.judges)]
-    return {**manifest, "judges": judges, "timings": timings}
+    before = Manifest.from_json(previous, "run.json")
+    first = before.timings
+    timings = manifest.timings.model_copy(
+        update={
+            "created": first.created or manifest.timings.created,
+            "sessions": first.sessions + 1,
+            "session_elapsed_s": list(first.session_elapsed_s),
+        }
+    )
+    judges = [*before.judges, *(j for j in manifest.judges if j not in before.judges)]
+    return manifest.model_copy(update={"judges": judges, "timings": timings})
 
 
 def _finish(
@@ -264,7 +213,7 @@ def _finish(
     runner: Runner,
     plans: Sequence[TaskPlan],
     spec: RunSpec,
-    manifest: dict[str, Json],
+    manifest: Manifest,
     status: RunStatus,
     started: float,
     samples: Sequence[Sample],
@@ -275,7 +224,7 @@ def _finish(
     store.close()
     lines = [PredictionLine.from_json(r) for r in records]
     counts = count_run(plans, lines, runner.requests)
-    complete = all(c["done"] == c["instances"] for c in counts.values())
+    complete = all(c.done == c.instances for c in counts.values())
     scores, ending = None, None
     if status == "finished" and complete:
         planned = sum(plan.asks for plan in plans)
@@ -295,7 +244,7 @@ def _finish(
         runner.stop_reason = runner.stop_reason or no_answer_reason(ending)
     runner.phases["finish_s"] = round(time.perf_counter() - clock, 3)
     final = finish_manifest(manifest, status, counts, started, runner.stop_reason, runner.phases)
-    store.write_manifest(final)
+    store.write_manifest(final.to_json())
     return RunResult(store.root, status, scores, counts, runner.stop_reason, ending)
 
 

@@ -28,7 +28,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.engine.asking import LIVE, Asker
 from rescue_bench.engine.ending import Ending, counted_status, degraded_reason, summarise
 from rescue_bench.engine.plans import check_tasks
-from rescue_bench.engine.run import RunOptions, RunResult, execute_run, make_model
+from rescue_bench.engine.run import RunOptions, execute_run
 from rescue_bench.errors import ProviderError
 from rescue_bench.evaluation.setup import (
     judge_budgets,
@@ -36,11 +36,12 @@ from rescue_bench.evaluation.setup import (
     run_budget,
     with_judges,
 )
-from rescue_bench.judge.after_run import JudgeSettings, ScorePass, is_billed, score_after_run, score_run
+from rescue_bench.judge.after_run import JudgeSettings, score_after_run, score_run
 from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
+from rescue_bench.models.registry import is_billed
 from rescue_bench.pricing import Budget
 from rescue_bench.records import Json
-from rescue_bench.rundir import SCORES_FILE, Manifest, RunStore, Scores, read_json_object, run_lock
+from rescue_bench.rundir import SCORES_FILE, Counts, Manifest, RunStore, Scores, read_json_object, run_lock
 from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, is_final
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.video.mode import check_video_config, make_hook
@@ -51,7 +52,6 @@ __all__ = [
     "SessionOptions",
     "execute",
     "judge_again",
-    "outcome_of",
     "prepare",
     "run",
     "with_out",
@@ -64,6 +64,9 @@ class Prepared:
 
     spec: RunSpec
     judging: JudgeSettings
+    asker: Asker | None = None
+    """How the run's requests are answered; ``None``: the spec's way (live, or the Batch API with
+    ``--batch``)."""
 
     @property
     def out(self) -> Path:
@@ -90,7 +93,7 @@ class RunOutcome:
     status: RunStatus
     scores: Scores | None
     """``scores.json`` when the status is final (``finished`` or ``degraded``), else ``None``."""
-    counts: dict[str, dict[str, Json]]
+    counts: dict[str, Counts]
     """``run.json``'s per-task counts (instances, valid, invalid, request_failures, tokens...)."""
     reason: str | None = None
     """Why the run is not finished (budget, no answer), else ``None``."""
@@ -110,18 +113,12 @@ class RunOutcome:
         return out
 
 
-def outcome_of(result: RunResult) -> RunOutcome:
-    """The outcome of an engine session alone (``batch import``, which has no judge pass)."""
-    scores = _scores(result.out, result.status)
-    return RunOutcome(result.out, result.status, scores, result.counts, result.stop_reason, result.ending)
-
-
 def with_out(spec: RunSpec) -> RunSpec:
     """The spec with its run directory (``runs/<model>_<data>...`` when none is given)."""
     return spec if spec.out is not None else spec.model_copy(update={"out": default_out(spec)})
 
 
-def prepare(spec: RunSpec) -> Prepared:
+def prepare(spec: RunSpec, asker: Asker | None = None) -> Prepared:
     """Check ``spec`` before anything is written; a :class:`~rescue_bench.errors.ConfigError` says what is
     wrong.
 
@@ -132,11 +129,12 @@ def prepare(spec: RunSpec) -> Prepared:
     assert spec.out is not None
     # An unknown provider, a missing key, a baseline asked to batch: the provider is dropped unused (building
     # one opens no connection and loads no model), so a study stops before any of its models is asked.
-    asker_of(spec).check(spec, make_model(spec))
+    way = asker or asker_of(spec)
+    way.check(spec, way.model(spec))
     check_tasks(spec)
     check_video_config(spec)
     run_budget(spec, spec.out)  # a budget without prices is named now
-    return Prepared(spec, judge_settings(spec, None, spec.out))
+    return Prepared(spec, judge_settings(spec, None, spec.out), asker)
 
 
 def asker_of(spec: RunSpec, batch: BatchOptions | None = None) -> Asker:
@@ -163,7 +161,7 @@ async def execute(
     # takes it again); the store handed to the engine writes under it.
     store = RunStore(out)
     with run_lock(out, create=True):
-        asker, hook = asker_of(spec, options.batch), make_hook(spec)
+        asker, hook = prepared.asker or asker_of(spec, options.batch), make_hook(spec)
         run_options = RunOptions(options.quiet, paid, options.cache_path, asker=asker, hook=hook, store=store)
         result = await execute_run(spec, out, run_options, samples=samples)
         judged: JudgeRunResult | None = None
@@ -211,7 +209,8 @@ def _set_status(store: RunStore, status: RunStatus, reason: str | None) -> None:
     """``run.json`` with the operation's final status (the judge pass can leave a run unfinished)."""
     manifest = store.manifest()
     if manifest is not None:
-        store.write_manifest({**manifest, "status": status, "stop_reason": reason})
+        before = Manifest.from_json(manifest, str(store.run_file))
+        store.write_manifest(before.with_status(status, reason).to_json())
 
 
 def _scores(out: Path, status: RunStatus) -> Scores | None:
@@ -220,7 +219,9 @@ def _scores(out: Path, status: RunStatus) -> Scores | None:
     return None if found is None else Scores.of(found, str(path))
 
 
-async def judge_again(run_dir: Path, judging: ScorePass, warn: Callable[[str], None]) -> JudgeRunResult:
+async def judge_again(
+    run_dir: Path, judging: JudgeSettings, warn: Callable[[str], None], *, quiet: bool = True
+) -> JudgeRunResult:
     """``rescue-bench score``: judge a run directory's existing predictions, under the run's lock, and set its
     status as a run's judge pass does (judge verdicts without an answer leave it ``incomplete``).
 
@@ -229,7 +230,7 @@ async def judge_again(run_dir: Path, judging: ScorePass, warn: Callable[[str], N
     """
     store = RunStore(run_dir)
     with run_lock(run_dir):
-        judged = await score_run(run_dir, judging, warn)
+        judged = await score_run(run_dir, judging, warn, quiet=quiet)
         manifest = store.manifest()
         if manifest is not None:
             _after_judging(store, Manifest.from_json(manifest, str(store.run_file)), judged)
@@ -239,7 +240,7 @@ async def judge_again(run_dir: Path, judging: ScorePass, warn: Callable[[str], N
 def _after_judging(store: RunStore, before: Manifest, judged: JudgeRunResult) -> None:
     """``run.json``'s status after a ``score`` pass: a run whose every instance has an answer is finished
     (or degraded) by its counts, unless judge verdicts got no answer."""
-    no_answer = any(_int(c.get("request_failures")) for c in before.counts.values())
+    no_answer = any(c.request_failures for c in before.counts.values())
     if not (is_final(before.status) or (before.status == "incomplete" and not no_answer)):
         return  # the engine's own work is unfinished: that status stands
     status, reason = counted_status(before.counts, _degraded_share(before.spec)), None
@@ -257,16 +258,12 @@ def _degraded_share(spec: dict[str, Json] | None) -> float:
         return DEGRADED_SHARE
 
 
-def _int(value: Json) -> int:
-    return value if isinstance(value, int) else 0
-
-
 def run(spec: RunSpec, out: str | Path | None = None, *, quiet: bool = True) -> RunOutcome:
     """Run (or resume) ``spec`` into ``out`` (else ``spec.out``, else ``runs/<model>_<data>...``): the same
     checks, engine, judge pass and statuses as ``rescue-bench run --spec``.
 
     >>> outcome = run(RunSpec(model="baseline/random", tasks=["itp"]), out="runs/x")  # doctest: +SKIP
-    >>> outcome.status, outcome.scores.entry("itp")["f1"]  # doctest: +SKIP
+    >>> outcome.counts["itp"].valid, outcome.scores.entry("itp").metric("f1")  # doctest: +SKIP
     """
     if out is not None:
         spec = spec.model_copy(update={"out": Path(out)})

@@ -13,16 +13,10 @@ from dataclasses import replace
 from pathlib import Path
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.after_run import (
-    JudgeSettings,
-    fetch_bertscore,
-    has_endpoint,
-    is_billed,
-    judge_endpoint,
-)
+from rescue_bench.judge.after_run import JudgeSettings, fetch_bertscore, judge_endpoint
 from rescue_bench.judge.bertscore import DEFAULT_MODEL
 from rescue_bench.models.base import check_settings
-from rescue_bench.models.registry import get_model
+from rescue_bench.models.registry import get_model, has_endpoint, is_billed
 from rescue_bench.pricing import Budget, Prices, load_prices, make_counter, spent_so_far
 from rescue_bench.rundir import load_judging, read_requests
 from rescue_bench.spec import RunSpec
@@ -58,14 +52,10 @@ def judge_settings(spec: RunSpec, budget: Budget | None, out: Path) -> JudgeSett
         if not model.capabilities.reads_prompts:
             raise ConfigError(f"--judge {judge.name}: a judge must be a chat model, such as openai/gpt-4o")
         check_settings(model, judge.generation())
-    engine = spec.engine
     settings = replace(
         bertscore_settings(spec),
         judges=spec.judges,
-        concurrency=engine.concurrency,
-        timeout=engine.timeout,
-        max_retries=engine.max_retries,
-        use_cache=engine.cache,
+        engine=spec.engine,
         budgets=judge_budgets(spec, budget, out),
         judge_repeats=spec.judge_repeats,
     )

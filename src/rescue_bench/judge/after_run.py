@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
@@ -28,11 +28,12 @@ from rescue_bench.judge.local import judge_complete
 from rescue_bench.judge.merge import JUDGED_TASKS
 from rescue_bench.judge.runner import Complete, CompleteAgain, Judge, JudgeRunResult, judge_run, rescore_run
 from rescue_bench.models.base import Generation, Provider, parse_model_name
-from rescue_bench.models.registry import declared_capabilities, get_model
+from rescue_bench.models.registry import get_model, has_endpoint
 from rescue_bench.records import Reply, Request
 from rescue_bench.rundir import JUDGMENTS_FILE
 from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.spec import JudgeSpec
+from rescue_bench.spec.settings import EngineSpec
 
 BERTSCORE_HINT = (
     "BERTScore skipped (ER/VP BERT columns stay empty): bert-score is not installed; "
@@ -42,77 +43,35 @@ BERTSCORE_HINT = (
 
 @dataclass(frozen=True, slots=True)
 class JudgeSettings:
-    """Who judges a run and how: each judge its own spec (endpoint resolved by :func:`judge_endpoint`,
-    generation settings, concurrency); ``concurrency`` is that of a judge that names none."""
+    """One judge pass (after ``run --judge``, or ``score``): who judges and how, the run's engine settings,
+    and BERTScore.
+
+    Each judge is its own spec (endpoint resolved, generation settings, its own ``concurrency``); every
+    judge's engine takes ``engine`` with its judge overrides (:meth:`EngineOptions.of_judge`): the same
+    settings whichever command made the pass.
+    """
 
     judges: tuple[JudgeSpec, ...] = ()
+    engine: EngineSpec = EngineSpec()  # noqa: RUF009 - frozen, so one shared default is safe
+    """The spec's engine settings: concurrency, rpm, tpm (or the judge overrides), timeout, retries, cache."""
     bertscore: bool | None = None
     """``None``: on when the ``bertscore`` extra is installed and the backbone is here without the network;
-    ``True``: asked for, so a missing backbone is downloaded before the run, or the run stops."""
+    ``True``: asked for, so a missing backbone is downloaded before the pass, or the pass stops; ``False``:
+    off."""
     bertscore_model: str = DEFAULT_MODEL
     """The backbone: a Hugging Face id or a local path (:mod:`rescue_bench.judge.bertscore`)."""
-    concurrency: int = 8
-    timeout: float = 120.0
-    max_retries: int = 5
-    use_cache: bool = True
+    bertscore_layers: int | None = None
+    retry_unscored: bool = False
+    """Ask again the instances a judge left unscored (``score --retry-unscored``)."""
     budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
     """Judge name -> its guard on the run's budget (``run --budget``); none: no limit."""
     judge_repeats: int = 1
     """How often every judge is asked about each reply (``judge_repeats``)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ScorePass:
-    """One ``score`` pass: the judges (each with its own settings), limits, and the BERTScore backbone.
-
-    ``base_url`` / ``api_key_env`` / ``concurrency`` apply to the judges whose spec names none.
-    """
-
-    judges: tuple[JudgeSpec, ...] = ()
-    base_url: str | None = None
-    api_key_env: str | None = None
-    concurrency: int = 16
-    rpm: float | None = None
-    tpm: float | None = None
-    timeout: float = 120.0
-    max_retries: int = 5
-    use_cache: bool = True
-    bertscore: str | None = DEFAULT_MODEL
-    """The backbone (HF id or path); ``None`` skips BERTScore."""
-    bertscore_asked: bool = False
-    """Whether the backbone was named by the user: then one that is not here is downloaded or stops the pass;
-    otherwise the pass goes on without BERTScore, with a warning."""
-    bertscore_layers: int | None = None
-    retry_unscored: bool = False
-    budgets: Mapping[str, BudgetGuard] = field(default_factory=dict)
-    """Judge name -> its guard on the run's budget; a request that could pass it stops the pass."""
-    judge_repeats: int = 1
-    quiet: bool = True
-    """No progress display."""
-
-
 def bertscore_available() -> bool:
     """Whether the ``bertscore`` extra (bert-score and its model libraries) is installed."""
     return importlib.util.find_spec("bert_score") is not None
-
-
-def has_endpoint(model: str) -> bool:
-    """Whether ``model``'s provider declares an endpoint (``--base-url`` applies; not a baseline, local or
-    replay model).
-
-    >>> has_endpoint("openai/gpt-4o"), has_endpoint("baseline/random")
-    (True, False)
-    """
-    return declared_capabilities(model).has_endpoint
-
-
-def is_billed(model: str) -> bool:
-    """Whether ``model``'s provider declares that its requests cost money, so that ``--budget`` guards them.
-
-    >>> is_billed("vllm/qwen"), is_billed("local/gemma-3-270m")
-    (True, False)
-    """
-    return declared_capabilities(model).billed
 
 
 def judge_endpoint(
@@ -188,40 +147,41 @@ def skipped_bertscore(settings: JudgeSettings, tasks: Sequence[str]) -> str | No
 
 
 async def score_run(
-    run_dir: Path, spec: ScorePass, warn: Callable[[str], None] | None = None
+    run_dir: Path, settings: JudgeSettings, warn: Callable[[str], None] | None = None, *, quiet: bool = True
 ) -> JudgeRunResult:
     """Judge a run directory with named judge models through the engine (cache, limits, retries).
 
     Raises:
         ConfigError: a judge is not a chat model, or the run has no ER/VP predictions.
     """
-    scorer = _scorer(spec, warn or (lambda _: None))
+    say = warn or (lambda _: None)
+    scorer = _scorer(settings, say)
     providers: list[Provider] = []
-    cache = ResponseCache() if spec.use_cache else None
+    cache = ResponseCache() if settings.engine.cache else None
     try:
         built: list[Judge] = []
-        for judge in spec.judges:
+        for judge in settings.judges:
             model = get_model(
                 judge.name,
-                base_url=judge.base_url or spec.base_url,
-                api_key_env=judge.api_key_env or spec.api_key_env,
-                timeout=spec.timeout,
+                base_url=judge.base_url,
+                api_key_env=judge.api_key_env,
+                timeout=settings.engine.timeout,
             )
             if not model.capabilities.reads_prompts:
                 raise ConfigError(
                     f"judge {judge.name!r} is not a chat model; use an LLM such as openai/gpt-4o"
                 )
             providers.append(model)
-            built.append(_judge(judge, model, spec, cache))
+            built.append(_judge(judge, model, settings, cache))
         return await judge_run(
             run_dir,
             built,
             scorer=scorer,
-            concurrency=spec.concurrency,
-            retry_unscored=spec.retry_unscored,
-            warn=warn or (lambda _: None),
-            judge_repeats=spec.judge_repeats,
-            quiet=spec.quiet,
+            concurrency=judge_options(settings.engine).concurrency,
+            retry_unscored=settings.retry_unscored,
+            warn=say,
+            judge_repeats=settings.judge_repeats,
+            quiet=quiet,
         )
     finally:
         for provider in providers:
@@ -230,18 +190,25 @@ async def score_run(
             cache.close()
 
 
-def _scorer(spec: ScorePass, warn: Callable[[str], None]) -> BertScorer | None:
+def _scorer(settings: JudgeSettings, warn: Callable[[str], None]) -> BertScorer | None:
     """The pass's BERTScore model: an asked-for backbone is downloaded now or stops the pass (before any judge
     is asked); a default one that is not here is left out, with a warning."""
-    if spec.bertscore is None:
+    if settings.bertscore is False:
         return None
-    if spec.bertscore_asked:
-        fetch_backbone(spec.bertscore)
-    problem = backbone_problem(spec.bertscore)
+    backbone = settings.bertscore_model
+    if settings.bertscore:
+        fetch_backbone(backbone)
+    problem = backbone_problem(backbone)
     if problem is not None:
-        warn(f"BERTScore skipped: {offline_message(spec.bertscore, problem)}")
+        warn(f"BERTScore skipped: {offline_message(backbone, problem)}")
         return None
-    return BertScorer(BertScoreConfig(spec.bertscore, spec.bertscore_layers))
+    return BertScorer(BertScoreConfig(backbone, settings.bertscore_layers))
+
+
+def judge_options(engine: EngineSpec, judge: JudgeSpec | None = None) -> EngineOptions:
+    """The engine options of a judge (of one that names no concurrency of its own when ``None``): the spec's
+    engine settings with their judge overrides, the same for ``run --judge`` and ``score``."""
+    return EngineOptions.of_judge(engine, judge.concurrency if judge is not None else None)
 
 
 def judge_params(judge: JudgeSpec) -> Generation:
@@ -249,19 +216,13 @@ def judge_params(judge: JudgeSpec) -> Generation:
     return judge.generation()
 
 
-def _judge(judge: JudgeSpec, model: Provider, spec: ScorePass, cache: ResponseCache | None) -> Judge:
-    """One judge asked through its own engine: its settings, its concurrency, the shared cache."""
-    concurrency = judge.concurrency or spec.concurrency
-    options = EngineOptions(
-        concurrency=concurrency,
-        rpm=spec.rpm,
-        tpm=spec.tpm,
-        max_retries=spec.max_retries,
-        use_cache=spec.use_cache,
-    )
-    engine = Engine(model, judge_params(judge), options, cache=cache, budget=spec.budgets.get(judge.name))
+def _judge(judge: JudgeSpec, model: Provider, settings: JudgeSettings, cache: ResponseCache | None) -> Judge:
+    """One judge asked through its own engine: its settings, its limits, the shared cache."""
+    options = judge_options(settings.engine, judge)
+    budget = settings.budgets.get(judge.name)
+    engine = Engine(model, judge_params(judge), options, cache=cache, budget=budget)
     complete = judge_complete(model, _complete(engine))
-    return Judge(judge.name, complete, concurrency=concurrency, again=_again(engine))
+    return Judge(judge.name, complete, concurrency=options.concurrency, again=_again(engine))
 
 
 def _complete(engine: Engine) -> Complete:
@@ -300,19 +261,8 @@ async def score_after_run(
     if skipped is not None:
         warn(skipped)
     if judged and (settings.judges or bertscore):
-        spec = ScorePass(
-            settings.judges,
-            concurrency=settings.concurrency,
-            timeout=settings.timeout,
-            max_retries=settings.max_retries,
-            use_cache=settings.use_cache,
-            bertscore=settings.bertscore_model if bertscore else None,
-            bertscore_asked=bool(settings.bertscore),
-            budgets=settings.budgets,
-            judge_repeats=settings.judge_repeats,
-            quiet=quiet,
-        )
-        return await score_run(out, spec, warn)
+        wanted = replace(settings, bertscore=settings.bertscore if bertscore else False)
+        return await score_run(out, wanted, warn, quiet=quiet)
     if (out / JUDGMENTS_FILE).is_file():
         return JudgeRunResult({}, 0, None, (), rescore_run(out))
     return None

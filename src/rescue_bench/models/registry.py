@@ -55,6 +55,8 @@ __all__ = [
     "declared_capabilities",
     "find_factory",
     "get_model",
+    "has_endpoint",
+    "is_billed",
     "make_openai_compat",
 ]
 _COMPAT_OPTIONS = ("concurrency", "max_reply_bytes")
@@ -98,6 +100,26 @@ def declared_capabilities(name: str) -> Capabilities:
     (True, False)
     """
     return find_factory(parse_model_name(name).provider, name).capabilities
+
+
+def has_endpoint(name: str) -> bool:
+    """Whether model ``name``'s provider declares an endpoint (``--base-url`` applies; not a baseline, local
+    or replay model).
+
+    >>> has_endpoint("openai/gpt-4o"), has_endpoint("baseline/random")
+    (True, False)
+    """
+    return declared_capabilities(name).has_endpoint
+
+
+def is_billed(name: str) -> bool:
+    """Whether model ``name``'s provider declares that its requests cost money, so that ``--budget`` guards
+    them.
+
+    >>> is_billed("vllm/qwen"), is_billed("local/gemma-3-270m")
+    (True, False)
+    """
+    return declared_capabilities(name).billed
 
 
 def make_openai_compat(preset_name: str, model: str, options: ProviderOptions) -> OpenAICompatProvider:

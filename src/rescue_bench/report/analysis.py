@@ -265,13 +265,11 @@ def task_profile(scores: Mapping[str, Json] | None) -> dict[str, float | None]:
     record = Scores.of(dict(scores or {}))
     out: dict[str, float | None] = {}
     for task in task_groups():
-        value = record.entry(task).get(profile_metric(task))
-        if not isinstance(value, int | float) or isinstance(value, bool):
+        value = record.entry(task).metric(profile_metric(task))
+        if value is None:
             out[task] = None
         else:
-            out[task] = (
-                100.0 * float(value) if task_info(task).percent else 100.0 * float(value) / JUDGE_SCALE
-            )
+            out[task] = 100.0 * value if task_info(task).percent else 100.0 * value / JUDGE_SCALE
     return out
 
 

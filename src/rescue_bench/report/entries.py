@@ -1,7 +1,6 @@
 """Typed views of the ``scores.json`` and ``run.json`` entries that the report tables read.
 
-``scores.json`` entries hold a task's own metric keys beside the common ones (``n``, ``ci``, the counts), so a
-scope entry keeps the keys it does not name (``extra="allow"``) and gives them through :meth:`metric`.
+A scope entry of ``scores.json`` is the run directory's own :class:`~rescue_bench.rundir.ScoreEntry`.
 """
 
 from __future__ import annotations
@@ -12,69 +11,28 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.records import Json
-from rescue_bench.rundir import Scores
+from rescue_bench.rundir.scores import Bounds, CircularScore, RepeatSpread, ScoreEntry
 
-Bounds = list[float | None]
+__all__ = [
+    "Agreement",
+    "Bounds",
+    "CircularScore",
+    "ComparedScope",
+    "ComparisonMeta",
+    "MetricDiff",
+    "RepeatSpread",
+    "ScopeEntry",
+    "Tokens",
+    "UsageEntry",
+]
 
 
 def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _count(value: Any) -> int:
-    return int(value) if isinstance(value, int | float) else 0
-
-
-class RepeatSpread(BaseModel):
-    """A repeated task's ``repeats`` entry (:func:`rescue_bench.metrics.repeats.summarize_repeated_scope`)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    k: int
-    asks: int
-    per_repeat: list[dict[str, float | None]]
-    sd: dict[str, float | None]
-    range: dict[str, Bounds | None]
-
-
-class CircularScore(BaseModel):
-    """CircularEval's ``circular`` entry: correct under every rotation of the label list."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    accuracy: float
-    ci: Bounds
-    n: int
-
-
-class ScopeEntry(BaseModel):
-    """One task's summary of one scope (``couple``, ``family``, ``all``) in ``scores.json``."""
-
-    model_config = ConfigDict(extra="allow", frozen=True)
-
-    n: Json = None
-    valid: Json = None
-    parse_failures: Json = None
-    invalid_labels: Json = None
-    n_unscored: Json = None
-    ci: dict[str, Bounds | None] = Field(default_factory=dict)
-    repeats: RepeatSpread | None = None
-    circular: CircularScore | None = None
-
-    @classmethod
-    def of(cls, scores: Scores | None, task: str, scope: str) -> ScopeEntry:
-        return cls.model_validate(scores.entry(task, scope) if scores is not None else {})
-
-    def metric(self, name: str) -> float | None:
-        """A headline metric's value (``None`` when absent or not a number)."""
-        return _number((self.model_extra or {}).get(name))
-
-    def bounds(self, name: str) -> Bounds:
-        return self.ci.get(name) or [None, None]
-
-    def count(self, name: str) -> int:
-        """``n``, ``valid``, ``parse_failures`` or ``invalid_labels`` as a whole number (0 when absent)."""
-        return _count(getattr(self, name))
+ScopeEntry = ScoreEntry
+"""A task's summary of one scope in ``scores.json``: :class:`rescue_bench.rundir.ScoreEntry`."""
 
 
 class Agreement(BaseModel):

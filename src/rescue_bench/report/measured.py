@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from rescue_bench.engine.ending import unanswered
 from rescue_bench.errors import DataError
 from rescue_bench.rundir import RunData
+from rescue_bench.rundir.counts import total
 from rescue_bench.rundir.status import FINAL
 
 PARTIAL = "PARTIAL"
@@ -71,11 +72,7 @@ def progress(run: RunData) -> Progress:
         raise DataError(f"{run.path} holds no predictions: there is nothing to report")
     # A request that got no answer is unfinished work, not a done instance: its line records the failure.
     done = Counter(p.task for p in run.prediction_lines if not unanswered(p))
-    planned = {
-        task: count["instances"]
-        for task, count in run.manifest.counts.items()
-        if isinstance(count.get("instances"), int)
-    }
+    planned = {task: count.instances for task, count in run.manifest.counts.items() if count.has("instances")}
     # A directory written before counts were recorded has only its status to go by.
     tasks = tuple((task, min(done[task], n), n) for task, n in planned.items())
     return Progress(str(run.path), run.manifest.status, tasks)
@@ -103,7 +100,7 @@ def state(run: RunData) -> str:
 
 
 def _total(run: RunData, key: str) -> int:
-    return sum(v for c in run.manifest.counts.values() if isinstance(v := c.get(key), int))
+    return total(run.manifest.counts.values(), key)
 
 
 def validity(run: RunData) -> float | None:
@@ -117,7 +114,7 @@ def validity(run: RunData) -> float | None:
     0.75
     """
     counts = run.manifest.counts.values()
-    if not counts or not all(isinstance(c.get("valid"), int) for c in counts):
+    if not counts or not all(c.has("valid") for c in counts):
         return None
     instances = _total(run, "instances")
     return _total(run, "valid") / instances if instances else None

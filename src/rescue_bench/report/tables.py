@@ -437,7 +437,7 @@ def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
         for task, entry in run.manifest.counts.items():
-            rows.append(_usage_row(name, task.upper(), UsageEntry.of(entry), run.name, prices))
+            rows.append(_usage_row(name, task.upper(), UsageEntry.of(entry.to_json()), run.name, prices))
         for judge, tally in run.judging.counts.items():
             rows.append(_usage_row(name, f"judge {judge}", UsageEntry.of(tally.model_dump()), judge, prices))
     return Table(

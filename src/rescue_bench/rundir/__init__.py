@@ -11,6 +11,7 @@ touches a run directory (engine, judge, report, review) reads and writes it thro
 * a study directory's run directories (:func:`expand_run_dirs`, from its ``study.json``).
 """
 
+from rescue_bench.rundir.counts import Counts, TokenCounts
 from rescue_bench.rundir.files import (
     BATCH_EXPORT_FILE,
     FORMAT,
@@ -44,8 +45,6 @@ from rescue_bench.rundir.manifest import (
     JudgeSession,
     Judging,
     Manifest,
-    Scores,
-    ScoresMeta,
     judging_of,
 )
 from rescue_bench.rundir.read import (
@@ -57,6 +56,7 @@ from rescue_bench.rundir.read import (
     read_predictions,
     read_requests,
 )
+from rescue_bench.rundir.scores import ScoreEntry, Scores, ScoresMeta
 from rescue_bench.rundir.store import RunStore, describe_changes, locked_run, run_lock
 from rescue_bench.rundir.study import (
     STUDY_FILE,
@@ -80,6 +80,7 @@ __all__ = [
     "SCORES_FILE",
     "STUDY_FILE",
     "BertScoreSetting",
+    "Counts",
     "JsonlAppender",
     "JudgeCounts",
     "JudgeSession",
@@ -91,9 +92,11 @@ __all__ = [
     "RunData",
     "RunDirError",
     "RunStore",
+    "ScoreEntry",
     "Scores",
     "ScoresMeta",
     "StudyMember",
+    "TokenCounts",
     "atomic_write_json",
     "atomic_write_lines",
     "cut_torn_tail",

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Usage
+from rescue_bench.rundir.counts import Counts
 from rescue_bench.rundir.lines import Line
 
 FORMAT: Final = 2
@@ -167,6 +168,20 @@ and ITP's invalid answer as the wrong class in precision too (docs/protocol-diff
 holds the generation settings not at their defaults, each under its own name (no default one is listed)."""
 
 
+class Timings(BaseModel):
+    """``run.json``'s ``timings``: when the run was created and last finished, its elapsed seconds over every
+    session, and the phases of the last session (``setup_s``, ``requests_s``...)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    created: Json = None
+    finished: Json = None
+    elapsed_s: float | None = None
+    sessions: int = 1
+    session_elapsed_s: list[float] = Field(default_factory=list)
+    """Each session's seconds; ``elapsed_s`` is their sum."""
+
+
 class Manifest(Line):
     """``run.json``."""
 
@@ -188,8 +203,8 @@ class Manifest(Line):
     """The provider's identity (no secrets); a plain name in some older directories."""
     generation: dict[str, Json] = Field(default_factory=dict)
     judges: list[str] = Field(default_factory=list)
-    counts: dict[str, dict[str, Json]] = Field(default_factory=dict)
-    timings: dict[str, Json] = Field(default_factory=dict)
+    counts: dict[str, Counts] = Field(default_factory=dict)
+    timings: Timings = Timings()
     stop_reason: str | None = None
     imported_from: dict[str, Json] | None = None
     """Set by ``rescue-bench import``: the harness and the logs the directory was made from."""
@@ -203,6 +218,14 @@ class Manifest(Line):
     def to_json(self) -> dict[str, Json]:
         """The keys the file had (or the writer set), so a manifest reads back as it was written."""
         return self.model_dump(mode="json", exclude_unset=True)
+
+    def with_status(self, status: str, stop_reason: str | None) -> Manifest:
+        """The manifest with another status and its reason (the judge pass can leave a run unfinished).
+
+        >>> Manifest(status="finished").with_status("incomplete", "judge pass: 2 verdicts").to_json()
+        {'status': 'incomplete', 'stop_reason': 'judge pass: 2 verdicts'}
+        """
+        return self.model_copy(update={"status": status, "stop_reason": stop_reason})
 
     @property
     def protocol(self) -> int:
@@ -290,49 +313,6 @@ def judging_of(judging: Judging | None, manifest: Manifest) -> Judging:
     )
 
 
-class ScoresMeta(BaseModel):
-    """``scores.json``'s ``_meta``."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    ci: dict[str, Json] = Field(default_factory=dict)
-    pooling: Json = None
-    judges: list[str] = Field(default_factory=list)
-    bertscore: BertScoreSetting | None = None
-    judge_agreement: dict[str, Json] | None = None
-    scoring_rules: dict[str, dict[str, str]] | None = None
-    """Judged task -> metric -> how it is computed (the VP 1-5 mapping, what BERTScore compares)."""
-
-
-RESERVED_KEYS = frozenset({"_meta", "_relational"})
-"""Keys of ``scores.json`` that are not tasks."""
-
-
-class Scores(Line):
-    """``scores.json``: per task and scope (``couple``, ``family``, ``all``) the metrics, n and CIs."""
-
-    tasks: dict[str, dict[str, dict[str, Json]]] = Field(default_factory=dict)
-    meta: ScoresMeta = Field(default=ScoresMeta(), alias="_meta")
-    relational: dict[str, Json] | None = Field(default=None, alias="_relational")
-    """Relation-aware analyses (``metrics.relational.relational_analyses``); absent in older files."""
-
-    @classmethod
-    def of(cls, obj: dict[str, Json], where: str = "scores.json") -> Scores:
-        """Read the file's object, whose task entries sit beside ``_meta`` (and ``_relational``)."""
-        tasks = {k: v for k, v in obj.items() if k not in RESERVED_KEYS}
-        reserved = {k: v for k, v in obj.items() if k in RESERVED_KEYS and v is not None}
-        return cls.from_json({"tasks": tasks, **reserved}, where)
-
-    def to_json(self) -> dict[str, Json]:
-        out = {**self.tasks, "_meta": self.meta.model_dump(mode="json", exclude_unset=True)}
-        if self.relational is not None:
-            out["_relational"] = self.relational
-        return out
-
-    def entry(self, task: str, scope: str = "all") -> dict[str, Json]:
-        return self.tasks.get(task, {}).get(scope, {})
-
-
 def check_format(manifest: Mapping[str, Json], where: str) -> None:
     """Refuse, in one line naming its format and the version that wrote it, a ``run.json`` of another format.
 
@@ -354,30 +334,27 @@ rescue-bench reads format 2 only: start a new directory
 
 
 def finish_manifest(
-    manifest: Mapping[str, Json],
+    manifest: Manifest,
     status: str,
-    counts: Mapping[str, Json],
+    counts: Mapping[str, Counts],
     started: float,
     stop_reason: str | None,
     phases: Mapping[str, float] | None = None,
-) -> dict[str, Json]:
-    timings = dict(manifest.get("timings") or {})
-    timings.update(phases or {})
+) -> Manifest:
+    """``run.json`` at the end of a session: its status, counts and timings (elapsed time adds up over the
+    sessions of a run; each session's share is kept)."""
     now = time.time()
-    # Elapsed time adds up over the sessions of a run; each session's share is kept.
-    earlier = timings.get("session_elapsed_s")
-    shares = [float(x) for x in earlier if isinstance(x, int | float)] if isinstance(earlier, list) else []
-    shares.append(round(now - started, 3))
-    timings.update(
-        {"finished": iso_time(now), "elapsed_s": round(sum(shares), 3), "session_elapsed_s": shares}
+    shares = [*manifest.timings.session_elapsed_s, round(now - started, 3)]
+    timings = manifest.timings.model_copy(
+        update={
+            **(phases or {}),
+            "finished": iso_time(now),
+            "elapsed_s": round(sum(shares), 3),
+            "session_elapsed_s": shares,
+        }
     )
-    return {
-        **manifest,
-        "status": status,
-        "counts": dict(counts),
-        "timings": timings,
-        "stop_reason": stop_reason,
-    }
+    update = {"status": status, "counts": dict(counts), "timings": timings, "stop_reason": stop_reason}
+    return manifest.model_copy(update=update)
 
 
 def git_commit() -> str | None:

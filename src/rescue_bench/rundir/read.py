@@ -25,7 +25,8 @@ from rescue_bench.rundir.files import (
     read_json_object,
 )
 from rescue_bench.rundir.lines import JudgmentLine, PredictionLine, RequestLine, typed_lines
-from rescue_bench.rundir.manifest import Judging, Manifest, Scores, judging_of
+from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
+from rescue_bench.rundir.scores import Scores
 
 T = TypeVar("T")
 

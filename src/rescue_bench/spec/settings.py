@@ -84,6 +84,11 @@ class EngineSpec(SpecTable):
     max_retries: StrictInt = Field(5, ge=0, description="Retries of 429/5xx/timeouts.")
     cache: StrictBool = Field(True, description="Read and write the response cache.")
     retry_failed: StrictBool = Field(False, description="Ask invalid instances again.")
+    judge_concurrency: StrictInt | None = Field(
+        None, ge=1, description="Requests in flight per judge (default: a judge's own, else concurrency)."
+    )
+    judge_rpm: Finite | None = Field(None, gt=0, description="Requests per minute per judge (default: rpm).")
+    judge_tpm: Finite | None = Field(None, gt=0, description="Tokens per minute per judge (default: tpm).")
 
 
 class BudgetSpec(SpecTable):

@@ -25,7 +25,8 @@ from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
 from rescue_bench.errors import DataError
 from rescue_bench.redaction import scrub
-from rescue_bench.rundir import STUDY_FILE
+from rescue_bench.rundir import STUDY_FILE, Counts
+from rescue_bench.rundir.counts import total
 
 FORMAT: Final = 1
 Status = Literal["pending", "running", "finished", "degraded", "incomplete", "stopped", "failed"]
@@ -44,17 +45,14 @@ class RunCounts(_Record):
     request_failures: int = 0
 
     @classmethod
-    def of(cls, counts: Mapping[str, Mapping[str, object]]) -> RunCounts:
+    def of(cls, counts: Mapping[str, Counts]) -> RunCounts:
         """Summed from ``run.json``'s per-task counts."""
-
-        def total(key: str) -> int:
-            return sum(v for c in counts.values() if isinstance(v := c.get(key), int))
-
+        tasks = counts.values()
         return cls(
-            instances=total("instances"),
-            done=total("done"),
-            invalid=total("invalid"),
-            request_failures=total("request_failures"),
+            instances=total(tasks, "instances"),
+            done=total(tasks, "done"),
+            invalid=total(tasks, "invalid"),
+            request_failures=total(tasks, "request_failures"),
         )
 
 

@@ -28,6 +28,7 @@ from rescue_bench.rundir import (
     REQUESTS_FILE,
     RUN_FILE,
     SCORES_FILE,
+    Counts,
     JudgmentLine,
     Manifest,
     PredictionLine,
@@ -121,14 +122,10 @@ class RunView:
     def validity(self, task: str | None = None) -> tuple[int, int] | None:
         """(valid, instances) from ``run.json``'s counts, of one task or summed over all; ``None`` unknown."""
         counts = self.data.manifest.counts
-        chosen = [counts.get(task, {})] if task else list(counts.values())
-        valid = [c.get("valid") for c in chosen]
-        total = [c.get("instances") for c in chosen]
-        if not chosen or not all(isinstance(v, int) for v in valid + total):
+        chosen = [counts.get(task, Counts())] if task else list(counts.values())
+        if not chosen or not all(c.has("valid") and c.has("instances") for c in chosen):
             return None
-        return sum(int(v) for v in valid if isinstance(v, int)), sum(
-            int(t) for t in total if isinstance(t, int)
-        )
+        return sum(c.valid for c in chosen), sum(c.instances for c in chosen)
 
     @property
     def tasks(self) -> list[str]:
@@ -148,8 +145,8 @@ class RunView:
         return [row for r in range(self.repeats) if (row := self.by_key.get((instance_id, r))) is not None]
 
     def expected(self, task: str) -> int | None:
-        value = self.data.manifest.counts.get(task, {}).get("instances")
-        return int(value) if isinstance(value, int) else None
+        found = self.data.manifest.counts.get(task)
+        return found.instances if found is not None and found.has("instances") else None
 
 
 def run_labels(views: Sequence[RunView]) -> dict[int, str]:
