@@ -49,6 +49,11 @@ def run_args(out: Path, server: FakeOpenAIServer, *extra: str) -> list[str]:
     return ["run", *BASE, *judge, *ENGINE_FLAGS, "--out", str(out), "--quiet", "--no-bertscore", *extra]
 
 
+def one_sample(args: list[str]) -> list[str]:
+    """``args`` with one sample: a single candidate request, which ``--rpm 2`` lets through at once."""
+    return [("1" if previous == "--limit-samples" else a) for previous, a in zip(["", *args], args)]
+
+
 def test_run_judge_and_score_give_the_judges_the_same_engine_options(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,7 +105,7 @@ def test_rpm_spreads_four_judge_requests_over_a_minute(
     built = Built(monkeypatch)
     monkeypatch.setattr(after_run, "judge_run", _stop)
     with FakeOpenAIServer(grade) as server:
-        ran = RUNNER.invoke(app, run_args(tmp_path / "run", server, *flags))
+        ran = RUNNER.invoke(app, one_sample(run_args(tmp_path / "run", server, *flags)))
     assert isinstance(ran.exception, Stop), ran.output
     (engine,) = built.engines
     elapsed = four_slots(engine.limiter)
