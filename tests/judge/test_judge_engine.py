@@ -51,7 +51,10 @@ def run_args(out: Path, server: FakeOpenAIServer, *extra: str) -> list[str]:
 
 def one_sample(args: list[str]) -> list[str]:
     """``args`` with one sample: a single candidate request, which ``--rpm 2`` lets through at once."""
-    return [("1" if previous == "--limit-samples" else a) for previous, a in zip(["", *args], args)]
+    return [
+        ("1" if previous == "--limit-samples" else a)
+        for previous, a in zip(["", *args[:-1]], args, strict=True)
+    ]
 
 
 def test_run_judge_and_score_give_the_judges_the_same_engine_options(

@@ -44,7 +44,7 @@ def data_used(manifest: Manifest) -> DataUsed:
     source = manifest.selection.data or manifest.dataset.source or "unknown"
     size = manifest.dataset.samples
     count = f" ({size} conversations)" if size is not None else ""
-    subset = manifest.selection.sample_ids is not None or manifest.config.get("limit_samples") is not None
+    subset = manifest.selection.sample_ids is not None or manifest.facts.limit_samples is not None
     if source == "hf" or source.startswith("hf:"):
         repo = source.partition(":")[2] or DEFAULT_HF_REPO
         if repo == DEFAULT_HF_REPO and not subset:

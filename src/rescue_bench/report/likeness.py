@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from rescue_bench.records import Json
-from rescue_bench.rundir import RunData
+from rescue_bench.rundir import Perturbed, RunData
 
 Affects = Literal["all", "judged", "bertscore"]
 
@@ -79,7 +79,7 @@ FACTS: tuple[tuple[str, Affects, Callable[[RunData], Json]], ...] = (
     ("batch size", "all", _config("batch_size")),
     ("task options", "all", _config("task_options")),
     ("repeats", "all", lambda run: run.repeats),
-    ("perturbation", "all", lambda run: _names(run.manifest.config.get("perturbation"))),
+    ("perturbation", "all", lambda run: _perturbation(run.manifest.facts.perturbation)),
 )
 """Each fact compared: its name, the numbers it changes, and how it is read from a run."""
 
@@ -94,11 +94,9 @@ def differences(runs: Sequence[RunData]) -> list[Difference]:
     return out
 
 
-def _names(record: Json) -> Json:
+def _perturbation(record: Perturbed | None) -> Json:
     """A perturbation record (``run.json`` config) as its names and seed: what it changed, not its prose."""
-    if not isinstance(record, dict):
-        return record
-    return {"names": record.get("names"), "seed": record.get("seed")}
+    return None if record is None else {"names": list(record.names), "seed": record.seed}
 
 
 def _shown(value: Json) -> str:

@@ -17,7 +17,7 @@ from rescue_bench.records import Json
 from rescue_bench.report import analysis, averages, measured
 from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.rundir import RunData, Scores, ScoresMeta
+from rescue_bench.rundir import BertScoreSetting, RunData, Scores, ScoresMeta
 from rescue_bench.tasks import judged_tasks, paper_columns, percent_tasks
 
 PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = tuple(
@@ -101,10 +101,10 @@ def _names(tasks: Sequence[str], joiner: str) -> str:
     return joiner.join(task.upper() for task in tasks)
 
 
-def bert_setting(run: RunData | None) -> dict[str, Json] | None:
+def bert_setting(run: RunData | None) -> BertScoreSetting | None:
     """The BERTScore setting a run's ``scores.json`` records (``None``: BERTScore never ran)."""
     meta = run.score_record.meta if run is not None and run.score_record is not None else None
-    return None if meta is None or meta.bertscore is None else meta.bertscore.model_dump()
+    return None if meta is None else meta.bertscore
 
 
 def bert_note(names: Sequence[str], runs: Sequence[RunData | None]) -> str:
@@ -387,10 +387,10 @@ def failures(runs: Sequence[RunData]) -> Table:
     """Parse failures, invalid labels and unscored judge verdicts per run and task (both scenarios)."""
     rows: list[tuple[Value, ...]] = []
     for name, run in zip(display_names(runs), runs, strict=True):
-        for task, scopes in _tasks(run).items():
-            if not scopes.get("all"):
+        for task in _tasks(run):
+            entry = ScopeEntry.of(run.score_record, task, "all")
+            if entry.empty:
                 continue
-            entry = ScopeEntry.model_validate(scopes["all"])
             n = entry.count("n")
             parse, invalid = entry.count("parse_failures"), entry.count("invalid_labels")
             rows.append(

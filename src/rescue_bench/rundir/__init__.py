@@ -41,10 +41,12 @@ from rescue_bench.rundir.lines import (
 from rescue_bench.rundir.manifest import (
     PROTOCOL,
     BertScoreSetting,
+    ConfigFacts,
     JudgeCounts,
     JudgeSession,
     Judging,
     Manifest,
+    Perturbed,
     judging_of,
 )
 from rescue_bench.rundir.read import (
@@ -80,6 +82,7 @@ __all__ = [
     "SCORES_FILE",
     "STUDY_FILE",
     "BertScoreSetting",
+    "ConfigFacts",
     "Counts",
     "JsonlAppender",
     "JudgeCounts",
@@ -87,6 +90,7 @@ __all__ = [
     "Judging",
     "JudgmentLine",
     "Manifest",
+    "Perturbed",
     "PredictionLine",
     "RequestLine",
     "RunData",

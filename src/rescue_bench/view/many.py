@@ -26,9 +26,7 @@ LEVEL = 0.05
 
 def variant(view: RunView) -> str:
     """The run's perturbations (``""`` for none): rank groups compare runs of one variant only."""
-    record = view.data.manifest.perturbation or {}
-    names = record.get("names") if isinstance(record, dict) else None
-    return ", ".join(map(str, names)) if isinstance(names, list) else ""
+    return ", ".join(view.data.manifest.perturbed)
 
 
 def comparable(views: Sequence[RunView]) -> list[RunView]:
