@@ -34,14 +34,17 @@ TARGET_S = 30.0
 def synthetic_run(tmp: Path) -> Path:
     """A baseline/random ER+VP run on 191 synthetic samples; returns the run directory."""
     from rescue_bench.data.synth import write_synthetic
-    from rescue_bench.engine.run import RunOptions, run_benchmark
+    from rescue_bench.evaluation.run import run
     from rescue_bench.spec import ModelSpec, RunSpec
 
     summary = write_synthetic(tmp / "synthetic.jsonl", samples=191, seed=0)
     config = RunSpec(
-        model=ModelSpec(name="baseline/random", seed=0), tasks=("er", "vp"), data=str(summary.path)
+        model=ModelSpec(name="baseline/random", seed=0),
+        tasks=("er", "vp"),
+        data=str(summary.path),
+        bertscore=False,  # the benchmark scores the pairs itself
     )
-    run_benchmark(config, tmp / "run", RunOptions(quiet=True))
+    run(config, tmp / "run")
     return tmp / "run"
 
 

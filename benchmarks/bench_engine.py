@@ -185,11 +185,11 @@ def main(argv: list[str] | None = None) -> int:
         again_before = CpuTimes.now()
         _, again_wall, _ = timed_run(config, tmp / "online-again", args.concurrency, cache=False)
         again_steal = steal_share(again_before, CpuTimes.now())
-        requests = sum(c["requests"] for c in result.counts.values())
-        instances = sum(c["instances"] for c in result.counts.values())
+        requests = sum(c.requests for c in result.counts.values())
+        instances = sum(c.instances for c in result.counts.values())
         _, filling_wall, filling_cpu = timed_run(config, tmp / "filling", args.concurrency, cache=True)
         cached, cached_wall, cached_cpu = timed_run(config, tmp / "cached", args.concurrency, cache=True)
-        hits = sum(c["cache_hits"] for c in cached.counts.values())
+        hits = sum(c.cache_hits for c in cached.counts.values())
         seq_time, seq_n = sequential_subset(base_url, str(summary.path), args.sequential_subset)
         sdk_import = sdk_import_seconds()
     finally:
@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         "instances": instances,
         "requests": requests,
         "status": result.status,
-        "invalid": sum(c["invalid"] for c in result.counts.values()),
+        "invalid": sum(c.invalid for c in result.counts.values()),
         "wall_s": round(wall, 2),
         "throughput_rps": round(requests / wall, 1),
         "ideal_rps": ideal,

@@ -63,7 +63,7 @@ def run_engine(data: Path, out: Path, base_url: str, concurrency: int) -> tuple[
     result = asyncio.run(execute_run(config, out, options))
     wall = time.perf_counter() - started
     assert result.status == "finished", result.stop_reason
-    return wall, sum(c["requests"] for c in result.counts.values())
+    return wall, sum(c.requests for c in result.counts.values())
 
 
 def reference_requests(data: Path) -> list[tuple[Any, Any, tuple[Any, ...]]]:

@@ -81,13 +81,13 @@ def worker(data: Path, out: Path, base_url: str, concurrency: int) -> dict[str, 
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = usage.ru_utime + usage.ru_stime - cpu
     peak = usage.ru_maxrss / 1024
-    requests = sum(c["requests"] for c in result.counts.values())
-    instances = sum(c["instances"] for c in result.counts.values())
+    requests = sum(c.requests for c in result.counts.values())
+    instances = sum(c.instances for c in result.counts.values())
     return {
         "status": result.status,
         "instances": instances,
         "requests": requests,
-        "invalid": sum(c["invalid"] for c in result.counts.values()),
+        "invalid": sum(c.invalid for c in result.counts.values()),
         "wall_s": round(wall, 2),
         "requests_per_s": round(requests / wall, 1),
         "cpu_s": round(cpu, 2),
