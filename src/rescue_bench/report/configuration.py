@@ -36,9 +36,8 @@ def settings(run: RunData) -> dict[str, str]:
     """A run's recorded setup as dotted ``key: value`` pairs, each fact once: the whole spec (format 2) stands
     for ``config`` and ``options``, which repeat parts of it. Every URL is without user info or query (a
     directory written before ``run.json`` was scrubbed may still hold them)."""
-    record = {k: v for k, v in run.run.items() if k not in VOLATILE}
-    if record.get("spec") is not None:
-        record = {k: v for k, v in record.items() if k not in ("config", "options")}
+    left_out = (*VOLATILE, "config", "options") if run.manifest.spec is not None else VOLATILE
+    record = {k: v for k, v in run.run.items() if k not in left_out}
     return dict(flatten(scrub(record)))
 
 
