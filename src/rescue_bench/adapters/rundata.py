@@ -19,6 +19,7 @@ from rescue_bench.judge.merge import fingerprint_of, judged_lines
 from rescue_bench.judge.runner import rescore_run
 from rescue_bench.rundir import (
     JudgmentLine,
+    Manifest,
     PredictionLine,
     RequestLine,
     RunData,
@@ -114,7 +115,7 @@ def _write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:
     judgments = [
         j.model_copy(update={"prediction_hash": fingerprints.get(j.instance_id)}) for j in imported.judgments
     ]
-    atomic_write_json(out / "run.json", dict(imported.run))
+    atomic_write_json(out / "run.json", Manifest.from_json(imported.run, "run.json").to_json())
     _write_jsonl(out / "requests.jsonl", imported.requests)
     _write_jsonl(out / "predictions.jsonl", imported.predictions)
     if judgments:
