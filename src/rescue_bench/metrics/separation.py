@@ -177,9 +177,10 @@ def resolution_legend(resolutions: Sequence[tuple[str, Resolution]]) -> str:
     if shown:
         pairs = max(r.pairs for r in shown)
         lowest = min(r.clusters for r in shown)
+        more = " or more" if any(r.clusters != lowest for r in shown) else ""
         out.append(
             f"Resolution: {pairs} pair{'s' if pairs != 1 else ''} per metric, so a separation needs "
-            f"p below {min(r.threshold for r in shown):.2g}; {lowest} conversations or more allow p down to "
+            f"p below {min(r.threshold for r in shown):.2g}; {lowest} conversations{more} allow p down to "
             f"{p_floor(lowest):.2g}."
         )
     missing: dict[str, list[str]] = {}
