@@ -162,10 +162,10 @@ def method_legend(method: Adjustment, level: float) -> str:
         "" if method == "none" else f", {ADJUSTMENT_NAMES[method]}-adjusted over the pairs of each metric"
     )
     return (
-        "Runs sharing a letter cannot be told apart (a = best): every pair is tested on the instances all "
-        "runs share, p two-sided from the standard error of the paired cluster bootstrap over conversations "
-        "(normal approximation, no floor from the number of resamples; never below 2/2^n with n "
-        f"conversations){adjusted}, level {level:g}."
+        "Runs sharing a letter cannot be told apart (a = best). p: two-sided, from the standard error of the "
+        "paired cluster bootstrap over conversations on the instances all runs share (normal approximation: "
+        f"no floor from the number of resamples, never below 2/2^n with n conversations){adjusted}, "
+        f"level {level:g}."
     )
 
 

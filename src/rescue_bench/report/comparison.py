@@ -231,11 +231,10 @@ def _mcnemar_table(
 
 
 def _note(result: ManyComparison, matrix: MetricMatrix) -> str:
-    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
     why = matrix.resolution.reason()
     return (
-        "Cells: row minus column on the instances all runs share, 95% CI from a paired cluster bootstrap "
-        f"over conversations ({result.n_resamples} resamples), p two-sided, {how} adjustment over "
-        f"the pairs of this metric. Group: {method_legend(result.adjust, result.level)} "
+        "Cells: row minus column, 95% CI from a paired cluster bootstrap over conversations "
+        f"({result.n_resamples} resamples), p adjusted as below. Group: "
+        f"{method_legend(result.adjust, result.level)} "
         + (f"No groups: {why}." if why else resolution_legend([("", matrix.resolution)]))
     )

@@ -255,13 +255,11 @@ def _section(name: str, views: Sequence[RunView], result: ManyComparison | str) 
                     ),
                 )
             )
-    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
     shown = {(entry.task, metric) for entry in result.tasks for metric in paper_metrics(entry.task)}
     note = (
-        "Cell: row minus column on the instances all runs share (point at it for its 95% CI, from a paired "
-        f"cluster bootstrap over conversations, {result.n_resamples} resamples), p two-sided with {how} "
-        f"adjustment over the pairs of the metric; bold: p < {result.level:g}. Group: "
-        f"{result.legend('all', shown)} "
+        "Cell: row minus column (point at it for its 95% CI, from a paired cluster bootstrap over "
+        f"conversations, {result.n_resamples} resamples), p adjusted as below; bold: p < {result.level:g}. "
+        f"Group: {result.legend('all', shown)} "
         "Top-1 tasks: the counts link to the instances right in the row run and wrong in the column run, "
         "and the reverse."
     )
