@@ -21,6 +21,7 @@ from rescue_bench.metrics.separation import (
     clusters_needed,
     normal_p,
     p_floor,
+    resolution_legend,
     standard_error,
 )
 from rescue_bench.tasks import metric_specs
@@ -97,6 +98,7 @@ def test_resolution_of_a_ten_run_study() -> None:
     assert clusters_needed(45, 0.05, "holm") == 11 and p_floor(11) < 0.05 / 45 < p_floor(10)
     assert Resolution.of(6, 1, 0.05, "holm").supported  # two runs: one pair, threshold 0.05 > 1/32
     assert not Resolution.of(40, 0, 0.05, "holm").supported  # no pair with values: nothing to claim
+    assert resolution_legend([("ER llm", Resolution.of(40, 0, 0.05, "holm"))]) == ""  # and nothing to say
 
 
 def test_normal_p_has_no_floor_from_the_resamples() -> None:

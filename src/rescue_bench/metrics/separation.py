@@ -171,7 +171,7 @@ def method_legend(method: Adjustment, level: float) -> str:
 
 def resolution_legend(resolutions: Sequence[tuple[str, Resolution]]) -> str:
     """The resolution of the groups shown (``(what, resolution)`` per metric): the threshold a separation
-    needs and the smallest p the data give; then each metric without groups, and why."""
+    needs and the smallest p the data give; then each metric with values but without groups, and why."""
     shown = [r for _, r in resolutions if r.supported]
     out = []
     if shown:
@@ -185,7 +185,7 @@ def resolution_legend(resolutions: Sequence[tuple[str, Resolution]]) -> str:
         )
     missing: dict[str, list[str]] = {}
     for what, resolution in resolutions:
-        if not resolution.supported:
+        if resolution.pairs and not resolution.supported:  # no pairs: no values, nothing to explain
             missing.setdefault(resolution.reason(), []).append(what)
     for why, names in missing.items():
         out.append(f"No groups for {', '.join(names)}: {why}.")
