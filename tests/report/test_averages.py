@@ -127,7 +127,7 @@ def test_the_study_leaderboard_averages_each_perturbation(
         return board.Row(entry, runs[entry.path.name], "finished")
 
     monkeypatch.setattr(board, "_row", row)
-    monkeypatch.setattr(board, "rank_groups", lambda *a, **k: {})
+    monkeypatch.setattr(board, "comparisons", lambda *a, **k: [])
     entries = [Entry(k, tmp_path / k, v, "finished") for k, v in variants.items()]
     report = leaderboard_report(entries)
     main = report.table("leaderboard")

@@ -88,7 +88,8 @@ def _sorting(page: Any) -> None:
     expect(header).to_have_attribute("aria-sort", "ascending")
     assert values() == sorted(values())
     groups = page.locator(f"{column} .group").all_inner_texts()
-    assert len(groups) == 10 and all(g.isalpha() for g in groups)
+    # six demo conversations cannot separate ten runs (issue #39.1): no letters, and the page says why
+    assert groups == [] and "at least 11 conversations" in page.inner_text("body")
     assert "majority" in page.locator("#leaderboard tbody tr").first.inner_text()  # worst first, ascending
     _shot(page, "view-leaderboard.png")
 

@@ -4,20 +4,22 @@ p-values, and the rank groups of each metric.
 Per task, the runs are aligned on the instance ids they all have (so every pair is compared on the same
 instances). Per scope and headline metric, one set of cluster-bootstrap resamples (conversations, within
 scenario, seeded as :func:`~rescue_bench.metrics.bootstrap.paired_cluster_bootstrap_cis`) is shared by all
-runs: each pair gets the percentile CI of A - B and a two-sided bootstrap p-value,
-``min(1, 2 * min(#(d* <= 0) + 1, #(d* >= 0) + 1) / (B + 1))``. With two runs the CI is exactly that of
-``compare A B``. The p-values of one metric and scope (all pairs: one family) are adjusted together
-(:func:`~rescue_bench.metrics.multiplicity.adjust`, Holm by default), and models whose adjusted p-value is
-not below the level cannot be told apart (:func:`~rescue_bench.metrics.multiplicity.rank_groups`).
-McNemar's exact test on top-1 correctness is added for the tasks that have it, adjusted the same way.
+runs: each pair gets the percentile CI of A - B and a two-sided p-value from the standard error of the
+resampled differences (:func:`~rescue_bench.metrics.separation.normal_p`: no floor from the number of
+resamples, never below the floor of the conversations, :mod:`rescue_bench.metrics.separation` says why). With
+two runs the CI is exactly that of ``compare A B``. The p-values of one metric and scope (all pairs: one
+family) are adjusted together (:func:`~rescue_bench.metrics.multiplicity.adjust`, Holm by default), and
+models whose adjusted p-value is not below the level cannot be told apart
+(:func:`~rescue_bench.metrics.multiplicity.rank_groups`). Where the conversations cannot support a single
+separation (:class:`~rescue_bench.metrics.separation.Resolution`), a metric gets no groups. McNemar's exact
+test on top-1 correctness is added for the tasks that have it, adjusted the same way.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from itertools import combinations
 
-import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.errors import ConfigError
@@ -31,7 +33,6 @@ from rescue_bench.metrics.aggregate import (
     typed_records,
 )
 from rescue_bench.metrics.bootstrap import percentile_interval
-from rescue_bench.metrics.classification import FloatArray
 from rescue_bench.metrics.compare import (
     first_repeat,
     mcnemar,
@@ -41,6 +42,13 @@ from rescue_bench.metrics.compare import (
     shared_instances,
 )
 from rescue_bench.metrics.multiplicity import Adjustment, adjust, rank_groups
+from rescue_bench.metrics.separation import (
+    Resolution,
+    floored,
+    method_legend,
+    normal_p,
+    resolution_legend,
+)
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.rundir import PredictionLine
 
@@ -67,7 +75,10 @@ class MetricMatrix(_Record):
     values: tuple[float | None, ...]
     pairs: tuple[PairDiff, ...]
     groups: tuple[str, ...]
-    """Per run, the letters of its rank groups (``a`` = best); runs sharing a letter cannot be told apart."""
+    """Per run, the letters of its rank groups (``a`` = best); runs sharing a letter cannot be told apart.
+    All empty when the data cannot separate any pair (``resolution``)."""
+    resolution: Resolution
+    """How fine a separation the conversations allow; :meth:`Resolution.reason`: why there are no groups."""
 
 
 class McNemarPair(_Record):
@@ -81,6 +92,8 @@ class McNemarPair(_Record):
 
 class ScopeMatrix(_Record):
     n: int
+    clusters: int
+    """Conversations the instances come from (the bootstrap's units)."""
     metrics: tuple[MetricMatrix, ...]
     mcnemar: tuple[McNemarPair, ...] = ()
 
@@ -108,16 +121,23 @@ class ManyComparison(_Record):
     def task(self, name: str) -> TaskMatrix | None:
         return next((t for t in self.tasks if t.task == name), None)
 
+    def resolutions(
+        self, scope: str = "all", shown: Collection[tuple[str, str]] | None = None
+    ) -> list[tuple[str, Resolution]]:
+        """``("ITP f1", resolution)`` of each metric of ``scope`` (those ``(task, metric)`` in ``shown``)."""
+        return [
+            (f"{task.task.upper()} {matrix.metric}", matrix.resolution)
+            for task in self.tasks
+            if scope in task.scopes
+            for matrix in task.scopes[scope].metrics
+            if shown is None or (task.task, matrix.metric) in shown
+        ]
 
-def bootstrap_p(diffs: FloatArray) -> float:
-    """Two-sided p-value of "no difference" from resampled differences (with the +1 correction).
-
-    >>> bootstrap_p(np.zeros(9)), round(bootstrap_p(np.ones(9)), 4)
-    (1.0, 0.2)
-    """
-    below = int(np.sum(diffs <= 0)) + 1
-    above = int(np.sum(diffs >= 0)) + 1
-    return float(min(1.0, 2 * min(below, above) / (diffs.size + 1)))
+    def legend(self, scope: str = "all", shown: Collection[tuple[str, str]] | None = None) -> str:
+        """The rank groups' legend: what they mean and how they are made, the resolution of the metrics
+        shown, and each of them without groups with the reason (:mod:`rescue_bench.metrics.separation`)."""
+        found = resolution_legend(self.resolutions(scope, shown))
+        return method_legend(self.adjust, self.level) + (f" {found}" if found else "")
 
 
 def aligned_records(
@@ -151,6 +171,7 @@ def compare_scope_many(
     draws = paired_draws(metric_plan(spec, labels), runs, n_resamples, seed)
     points = [repeat_mean_values(spec, run, labels) for run in runs]
     pairs = list(combinations(range(len(runs)), 2))
+    clusters = len({r.sample_id for r in runs[0]})
     metrics = []
     for name in spec.headline:
         values = tuple(p[name] for p in points)
@@ -161,8 +182,9 @@ def compare_scope_many(
             if va is None or vb is None:
                 raw.append((None, None, 1.0))
             else:
-                raw.append((va - vb, percentile_interval(d), bootstrap_p(d)))
-        metrics.append(_matrix(name, values, pairs, raw, method, level))
+                raw.append((va - vb, percentile_interval(d), floored(normal_p(va - vb, d), clusters)))
+        resolution = Resolution.of(clusters, sum(r[0] is not None for r in raw), level, method)
+        metrics.append(_matrix(name, values, pairs, raw, method, level, resolution))
     tests: tuple[McNemarPair, ...] = ()
     if spec.mcnemar:
         hits = [[correct_top1(spec.kind, r) for r in first_repeat(run)] for run in runs]
@@ -172,7 +194,8 @@ def compare_scope_many(
             McNemarPair(a=a, b=b, a_only=f["a_only"], b_only=f["b_only"], p=f["p_exact"], p_adjusted=q)
             for (a, b), f, q in zip(pairs, found, adjusted, strict=True)
         )
-    return ScopeMatrix(n=len({r.instance_id for r in runs[0]}), metrics=tuple(metrics), mcnemar=tests)
+    n = len({r.instance_id for r in runs[0]})
+    return ScopeMatrix(n=n, clusters=clusters, metrics=tuple(metrics), mcnemar=tests)
 
 
 def _matrix(
@@ -182,6 +205,7 @@ def _matrix(
     raw: Sequence[tuple[float | None, tuple[float, float] | None, float]],
     method: Adjustment,
     level: float,
+    resolution: Resolution,
 ) -> MetricMatrix:
     tested = [i for i, (diff, _, _) in enumerate(raw) if diff is not None]
     adjusted = dict(zip(tested, adjust([raw[i][2] for i in tested], method), strict=True))
@@ -191,8 +215,8 @@ def _matrix(
         q = adjusted.get(i)
         different[a][b] = different[b][a] = q is not None and q < level
         out.append(PairDiff(a=a, b=b, diff=diff, ci=ci, p=p if diff is not None else None, p_adjusted=q))
-    groups = tuple(rank_groups(values, different))
-    return MetricMatrix(metric=name, values=values, pairs=tuple(out), groups=groups)
+    groups = tuple(rank_groups(values, different)) if resolution.supported else ("",) * len(values)
+    return MetricMatrix(metric=name, values=values, pairs=tuple(out), groups=groups, resolution=resolution)
 
 
 def _same_repeats(task: str, runs: Sequence[Sequence[PredictionLine]], names: Sequence[str]) -> None:

@@ -12,6 +12,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.compare import compare_runs
 from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, ScopeMatrix, compare_many
 from rescue_bench.metrics.multiplicity import Adjustment
+from rescue_bench.metrics.separation import method_legend, resolution_legend
 from rescue_bench.records import Json
 from rescue_bench.report.entries import ComparedScope, ComparisonMeta
 from rescue_bench.report.robustness import run_records
@@ -210,7 +211,7 @@ def _matrix_table(
         f"{task.upper()} {matrix.metric} ({SCOPE_NAMES[scope]}, n = {n})",
         ("Model", "Value", "Group", *(f"− {head}" for head in heads)),
         tuple(rows),
-        _note(result) + ("" if ci else " CIs: --ci, or --json."),
+        _note(result, matrix) + ("" if ci else " CIs: --ci, or --json."),
     )
 
 
@@ -229,11 +230,11 @@ def _mcnemar_table(
     )
 
 
-def _note(result: ManyComparison) -> str:
-    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
+def _note(result: ManyComparison, matrix: MetricMatrix) -> str:
+    why = matrix.resolution.reason()
     return (
-        "Cells: row minus column on the instances all runs share, 95% CI from a paired cluster bootstrap "
-        f"over conversations ({result.n_resamples} resamples), p two-sided, {how} adjustment over "
-        f"the pairs of this metric. Group: runs that share a letter cannot be told apart at level "
-        f"{result.level:g} (a = best)."
+        "Cells: row minus column, 95% CI from a paired cluster bootstrap over conversations "
+        f"({result.n_resamples} resamples), p adjusted as below. Group: "
+        f"{method_legend(result.adjust, result.level)} "
+        + (f"No groups: {why}." if why else resolution_legend([("", matrix.resolution)]))
     )

@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rescue_bench.metrics.compare_many import ManyComparison
 from rescue_bench.metrics.multiplicity import Adjustment
+from rescue_bench.metrics.separation import method_legend, resolution_legend
 from rescue_bench.report import averages, likeness
 from rescue_bench.report.build import Report, with_scores
 from rescue_bench.report.comparison import compare_many_run_data
@@ -100,11 +101,11 @@ def _row(entry: Entry) -> Row:
     return Row(entry, run, state(run))
 
 
-def rank_groups(
+def comparisons(
     rows: Sequence[Row], *, method: Adjustment, level: float, n_resamples: int, seed: int
-) -> dict[int, dict[tuple[str, str], str]]:
-    """Row index -> (task, metric) -> group letters, among the finished rows of each perturbation."""
-    out: dict[int, dict[tuple[str, str], str]] = {}
+) -> list[tuple[str, list[int], ManyComparison]]:
+    """Per perturbation with two finished rows or more: its name, the rows compared, their comparison."""
+    out = []
     for variant in dict.fromkeys(r.entry.variant for r in rows):
         members = [i for i, r in enumerate(rows) if r.entry.variant == variant and r.complete and r.run]
         if len(members) < 2:
@@ -113,6 +114,22 @@ def rank_groups(
         result = compare_many_run_data(
             [r for r in runs if r is not None], method=method, level=level, n_resamples=n_resamples, seed=seed
         )
+        out.append((variant, members, result))
+    return out
+
+
+def rank_groups(
+    rows: Sequence[Row], *, method: Adjustment, level: float, n_resamples: int, seed: int
+) -> dict[int, dict[tuple[str, str], str]]:
+    """Row index -> (task, metric) -> group letters, among the finished rows of each perturbation."""
+    return _all_letters(comparisons(rows, method=method, level=level, n_resamples=n_resamples, seed=seed))
+
+
+def _all_letters(
+    compared: Sequence[tuple[str, list[int], ManyComparison]],
+) -> dict[int, dict[tuple[str, str], str]]:
+    out: dict[int, dict[tuple[str, str], str]] = {}
+    for _, members, result in compared:
         for position, index in enumerate(members):
             out[index] = _letters(result, position)
     return out
@@ -127,6 +144,19 @@ def _letters(result: ManyComparison, position: int) -> dict[tuple[str, str], str
     return letters
 
 
+def _groups_note(
+    compared: Sequence[tuple[str, list[int], ManyComparison]], method: Adjustment, level: float
+) -> str:
+    """The rank groups' legend: the method, then per perturbation the resolution of the columns shown."""
+    shown = {(task, metric) for task, metric, *_ in PAPER_COLUMNS}
+    parts = [f"Among the finished runs of one perturbation. {method_legend(method, level)}"]
+    for variant, _, result in compared:
+        found = resolution_legend(result.resolutions("all", shown))
+        named = f"{variant}: " if variant and len(compared) > 1 else ""
+        parts += [f"{named}{found}"] if found else []
+    return " ".join([*parts, "Empty: not finished, fewer than two finished runs, or no groups (said above)."])
+
+
 def leaderboard_report(
     entries: Sequence[Entry],
     *,
@@ -138,7 +168,8 @@ def leaderboard_report(
 ) -> Report:
     """The study's leaderboard (status, validity, every Table 5 value with its CI) and its rank groups."""
     rows = [_row(e) for e in entries]
-    groups = rank_groups(rows, method=method, level=level, n_resamples=n_resamples, seed=seed)
+    compared = comparisons(rows, method=method, level=level, n_resamples=n_resamples, seed=seed)
+    groups = _all_letters(compared)
     main: list[tuple[Value, ...]] = []
     letters: list[tuple[Value, ...]] = []
     for index, row in enumerate(rows):
@@ -161,7 +192,6 @@ def leaderboard_report(
     subtitle = heading(runs) if runs else "Measured: no run has answers yet"
     if with_paper:
         subtitle += f"\n{published_heading(runs)}"
-    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[method]
     tables = (
         Table(
             "leaderboard",
@@ -176,10 +206,7 @@ def leaderboard_report(
             "Rank groups",
             ("Model", *headers),
             tuple(letters),
-            "Among the finished runs of one perturbation, runs sharing a letter cannot be told apart "
-            f"(paired cluster bootstrap on shared instances, {how} adjustment over the pairs, level "
-            f"{level:g}); "
-            "a = best. Empty: not finished, or fewer than two finished runs.",
+            _groups_note(compared, method, level),
         ),
     )
     return Report("Study leaderboard", tuple(r.entry.label for r in rows), tables, (), partial=unfinished)

@@ -3,7 +3,8 @@ the many-way compare page (per task and metric, the matrix of paired differences
 each top-1 cell linking to the instances right in one run and wrong in the other).
 
 The statistics are the report's: :func:`~rescue_bench.report.comparison.compare_many_run_data` (paired
-cluster bootstrap on the instances all runs share, Holm-adjusted p-values, rank groups).
+cluster bootstrap on the instances all runs share, Holm-adjusted p-values, rank groups, and the legend
+saying how fine the groups can be, :mod:`rescue_bench.metrics.separation`).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, ScopeMatrix
+from rescue_bench.metrics.separation import method_legend, resolution_legend
 from rescue_bench.report import likeness
 from rescue_bench.report.comparison import compare_many_run_data
 from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, metric_cell
@@ -105,6 +107,13 @@ def leaderboard(views: Sequence[RunView], results: Mapping[str, ManyComparison |
             )
         )
     problems = {name: r for name, r in results.items() if isinstance(r, str) and len(_of(views, name)) > 1}
+    shown = {(task, metric) for task, metric, *_ in PAPER_COLUMNS}
+    said = {
+        name: resolution_legend(r.resolutions("all", shown))
+        for name, r in results.items()
+        if not isinstance(r, str)
+    }
+    resolutions = {name: text for name, text in said.items() if text}
     return {
         "title": "Leaderboard",
         "unlike": _unlike(views),
@@ -112,6 +121,8 @@ def leaderboard(views: Sequence[RunView], results: Mapping[str, ManyComparison |
         "headers": [(task, header) for task, _, header, _, _ in PAPER_COLUMNS],
         "problems": problems,
         "level": LEVEL,
+        "legend": method_legend("holm", LEVEL),
+        "resolutions": resolutions,
     }
 
 
@@ -242,12 +253,11 @@ def _section(name: str, views: Sequence[RunView], result: ManyComparison | str) 
                     ),
                 )
             )
-    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
+    shown = {(entry.task, metric) for entry in result.tasks for metric in paper_metrics(entry.task)}
     note = (
-        "Cell: row minus column on the instances all runs share (point at it for its 95% CI, from a paired "
-        f"cluster bootstrap over conversations, {result.n_resamples} resamples), p two-sided with {how} "
-        f"adjustment over the pairs of the metric; bold: p < {result.level:g}. Group: runs sharing a letter "
-        "cannot be told apart (a = best). "
+        "Cell: row minus column (point at it for its 95% CI, from a paired cluster bootstrap over "
+        f"conversations, {result.n_resamples} resamples), p adjusted as below; bold: p < {result.level:g}. "
+        f"Group: {result.legend('all', shown)} "
         "Top-1 tasks: the counts link to the instances right in the row run and wrong in the column run, "
         "and the reverse."
     )
