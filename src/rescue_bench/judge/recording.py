@@ -29,7 +29,7 @@ from rescue_bench.rundir import (
     load_run,
     run_lock,
 )
-from rescue_bench.tasks import task_infos
+from rescue_bench.tasks import task_infos, vp
 
 
 def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = None) -> dict[str, Json]:
@@ -48,7 +48,15 @@ def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Jso
     records = judged_records(data.prediction_lines, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
-    scores = judged_scores(data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples)
+    vp_options = vp.recorded_options(data.manifest.config)
+    scores = judged_scores(
+        data.prediction_lines,
+        judgments,
+        data.scores,
+        seed=seed,
+        n_resamples=n_resamples,
+        integer_vp=vp_options.judge_scale == "integer",
+    )
     names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names
@@ -57,6 +65,8 @@ def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Jso
     meta["scoring_rules"] = {
         task: dict(rubric.judge_rubric(task).rules) for task in rubric.JUDGE_TASKS if task in scores
     }
+    if vp.INFO.name in meta["scoring_rules"]:  # the run's own VP readings (task options), named in words
+        meta["scoring_rules"][vp.INFO.name].update(vp.scoring_rules(vp_options))
     if len(names) > 1:
         meta["judge_agreement"] = judge_agreement(judgments)
     if data.score_record is not None and data.score_record.relational is not None:

@@ -22,6 +22,7 @@ here too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,6 +53,7 @@ from rescue_bench.rundir import (
     load_run,
     locked_run,
 )
+from rescue_bench.tasks import vp
 
 __all__ = [
     "RAW_LIMIT",
@@ -222,7 +224,10 @@ async def judge_run(
         judged = await _ask_judges(records, judges, how, data.manifest.candidate, appender, warn)
         bert_lines: list[JudgmentLine] = []
         if scorer is not None and judged.stop is None:
-            bert_lines = _add_bertscore(records, scorer, how, appender)
+            greedy = vp.recorded_options(data.manifest.config).bert == "precision-aware"
+            bert_lines = _add_bertscore(
+                records, scorer, how, appender, greedy_tasks={"vp"} if greedy else set()
+            )
     finally:
         progress.stop()
         appender.close()
@@ -269,12 +274,18 @@ async def _ask_judges(
 
 
 def _add_bertscore(
-    records: Sequence[PredictionLine], scorer: BertScorer, how: JudgePass, appender: JsonlAppender
+    records: Sequence[PredictionLine],
+    scorer: BertScorer,
+    how: JudgePass,
+    appender: JsonlAppender,
+    *,
+    greedy_tasks: AbstractSet[str] = frozenset(),
 ) -> list[JudgmentLine]:
-    """BERTScore lines of the records that have none made with ``scorer``, appended as they are made."""
+    """BERTScore lines of the records that have none made with ``scorer``, appended as they are made
+    (``greedy_tasks``: the tasks scored precision-aware, by the run's options)."""
     current = _done(
         how.judgments, BERTSCORE_JUDGE, how.fingerprints, retry_unscored=False, bertscore_hash=scorer.hash
     )
-    bert_lines = bertscore_judgments(records, scorer, current)
+    bert_lines = bertscore_judgments(records, scorer, current, greedy_tasks=greedy_tasks)
     appender.append([j.to_json() for j in bert_lines])
     return bert_lines

@@ -15,6 +15,7 @@ from typing import Any
 
 from rescue_bench.judge.merge import JUDGED_TASKS, judge_repeat_count, judge_repeat_lines, judged_lines
 from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, split_by_task
+from rescue_bench.metrics.generation import score_value, viewpoint_integer
 from rescue_bench.metrics.repeats import aggregate_repeated_task
 from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine, PredictionLine
@@ -26,6 +27,18 @@ def repeat_count(lines: Sequence[PredictionLine]) -> int:
     return 1 + max((line.repeat for line in lines), default=0)
 
 
+def integer_scale(lines: Sequence[PredictionLine]) -> list[PredictionLine]:
+    """The VP lines with each judged instance's ``llm`` on the integer 1-5 scale (``--vp-judge-scale
+    integer``: :func:`~rescue_bench.metrics.generation.viewpoint_integer` of its total); others unchanged."""
+    out = []
+    for line in lines:
+        total = score_value(line.scores, "total") if line.task == "vp" else None
+        if total is not None:
+            line = line.model_copy(update={"scores": {**line.scores, "llm": viewpoint_integer(total)}})
+        out.append(line)
+    return out
+
+
 def judged_scores(
     predictions: Sequence[PredictionLine],
     judgments: Sequence[JudgmentLine],
@@ -33,10 +46,13 @@ def judged_scores(
     *,
     seed: int,
     n_resamples: int,
+    integer_vp: bool = False,
 ) -> dict[str, Any]:
     """The ``scores.json`` dict (tasks and ``_meta``) of a run's predictions with ``judgments`` folded in;
-    ``old`` is the ``scores.json`` the engine wrote (or ``None``)."""
-    merged = judged_lines(predictions, judgments)
+    ``old`` is the ``scores.json`` the engine wrote (or ``None``); ``integer_vp`` puts each VP instance's
+    judge score on the integer 1-5 scale (:func:`integer_scale`)."""
+    rescale = integer_scale if integer_vp else list
+    merged = rescale(judged_lines(predictions, judgments))
     by_task = split_by_task(merged)
     judge_repeats = judge_repeat_count(judgments)
     if judge_repeats == 1 and all(repeat_count(lines) == 1 for lines in by_task.values()):
@@ -50,7 +66,7 @@ def judged_scores(
     scores: dict[str, Any] = {}
     for task, lines in by_task.items():
         if task in JUDGED_TASKS:
-            asks = judge_repeat_lines(predictions, judgments, judge_repeats)
+            asks = rescale(judge_repeat_lines(predictions, judgments, judge_repeats))
             mine = [r.to_json() for r in asks if r.task == task]
             k = repeat_count(lines) * judge_repeats
             scores[task] = aggregate_repeated_task(
