@@ -96,7 +96,7 @@ def test_a_plugin_that_declares_no_bill_is_not_guarded(asked: list[str], tmp_pat
 
 @pytest.mark.usefixtures("asked")
 def test_only_the_judges_declared_billed_get_a_guard(tmp_path: Path) -> None:
-    judges = [{"name": name} for name in ("paid/j", "free/j", "vllm/j")]
+    judges = [{"name": name, "price_in": 1.0, "price_out": 1.0} for name in ("paid/j", "free/j", "vllm/j")]
     spec = RunSpec.model_validate(
         {"model": "baseline/random", "tasks": ["er"], "judges": judges, "budget": TINY}
     )

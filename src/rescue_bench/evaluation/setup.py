@@ -136,12 +136,12 @@ def price_source(spec: RunSpec, judge: str | None = None) -> Priced:
     budget = spec.budget
     if judge is None:
         name = spec.model.name
-        if budget.price_in is not None and budget.price_out is not None:
+        if not is_billed(name):
+            found = Priced(name, Prices(0.0, 0.0), "not billed: it runs on this machine")
+        elif budget.price_in is not None and budget.price_out is not None:
             found = Priced(name, Prices(budget.price_in, budget.price_out), "--price-in/--price-out")
         elif budget.prices is not None:
             found = Priced(name, load_prices(budget.prices, name), f"--prices {budget.prices.name}")
-        elif not is_billed(name):
-            found = Priced(name, Prices(0.0, 0.0), "not billed: it runs on this machine")
         else:
             found = table_prices(name)
         if spec.batch and found.prices is not None:
