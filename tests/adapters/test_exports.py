@@ -358,7 +358,9 @@ def test_the_hub_card_states_what_a_reader_needs_to_check_the_numbers(run_dir: P
     assert "- Judge: not judged" in card and "- BERTScore backbone: none" in card
     assert f"- Protocol version: {manifest['config']['protocol']}" in card
     assert f"- Data SHA-256: {manifest['dataset']['hash']}" in card and "- Data source: demo" in card
-    assert "## Licence" in card and "research-only" in card and front_matter(tmp_path / "README.md")["license"]
+    assert (
+        "## Licence" in card and "research-only" in card and front_matter(tmp_path / "README.md")["license"]
+    )
     # The citation is CITATION.cff's preferred one.
     cff = yaml.safe_load((Path(__file__).resolve().parents[2] / "CITATION.cff").read_text())
     cited = cff["preferred-citation"]

@@ -159,3 +159,11 @@ def test_the_vp_readings_are_recorded_and_named() -> None:
     rules = vp.scoring_rules(chosen)
     assert "greedy one-to-one matching" in rules["bertscore_f1"] and "rounded" in rules["llm"]
     assert vp.scoring_rules(default) == dict(vp.JUDGE.rules)
+
+
+def test_no_gold_view_of_the_real_samples_targets_the_group(real_samples: list[Sample]) -> None:
+    # docs/protocol-differences.md ("VP targets"): why the group label is not offered by default.
+    views = [
+        v for sample in real_samples for row in sample.rows if row.is_client for v in vp.gold_viewpoints(row)
+    ]
+    assert len(views) == 32 and not [v for v in views if v["target"] in ("Couple", "Family")]
