@@ -124,8 +124,8 @@ def test_itp_invalid_answer_is_the_wrong_class_in_instance_scores_and_aggregate(
 
 
 def test_the_reference_reading_of_the_itp_toy_case_is_as_the_doc_states() -> None:
-    """The reference's ``main`` turns any unreadable answer into ``no`` before scoring: the invalid positive is
-    a false negative there too, and the invalid negative a free true negative (precision and accuracy move)."""
+    """The reference's ``main`` turns any unreadable answer into ``no`` before scoring: the invalid positive
+    is a false negative there too, the invalid negative a free true negative (precision and accuracy move)."""
     answers = [("yes", "yes"), ("yes", "yes"), ("yes", "no"), ("yes", "no")]
     answers += [("no", "yes"), ("no", "no"), ("no", "no"), ("no", "no")]
     records = []
