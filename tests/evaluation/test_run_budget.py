@@ -8,8 +8,10 @@ import pytest
 from tests.models.test_registry import install_plugin
 
 import rescue_bench
+from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.setup import judge_budgets, run_budget
 from rescue_bench.judge.after_run import is_billed
+from rescue_bench.pricing import Prices
 from rescue_bench.spec import RunSpec
 
 METERED = '''
@@ -102,3 +104,18 @@ def test_only_the_judges_declared_billed_get_a_guard(tmp_path: Path) -> None:
     )
     out = tmp_path / "not-yet"
     assert sorted(judge_budgets(spec, run_budget(spec, out), out)) == ["paid/j", "vllm/j"]
+
+
+def test_a_judge_is_never_guarded_at_the_models_prices(tmp_path: Path) -> None:
+    # --price-in/--price-out price the model: a judge with no price of its own stops the run before it starts.
+    spec = RunSpec.model_validate(
+        {"model": "openai/x", "tasks": ["er"], "judges": [{"name": "vllm/j"}], "budget": TINY}
+    )
+    out = tmp_path / "not-yet"
+    with pytest.raises(ConfigError, match="needs prices for the judge vllm/j"):
+        judge_budgets(spec, run_budget(spec, out), out)
+    priced = spec.model_copy(
+        update={"judges": (spec.judges[0].model_copy(update={"price_in": 3.0, "price_out": 4.0}),)}
+    )
+    guard = judge_budgets(priced, run_budget(priced, out), out)["vllm/j"]
+    assert guard.prices == Prices(3.0, 4.0)

@@ -56,10 +56,11 @@ def judges_of(run: RunData) -> Json:
 
 
 def _without_endpoint(judge: Json) -> Json:
-    # Where a judge is served (and with which key) does not change its verdicts.
+    # Where a judge is served (and with which key), and what it costs, do not change its verdicts.
     if not isinstance(judge, dict):
         return judge
-    return {k: v for k, v in judge.items() if k not in ("base_url", "api_key_env", "concurrency")}
+    skipped = ("base_url", "api_key_env", "concurrency", "price_in", "price_out")
+    return {k: v for k, v in judge.items() if k not in skipped}
 
 
 GENERATION_KEYS: tuple[str, ...] = tuple(k for k in Generation.model_fields if k != "seed")
