@@ -20,6 +20,7 @@ from typing import Any, Final, Literal
 from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.errors import DataError
 from rescue_bench.metrics import relational_gold as relational
 from rescue_bench.metrics.generation import viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
@@ -406,10 +407,21 @@ def recorded_options(config: Mapping[str, Json]) -> Options:
     'precision-aware'
     >>> recorded_options({}).judge_scale
     'linear'
+    >>> recorded_options({"task_options": {"vp": {"bert": "max"}}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rescue_bench.errors.DataError: run.json: config.task_options.vp.bert: Input should be ...
     """
     given = config.get("task_options")
     mine = given.get(INFO.name) if isinstance(given, Mapping) else None
-    return Options.model_validate(mine) if isinstance(mine, Mapping) else DEFAULT_OPTIONS
+    if not isinstance(mine, Mapping):
+        return DEFAULT_OPTIONS
+    try:
+        return Options.model_validate(mine)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise DataError(f"run.json: config.task_options.vp.{where}: {first['msg']}") from None
 
 
 def scoring_rules(options: Options) -> dict[str, str]:
