@@ -9,7 +9,8 @@ import pytest
 from tests.engine.test_run_judge import grade, run_cli
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from rescue_bench.judge.scores import integer_scale
+from rescue_bench.judge.scores import rescaled
+from rescue_bench.metrics.generation import viewpoint_integer
 from rescue_bench.rundir import PredictionLine
 
 
@@ -18,9 +19,11 @@ def test_the_integer_reading_rounds_each_instance_then_averages() -> None:
         PredictionLine(instance_id=f"s::vp::{t}", task="vp", scores={"total": float(t), "llm": 1 + 4 * t / 6})
         for t in range(7)
     ]
-    assert [line.scores["llm"] for line in integer_scale(lines)] == [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 5.0]
+    integer = {"vp": viewpoint_integer}
+    assert [line.scores["llm"] for line in rescaled(lines, integer)] == [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 5.0]
     unscored = PredictionLine(instance_id="s::vp::9", task="vp", scores={"total": None, "llm": None})
-    assert integer_scale([unscored])[0].scores["llm"] is None
+    assert rescaled([unscored], integer)[0].scores["llm"] is None
+    assert rescaled(lines, {})[5].scores["llm"] == 1 + 4 * 5 / 6  # the default reading: as derived
 
 
 @pytest.mark.parametrize(("scale", "llm"), [("linear", 1 + 4 * 5 / 6), ("integer", 4.0)])

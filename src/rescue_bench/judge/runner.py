@@ -43,6 +43,7 @@ from rescue_bench.judge.asking import (
 from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, is_current, no_verdict
 from rescue_bench.judge.recording import JudgeStatus, PassClock, record_judging, rescore_run
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.records import Json
 from rescue_bench.rundir import (
     JUDGMENTS_FILE,
@@ -53,7 +54,6 @@ from rescue_bench.rundir import (
     load_run,
     locked_run,
 )
-from rescue_bench.tasks import vp
 
 __all__ = [
     "RAW_LIMIT",
@@ -224,10 +224,9 @@ async def judge_run(
         judged = await _ask_judges(records, judges, how, data.manifest.candidate, appender, warn)
         bert_lines: list[JudgmentLine] = []
         if scorer is not None and judged.stop is None:
-            greedy = vp.recorded_options(data.manifest.config).bert == "precision-aware"
-            bert_lines = _add_bertscore(
-                records, scorer, how, appender, greedy_tasks={"vp"} if greedy else set()
-            )
+            config = data.manifest.config
+            greedy = {task for task in JUDGED_TASKS if judge_rubric(task).read(config).greedy_bertscore}
+            bert_lines = _add_bertscore(records, scorer, how, appender, greedy_tasks=greedy)
     finally:
         progress.stop()
         appender.close()

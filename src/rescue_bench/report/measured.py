@@ -20,7 +20,7 @@ from rescue_bench.engine.ending import unanswered
 from rescue_bench.errors import DataError
 from rescue_bench.rundir import RunData
 from rescue_bench.rundir.status import FINAL
-from rescue_bench.tasks import vp
+from rescue_bench.tasks import task_infos
 
 PARTIAL = "PARTIAL"
 DEGRADED = "degraded"
@@ -154,13 +154,15 @@ def _named(source: str | None, digest: str | None) -> str:
 
 
 def judge_line(run: RunData) -> str:
-    """The judge(s) and the BERTScore model of a run (``not judged``, ``no BERTScore`` when absent), and the
-    VP readings (``--vp-bert``, ``--vp-judge-scale``) when they are not the defaults."""
+    """The judge(s) and the BERTScore model of a run (``not judged``, ``no BERTScore`` when absent), and a
+    task's readings when they are not the defaults (VP's ``--vp-bert``, ``--vp-judge-scale``)."""
     meta = run.score_record.meta if run.score_record is not None else None
     judges = list(run.judging.judges) or (meta.judges if meta is not None else [])
     bert = run.judging.bertscore or (meta.bertscore if meta is not None else None)
     judged = f"judge {', '.join(judges)}" if judges else "not judged"
-    readings = vp.reading_label(vp.recorded_options(run.manifest.config))
+    config = run.manifest.config
+    labels = [found.label for info in task_infos() if info.judge and (found := info.judge.read(config)).label]
+    readings = ", ".join(labels)
     bert_text = f"BERTScore {bert.model}" if bert is not None else "no BERTScore"
     return f"{judged}; {bert_text}" + (f"; {readings}" if readings else "")
 

@@ -22,7 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, Valida
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import DataError
 from rescue_bench.metrics import relational_gold as relational
-from rescue_bench.metrics.generation import viewpoint_to_five
+from rescue_bench.metrics.generation import viewpoint_integer, viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
@@ -30,6 +30,7 @@ from rescue_bench.tasks.base import (
     JudgeRubric,
     JudgeTotal,
     PaperColumn,
+    Reading,
     ScoreField,
     TaskConfig,
     TaskInfo,
@@ -446,6 +447,22 @@ def reading_label(options: Options) -> str | None:
     return ", ".join(parts) or None
 
 
+def reading(config: Mapping[str, Json]) -> Reading:
+    """VP's reading under a run's recorded options (``INFO.judge.read``).
+
+    >>> found = reading({"task_options": {"vp": {"judge_scale": "integer"}}})
+    >>> found.label, found.greedy_bertscore, found.to_score(5.0)
+    ('VP LLM integer scale', False, 4.0)
+    """
+    options = recorded_options(config)
+    return Reading(
+        rules=scoring_rules(options),
+        label=reading_label(options),
+        greedy_bertscore=options.bert == "precision-aware",
+        to_score=viewpoint_integer if options.judge_scale == "integer" else None,
+    )
+
+
 JUDGE = JudgeRubric(
     title="Viewpoint prediction",
     rubric=JUDGE_RUBRIC,
@@ -460,6 +477,7 @@ JUDGE = JudgeRubric(
     bertscore_pairs=bertscore_pairs,
     total=JudgeTotal("total", claimed_key="viewpoint_total_score"),
     rules={"llm": LLM_RULE, "bertscore_f1": BERTSCORE_RULE},
+    reading=reading,
 )
 
 
