@@ -97,7 +97,7 @@ def test_the_readme_example_prices_each_model_and_judge_at_its_own_prices() -> N
         "price of openai/gpt-4o-mini: $0.15 in, $0.6 out per million tokens (--price-in/--price-out)" in out
     )
     # The judge is never priced at the model's rates: GPT-5.4 has no price here, so the total is unknown.
-    assert "price of openai/gpt-5.4: price unknown (unknown: not in the price table)" in out
+    assert "price of openai/gpt-5.4: price unknown (not in the price table)" in out
     assert "whole run, judges included: unknown" in out
     assert row(result.output, "openai/gpt-5.4")[6] == "-"
 

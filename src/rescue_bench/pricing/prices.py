@@ -59,7 +59,7 @@ name. A model that is not here has no price until one is given: its cost is show
 from another model. Providers change prices: ``--price-in``/``--price-out``, a ``[[judges]]`` entry's
 ``price_in``/``price_out`` or ``--prices FILE`` override this table."""
 TABLE_SOURCE = "the toolkit's list-price table"
-UNKNOWN_SOURCE = "unknown: not in the price table"
+UNKNOWN_SOURCE = "not in the price table"
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,7 +74,7 @@ class Priced:
         """``openai/gpt-4o-mini: $0.15 in, $0.60 out per million tokens (--price-in/--price-out)``
 
         >>> Priced("a/b", None, UNKNOWN_SOURCE).describe()
-        'a/b: price unknown (unknown: not in the price table), so its cost is unknown'
+        'a/b: price unknown (not in the price table), so its cost is unknown'
         """
         if self.prices is None:
             return f"{self.model}: price unknown ({self.source}), so its cost is unknown"
