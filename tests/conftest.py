@@ -123,3 +123,44 @@ def expected_instances() -> Path:
             f"expected instances not found at {EXPECTED} (third-party data, not shipped with the project)"
         )
     return EXPECTED
+
+
+SCHEMA_CHECKED = ("run.json", "scores.json")
+"""Run-directory files each test's ``tmp_path`` is searched for after it (:func:`_published_schemas`)."""
+
+
+@pytest.fixture(autouse=True)
+def _published_schemas(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After each test that used ``tmp_path``: every ``run.json`` and ``scores.json`` in it that the toolkit's
+    own reader accepts validates against the JSON Schema shipped in the package. A file the reader refuses
+    (a test that writes a broken one on purpose) is not the writer's, and is left alone."""
+    if "tmp_path" not in request.fixturenames:
+        yield
+        return
+    tmp = request.getfixturevalue("tmp_path")
+    yield
+    found = [p for name in SCHEMA_CHECKED for p in tmp.rglob(name) if p.is_file()]
+    if found:
+        _validate_run_files(found)
+
+
+def _validate_run_files(paths: list[Path]) -> None:
+    import json
+
+    import jsonschema
+
+    from rescue_bench.errors import BenchError
+    from rescue_bench.rundir.jsonschemas import shipped
+    from rescue_bench.rundir.manifest import Manifest, Scores
+
+    readers = {"run.json": Manifest.from_json, "scores.json": Scores.of}
+    for path in paths:
+        try:
+            obj = json.loads(path.read_text(encoding="utf-8"))
+            readers[path.name](obj)
+        except (ValueError, TypeError, AttributeError, BenchError):
+            continue
+        errors = list(jsonschema.Draft202012Validator(shipped(path.name)).iter_errors(obj))
+        if errors:
+            where = "/".join(str(p) for p in errors[0].absolute_path) or "(top)"
+            pytest.fail(f"{path}: does not match the published schema at {where}: {errors[0].message}")

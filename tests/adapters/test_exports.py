@@ -344,3 +344,43 @@ def test_an_export_that_failed_midway_is_replaced_and_never_published(
     assert result.exit_code == 1 and "did not finish" in result.output and hub.uploaded == {}
     invoke("export", str(run_dir), "--format", "hf", "--out", str(folder))
     assert publish_cli(folder).exit_code == 0 and "README.md" in hub.uploaded
+
+
+def test_the_hub_card_states_what_a_reader_needs_to_check_the_numbers(run_dir: Path, tmp_path: Path) -> None:
+    invoke("export", str(run_dir), "--format", "hf", "--out", str(tmp_path))
+    card = (tmp_path / "README.md").read_text()
+    manifest = json.loads((run_dir / "run.json").read_text())
+    scores = json.loads((run_dir / "scores.json").read_text())
+    assert "| Task | Scope | n | Metric | Value | 95% CI |" in card
+    itp = scores["itp"]["all"]
+    low, high = itp["ci"]["f1"]
+    assert f"| ITP | all | {itp['n']} | f1 | {itp['f1']:.4f} | [{low:.4f}, {high:.4f}] |" in card
+    assert "- Judge: not judged" in card and "- BERTScore backbone: none" in card
+    assert f"- Protocol version: {manifest['config']['protocol']}" in card
+    assert f"- Data SHA-256: {manifest['dataset']['hash']}" in card and "- Data source: demo" in card
+    assert (
+        "## Licence" in card and "research-only" in card and front_matter(tmp_path / "README.md")["license"]
+    )
+    # The citation is CITATION.cff's preferred one.
+    cff = yaml.safe_load((Path(__file__).resolve().parents[2] / "CITATION.cff").read_text())
+    cited = cff["preferred-citation"]
+    assert cited["title"].split(":")[1].strip() in card
+    assert all(f"{a['family-names']}, {a['given-names']}" in card for a in cited["authors"])
+
+
+def test_no_export_or_heading_carries_the_local_data_path(run_dir: Path, tmp_path: Path) -> None:
+    from rescue_bench.report import measured
+    from rescue_bench.rundir import load_run
+
+    where = "/home/ana/private/release.jsonl"
+    copy = official_copy(run_dir, tmp_path, data=where)
+    for fmt in ("hf", "eee"):
+        invoke("export", str(copy), "--format", fmt, "--out", str(tmp_path / fmt))
+        for path in (tmp_path / fmt).rglob("*.json*"):
+            assert "/home/ana" not in path.read_text(), path
+        assert "/home/ana" not in "".join(p.read_text() for p in (tmp_path / fmt).rglob("*.md"))
+    (results,) = (tmp_path / "hf").glob("results_*.json")
+    dataset = json.loads(results.read_text())["config_general"]["dataset"]
+    assert dataset["source"] == "release.jsonl" and len(dataset["hash"]) == 64
+    heading = measured.heading([load_run(copy)])
+    assert "/home/ana" not in heading and f"release.jsonl (sha256 {dataset['hash'][:12]})" in heading

@@ -65,6 +65,14 @@ def test_inspect_gives_the_run_numbers(task: str, logs: list[EvalLog], run_score
     assert metrics_of(log) == want
 
 
+@pytest.mark.parametrize("task", ALL)
+def test_the_headline_metric_pools_both_scenarios(task: str, logs: list[EvalLog]) -> None:
+    # inspect shows a score's first metric as its headline (the log list): the pooled one, as in the paper.
+    log = next(lg for lg in logs if lg.eval.task.endswith(task))
+    first = next(iter(metrics_of(log)))
+    assert first.startswith("all_"), list(metrics_of(log))
+
+
 def test_replies_were_mixed_and_every_prompt_was_ours(
     served: Served, logs: list[EvalLog], run_scores: dict[str, Any]
 ) -> None:

@@ -79,6 +79,38 @@ def test_the_judge_pass_is_estimated_per_judge_with_its_own_prices(tmp_path: Pat
 def test_a_judge_without_a_price_leaves_its_cost_open(tmp_path: Path) -> None:
     prices = tmp_path / "prices.json"
     prices.write_text(json.dumps({"openai/gpt-4o-mini": {"input": 1, "output": 2}}))
-    result = runner.invoke(app, [*BASE, "--judge", "openai/gpt-4.1", "--prices", str(prices)])
+    result = runner.invoke(app, [*BASE, "--judge", "openai/gpt-5.4", "--prices", str(prices)])
     assert result.exit_code == 0, result.output
-    assert row(result.output, "openai/gpt-4.1")[6] == "-" and "judges included" not in result.output
+    assert row(result.output, "openai/gpt-5.4")[6] == "-"
+    assert "whole run, judges included: unknown" in result.output
+
+
+def test_the_readme_example_prices_each_model_and_judge_at_its_own_prices() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    command = next(line for line in readme.splitlines() if line.startswith("rescue-bench estimate "))
+    args = command.split()[1:]
+    args[args.index("--data") + 1] = "demo"  # the release is not shipped; the prices do not depend on it
+    result = runner.invoke(app, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert (
+        "price of openai/gpt-4o-mini: $0.15 in, $0.6 out per million tokens (--price-in/--price-out)" in out
+    )
+    # The judge is never priced at the model's rates: GPT-5.4 has no price here, so the total is unknown.
+    assert "price of openai/gpt-5.4: price unknown (not in the price table)" in out
+    assert "whole run, judges included: unknown" in out
+    assert row(result.output, "openai/gpt-5.4")[6] == "-"
+
+
+def test_a_judge_is_priced_from_its_own_entry_or_the_table() -> None:
+    from rescue_bench.evaluation.setup import price_source
+    from rescue_bench.spec import RunSpec
+
+    judges = [{"name": "openai/gpt-5.4", "price_in": 5.0, "price_out": 15.0}, {"name": "openai/gpt-4o"}]
+    spec = RunSpec.model_validate(
+        {"model": "openai/gpt-4o-mini", "judges": judges, "budget": {"price_in": 9.0, "price_out": 9.0}}
+    )
+    own, table = price_source(spec, "openai/gpt-5.4"), price_source(spec, "openai/gpt-4o")
+    assert own.prices == Prices(5.0, 15.0) and "[[judges]]" in own.source
+    assert table.prices == Prices(2.5, 10.0) and table.source == "the toolkit's list-price table"
+    assert price_source(spec).prices == Prices(9.0, 9.0)

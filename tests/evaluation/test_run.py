@@ -170,7 +170,7 @@ def test_one_spec_through_the_api_and_the_cli_makes_the_same_directory(
             "tasks": ["er", "itp"],
             "data": "demo",
             "limit_samples": 1,
-            "judges": [{"name": "vllm/j", "base_url": fake.base_url}],
+            "judges": [{"name": "vllm/j", "base_url": fake.base_url, "price_in": 1.0, "price_out": 2.0}],
             "bertscore": False,
             "engine": {"cache": False},
             "budget": {"usd": 5.0, "price_in": 1.0, "price_out": 2.0},

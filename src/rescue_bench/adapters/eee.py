@@ -27,6 +27,7 @@ from rescue_bench import __version__
 from rescue_bench.adapters.dataset import data_used
 from rescue_bench.adapters.folder import claim, mark
 from rescue_bench.adapters.rundata import CiSettings, RunData, ScopeEntry, judged, read_run, reply_texts
+from rescue_bench.data.sources import public_name
 from rescue_bench.errors import DataError
 from rescue_bench.judge.bertscore import backbone_label
 from rescue_bench.redaction import scrub
@@ -69,7 +70,7 @@ def model_id(data: RunData) -> str:
 def _source_data(data: RunData, n: int) -> dict[str, Any]:
     manifest = data.manifest
     used = data_used(manifest)
-    source = manifest.selection.data or manifest.dataset.source or "unknown"
+    source = public_name(manifest.selection.data or manifest.dataset.source or "unknown")
     details = _strings(
         {"data": source, "dataset_hash": manifest.dataset.hash, "description": used.description}
     )

@@ -33,7 +33,9 @@ from rescue_bench.adapters.dataset import DataUsed, data_used
 from rescue_bench.adapters.folder import claim, exported_files, mark
 from rescue_bench.adapters.rundata import RunData, ScopeEntry, judged, read_run, reply_texts
 from rescue_bench.data.load import DEFAULT_HF_REPO
+from rescue_bench.data.sources import public_name
 from rescue_bench.errors import DataError
+from rescue_bench.judge.bertscore import backbone_label
 from rescue_bench.redaction import scrub
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
@@ -90,16 +92,90 @@ def results_json(data: RunData, *, now: float) -> dict[str, Any]:
             "model_name": data.name,
             "rescue_bench_version": manifest.package_version or __version__,
             "exported_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now)),
-            "config": manifest.config,
+            "config": _public_config(manifest.config),
             "generation": manifest.generation,
             "judges": manifest.judges,
-            "dataset": manifest.dataset.model_dump(mode="json", exclude_unset=True),
+            "dataset": _public_dataset(data),
             "data_used": {"official_release": used.official, "description": used.description},
             # An unset ``ci`` is left out of scores.json, and so exported as null.
             "ci": scores.meta.ci if "ci" in scores.meta.model_fields_set else None,
         },
         "results": results,
     }
+
+
+def _public_dataset(data: RunData) -> dict[str, Any]:
+    """``run.json``'s dataset with its source by public name (never a local path) and its SHA-256."""
+    found = data.manifest.dataset.model_dump(mode="json", exclude_unset=True)
+    if isinstance(found.get("source"), str):
+        found["source"] = public_name(found["source"])
+    return found
+
+
+def _public_config(config: Mapping[str, Any]) -> dict[str, Any]:
+    """The run's config with clip folders by their last part only (no local path leaves the machine)."""
+    out = dict(config)
+    video = out.get("video")
+    if isinstance(video, dict) and isinstance(video.get("clips"), list):
+        clips = [public_name(c) if isinstance(c, str) else c for c in video["clips"]]
+        out["video"] = {**video, "clips": clips}
+    return out
+
+
+CITATION = """@misc{hu2026rescuebench,
+  title  = {{RESCUE-BENCH}: Towards Relation-Aware Multi-Party Emotional Support Conversation Systems},
+  author = {Hu, Haichuan and Xiao, Yang and Tang, Mingni and Duan, Jiawen and Zhang, Quanjun and He, Congqing
+            and Zhang, Hao and Wang, Jiashuo and Hoorn, Johan F. and Li, Wenjie},
+  year   = {2026}
+}"""
+"""The paper's citation as the card gives it (CITATION.cff's preferred-citation; a test keeps them alike)."""
+LICENCE = (
+    "The scores and this card come from rescue-bench (Apache-2.0). The gold annotations and transcript texts "
+    "in `details/` come from the RESCUE-Bench release: third-party text under a research-only licence."
+)
+
+
+def _cell(value: Any, digits: int = 4) -> str:
+    return "–" if not isinstance(value, int | float) or isinstance(value, bool) else f"{value:.{digits}f}"
+
+
+def metrics_table(results: Mapping[str, Any]) -> list[str]:
+    """The card's Markdown table: task, scope, n, metric, value and its 95% CI, per headline metric.
+
+    >>> rows = {"results": {"rescue_bench|itp|all": {"n": 8, "f1": 0.5, "f1_ci": [0.25, 0.75]}}}
+    >>> metrics_table(rows)[-1]
+    '| ITP | all | 8 | f1 | 0.5000 | [0.2500, 0.7500] |'
+    """
+    lines = ["| Task | Scope | n | Metric | Value | 95% CI |", "|---|---|---|---|---|---|"]
+    for key, values in results["results"].items():
+        _, task, scope = key.split("|")
+        for metric in (m for m in get_task(task).INFO.headline if m in values):
+            ci = values.get(f"{metric}_ci")
+            shown = (
+                f"[{_cell(ci[0])}, {_cell(ci[1])}]" if isinstance(ci, list | tuple) and len(ci) == 2 else "–"
+            )
+            n = values.get("n")
+            lines.append(
+                f"| {task.upper()} | {scope} | {n if n is not None else '–'} | {metric} | "
+                f"{_cell(values.get(metric))} | {shown} |"
+            )
+    return lines
+
+
+def _facts(data: RunData) -> list[str]:
+    """What the numbers were measured with: judges, BERTScore backbone, protocol, data and its hash."""
+    manifest = data.manifest
+    meta = data.score_record.meta if data.score_record is not None else None
+    judges = list(manifest.judges) or (list(meta.judges) if meta is not None and meta.judges else [])
+    bert = meta.bertscore.model_dump() if meta is not None and meta.bertscore is not None else None
+    dataset = _public_dataset(data)
+    return [
+        f"- Judge: {', '.join(judges) if judges else 'not judged'}",
+        f"- BERTScore backbone: {backbone_label(bert) or 'none'}",
+        f"- Protocol version: {manifest.protocol}",
+        f"- Data source: {dataset.get('source') or 'unrecorded'}",
+        f"- Data SHA-256: {dataset.get('hash') or 'unrecorded'}",
+    ]
 
 
 def _yaml(value: Any) -> str:
@@ -114,7 +190,8 @@ def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, red
     result on that dataset, which a run on other data must never claim.
     """
     used = data_used(data.manifest)
-    lines = ["---", f"pretty_name: {_yaml(f'RESCUE-Bench results of {data.name}')}", "tags:"]
+    lines = ["---", f"pretty_name: {_yaml(f'RESCUE-Bench results of {data.name}')}", "license: other"]
+    lines += ["license_name: research-only-data", "tags:"]
     lines += ["- rescue-bench", "- evaluation", "configs:"]
     for task in tasks:
         lines += [f"- config_name: {_yaml(task)}", f"  data_files: {_yaml(f'details/{task}.parquet')}"]
@@ -124,12 +201,17 @@ def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, red
     lines.append(f"Data: {used.description}.")
     if not used.official:
         lines.append("These are not results on the RESCUE-Bench release, so the card has no model-index.")
+    lines += ["", *_facts(data), "", "## Results", "", *metrics_table(results), ""]
+    lines.append(
+        "Values pooled per scope (couple, family, all); 95% CIs from a cluster bootstrap over conversations."
+    )
     lines.append("")
     lines.append("Exported by `rescue-bench export --format hf` from a run directory.")
     lines.append("`results_*.json` holds the headline metrics with 95% cluster bootstrap CIs per scenario;")
     lines.append("`details/<task>.parquet` holds one row per instance.")
     if redact:
         lines.append("Redacted: replies, problems and the ER/VP gold and predicted texts are left out.")
+    lines += ["", "## Licence", "", LICENCE, "", "## Citation", "", "```bibtex", CITATION, "```"]
     return "\n".join(lines) + "\n"
 
 

@@ -26,7 +26,13 @@ from rescue_bench.cli.run_flags import SpecCommand, make_spec, print_spec
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import RunOutcome, with_out
-from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_prices, with_judges
+from rescue_bench.evaluation.setup import (
+    bertscore_settings,
+    make_prices,
+    price_source,
+    spec_prices,
+    with_judges,
+)
 from rescue_bench.judge.after_run import judge_params, wants_bertscore
 from rescue_bench.pricing import Prices, TaskEstimate, make_counter
 from rescue_bench.printable import printable
@@ -147,9 +153,13 @@ def estimate(ctx: typer.Context) -> None:
         typer.echo("--batch: priced at Batch API prices (half the online price).")
     typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
     judged = _print_judges(spec, plans)
+    for priced in (price_source(spec), *(price_source(spec, judge.name) for judge in spec.judges)):
+        typer.echo(f"price of {priced.describe()}")
     if total is not None and judged is not None:
         typer.echo(f"whole run, judges included: at most ${total + judged:.4f}")
         total += judged
+    elif spec.judges:
+        typer.echo("whole run, judges included: unknown (a price above is unknown)")
     coverage = clip_coverage(spec, plans)
     if coverage is not None:
         typer.echo(

@@ -31,3 +31,16 @@ def is_named(text: str) -> bool:
     [True, True, True, True, False]
     """
     return text in NAMES or text.startswith(f"{HF}:")
+
+
+def public_name(source: str) -> str:
+    """How exports and headings name a data source: a named source as it is, a path by its last part only
+    (an absolute path says where a file sat on one machine, not what it holds; the content hash does that).
+
+    >>> public_name("demo"), public_name("/home/ana/data/release.jsonl"), public_name("hf:someone/mirror")
+    ('demo', 'release.jsonl', 'hf:someone/mirror')
+    """
+    if is_named(source):
+        return source
+    parts = [part for part in source.replace("\\", "/").split("/") if part]
+    return parts[-1] if parts else source

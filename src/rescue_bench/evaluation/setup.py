@@ -17,11 +17,28 @@ from rescue_bench.judge.after_run import JudgeSettings, fetch_bertscore, judge_e
 from rescue_bench.judge.bertscore import DEFAULT_MODEL
 from rescue_bench.models.base import check_settings
 from rescue_bench.models.registry import get_model, has_endpoint, is_billed
-from rescue_bench.pricing import Budget, Prices, load_prices, make_counter, spent_so_far
+from rescue_bench.pricing import (
+    Budget,
+    Priced,
+    Prices,
+    has_entry,
+    load_prices,
+    make_counter,
+    spent_so_far,
+    table_prices,
+)
 from rescue_bench.rundir import load_judging, read_requests
 from rescue_bench.spec import RunSpec
 
-__all__ = ["judge_budgets", "judge_settings", "make_prices", "run_budget", "spec_prices", "with_judges"]
+__all__ = [
+    "judge_budgets",
+    "judge_settings",
+    "make_prices",
+    "price_source",
+    "run_budget",
+    "spec_prices",
+    "with_judges",
+]
 
 
 def with_judges(spec: RunSpec) -> RunSpec:
@@ -80,8 +97,11 @@ def judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, 
     guards = {}
     for judge in (judge for judge in spec.judges if is_billed(judge.name)):
         prices = spec_prices(spec, judge.name)
-        if prices is None:  # pragma: no cover - run_budget has already asked for prices
-            raise ConfigError(f"--budget needs prices for the judge {judge.name}")
+        if prices is None:  # never the model's prices: a judge's cost must be counted at its own
+            raise ConfigError(
+                f"--budget needs prices for the judge {judge.name}: give price_in/price_out in its "
+                "[[judges]] table (--spec FILE) or its entry in --prices FILE"
+            )
         used = earlier.get(judge.name)
         spent = prices.cost(used.usage.prompt_tokens, used.usage.completion_tokens) if used else 0.0
         guards[judge.name] = budget.share(prices, make_counter(judge.name), spent=spent)
@@ -89,14 +109,42 @@ def judge_budgets(spec: RunSpec, budget: Budget | None, out: Path) -> dict[str, 
 
 
 def spec_prices(spec: RunSpec, model: str | None = None) -> Prices | None:
-    """The prices of the spec's model, or of ``model`` (a judge), if any.
+    """The prices of the spec's model, or of ``model`` (a judge); ``None`` when unknown
+    (:func:`price_source` says where they come from)."""
+    return price_source(spec, model).prices
 
-    A ``--prices`` file gives each model its entry (or one entry for all); ``--price-in``/``--price-out``
-    price every model of the run. The spec's model through the Batch API (``--batch``) pays batch prices.
+
+def price_source(spec: RunSpec, judge: str | None = None) -> Priced:
+    """The prices of the spec's model, or of the judge named ``judge``, and where they come from.
+
+    The model: ``--price-in``/``--price-out``, else its ``--prices`` file entry (or the file's one
+    entry), else the list-price table; through the Batch API (``--batch``) at batch prices. A judge: its
+    own ``price_in``/``price_out`` (its ``[[judges]]`` table in a spec or study file), else its keyed
+    ``--prices`` entry, else the table. A price is never borrowed from another model: with none of these it
+    is unknown.
     """
     budget = spec.budget
-    prices = make_prices(model or spec.model.name, budget.price_in, budget.price_out, budget.prices)
-    return None if prices is None else prices.batched(spec.batch and model is None)
+    if judge is None:
+        name = spec.model.name
+        if not is_billed(name):
+            found = Priced(name, Prices(0.0, 0.0), "not billed: it runs on this machine")
+        elif budget.price_in is not None and budget.price_out is not None:
+            found = Priced(name, Prices(budget.price_in, budget.price_out), "--price-in/--price-out")
+        elif budget.prices is not None:
+            found = Priced(name, load_prices(budget.prices, name), f"--prices {budget.prices.name}")
+        else:
+            found = table_prices(name)
+        if spec.batch and found.prices is not None:
+            return Priced(name, found.prices.batched(), found.source + ", at Batch API prices")
+        return found
+    if not is_billed(judge):
+        return Priced(judge, Prices(0.0, 0.0), "not billed: it runs on this machine")
+    entry = next((j for j in spec.judges if j.name == judge), None)
+    if entry is not None and entry.price_in is not None and entry.price_out is not None:
+        return Priced(judge, Prices(entry.price_in, entry.price_out), "its [[judges]] price_in/price_out")
+    if budget.prices is not None and has_entry(budget.prices, judge):
+        return Priced(judge, load_prices(budget.prices, judge), f"--prices {budget.prices.name}")
+    return table_prices(judge)
 
 
 def make_prices(

@@ -13,7 +13,8 @@ What is compared is the task's rule (``INFO.judge.bertscore_pairs``):
 
 * ER: the predicted emotion description against the gold one (one pair per instance).
 * VP: each gold viewpoint against every predicted viewpoint (the best F1 among them, whatever their target);
-  the instance scores the mean over its gold viewpoints (``tasks/vp.py`` says why).
+  the instance scores the mean over its gold viewpoints (``tasks/vp.py`` says why); with ``--vp-bert
+  precision-aware``, the F1 over a greedy one-to-one matching instead (:func:`greedy_f1`).
 * An invalid prediction, or an empty text on either side, scores 0.
 """
 
@@ -53,31 +54,68 @@ Pair = tuple[str, str]
 
 @dataclass(frozen=True, slots=True)
 class InstancePairs:
-    """The text pairs of one instance, one group per gold item.
+    """The text pairs of one instance, one group per gold item, each holding the predicted items in order.
 
-    The instance's F1 is the mean over groups of the best pair in the group (0 for an empty group).
+    The instance's F1 is the mean over groups of the best pair in the group (0 for an empty group), or with
+    ``greedy`` the F1 over a greedy one-to-one matching (:func:`greedy_f1`).
     """
 
     instance_id: str
     groups: tuple[tuple[Pair, ...], ...]
+    greedy: bool = False
 
 
-def instance_pairs(task: str, instance_id: str, gold: Json, prediction: Json, valid: bool) -> InstancePairs:
+def instance_pairs(
+    task: str, instance_id: str, gold: Json, prediction: Json, valid: bool, *, greedy: bool = False
+) -> InstancePairs:
     """The text pairs of one instance of a judged task, by the task's rule (``INFO.judge.bertscore_pairs``).
 
     >>> instance_pairs("er", "i", {"emotion": "hurt"}, {"emotion": "feels hurt"}, True).groups
     ((('feels hurt', 'hurt'),),)
     """
-    return InstancePairs(instance_id, judge_rubric(task).bertscore_pairs(gold, prediction, valid))
+    return InstancePairs(instance_id, judge_rubric(task).bertscore_pairs(gold, prediction, valid), greedy)
+
+
+def greedy_f1(pairs: InstancePairs, f1: Mapping[Pair, float]) -> float:
+    """Precision-aware F1 (``--vp-bert precision-aware``): match gold and predicted items one to one, the
+    best remaining pair first; the matched F1 sum over the gold count is the recall, over the predicted
+    count the precision, and the score their harmonic mean. A surplus predicted item lowers it.
+
+    >>> one = InstancePairs("i", ((("a", "g"),),), greedy=True)
+    >>> two = InstancePairs("i", ((("a", "g"), ("b", "g")),), greedy=True)
+    >>> greedy_f1(one, {("a", "g"): 0.9}), round(greedy_f1(two, {("a", "g"): 0.9, ("b", "g"): 0.5}), 4)
+    (0.9, 0.6)
+    """
+    gold = len(pairs.groups)
+    predicted = max((len(group) for group in pairs.groups), default=0)
+    if not gold or not predicted:
+        return 0.0
+    ranked = sorted(
+        ((f1[pair], g, p) for g, group in enumerate(pairs.groups) for p, pair in enumerate(group)),
+        key=lambda item: (-item[0], item[1], item[2]),
+    )
+    used_gold: set[int] = set()
+    used_pred: set[int] = set()
+    matched = 0.0
+    for value, g, p in ranked:
+        if g not in used_gold and p not in used_pred:
+            used_gold.add(g)
+            used_pred.add(p)
+            matched += value
+    recall, precision = matched / gold, matched / predicted
+    return 2 * recall * precision / (recall + precision) if recall + precision else 0.0
 
 
 def reduce_f1(pairs: InstancePairs, f1: Mapping[Pair, float]) -> float:
-    """Mean over groups of the best F1 in each group (0 for an empty group).
+    """Mean over groups of the best F1 in each group (0 for an empty group); :func:`greedy_f1` for a
+    precision-aware instance.
 
     >>> p = InstancePairs("i", ((("a", "b"), ("c", "b")), ()))
     >>> reduce_f1(p, {("a", "b"): 0.8, ("c", "b"): 0.9})
     0.45
     """
+    if pairs.greedy:
+        return greedy_f1(pairs, f1)
     best = [max((f1[pair] for pair in group), default=0.0) for group in pairs.groups]
     return sum(best) / len(best) if best else 0.0
 
@@ -285,12 +323,20 @@ def is_reference_setting(setting: BertScoreSetting | None) -> bool:
 
 
 def bertscore_judgments(
-    records: Iterable[PredictionLine], scorer: BertScorer, done: Set[str]
+    records: Iterable[PredictionLine],
+    scorer: BertScorer,
+    done: Set[str],
+    *,
+    greedy_tasks: Set[str] = frozenset(),
 ) -> list[JudgmentLine]:
     """BERTScore lines (judge ``bertscore``) for ER/VP records whose line key (instance and repeat) is not in
-    ``done``; invalid predictions get 0. BERTScore is deterministic: it is never repeated per judge repeat."""
+    ``done``; invalid predictions get 0; the tasks in ``greedy_tasks`` are scored precision-aware
+    (:func:`greedy_f1`). BERTScore is deterministic: it is never repeated per judge repeat."""
     pending = [r for r in records if r.task in JUDGED_TASKS and r.key not in done]
-    plans = [instance_pairs(r.task, r.key, r.gold, r.prediction, r.valid) for r in pending]
+    plans = [
+        instance_pairs(r.task, r.key, r.gold, r.prediction, r.valid, greedy=r.task in greedy_tasks)
+        for r in pending
+    ]
     if not plans:
         return []
     f1 = scorer.score_instances(plans)

@@ -48,15 +48,22 @@ def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Jso
     records = judged_records(data.prediction_lines, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
-    scores = judged_scores(data.prediction_lines, judgments, data.scores, seed=seed, n_resamples=n_resamples)
+    readings = {task: rubric.judge_rubric(task).read(data.manifest.config) for task in rubric.JUDGE_TASKS}
+    scores = judged_scores(
+        data.prediction_lines,
+        judgments,
+        data.scores,
+        seed=seed,
+        n_resamples=n_resamples,
+        to_score={task: found.to_score for task, found in readings.items() if found.to_score is not None},
+    )
     names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
     meta["judges"] = names
     bert = [j for j in data.judgment_lines if j.judge == BERTSCORE_JUDGE]
     meta["bertscore"] = (bert[-1].raw or None) if bert else None
-    meta["scoring_rules"] = {
-        task: dict(rubric.judge_rubric(task).rules) for task in rubric.JUDGE_TASKS if task in scores
-    }
+    # The rules in words, as the run's options read them (VP's --vp-bert and --vp-judge-scale).
+    meta["scoring_rules"] = {task: dict(found.rules) for task, found in readings.items() if task in scores}
     if len(names) > 1:
         meta["judge_agreement"] = judge_agreement(judgments)
     if data.score_record is not None and data.score_record.relational is not None:

@@ -22,6 +22,7 @@ here too.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +43,7 @@ from rescue_bench.judge.asking import (
 from rescue_bench.judge.bertscore import BertScorer, bertscore_judgments
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, JUDGED_TASKS, is_current, no_verdict
 from rescue_bench.judge.recording import JudgeStatus, PassClock, record_judging, rescore_run
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.records import Json
 from rescue_bench.rundir import (
     JUDGMENTS_FILE,
@@ -222,7 +224,9 @@ async def judge_run(
         judged = await _ask_judges(records, judges, how, data.manifest.candidate, appender, warn)
         bert_lines: list[JudgmentLine] = []
         if scorer is not None and judged.stop is None:
-            bert_lines = _add_bertscore(records, scorer, how, appender)
+            config = data.manifest.config
+            greedy = {task for task in JUDGED_TASKS if judge_rubric(task).read(config).greedy_bertscore}
+            bert_lines = _add_bertscore(records, scorer, how, appender, greedy_tasks=greedy)
     finally:
         progress.stop()
         appender.close()
@@ -269,12 +273,18 @@ async def _ask_judges(
 
 
 def _add_bertscore(
-    records: Sequence[PredictionLine], scorer: BertScorer, how: JudgePass, appender: JsonlAppender
+    records: Sequence[PredictionLine],
+    scorer: BertScorer,
+    how: JudgePass,
+    appender: JsonlAppender,
+    *,
+    greedy_tasks: AbstractSet[str] = frozenset(),
 ) -> list[JudgmentLine]:
-    """BERTScore lines of the records that have none made with ``scorer``, appended as they are made."""
+    """BERTScore lines of the records that have none made with ``scorer``, appended as they are made
+    (``greedy_tasks``: the tasks scored precision-aware, by the run's options)."""
     current = _done(
         how.judgments, BERTSCORE_JUDGE, how.fingerprints, retry_unscored=False, bertscore_hash=scorer.hash
     )
-    bert_lines = bertscore_judgments(records, scorer, current)
+    bert_lines = bertscore_judgments(records, scorer, current, greedy_tasks=greedy_tasks)
     appender.append([j.to_json() for j in bert_lines])
     return bert_lines

@@ -10,11 +10,13 @@ is not judged keeps the entry the engine wrote (it holds CircularEval's ``circul
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rescue_bench.judge.merge import JUDGED_TASKS, judge_repeat_count, judge_repeat_lines, judged_lines
+from rescue_bench.judge.rubric import judge_rubric
 from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, split_by_task
+from rescue_bench.metrics.generation import score_value
 from rescue_bench.metrics.repeats import aggregate_repeated_task
 from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine, PredictionLine
@@ -26,6 +28,22 @@ def repeat_count(lines: Sequence[PredictionLine]) -> int:
     return 1 + max((line.repeat for line in lines), default=0)
 
 
+def rescaled(
+    lines: Sequence[PredictionLine], to_score: Mapping[str, Callable[[float], float]]
+) -> list[PredictionLine]:
+    """The lines with each judged instance's ``llm`` taken from its judge total by its task's reading
+    (``to_score``: task -> map, e.g. VP's ``--vp-judge-scale integer``); other lines unchanged."""
+    out = []
+    for line in lines:
+        rule = judge_rubric(line.task) if line.task in to_score else None
+        key = rule.total.key if rule is not None and rule.total is not None else None
+        total = score_value(line.scores, key) if key is not None else None
+        if total is not None:
+            line = line.model_copy(update={"scores": {**line.scores, "llm": to_score[line.task](total)}})
+        out.append(line)
+    return out
+
+
 def judged_scores(
     predictions: Sequence[PredictionLine],
     judgments: Sequence[JudgmentLine],
@@ -33,10 +51,16 @@ def judged_scores(
     *,
     seed: int,
     n_resamples: int,
+    to_score: Mapping[str, Callable[[float], float]] | None = None,
 ) -> dict[str, Any]:
     """The ``scores.json`` dict (tasks and ``_meta``) of a run's predictions with ``judgments`` folded in;
-    ``old`` is the ``scores.json`` the engine wrote (or ``None``)."""
-    merged = judged_lines(predictions, judgments)
+    ``old`` is the ``scores.json`` the engine wrote (or ``None``); ``to_score`` gives a task's instances
+    their ``llm`` from the judge total by the run's reading (:func:`rescaled`)."""
+
+    def rescale(lines: Sequence[PredictionLine]) -> list[PredictionLine]:
+        return rescaled(lines, to_score or {})
+
+    merged = rescale(judged_lines(predictions, judgments))
     by_task = split_by_task(merged)
     judge_repeats = judge_repeat_count(judgments)
     if judge_repeats == 1 and all(repeat_count(lines) == 1 for lines in by_task.values()):
@@ -50,7 +74,7 @@ def judged_scores(
     scores: dict[str, Any] = {}
     for task, lines in by_task.items():
         if task in JUDGED_TASKS:
-            asks = judge_repeat_lines(predictions, judgments, judge_repeats)
+            asks = rescale(judge_repeat_lines(predictions, judgments, judge_repeats))
             mine = [r.to_json() for r in asks if r.task == task]
             k = repeat_count(lines) * judge_repeats
             scores[task] = aggregate_repeated_task(

@@ -123,37 +123,52 @@ def emotion_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
     }
 
 
+def viewpoint_integer(total: float) -> float:
+    """The integer reading of the VP judge scale (``--vp-judge-scale integer``): an instance's
+    :func:`viewpoint_to_five` rounded to a whole 1-5 score (thirds never tie, so no rounding rule matters).
+
+    >>> [viewpoint_integer(t) for t in range(7)]
+    [1.0, 2.0, 2.0, 3.0, 4.0, 4.0, 5.0]
+    """
+    return float(math.floor(viewpoint_to_five(total) + 0.5))
+
+
 def viewpoint_features(scores: Scores, valid: bool = True) -> list[float]:
-    """Per-instance VP vector ``[1, judged, pairing, viewpoint, total, has_bert, bertscore_f1]``
-    (see :func:`viewpoint_from_sums`). The total is pairing + viewpoint by definition.
+    """Per-instance VP vector ``[1, judged, pairing, viewpoint, llm, has_bert, bertscore_f1]``
+    (see :func:`viewpoint_from_sums`). The total is pairing + viewpoint by definition; ``llm`` is the
+    instance's own 1-5 score when it carries one (the judge pass sets it by the run's VP judge scale), else
+    :func:`viewpoint_to_five` of the total.
 
     >>> viewpoint_features({"pairing": 2, "viewpoint": 3, "bertscore_f1": 0.8})
-    [1.0, 1.0, 2.0, 3.0, 5.0, 1.0, 0.8]
+    [1.0, 1.0, 2.0, 3.0, 4.333333333333334, 1.0, 0.8]
+    >>> viewpoint_features({"pairing": 2, "viewpoint": 3, "llm": 4.0})[4]
+    4.0
     >>> viewpoint_features({}, valid=False)
-    [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, 0.0]
+    [1.0, 1.0, 0.0, 0.0, 1.0, 1.0, 0.0]
     """
     if not valid:
-        return [1.0, 1.0, 0.0, 0.0, 0.0, 1.0, BERTSCORE_FLOOR]
+        return [1.0, 1.0, 0.0, 0.0, viewpoint_to_five(0.0), 1.0, BERTSCORE_FLOOR]
     pairing, viewpoint = score_value(scores, "pairing"), score_value(scores, "viewpoint")
     bert = score_value(scores, "bertscore_f1")
     if pairing is None or viewpoint is None:
         return [1.0, 0.0, 0.0, 0.0, 0.0, float(bert is not None), bert or 0.0]
-    return [1.0, 1.0, pairing, viewpoint, pairing + viewpoint, float(bert is not None), bert or 0.0]
+    llm = score_value(scores, "llm")
+    llm = viewpoint_to_five(pairing + viewpoint) if llm is None else llm
+    return [1.0, 1.0, pairing, viewpoint, llm, float(bert is not None), bert or 0.0]
 
 
 def viewpoint_from_sums(sums: FloatArray) -> dict[str, FloatArray]:
-    """VP means from summed :func:`viewpoint_features` (works on stacks ``(..., 7)``). ``llm`` maps the mean
-    total 0-6 onto 1-5 with :func:`viewpoint_to_five` (linear, so it equals the mean of the mapped totals);
-    0.0 when nothing is judged.
+    """VP means from summed :func:`viewpoint_features` (works on stacks ``(..., 7)``): ``llm`` the mean of
+    the instances' 1-5 scores (by default :func:`viewpoint_to_five` of the total, linear, so the map of the
+    mean total); 0.0 when nothing is judged.
 
     >>> {k: float(v) for k, v in viewpoint_from_sums(np.array([2.0, 2.0, 2.0, 4.0, 6.0, 2.0, 1.6])).items()}
     {'llm': 3.0, 'total_0_6': 3.0, 'pairing': 1.0, 'viewpoint': 2.0, 'bertscore_f1': 0.8}
     """
     s = np.asarray(sums, dtype=np.float64)
-    total = safe_div(s[..., 4], s[..., 1])
     return {
-        "llm": np.where(s[..., 1] > 0, viewpoint_to_five(total), 0.0),  # type: ignore[arg-type]
-        "total_0_6": total,
+        "llm": np.where(s[..., 1] > 0, safe_div(s[..., 4], s[..., 1]), 0.0),
+        "total_0_6": safe_div(s[..., 2] + s[..., 3], s[..., 1]),
         "pairing": safe_div(s[..., 2], s[..., 1]),
         "viewpoint": safe_div(s[..., 3], s[..., 1]),
         "bertscore_f1": safe_div(s[..., 6], s[..., 5]),

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
@@ -43,6 +44,54 @@ class Prices:
         return Prices(self.input * BATCH_DISCOUNT, self.output * BATCH_DISCOUNT) if batch else self
 
 
+LIST_PRICES: Mapping[str, Prices] = MappingProxyType(
+    {
+        "openai/gpt-4o-mini": Prices(0.15, 0.60),
+        "openai/gpt-4o": Prices(2.50, 10.00),
+        "openai/gpt-4.1": Prices(2.00, 8.00),
+        "openai/gpt-4.1-mini": Prices(0.40, 1.60),
+        "openai/gpt-5": Prices(1.25, 10.00),
+        "openai/gpt-5-mini": Prices(0.25, 2.00),
+    }
+)
+"""List prices (US dollars per million tokens, standard online tier) of the hosted models the toolkit's docs
+name. A model that is not here has no price until one is given: its cost is shown as unknown, never taken
+from another model. Providers change prices: ``--price-in``/``--price-out``, a ``[[judges]]`` entry's
+``price_in``/``price_out`` or ``--prices FILE`` override this table."""
+TABLE_SOURCE = "the toolkit's list-price table"
+UNKNOWN_SOURCE = "not in the price table"
+
+
+@dataclass(frozen=True, slots=True)
+class Priced:
+    """A model's prices (``None``: unknown) and where they come from, as ``estimate`` prints it."""
+
+    model: str
+    prices: Prices | None
+    source: str
+
+    def describe(self) -> str:
+        """``openai/gpt-4o-mini: $0.15 in, $0.60 out per million tokens (--price-in/--price-out)``
+
+        >>> Priced("a/b", None, UNKNOWN_SOURCE).describe()
+        'a/b: price unknown (not in the price table), so its cost is unknown'
+        """
+        if self.prices is None:
+            return f"{self.model}: price unknown ({self.source}), so its cost is unknown"
+        p = self.prices
+        return f"{self.model}: ${p.input:g} in, ${p.output:g} out per million tokens ({self.source})"
+
+
+def table_prices(model: str) -> Priced:
+    """``model``'s entry in :data:`LIST_PRICES`, or unknown prices.
+
+    >>> table_prices("openai/gpt-4o-mini").prices, table_prices("openai/gpt-5.4").prices
+    (Prices(input=0.15, output=0.6), None)
+    """
+    found = LIST_PRICES.get(model)
+    return Priced(model, found, TABLE_SOURCE if found is not None else UNKNOWN_SOURCE)
+
+
 def load_prices(path: Path, model: str) -> Prices:
     """Prices of ``model`` from a JSON file: ``{"input": x, "output": y}`` or ``{"<provider/model>": {...}}``.
 
@@ -71,6 +120,18 @@ def load_prices(path: Path, model: str) -> Prices:
             "finite and >= 0 (US dollars per million tokens)"
         )
     return Prices(price_in, price_out)
+
+
+def has_entry(path: Path, model: str) -> bool:
+    """Whether a prices file keys an entry by ``model`` (its full name or the part after the provider): a
+    file of one unkeyed entry prices the run's model alone, never its judges."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(data, dict) and "input" not in data and (model in data or model.partition("/")[2] in data)
+    )
 
 
 def _price(value: Json) -> float | None:

@@ -6,8 +6,9 @@ LLM) of runs judged by different judges side by side unless asked (``--allow-dif
 
 What counts (from ``run.json``, ``judging.json`` and ``scores.json``): the judges and their settings, the
 BERTScore backbone, the data's content hash and selection, mode, context size, batch size, task options,
-repeats and judge repeats, and the perturbation. The candidate model is what a comparison is about, and the
-endpoint or timing are not facts about the numbers: neither is listed.
+the generation settings that change answers (temperature, top_p, reasoning effort, thinking, answer format,
+output cap, extra body fields), repeats and judge repeats, and the perturbation. The candidate model is what
+a comparison is about, and the endpoint or timing are not facts about the numbers: neither is listed.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from rescue_bench.models.base import Generation
 from rescue_bench.records import Json
 from rescue_bench.rundir import Perturbed, RunData
 
@@ -54,10 +56,28 @@ def judges_of(run: RunData) -> Json:
 
 
 def _without_endpoint(judge: Json) -> Json:
-    # Where a judge is served (and with which key) does not change its verdicts.
+    # Where a judge is served (and with which key), and what it costs, do not change its verdicts.
     if not isinstance(judge, dict):
         return judge
-    return {k: v for k, v in judge.items() if k not in ("base_url", "api_key_env", "concurrency")}
+    skipped = ("base_url", "api_key_env", "concurrency", "price_in", "price_out")
+    return {k: v for k, v in judge.items() if k not in skipped}
+
+
+GENERATION_KEYS: tuple[str, ...] = tuple(k for k in Generation.model_fields if k != "seed")
+"""The generation settings (``run.json`` config keys, present when not at their defaults) that change what a
+model answers. The seed is left out: it only picks one draw of a sampled run, as repeats do."""
+
+
+def generation_of(run: RunData) -> Json:
+    """The run's generation settings not at their defaults (:data:`GENERATION_KEYS`), ``None`` for none.
+
+    >>> from pathlib import Path
+    >>> generation_of(RunData.of(Path("r"), {"config": {"temperature": 0.7, "seed": 3}}, []))
+    {'temperature': 0.7}
+    """
+    config = run.manifest.config
+    found = {key: config[key] for key in GENERATION_KEYS if key in config}
+    return found or None
 
 
 def bertscore_of(run: RunData) -> Json:
@@ -78,6 +98,7 @@ FACTS: tuple[tuple[str, Affects, Callable[[RunData], Json]], ...] = (
     ("context size", "all", _config("context_size")),
     ("batch size", "all", _config("batch_size")),
     ("task options", "all", _config("task_options")),
+    ("generation settings", "all", generation_of),
     ("repeats", "all", lambda run: run.repeats),
     ("perturbation", "all", lambda run: _perturbation(run.manifest.facts.perturbation)),
 )

@@ -15,11 +15,13 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rescue_bench.data.sources import public_name
 from rescue_bench.engine.ending import unanswered
 from rescue_bench.errors import DataError
 from rescue_bench.rundir import RunData
 from rescue_bench.rundir.counts import total
 from rescue_bench.rundir.status import FINAL
+from rescue_bench.tasks import task_infos
 
 PARTIAL = "PARTIAL"
 DEGRADED = "degraded"
@@ -129,7 +131,7 @@ def data_line(run: RunData) -> str:
     'demo data (fictional): 6 samples (3 couple, 3 family), 24 instances'
     """
     info = run.manifest.dataset
-    source = "demo data (fictional)" if info.source == "demo" else (info.source or "unrecorded data")
+    source = "demo data (fictional)" if info.source == "demo" else _named(info.source, info.hash)
     split = f" ({info.couple} couple, {info.family} family)" if info.couple is not None else ""
     samples = f"{info.samples} samples{split}" if info.samples is not None else "samples unrecorded"
     selected = run.manifest.selection.sample_ids
@@ -137,13 +139,29 @@ def data_line(run: RunData) -> str:
     return f"{source}: {samples}{chosen}, {_total(run, 'instances')} instances"
 
 
+def _named(source: str | None, digest: str | None) -> str:
+    """A data source by its public name and content hash, never a local path.
+
+    >>> _named("/home/ana/x/release.jsonl", "ab" * 32)
+    'release.jsonl (sha256 abababababab)'
+    """
+    if source is None:
+        return "unrecorded data"
+    return public_name(source) + (f" (sha256 {digest[:12]})" if digest else "")
+
+
 def judge_line(run: RunData) -> str:
-    """The judge(s) and the BERTScore model of a run (``not judged``, ``no BERTScore`` when absent)."""
+    """The judge(s) and the BERTScore model of a run (``not judged``, ``no BERTScore`` when absent), and a
+    task's readings when they are not the defaults (VP's ``--vp-bert``, ``--vp-judge-scale``)."""
     meta = run.score_record.meta if run.score_record is not None else None
     judges = list(run.judging.judges) or (meta.judges if meta is not None else [])
     bert = run.judging.bertscore or (meta.bertscore if meta is not None else None)
     judged = f"judge {', '.join(judges)}" if judges else "not judged"
-    return f"{judged}; {f'BERTScore {bert.model}' if bert is not None else 'no BERTScore'}"
+    config = run.manifest.config
+    labels = [found.label for info in task_infos() if info.judge and (found := info.judge.read(config)).label]
+    readings = ", ".join(labels)
+    bert_text = f"BERTScore {bert.model}" if bert is not None else "no BERTScore"
+    return f"{judged}; {bert_text}" + (f"; {readings}" if readings else "")
 
 
 def measured(run: RunData) -> str:

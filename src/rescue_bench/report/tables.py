@@ -175,7 +175,7 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
         f"{bert_note(names, runs)} Brackets: 95% CI from a cluster bootstrap over conversations. '–': not "
         f"computed (e.g. the run was not judged). {VALIDITY_NOTE}"
     )
-    note += averages.NOTE if found else ""
+    note += averages.note(runs, found, names)
     marks = status_note([str(row[2]) for row in rows])
     note += f" {marks}" if marks else ""
     if with_paper:
@@ -236,7 +236,7 @@ def per_scenario(runs: Sequence[RunData]) -> Table:
         tuple(rows),
         "Both pools the instances of the two scenarios (micro average). "
         + bert_note(names, runs)
-        + (averages.NOTE if found else ""),
+        + averages.note(runs, found, names),
     )
 
 

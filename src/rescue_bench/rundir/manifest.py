@@ -185,13 +185,16 @@ def _facts(config: dict[str, Json]) -> ConfigFacts:
         return ConfigFacts()
 
 
-PROTOCOL = 3
+PROTOCOL = 4
 """The version of the evaluation protocol a run follows (``run.json``'s ``config.protocol``): what the model
 is asked, what the judges are shown and how answers are scored, and the shape of the config that records it.
 Runs of two protocols are neither resumed as one run nor compared. 1: every run made before the field
 existed; 2: the reference scripts' judge inputs, BERTScore backbone and VP pairing, the restored prompt rules,
 and ITP's invalid answer as the wrong class in precision too (docs/protocol-differences.md); 3: the config
-holds the generation settings not at their defaults, each under its own name (no default one is listed)."""
+holds the generation settings not at their defaults, each under its own name (no default one is listed); 4:
+the VP prompt offers people only as targets (``--vp-group-target`` adds the group) and the VP judge rubric is
+lenient about "paraphrases and near-synonyms" again, as the reference's (CHANGELOG.md lists the prompt
+hashes)."""
 
 
 class Timings(BaseModel):

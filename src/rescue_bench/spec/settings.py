@@ -72,6 +72,18 @@ class JudgeSpec(ModelSpec):
         None, description="Variable holding the judges' key (default: as the endpoint)."
     )
     temperature: Finite = Field(0.0, ge=0.0, description="The judges' sampling temperature.")
+    price_in: Finite | None = Field(
+        None, ge=0, description="This judge's USD per million prompt tokens (default: the price table)."
+    )
+    price_out: Finite | None = Field(
+        None, ge=0, description="This judge's USD per million completion tokens (with price_in)."
+    )
+
+    @model_validator(mode="after")
+    def _prices_together(self) -> JudgeSpec:
+        if (self.price_in is None) != (self.price_out is None):
+            raise ValueError("price_in and price_out go together")
+        return self
 
 
 class EngineSpec(SpecTable):
@@ -95,8 +107,12 @@ class BudgetSpec(SpecTable):
     """A spending limit and the prices it is counted with."""
 
     usd: Finite | None = Field(None, gt=0, description="Stop before spending more USD.")
-    price_in: Finite | None = Field(None, ge=0, description="USD per million prompt tokens.")
-    price_out: Finite | None = Field(None, ge=0, description="USD per million completion tokens.")
+    price_in: Finite | None = Field(
+        None, ge=0, description="USD per million prompt tokens of the model (never its judges')."
+    )
+    price_out: Finite | None = Field(
+        None, ge=0, description="USD per million completion tokens of the model (never its judges')."
+    )
     prices: Path | None = Field(None, description="JSON file of prices (per model or one entry).")
 
     @model_validator(mode="after")

@@ -169,6 +169,25 @@ DerivedRule = Callable[[Mapping[str, object], Json, Json, bool], dict[str, float
 TextPairs = tuple[tuple[tuple[str, str], ...], ...]
 """BERTScore's (candidate, reference) pairs of one instance, one group per gold item."""
 PairRule = Callable[[Json, Json, bool], TextPairs]
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """How a judged task's scores are read under a run's recorded options (``run.json``'s config): where
+    the task offers more than one reading of the protocol (VP's ``--vp-bert``, ``--vp-judge-scale``)."""
+
+    rules: Mapping[str, str] = field(default_factory=dict)
+    """Metric key -> how it is computed, in words (``_meta.scoring_rules``), over the rubric's rules."""
+    label: str | None = None
+    """The readings that are not the defaults, as headings name them; ``None`` for the defaults."""
+    greedy_bertscore: bool = False
+    """BERTScore over a greedy one-to-one matching of gold and predicted items (precision-aware)."""
+    to_score: Callable[[float], float] | None = None
+    """The instance's ``llm`` from its judge total, when not the task's own ``derive``."""
+
+
+ReadingRule = Callable[[Mapping[str, Json]], Reading]
+"""A run's config -> the task's :class:`Reading` (a bad recorded option is a one-line ``DataError``)."""
 """The BERTScore pairs of an instance from (gold, prediction, valid); an instance scores the mean over
 groups of the best pair in each group (0 for an empty group)."""
 
@@ -213,6 +232,13 @@ class JudgeRubric:
     total: JudgeTotal | None = None
     rules: Mapping[str, str] = field(default_factory=dict)
     """Metric key -> how it is computed, in words: recorded in ``scores.json`` (``_meta.scoring_rules``)."""
+    reading: ReadingRule | None = None
+    """The task's readings under a run's options (:meth:`read`); ``None``: one reading, :attr:`rules`."""
+
+    def read(self, config: Mapping[str, Json]) -> Reading:
+        """How this task's scores are read under a run's recorded config."""
+        found = Reading() if self.reading is None else self.reading(config)
+        return Reading({**self.rules, **found.rules}, found.label, found.greedy_bertscore, found.to_score)
 
     def __post_init__(self) -> None:
         keys = self.score_keys

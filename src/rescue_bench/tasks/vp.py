@@ -15,13 +15,14 @@ import json
 import random
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from typing import Any, Final
+from typing import Any, Final, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.errors import DataError
 from rescue_bench.metrics import relational_gold as relational
-from rescue_bench.metrics.generation import viewpoint_to_five
+from rescue_bench.metrics.generation import viewpoint_integer, viewpoint_to_five
 from rescue_bench.metrics.spec import VIEWPOINT_SCORES
 from rescue_bench.records import Instance, Json, Mode, Prediction, Request, Score, Shown
 from rescue_bench.tasks import prompts
@@ -29,6 +30,7 @@ from rescue_bench.tasks.base import (
     JudgeRubric,
     JudgeTotal,
     PaperColumn,
+    Reading,
     ScoreField,
     TaskConfig,
     TaskInfo,
@@ -42,14 +44,36 @@ from rescue_bench.tasks.guesses import most_common, other_participants, rank_by_
 from rescue_bench.tasks.parsing import field, parse_batch, short
 from rescue_bench.taxonomy import THERAPIST, Scenario, group_label
 
+BertRule = Literal["recall", "precision-aware"]
+JudgeScale = Literal["linear", "integer"]
+
 
 class Options(BaseModel):
-    """VP's own settings (``--vp-checkpoints-per-sample``)."""
+    """VP's own settings (``--vp-checkpoints-per-sample``, ``--vp-group-target``, ``--vp-bert``,
+    ``--vp-judge-scale``); docs/protocol-differences.md says which reading each choice follows."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
     checkpoints_per_sample: StrictInt = Field(
         5, ge=1, description="VP: checkpoints per conversation at most."
     )
+    group_target: StrictBool = Field(
+        False,
+        description="VP: also offer the group label (Couple/Family) as a viewpoint target; the reference "
+        "asks about another on-screen person only.",
+    )
+    bert: BertRule = Field(
+        "recall",
+        description="VP BERTScore: recall (each gold view against its closest predicted view) or "
+        "precision-aware (F1 over a greedy one-to-one matching, so surplus views cost).",
+    )
+    judge_scale: JudgeScale = Field(
+        "linear",
+        description="VP LLM on 1-5: linear (1 + 4 * total / 6, the mean's map) or integer (each judged "
+        "instance's 1 + 4 * total / 6 rounded to a whole score, then the mean).",
+    )
+
+
+DEFAULT_OPTIONS = Options()
 
 
 ANSWER_KEYS = ("viewpoints", "predicted_viewpoints")
@@ -68,7 +92,7 @@ You identify viewpoints in a {scenario} therapy session.
 
 Task: in each item the current row is spoken by a client. List the viewpoints this speaker expresses in \
 that row about other people in the room: who holds the view (source: normally the speaker), whom it is about \
-(target: a participant, the Therapist, or "{group}" for the {scenario} as a whole), and what the view is.
+(target: {targets}), and what the view is.
 
 Rules:
 - Give every distinct viewpoint towards a different person.
@@ -83,7 +107,13 @@ SHAPE = (
     '{"predictions": [{"id": "c1", "viewpoints": [{"source": "<speaker>", "target": "<person>", '
     '"viewpoint": "..."}], "reason": "..."}]}'
 )
-PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT)
+PEOPLE_TARGETS = "another person present: a participant or the Therapist"
+"""The targets offered by default: people, as the reference's "another on-screen person"."""
+GROUP_TARGETS = (
+    'another person present: a participant, the Therapist, or "{group}" for the {scenario} as a whole'
+)
+"""The targets with ``--vp-group-target``."""
+PROMPT_HASH = prompts.template_hash(SYSTEM, SHAPE, prompts.SHARED_TEXT, PEOPLE_TARGETS, GROUP_TARGETS)
 
 
 def gold_viewpoints(row: Row) -> list[dict[str, Json]]:
@@ -102,9 +132,11 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
     size = cfg.shown_size(INFO)
     records = row_records(sample, cfg.mode, cfg.rows)
     eligible = [(row, gold) for row in sample.rows if row.is_client and (gold := gold_viewpoints(row))]
-    people = (*sample.participants, THERAPIST, group_label(sample.scenario))
+    options = cfg.options_for(INFO.name, Options)
+    group = (group_label(sample.scenario),) if options.group_target else ()
+    people = (*sample.participants, THERAPIST, *group)
     out = []
-    most = cfg.options_for(INFO.name, Options).checkpoints_per_sample
+    most = options.checkpoints_per_sample
     for row, gold in pick_evenly(eligible, most, key=lambda pair: pair[0].row_index):
         r = row.row_index
         context = Shown(
@@ -126,17 +158,23 @@ def build(sample: Sample, cfg: TaskConfig) -> list[Instance]:
 
 
 @functools.lru_cache(maxsize=64)
-def system_prompt(scenario: Scenario, mode: Mode, size: int) -> str:
+def system_prompt(scenario: Scenario, mode: Mode, size: int, group: bool = False) -> str:
+    """The VP system message; ``group`` offers the group label as a target too (``--vp-group-target``)."""
+    targets = (
+        GROUP_TARGETS.format(group=group_label(scenario), scenario=scenario) if group else PEOPLE_TARGETS
+    )
     return SYSTEM.format(
         scenario=scenario,
-        group=group_label(scenario),
+        targets=targets,
         **prompts.shared_parts(mode, size, "the current row", SHAPE),
     )
 
 
 def render(batch: Sequence[Instance], cfg: TaskConfig) -> Request:
     shown, first = prompts.batch_shown(batch, INFO), batch[0]
-    system = system_prompt(first.scenario, shown.mode, shown.size)
+    system = system_prompt(
+        first.scenario, shown.mode, shown.size, group_label(first.scenario) in first.candidates
+    )
     header = prompts.people_header(batch, shown)
     blocks = [current_block(f"c{i}", inst) for i, inst in enumerate(batch, start=1)]
     person = {"type": "string", "enum": list(dict.fromkeys(first.candidates))}
@@ -273,7 +311,7 @@ def majority_answers(group: Sequence[Instance]) -> list[Prediction]:
 # the judge pass, never taken from the judge.
 JUDGE_RUBRIC = """You are grading a therapy viewpoint-understanding task. For each checkpoint, a system \
 predicted the viewpoints the CURRENT speaker expresses about other people (source, target, viewpoint). \
-Compare the predicted viewpoints with the gold viewpoints. Be lenient about paraphrases.
+Compare the predicted viewpoints with the gold viewpoints. Be lenient about paraphrases and near-synonyms.
 
 source_target_score: integer 0-2.
   0 = the source-target pairings are mostly wrong or missing, 1 = partially recovered,
@@ -348,7 +386,81 @@ BERTSCORE_RULE = (
     "each gold viewpoint against its closest predicted viewpoint, whatever the target; mean over the gold "
     "viewpoints; 0 for an empty or invalid answer"
 )
+PRECISION_AWARE_RULE = (
+    "F1 over a greedy one-to-one matching of gold and predicted viewpoints, whatever the target (best pair "
+    "first): the matched F1 sum over the gold count and over the predicted count, their harmonic mean; 0 for "
+    "an empty or invalid answer (--vp-bert precision-aware)"
+)
 LLM_RULE = "1 + 4 * total / 6: the judge's 0-6 total (pairing 0-2 + viewpoint 0-4) placed linearly on 1-5"
+INTEGER_RULE = (
+    "each judged instance's 1 + 4 * total / 6 rounded to a whole 1-5 score (0-6 -> 1, 2, 2, 3, 4, 4, 5), "
+    "then the mean (--vp-judge-scale integer)"
+)
+BERT_RULES: Final[dict[BertRule, str]] = {"recall": BERTSCORE_RULE, "precision-aware": PRECISION_AWARE_RULE}
+LLM_RULES: Final[dict[JudgeScale, str]] = {"linear": LLM_RULE, "integer": INTEGER_RULE}
+
+
+def recorded_options(config: Mapping[str, Json]) -> Options:
+    """VP's options as a run's ``run.json`` config records them (``task_options.vp``); the defaults for a
+    run recorded before an option existed.
+
+    >>> recorded_options({"task_options": {"vp": {"bert": "precision-aware"}}}).bert
+    'precision-aware'
+    >>> recorded_options({}).judge_scale
+    'linear'
+    >>> recorded_options({"task_options": {"vp": {"bert": "max"}}})  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    rescue_bench.errors.DataError: run.json: config.task_options.vp.bert: Input should be ...
+    """
+    given = config.get("task_options")
+    mine = given.get(INFO.name) if isinstance(given, Mapping) else None
+    if not isinstance(mine, Mapping):
+        return DEFAULT_OPTIONS
+    try:
+        return Options.model_validate(mine)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise DataError(f"run.json: config.task_options.vp.{where}: {first['msg']}") from None
+
+
+def scoring_rules(options: Options) -> dict[str, str]:
+    """How VP's ``llm`` and ``bertscore_f1`` are computed under ``options``, in words
+    (``_meta.scoring_rules``)."""
+    return {"llm": LLM_RULES[options.judge_scale], "bertscore_f1": BERT_RULES[options.bert]}
+
+
+def reading_label(options: Options) -> str | None:
+    """The VP readings that differ from the defaults, for headings (``None`` when there is none).
+
+    >>> reading_label(Options(bert="precision-aware", judge_scale="integer"))
+    'VP BERT precision-aware, VP LLM integer scale'
+    >>> reading_label(Options()) is None
+    True
+    """
+    parts = []
+    if options.bert != DEFAULT_OPTIONS.bert:
+        parts.append(f"VP BERT {options.bert}")
+    if options.judge_scale != DEFAULT_OPTIONS.judge_scale:
+        parts.append(f"VP LLM {options.judge_scale} scale")
+    return ", ".join(parts) or None
+
+
+def reading(config: Mapping[str, Json]) -> Reading:
+    """VP's reading under a run's recorded options (``INFO.judge.read``).
+
+    >>> found = reading({"task_options": {"vp": {"judge_scale": "integer"}}})
+    >>> found.label, found.greedy_bertscore, found.to_score(5.0)
+    ('VP LLM integer scale', False, 4.0)
+    """
+    options = recorded_options(config)
+    return Reading(
+        rules=scoring_rules(options),
+        label=reading_label(options),
+        greedy_bertscore=options.bert == "precision-aware",
+        to_score=viewpoint_integer if options.judge_scale == "integer" else None,
+    )
 
 
 JUDGE = JudgeRubric(
@@ -365,6 +477,7 @@ JUDGE = JudgeRubric(
     bertscore_pairs=bertscore_pairs,
     total=JudgeTotal("total", claimed_key="viewpoint_total_score"),
     rules={"llm": LLM_RULE, "bertscore_f1": BERTSCORE_RULE},
+    reading=reading,
 )
 
 

@@ -36,14 +36,25 @@ GRADER_ROLE = "grader"
 
 @metric
 def rescue_metrics(task: str) -> Metric:
-    """Headline metrics of ``task`` per scope (``all_f1``, ``couple_f1``, ...) from every sample's records."""
+    """Headline metrics of ``task`` per scope (``all_f1``, ``couple_f1``, ...) from every sample's records,
+    the pooled ones first (:func:`pooled_first`)."""
 
     def compute(scores: list[SampleScore]) -> Value:
         records = [r for s in scores for r in sample_records(s.score).predictions]
         values = corpus_values(get_task(task), records)
-        return {name: value for name, value in values.items() if value is not None}
+        return pooled_first({name: value for name, value in values.items() if value is not None})
 
     return compute
+
+
+def pooled_first(values: Mapping[str, float]) -> dict[str, float]:
+    """The metrics with the pooled scope (``all_*``) first: inspect shows a metric's first value as its
+    headline, and the paper's headline pools both scenarios.
+
+    >>> list(pooled_first({"couple_f1": 0.5, "family_f1": 0.4, "all_f1": 0.45, "all_precision": 0.6}))
+    ['all_f1', 'all_precision', 'couple_f1', 'family_f1']
+    """
+    return dict(sorted(values.items(), key=lambda item: not item[0].startswith("all_")))
 
 
 def grader() -> Model | None:
