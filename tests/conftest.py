@@ -151,7 +151,8 @@ def _validate_run_files(paths: list[Path]) -> None:
 
     from rescue_bench.errors import BenchError
     from rescue_bench.rundir.jsonschemas import shipped
-    from rescue_bench.rundir.manifest import Manifest, Scores
+    from rescue_bench.rundir.manifest import Manifest
+    from rescue_bench.rundir.scores import Scores
 
     readers = {"run.json": Manifest.from_json, "scores.json": Scores.of}
     for path in paths:

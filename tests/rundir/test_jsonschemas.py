@@ -22,11 +22,11 @@ def test_the_shipped_schema_is_the_one_the_records_give(name: str) -> None:
 def test_a_baseline_run_validates_and_a_wrong_file_does_not(tmp_path: Path) -> None:
     import json
 
-    from rescue_bench.engine.run import RunOptions, run_benchmark
+    from rescue_bench.evaluation.run import run
     from rescue_bench.spec import ModelSpec, RunSpec
 
     spec = RunSpec(model=ModelSpec(name="baseline/random", seed=1), tasks=("itp", "vp"), data="demo")
-    run_benchmark(spec, tmp_path / "run", RunOptions(quiet=True))
+    run(spec, tmp_path / "run")
     for name in SCHEMA_FILES:
         obj = json.loads((tmp_path / "run" / name).read_text())
         jsonschema.validate(obj, shipped(name))

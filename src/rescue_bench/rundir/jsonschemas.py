@@ -13,7 +13,8 @@ import json
 from importlib import resources
 from typing import Any
 
-from rescue_bench.rundir.manifest import Manifest, ScoresMeta
+from rescue_bench.rundir.manifest import Manifest
+from rescue_bench.rundir.scores import ScoresMeta
 
 SCHEMA_FILES = {"run.json": "run.schema.json", "scores.json": "scores.schema.json"}
 """Run-directory file -> its schema's file name in ``rescue_bench/rundir/schemas``."""
