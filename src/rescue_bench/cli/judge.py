@@ -28,7 +28,7 @@ from rescue_bench.printable import printable
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
-from rescue_bench.rundir import SCORES_FILE, Scores, load_run
+from rescue_bench.rundir import SCORES_FILE, Scores, check_run_dir, load_run
 from rescue_bench.spec import JudgeSpec
 from rescue_bench.tasks import judged_tasks
 
@@ -90,8 +90,7 @@ def score(
     The model, generation and engine flags are ``run``'s, with its defaults: ``--base-url`` and
     ``--api-key-env`` name the judges' endpoint, and the generation settings are every judge's.
     """
-    if not run_dir.is_dir():
-        raise ConfigError(f"run directory {run_dir} does not exist")
+    check_run_dir(run_dir)
     given = model_settings(flag_values(ctx))
     engine = given.engine
     # The endpoint flags are the pass's default endpoint (ScorePass); the generation settings every judge's.

@@ -152,6 +152,15 @@ class RunSpec(SpecTable):
         return value
 
     @model_validator(mode="after")
+    def _bertscore(self) -> RunSpec:
+        if self.bertscore is False and self.bertscore_model is not None:
+            raise ValueError(
+                f"`bertscore_model` {self.bertscore_model!r} asks for BERTScore and `bertscore` turns it off: "
+                "give one of them"
+            )
+        return self
+
+    @model_validator(mode="after")
     def _options(self, info: ValidationInfo) -> RunSpec:
         known = known_tasks(info)
         for name, given in self.task_options.items():
