@@ -84,7 +84,13 @@ ALIAS_MARK: Final = "__alias"
 
 
 def _option(
-    flag: Flag, dest: str, names: Sequence[str], *, help: str = "", panel: str | None = None, hidden: bool = False
+    flag: Flag,
+    dest: str,
+    names: Sequence[str],
+    *,
+    help: str = "",
+    panel: str | None = None,
+    hidden: bool = False,
 ) -> TyperOption:
     """The click option of one row's names, made as typer makes the option of a declared parameter.
 
@@ -92,7 +98,7 @@ def _option(
     call here that reaches past typer's public API (typer is pinned to a minor version for it, and the
     ``--help`` tests show any change it brings).
     """
-    kind: object = flag.kind
+    kind: Any = flag.kind
     if flag.multiple:
         kind = GenericAlias(list, (flag.kind,))
     declared = typer.Option(
@@ -104,7 +110,9 @@ def _option(
         show_default=flag.default is not None,
         metavar="" if flag.kind is bool else None,  # a flag takes no value: none shown beside it
     )
-    option = _get_param(ParamMeta(name=dest, default=declared, annotation=kind if flag.required else kind | None))
+    option = _get_param(
+        ParamMeta(name=dest, default=declared, annotation=kind if flag.required else kind | None)
+    )
     assert isinstance(option, TyperOption)
     return option
 

@@ -17,7 +17,6 @@ import typer
 from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
 from rescue_bench.cli.run_flags import EndpointCommand, model_settings
-from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import judge_again
 from rescue_bench.judge.after_run import ScorePass
 from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL

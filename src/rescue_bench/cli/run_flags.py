@@ -115,7 +115,9 @@ def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
     dest = names[0].lstrip("-").split("/")[0].replace("-", "_")
     dotted = tuple(path.split("."))
     help_ = extra.pop("help", None) or describe(dotted)
-    return Flag(names, dest, (dotted,) if path else (), kind, help_ + (default_note(dotted) if path else ""), **extra)
+    return Flag(
+        names, dest, (dotted,) if path else (), kind, help_ + (default_note(dotted) if path else ""), **extra
+    )
 
 
 def setting_flags() -> tuple[Flag, ...]:
@@ -255,7 +257,14 @@ def all_flags() -> tuple[Flag, ...]:
 
 
 SPEC_FLAGS: Final = (
-    Flag(("--spec",), "spec", (), Path, "A TOML run spec to start from; flags given beside it override it.", panel=OUTPUT),
+    Flag(
+        ("--spec",),
+        "spec",
+        (),
+        Path,
+        "A TOML run spec to start from; flags given beside it override it.",
+        panel=OUTPUT,
+    ),
     Flag(
         ("--print-spec",),
         "print_spec",
@@ -276,7 +285,7 @@ def run_flags() -> tuple[Flag, ...]:
 
 @functools.cache
 def endpoint_flags() -> tuple[Flag, ...]:
-    """``run``'s endpoint, generation and engine flags, ``--model`` left out (the command names its models)."""
+    """``run``'s endpoint, generation and engine flags but ``--model`` (the command names its models)."""
     return (*MODEL_FLAGS[1:], *setting_flags(), *ENGINE_FLAGS)
 
 
@@ -328,7 +337,9 @@ def model_settings(flags: FlagValues) -> ModelSettings:
             for dotted in flag.paths:
                 _put(data, dotted, _plain_value(flag, value))
                 labels[dotted] = flag.decls[0].split("/")[0]
-    engine = validate_table(EngineSpec, data.get("engine", {}), at=("engine",), labels=labels, flags=flag_names())
+    engine = validate_table(
+        EngineSpec, data.get("engine", {}), at=("engine",), labels=labels, flags=flag_names()
+    )
     return ModelSettings(data.get("model", {}), engine, labels)
 
 

@@ -50,7 +50,7 @@ def study_table(
 ) -> dict[str, Any]:
     """The flat study table: the file (if any) with the flags given beside it applied.
 
-    The run flags are checked with the study's placeholder model (its models come from ``--model`` or the file).
+    The run flags are checked with the study's placeholder model (its models come from ``--model`` or a file).
     """
     from rescue_bench.study.spec import PLACEHOLDER
 

@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     import httpx2
 
 ENTRY_POINT_GROUP: Final = "rescue_bench.providers"
+
+
 @dataclass(frozen=True, slots=True)
 class ProviderOptions:
     """What :func:`~rescue_bench.models.registry.get_model` was given besides the name."""

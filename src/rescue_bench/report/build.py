@@ -17,7 +17,7 @@ which every table, figure title and file says PARTIAL with the counts. A run wit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
@@ -38,7 +38,7 @@ from rescue_bench.report import (
     tables,
     writers,
 )
-from rescue_bench.report.document import Report
+from rescue_bench.report.document import Report as Report
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table

@@ -8,7 +8,6 @@ export that the benchmark could not read is never left behind.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path

@@ -111,7 +111,9 @@ def check_run_dir(root: Path) -> Path:
     """``root`` when it is a run directory (it holds ``predictions.jsonl``); else a :class:`DataError` that
     says what it is instead: missing, a file, or a folder of run directories (naming them)."""
     if root.is_file():
-        raise DataError(f"{root} is a file, not a run directory: give the directory that holds it ({root.parent})")
+        raise DataError(
+            f"{root} is a file, not a run directory: give the directory that holds it ({root.parent})"
+        )
     if not root.is_dir():
         raise DataError(f"run directory {root} does not exist")
     if (root / PREDICTIONS_FILE).exists():

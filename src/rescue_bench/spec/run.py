@@ -155,8 +155,8 @@ class RunSpec(SpecTable):
     def _bertscore(self) -> RunSpec:
         if self.bertscore is False and self.bertscore_model is not None:
             raise ValueError(
-                f"`bertscore_model` {self.bertscore_model!r} asks for BERTScore and `bertscore` turns it off: "
-                "give one of them"
+                f"`bertscore_model` {self.bertscore_model!r} asks for BERTScore and `bertscore` turns it "
+                "off: give one of them"
             )
         return self
 

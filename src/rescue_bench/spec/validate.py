@@ -74,7 +74,7 @@ def validate_table(
 
 
 KEY = re.compile(r"`([a-z_]+)`")
-"""A key of the failing table as a check's message names it (``price_in``), to be named as the user wrote it."""
+"""A key of the failing table as a check names it (``price_in``), to be named as the user wrote it."""
 
 
 @dataclass(frozen=True, slots=True)

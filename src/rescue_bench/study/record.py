@@ -14,8 +14,6 @@ A run that did not finish is never shown as complete: the leaderboard marks it P
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path

@@ -133,8 +133,8 @@ class PerturbedTask:
     """A task whose ``build`` and ``render`` apply perturbations; parse and score are the task's own.
 
     Stages run in a fixed order whatever the order given: sample, config, instances (in the given order),
-    request. The template hash (``INFO.prompt_hash``) is the task's: the perturbations are recorded beside it in
-    ``run.json`` (:func:`perturbation_record`).
+    request. The template hash (``INFO.prompt_hash``) is the task's: the perturbations are recorded beside it
+    in ``run.json`` (:func:`perturbation_record`).
     """
 
     INFO: TaskInfo
