@@ -50,6 +50,17 @@ class Flag:
     required: bool = False
 
 
+def option(
+    decls: str, dest: str, kind: type, help: str, default: object = None, *, required: bool = False
+) -> Flag:
+    """A command's own option as a row (no spec field): read with :meth:`FlagValues.record`.
+
+    >>> option("--seed", "seed", int, "Bootstrap seed.", 0).decls
+    ('--seed',)
+    """
+    return Flag(tuple(decls.split()), dest, (), kind, help, default=default, required=required)
+
+
 DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, OUTPUT = (
     "Data",
     "Model",

@@ -16,7 +16,7 @@ import typer
 
 from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
-from rescue_bench.cli.run_flags import EndpointCommand, model_settings
+from rescue_bench.cli.run_flags import EndpointCommand, ModelSettings, model_settings
 from rescue_bench.evaluation.run import judge_again
 from rescue_bench.judge.after_run import ScorePass
 from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
@@ -65,24 +65,29 @@ def _print_result(result: JudgeRunResult) -> None:
             )
 
 
+RetryUnscored = Annotated[
+    bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
+]
+BertscoreModel = Annotated[
+    str | None,
+    typer.Option(
+        "--bertscore-model",
+        help=f"BERTScore backbone: HF id or path, {BUNDLED_MODEL} (bundled, offline) or 'none' to skip "
+        f"[default: {DEFAULT_MODEL}, as the reference scripts; skipped with a warning when not cached].",
+    ),
+]
+BertscoreLayers = Annotated[
+    int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
+]
+
+
 def score(
     ctx: typer.Context,
     run_dir: RunDir,
     judge: JudgeOpt = None,
-    retry_unscored: Annotated[
-        bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
-    ] = False,
-    bertscore_model: Annotated[
-        str | None,
-        typer.Option(
-            "--bertscore-model",
-            help=f"BERTScore backbone: HF id or path, {BUNDLED_MODEL} (bundled, offline) or 'none' to skip "
-            f"[default: {DEFAULT_MODEL}, as the reference scripts; skipped with a warning when not cached].",
-        ),
-    ] = None,
-    bertscore_layers: Annotated[
-        int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
-    ] = None,
+    retry_unscored: RetryUnscored = False,
+    bertscore_model: BertscoreModel = None,
+    bertscore_layers: BertscoreLayers = None,
 ) -> None:
     """Judge (or re-judge) an existing run's ER/VP predictions without regenerating them.
 
@@ -91,13 +96,32 @@ def score(
     """
     check_run_dir(run_dir)
     given = model_settings(flag_values(ctx))
+    spec = _score_pass(given, judge or [], retry_unscored, bertscore_model, bertscore_layers)
+    result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
+    _print_result(result)
+    typer.echo(f"scores written to {run_dir / SCORES_FILE}")
+    if result.status == "incomplete":
+        typer.echo(
+            f"incomplete: {result.unanswered()} judge verdicts got no answer; resume: {resume_command()}",
+            err=True,
+        )
+        raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _score_pass(
+    given: ModelSettings,
+    judge: list[str],
+    retry_unscored: bool,
+    bertscore_model: str | None,
+    bertscore_layers: int | None,
+) -> ScorePass:
+    """The pass's settings: the endpoint flags are its default endpoint, the generation settings every
+    judge's."""
     engine = given.engine
-    # The endpoint flags are the pass's default endpoint (ScorePass); the generation settings every judge's.
     judges = (
-        given.validate(JudgeSpec, name=n, base_url=None, api_key_env=None, name_flag="--judge")
-        for n in judge or ()
+        given.validate(JudgeSpec, name=n, base_url=None, api_key_env=None, name_flag="--judge") for n in judge
     )
-    spec = ScorePass(
+    return ScorePass(
         tuple(judges),
         base_url=given.model.get("base_url"),
         api_key_env=given.model.get("api_key_env"),
@@ -112,15 +136,6 @@ def score(
         bertscore_layers=bertscore_layers,
         retry_unscored=retry_unscored,
     )
-    result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
-    _print_result(result)
-    typer.echo(f"scores written to {run_dir / SCORES_FILE}")
-    if result.status == "incomplete":
-        typer.echo(
-            f"incomplete: {result.unanswered()} judge verdicts got no answer; resume: {resume_command()}",
-            err=True,
-        )
-        raise typer.Exit(EXIT_INCOMPLETE)
 
 
 def _backbone(given: str | None) -> str | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import signal
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
@@ -22,7 +23,7 @@ import typer
 from rich import box
 from rich.table import Table
 
-from rescue_bench.cli.flags import Flag, FlagValues, flag_values, with_flags
+from rescue_bench.cli.flags import Flag, FlagValues, flag_values, option, with_flags
 from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
 from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import make_spec, run_flags
@@ -39,10 +40,24 @@ MODELS_FLAG: Final = Flag(
 )
 
 
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the sweep shows while and after it runs (:data:`SHOWN_FLAGS`)."""
+
+    quiet: bool
+    ci: bool
+
+
+SHOWN_FLAGS: Final = (
+    option("--quiet -q", "quiet", bool, "No progress display.", False),
+    option("--ci", "ci", bool, "Show 95% CIs in the terminal's tables too.", False),
+)
+
+
 @functools.cache
 def sweep_flags() -> tuple[Flag, ...]:
-    """The run flags, with ``--model`` repeatable."""
-    return tuple(MODELS_FLAG if flag.dest == "model" else flag for flag in run_flags())
+    """How the sweep shows its progress and tables, then the run flags with ``--model`` repeatable."""
+    return (*SHOWN_FLAGS, *(MODELS_FLAG if flag.dest == "model" else flag for flag in run_flags()))
 
 
 def study_table(
@@ -102,8 +117,6 @@ def sweep(
         str, typer.Option("--adjust", help="Rank groups: p-value adjustment, holm | bh | none.")
     ] = "holm",
     level: Annotated[float, typer.Option("--level", help="Rank groups: significance level.")] = 0.05,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the terminal's tables too.")] = False,
 ) -> None:
     """Run every model of a study (each into <out>/<model>/), then write study.json and the leaderboard.
 
@@ -120,12 +133,13 @@ def sweep(
     if flags.print_spec:
         typer.echo(study.to_toml(), nl=False)
         return
-    options = StudyOptions(quiet=quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
+    shown = flags.record(Shown, SHOWN_FLAGS)
+    options = StudyOptions(quiet=shown.quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
     record = _run(study, options)
     board, paths = write_study_leaderboard(
         study.out, record, with_paper=with_paper, method=method, level=level
     )
-    _summary(board, record, paths, ci=ci)
+    _summary(board, record, paths, ci=shown.ci)
 
 
 def _run(study: StudySpec, options: StudyOptions) -> StudyRecord:
