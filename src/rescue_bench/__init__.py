@@ -19,7 +19,7 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
+from rescue_bench.version import __version__ as __version__
 
 if TYPE_CHECKING:
     from rescue_bench.data.load import load_samples

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rescue_bench import __version__
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL
 from rescue_bench.report.tables import Table
+from rescue_bench.version import __version__
 
 
 @dataclass(frozen=True, slots=True)
