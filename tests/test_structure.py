@@ -75,5 +75,6 @@ def test_the_command_line_is_built_without_signatures_or_silenced_types() -> Non
     """Options come from rows (``cli.flags.options_of``): no synthesized ``__signature__``, no throwaway
     typer app harvested for its parameters, no ``type: ignore``."""
     sources = {path.name: path.read_text(encoding="utf-8") for path in CLI.glob("*.py")}
-    for marker in ("__signature__", "type: ignore", "typer.Typer(add_completion=False)", "get_command(holder)"):
+    markers = ("__signature__", "type: ignore", "typer.Typer(add_completion=False)", "get_command(holder)")
+    for marker in markers:
         assert [name for name, text in sources.items() if marker in text] == [], marker
