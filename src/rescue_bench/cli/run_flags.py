@@ -336,7 +336,7 @@ def model_settings(flags: FlagValues) -> ModelSettings:
         if value is not None:
             for dotted in flag.paths:
                 _put(data, dotted, _plain_value(flag, value))
-                labels[dotted] = flag.decls[0].split("/")[0]
+                labels[dotted] = written(flag, value)
     engine = validate_table(
         EngineSpec, data.get("engine", {}), at=("engine",), labels=labels, flags=flag_names()
     )
@@ -366,7 +366,7 @@ def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
             continue
         for dotted in flag.paths:
             _put(data, dotted, _plain_value(flag, value))
-            where[dotted] = flag.decls[0].split("/")[0]
+            where[dotted] = written(flag, value)
     _apply_judges(data, flags, where)
     ids = flags.given("sample_ids")
     if ids is not None:
@@ -376,6 +376,16 @@ def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
         data["out"] = str(out)
     where_ = f"--spec {path}" if path is not None else ""
     return validate_spec(data, where=where_, labels=where, flags=flag_names())
+
+
+def written(flag: Flag, value: object) -> str:
+    """The flag as the user wrote it: ``--no-bertscore`` for the off side of ``--bertscore/--no-bertscore``.
+
+    >>> written(Flag(("--bertscore/--no-bertscore",), "bertscore", (), bool, ""), False)
+    '--no-bertscore'
+    """
+    on, _, off = flag.decls[0].partition("/")
+    return off if off and value is False else on
 
 
 @functools.cache

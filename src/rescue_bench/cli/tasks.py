@@ -164,7 +164,9 @@ def export(
 def lm_eval_path() -> None:
     """Print the directory of the lm-eval task files shipped with the package, for lm-eval's --include_path.
 
-    lm_eval --include_path "$(rescue-bench tasks lm-eval-path)" --tasks rescue_bench ... (docs/adapters.md)
+    lm_eval --include_path "$(rescue-bench tasks lm-eval-path)" --tasks rescue_bench ...
+
+    See the rescue-bench docs, adapters.
     """
     from rescue_bench.adapters.lm_eval import include_path
 

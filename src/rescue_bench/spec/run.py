@@ -78,8 +78,8 @@ class RunSpec(SpecTable):
     perturb: tuple[str, ...] = Field(
         (),
         description="Perturbations of what the model is shown, a comma list: label-order[:K], name-swap, "
-        "anonymize, shuffle-window, context:N, no-cues (docs/robustness.md). Instance ids stay those of the "
-        "unperturbed run, so `compare BASE PERTURBED` pairs them.",
+        "anonymize, shuffle-window, context:N, no-cues (see the rescue-bench docs, robustness). Instance ids "
+        "stay those of the unperturbed run, so `compare BASE PERTURBED` pairs them.",
     )
     repeats: StrictInt = Field(
         1,

@@ -100,7 +100,7 @@ class Names:
         if missing and path in self.flags:
             if not self.where:
                 return ConfigError(f"{self.flags[path]} is required")
-            message = f"the key {'.'.join(path)} is missing (or give {self.flags[path]})"
+            message = f"missing (give it in the file, or {self.flags[path]})"
         # A check of a whole table names its keys in backquotes (`price_in`): the flags when given so.
         if any(self._by_flag((*path, key)) for key in KEY.findall(message)):
             return ConfigError(self._keys(path, message, by_flag=True))
