@@ -19,8 +19,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-from rescue_bench.version import __version__ as __version__
-
 if TYPE_CHECKING:
     from rescue_bench.data.load import load_samples
     from rescue_bench.evaluation.run import RunOutcome, run
@@ -29,6 +27,7 @@ if TYPE_CHECKING:
     from rescue_bench.spec import JudgeSpec, ModelSpec, RunSpec
     from rescue_bench.tasks import get_task
     from rescue_bench.tasks.base import TaskConfig, TaskInfo
+    from rescue_bench.version import __version__ as __version__
 
 __all__ = [
     "Instance",
@@ -63,6 +62,7 @@ _HOMES = {
     "get_task": "rescue_bench.tasks",
     "load_samples": "rescue_bench.data.load",
     "run": "rescue_bench.evaluation.run",
+    "__version__": "rescue_bench.version",
 }
 """Where each public name lives; it is imported from there on first use."""
 
