@@ -97,7 +97,7 @@ def test_a_file_where_a_run_directory_belongs_is_called_a_file(tmp_path: Path, c
     scores.write_text("{}")
     args = {"report": [], "compare": [str(runs / "b")], "score": ["--judge", "openai/j"]}[command]
     result = runner.invoke(app, [command, str(scores), *args])
-    assert result.exit_code == 1
+    assert result.exit_code == (2 if command == "score" else 1)
     assert result.output.strip() == (
         f"error: {scores} is a file, not a run directory: give the directory that holds it ({runs / 'a'})"
     )

@@ -17,6 +17,7 @@ import typer
 from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
 from rescue_bench.cli.run_flags import EndpointCommand, ModelSettings, model_settings
+from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.evaluation.run import judge_again
 from rescue_bench.judge.after_run import ScorePass
 from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
@@ -94,7 +95,10 @@ def score(
     The model, generation and engine flags are ``run``'s, with its defaults: ``--base-url`` and
     ``--api-key-env`` name the judges' endpoint, and the generation settings are every judge's.
     """
-    check_run_dir(run_dir)
+    try:
+        check_run_dir(run_dir)
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None  # the run to score is a usage error (exit 2)
     given = model_settings(flag_values(ctx))
     spec = _score_pass(given, judge or [], retry_unscored, bertscore_model, bertscore_layers)
     result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
