@@ -78,3 +78,11 @@ def test_the_command_line_is_built_without_signatures_or_silenced_types() -> Non
     markers = ("__signature__", "type: ignore", "typer.Typer(add_completion=False)", "get_command(holder)")
     for marker in markers:
         assert [name for name, text in sources.items() if marker in text] == [], marker
+
+
+def test_a_fact_has_one_place() -> None:
+    """The study's placeholder model is declared once; a task's prompt hash is read from its INFO."""
+    package = REPO_ROOT / "src" / "rescue_bench"
+    sources = {path: path.read_text(encoding="utf-8") for path in package.rglob("*.py")}
+    assert sum(text.count('"study/none"') for text in sources.values()) == 1
+    assert [path for path, text in sources.items() if 'getattr(task, "PROMPT_HASH"' in text] == []
