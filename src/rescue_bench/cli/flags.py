@@ -113,7 +113,7 @@ def _option(
     if flag.multiple:
         kind = GenericAlias(list, (flag.kind,))
     declared = typer.Option(
-        flag.default if flag.required is False else ...,
+        ... if flag.required else flag.default,
         *names,
         help=help,
         hidden=hidden,
