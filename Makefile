@@ -42,8 +42,8 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 
 # llama.cpp is compiled for AVX2 rather than for the building CPU (-march=native): on an Intel Xeon VM that
-# reports AMX, the native build's AMX kernels crash the first decode (a segfault in ggml_backend_amx_mul_mat,
-# measured 2026-12-02), and a portable build also runs on the next machine. --no-cache-dir: pip's wheel cache
+# reports AMX, the native build's AMX kernels crash the first decode (a segfault in ggml_backend_amx_mul_mat),
+# and a portable build also runs on the next machine. --no-cache-dir: pip's wheel cache
 # would otherwise hand back a native build made earlier on this machine. The version range is the `local`
 # extra's (pyproject.toml), checked by the editable install that follows.
 LLAMA_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON

@@ -23,8 +23,6 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING
 
-__version__ = "0.1.0"
-
 if TYPE_CHECKING:
     from rescue_bench.data.load import load_samples
     from rescue_bench.evaluation.run import RunOutcome, run
@@ -33,6 +31,7 @@ if TYPE_CHECKING:
     from rescue_bench.spec import JudgeSpec, ModelSpec, RunSpec
     from rescue_bench.tasks import get_task
     from rescue_bench.tasks.base import TaskConfig, TaskInfo
+    from rescue_bench.version import __version__ as __version__
 
 __all__ = [
     "Instance",
@@ -67,6 +66,7 @@ _HOMES = {
     "get_task": "rescue_bench.tasks",
     "load_samples": "rescue_bench.data.load",
     "run": "rescue_bench.evaluation.run",
+    "__version__": "rescue_bench.version",
 }
 """Where each public name lives; it is imported from there on first use."""
 

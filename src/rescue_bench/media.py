@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from rescue_bench.atomic import atomic_path
 from rescue_bench.errors import DataError, DependencyError
 
 FFMPEG_ENV = "RESCUE_BENCH_FFMPEG"
@@ -91,18 +92,18 @@ def cut_clip(video: Path, start: float, end: float, out: Path, tools: Tools | No
         raise ValueError(f"clip end {end} is not after its start {start}")
     tools = tools or find_tools()
     out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.stem}.part{out.suffix}")
+    with atomic_path(out) as tmp:
+        _cut(video, start, end, tmp, tools)
+    return probe_duration(out, tools)
+
+
+def _cut(video: Path, start: float, end: float, tmp: Path, tools: Tools) -> None:
     args = [
         tools.ffmpeg, *_QUIET, "-y", "-ss", f"{start:.3f}", "-i", str(video), "-t", f"{end - start:.3f}",
         "-map", "0:v:0?", "-map", "0:a:0?", "-c:v", "libx264", "-preset", "veryfast", "-pix_fmt", "yuv420p",
         "-c:a", "aac", "-movflags", "+faststart", str(tmp),
     ]  # fmt: skip
-    try:
-        _run(args, f"cutting {start:.3f}-{end:.3f} s", video)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
-    return probe_duration(out, tools)
+    _run(args, f"cutting {start:.3f}-{end:.3f} s", video)
 
 
 def frame_times(duration: float, count: int) -> list[float]:

@@ -42,8 +42,8 @@ def test_registry_lists_the_six_tasks_with_the_reference_defaults() -> None:
         assert name == info.name and KINDS[name] == info.kind
         assert DEFAULTS[name] == (info.default_batch_size, info.default_context_size)
         assert info.max_tokens >= 1000
-        assert re.fullmatch(r"[0-9a-f]{64}", task.PROMPT_HASH)  # type: ignore[attr-defined]
-    assert len({t.PROMPT_HASH for t in TASKS.values()}) == 6  # type: ignore[attr-defined]
+        assert re.fullmatch(r"[0-9a-f]{64}", task.INFO.prompt_hash)
+    assert len({t.INFO.prompt_hash for t in TASKS.values()}) == 6
 
 
 def test_get_task() -> None:
@@ -121,7 +121,7 @@ def test_system_messages_are_shared_prefixes(demo_samples: list[Sample], mode: s
     systems: dict[tuple[str, str], set[str]] = {}
     for name, batch, request in all_requests(demo_samples, TaskConfig(mode=mode)):  # type: ignore[arg-type]
         assert [m["role"] for m in request.messages] == ["system", "user"]
-        assert request.prompt_hash == TASKS[name].PROMPT_HASH  # type: ignore[attr-defined]
+        assert request.prompt_hash == TASKS[name].INFO.prompt_hash
         assert request.instance_ids == tuple(i.id for i in batch)
         assert request.max_tokens == TASKS[name].INFO.max_tokens
         systems.setdefault((name, batch[0].scenario), set()).add(request.messages[0]["content"])

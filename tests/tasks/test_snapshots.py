@@ -35,7 +35,7 @@ CASES = (
 def render_snapshot(task_name: str, samples: list[Sample]) -> str:
     """The first request of the first couple and the first family demo sample, as readable text."""
     task = TASKS[task_name]
-    parts = [f"# task {task_name}, prompt hash {task.PROMPT_HASH}\n"]  # type: ignore[attr-defined]
+    parts = [f"# task {task_name}, prompt hash {task.INFO.prompt_hash}\n"]
     for scenario, cfg in CASES:
         sample = next(s for s in samples if s.scenario == scenario)
         batch = make_batches(task.build(sample, cfg), task.INFO.default_batch_size)[0]

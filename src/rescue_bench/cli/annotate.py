@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
-from rescue_bench.cli.flags import flag_values
+from rescue_bench.cli.flags import flag_values, option, with_flags
 from rescue_bench.cli.run_flags import ModelCommand, model_settings
 from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.taxonomy import Scenario
 
 if TYPE_CHECKING:
     from rescue_bench.annotate.draft import Counts, DraftSettings
@@ -25,6 +27,7 @@ annotate_app = typer.Typer(
 
 Workdir = Annotated[Path, typer.Argument(help="The annotation work directory (made by `annotate ingest`).")]
 SHOWN = 20
+SCENARIOS: Final[dict[str, Scenario]] = {"couple": "couple", "family": "family"}
 """Warnings printed in full; the rest are counted."""
 
 
@@ -39,51 +42,66 @@ def _warn(lines: tuple[str, ...] | list[str]) -> None:
         typer.echo(f"... and {len(lines) - SHOWN} more", err=True)
 
 
-@annotate_app.command("ingest")
-def ingest(
-    video: Annotated[Path, typer.Option("--video", help="The source video.")],
-    subtitles: Annotated[Path, typer.Option("--subtitles", help="Its subtitles (.srt or .vtt).")],
-    scenario: Annotated[str, typer.Option("--scenario", help="couple or family.")],
-    participants: Annotated[
-        str, typer.Option("--participants", help='On-screen people, e.g. "Alan,Evelyn".')
-    ],
-    out: Annotated[Path, typer.Option("--out", help="The work directory to create (or resume).")],
-    min_segment_sec: Annotated[
-        float, typer.Option("--min-segment-sec", help="Drop segments shorter than this.")
-    ] = 120.0,
-    split_gap: Annotated[
-        float | None,
-        typer.Option("--split-gap", help="Start a new segment after a silence this long (s); default: one."),
-    ] = None,
-    therapist_names: Annotated[
+@dataclass(frozen=True, slots=True)
+class IngestOptions:
+    """What ``annotate ingest`` is given (:data:`INGEST_FLAGS`)."""
+
+    video: Path
+    subtitles: Path
+    scenario: str
+    participants: str
+    out: Path
+    min_segment_sec: float
+    split_gap: float | None
+    therapist_names: str
+    id_prefix: str | None
+    skip_bad_cues: bool
+    jobs: int
+
+
+INGEST_FLAGS: Final = (
+    option("--video", "video", Path, "The source video.", required=True),
+    option("--subtitles", "subtitles", Path, "Its subtitles (.srt or .vtt).", required=True),
+    option("--scenario", "scenario", str, "couple or family.", required=True),
+    option("--participants", "participants", str, 'On-screen people, e.g. "Alan,Evelyn".', required=True),
+    option("--out", "out", Path, "The work directory to create (or resume).", required=True),
+    option("--min-segment-sec", "min_segment_sec", float, "Drop segments shorter than this.", 120.0),
+    option(
+        "--split-gap", "split_gap", float, "Start a new segment after a silence this long (s); default: one."
+    ),
+    option(
+        "--therapist-names",
+        "therapist_names",
         str,
-        typer.Option("--therapist-names", help="Names the subtitles use for the therapist, comma-separated."),
-    ] = "",
-    id_prefix: Annotated[
-        str | None, typer.Option("--id-prefix", help="Sample ids are <prefix>/segNN (default: video name).")
-    ] = None,
-    skip_bad_cues: Annotated[
-        bool, typer.Option("--skip-bad-cues", help="Leave malformed cues out instead of stopping.")
-    ] = False,
-    jobs: Annotated[int, typer.Option("--jobs", help="ffmpeg processes at once.")] = 2,
-) -> None:
+        "Names the subtitles use for the therapist, comma-separated.",
+        "",
+    ),
+    option("--id-prefix", "id_prefix", str, "Sample ids are <prefix>/segNN (default: video name)."),
+    option("--skip-bad-cues", "skip_bad_cues", bool, "Leave malformed cues out instead of stopping.", False),
+    option("--jobs", "jobs", int, "ffmpeg processes at once.", 2),
+)
+
+
+@annotate_app.command("ingest", cls=with_flags(lambda: INGEST_FLAGS))
+def ingest(ctx: typer.Context) -> None:
     """Cut a video into segments and row clips along its subtitles, and write their manifests."""
     from rescue_bench.annotate.ingest import IngestSettings
     from rescue_bench.annotate.ingest import ingest as run_ingest
 
-    if scenario not in ("couple", "family"):
-        raise ConfigError(f"--scenario must be couple or family (got {scenario!r})")
+    o = flag_values(ctx).record(IngestOptions, INGEST_FLAGS)
+    if o.scenario not in SCENARIOS:
+        raise ConfigError(f"--scenario must be couple or family (got {o.scenario!r})")
     settings = IngestSettings(
-        scenario=scenario,  # type: ignore[arg-type]
-        participants=_names(participants),
-        therapist_names=_names(therapist_names),
-        min_segment_sec=min_segment_sec,
-        split_gap=split_gap,
-        id_prefix=id_prefix,
-        allow_bad_cues=skip_bad_cues,
-        jobs=jobs,
+        scenario=SCENARIOS[o.scenario],
+        participants=_names(o.participants),
+        therapist_names=_names(o.therapist_names),
+        min_segment_sec=o.min_segment_sec,
+        split_gap=o.split_gap,
+        id_prefix=o.id_prefix,
+        allow_bad_cues=o.skip_bad_cues,
+        jobs=o.jobs,
     )
-    _print_ingest(out, run_ingest(video, subtitles, out, settings, log=typer.echo))
+    _print_ingest(o.out, run_ingest(o.video, o.subtitles, o.out, settings, log=typer.echo))
 
 
 def _print_ingest(out: Path, result: IngestResult) -> None:

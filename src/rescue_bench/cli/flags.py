@@ -1,26 +1,30 @@
 """How a flag declared once becomes a click option of every command that takes it.
 
-A :class:`Flag` is one row: its names, where its value goes in the run spec, its help text and its panel of
-``--help``. A :class:`FlagsCommand` adds a set of such flags to a command and hands their values to it as
-:class:`FlagValues` (:func:`flag_values`), so that a command's own signature lists only what is its own. The
-rows themselves, and the run spec they make, are :mod:`rescue_bench.cli.run_flags`'s.
+A :class:`Flag` is one row: its names, where its value goes in the run spec (or in a command's typed options
+record), its help text and its panel of ``--help``. :func:`options_of` turns a row into click options;
+:func:`with_flags` makes the command class that adds a set of rows to a command and hands their values to it
+as :class:`FlagValues` (:func:`flag_values`), so that a command's own signature lists only what is its own.
+The run flags, and the run spec they make, are :mod:`rescue_bench.cli.run_flags`'s.
 """
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Final
+from types import GenericAlias
+from typing import Any, Final, TypeVar
 
 import typer
-from typer.core import TyperCommand
+from typer.core import TyperCommand, TyperOption
+from typer.main import _get_param
+from typer.models import ParamMeta
 
 from rescue_bench.errors import ConfigError
 
 FLAGS_KEY: Final = "rescue_bench.flags"
 """Where a :class:`FlagsCommand` leaves the flag values in ``ctx.meta``."""
 Path_ = tuple[str, ...]
+RecordT = TypeVar("RecordT")
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +45,20 @@ class Flag:
     """Turns the flag's text into the spec's value (``--extra-body``'s JSON); errors name the flag."""
     panel: str = ""
     """The group of ``--help`` it is shown in (:data:`PANELS`)."""
+    default: object = None
+    """The value when the flag is not given (shown in ``--help``); ``None``: not given, the spec decides."""
+    required: bool = False
+
+
+def option(
+    decls: str, dest: str, kind: type, help: str, default: object = None, *, required: bool = False
+) -> Flag:
+    """A command's own option as a row (no spec field): read with :meth:`FlagValues.record`.
+
+    >>> option("--seed", "seed", int, "Bootstrap seed.", 0).decls
+    ('--seed',)
+    """
+    return Flag(tuple(decls.split()), dest, (), kind, help, default=default, required=required)
 
 
 DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, OUTPUT = (
@@ -57,8 +75,8 @@ PANELS: Final = (DATA, MODEL, GENERATION, ENGINE, JUDGING, VIDEO, TASK_OPTIONS, 
 """The groups of a run command's ``--help``, in the order shown."""
 
 
-def parameters_of(flag: Flag) -> list[inspect.Parameter]:
-    """The flag's parameter, and one hidden parameter per further long name.
+def options_of(flag: Flag) -> list[TyperOption]:
+    """The flag's click option, and one hidden option per further long name.
 
     ``--help`` joins all long names of an option in one column, which cuts a long alias at 100 columns; an
     alias is therefore a hidden option of its own, named in the help text, whose value
@@ -67,26 +85,47 @@ def parameters_of(flag: Flag) -> list[inspect.Parameter]:
     names = (flag.decls[0], *(d for d in flag.decls[1:] if not d.startswith("--")))
     aliases = [d for d in flag.decls[1:] if d.startswith("--")]
     text = flag.help + (f" Also {', '.join(aliases)}." if aliases else "")
-    shown = {"help": text, "rich_help_panel": flag.panel or None}
-    parameters = [_parameter(flag, flag.dest, names, shown)]
+    options = [_option(flag, flag.dest, names, help=text, panel=flag.panel or None)]
     for index, alias in enumerate(aliases):
-        hidden = {"hidden": True}
-        parameters.append(_parameter(flag, f"{flag.dest}{ALIAS_MARK}{index}", (alias,), hidden))
-    return parameters
+        options.append(_option(flag, f"{flag.dest}{ALIAS_MARK}{index}", (alias,), hidden=True))
+    return options
 
 
 ALIAS_MARK: Final = "__alias"
 
 
-def _parameter(flag: Flag, dest: str, names: Sequence[str], shown: dict[str, Any]) -> inspect.Parameter:
-    if flag.kind is bool:
-        option = typer.Option(*names, show_default=False, **shown)
-        annotation: Any = Annotated[bool | None, option]
-    elif flag.multiple:
-        annotation = Annotated[list[flag.kind] | None, typer.Option(*names, **shown)]  # type: ignore[name-defined]
-    else:
-        annotation = Annotated[flag.kind | None, typer.Option(*names, **shown)]
-    return inspect.Parameter(dest, inspect.Parameter.KEYWORD_ONLY, default=None, annotation=annotation)
+def _option(
+    flag: Flag,
+    dest: str,
+    names: Sequence[str],
+    *,
+    help: str = "",
+    panel: str | None = None,
+    hidden: bool = False,
+) -> TyperOption:
+    """The click option of one row's names, made as typer makes the option of a declared parameter.
+
+    Typer vendors its click and builds options only from declared parameters, through ``_get_param``: the one
+    call here that reaches past typer's public API (typer is pinned to a minor version for it, and the
+    ``--help`` tests show any change it brings).
+    """
+    kind: Any = flag.kind
+    if flag.multiple:
+        kind = GenericAlias(list, (flag.kind,))
+    declared = typer.Option(
+        ... if flag.required else flag.default,
+        *names,
+        help=help,
+        hidden=hidden,
+        rich_help_panel=panel,
+        show_default=flag.default is not None,
+        metavar="" if flag.kind is bool else None,  # a flag takes no value: none shown beside it
+    )
+    option = _get_param(
+        ParamMeta(name=dest, default=declared, annotation=kind if flag.required else kind | None)
+    )
+    assert isinstance(option, TyperOption)
+    return option
 
 
 def fold_aliases(values: dict[str, object]) -> dict[str, object]:
@@ -99,48 +138,34 @@ def fold_aliases(values: dict[str, object]) -> dict[str, object]:
     return folded
 
 
-def click_params(flags: Sequence[Flag]) -> tuple[Any, ...]:
-    """The click parameters of ``flags`` (an alias: a hidden parameter of its own)."""
-    return declared_params([p for f in flags for p in parameters_of(f)])
-
-
-def declared_params(parameters: list[inspect.Parameter]) -> tuple[Any, ...]:
-    """Click parameters made by typer from a declaration of ``parameters`` (never called)."""
-
-    def declared() -> None:  # pragma: no cover - only its signature is read
-        """The shared flags."""
-
-    declared.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
-    declared.__annotations__ = {p.name: p.annotation for p in parameters}
-    holder = typer.Typer(add_completion=False)
-    holder.command()(declared)
-    return tuple(typer.main.get_command(holder).params)
-
-
-def plain_parameter(name: str, kind: type, option: Any) -> inspect.Parameter:
-    default = False if kind is bool else None
-    annotation = Annotated[kind, option] if kind is bool else Annotated[kind | None, option]
-    return inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation)
-
-
 class FlagsCommand(TyperCommand):
-    """A command that also takes shared flags (:meth:`shared`); their values reach it through
-    :func:`flag_values`, so that its own signature lists only what is its own."""
+    """A command that also takes the flags of :meth:`rows` (:func:`with_flags` makes one); their values reach
+    it through :func:`flag_values`, so that its own signature lists only what is its own."""
 
     @staticmethod
-    def shared() -> tuple[Any, ...]:
+    def rows() -> Sequence[Flag]:
         raise NotImplementedError
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.params = by_panel([*self.params, *self.shared()])
+        shared = [option for flag in self.rows() for option in options_of(flag)]
+        self.shared_names = frozenset(option.name for option in shared if option.name)
+        self.params = by_panel([*self.params, *shared])
 
     def invoke(self, ctx: Any) -> Any:
         # The command's own callback knows only its own parameters: the shared ones are moved aside.
-        names = {p.name for p in self.shared()}
-        given = {n: ctx.params.pop(n) for n in names if n in ctx.params}
+        given = {n: ctx.params.pop(n) for n in self.shared_names if n in ctx.params}
         ctx.meta[FLAGS_KEY] = FlagValues(fold_aliases(given))
         return super().invoke(ctx)
+
+
+def with_flags(flags: Callable[[], Sequence[Flag]]) -> type[FlagsCommand]:
+    """The command class (``app.command(cls=...)``) of a command that also takes the rows ``flags`` gives."""
+
+    class Command(FlagsCommand):
+        rows = staticmethod(flags)
+
+    return Command
 
 
 def by_panel(params: list[Any]) -> list[Any]:
@@ -158,6 +183,10 @@ class FlagValues:
     def given(self, dest: str) -> object:
         value = self.values.get(dest)
         return None if value in (None, (), []) else value
+
+    def record(self, kind: Callable[..., RecordT], flags: Sequence[Flag]) -> RecordT:
+        """The typed record ``kind`` of the values of ``flags`` (each passed by its ``dest``)."""
+        return kind(**{flag.dest: self.values.get(flag.dest, flag.default) for flag in flags})
 
     @property
     def print_spec(self) -> bool:

@@ -16,8 +16,8 @@ import typer
 
 from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
-from rescue_bench.cli.run_flags import EndpointCommand, model_settings
-from rescue_bench.errors import ConfigError
+from rescue_bench.cli.run_flags import EndpointCommand, ModelSettings, model_settings
+from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.evaluation.run import judge_again
 from rescue_bench.judge.after_run import JudgeSettings
 from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
@@ -28,7 +28,7 @@ from rescue_bench.printable import printable
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
-from rescue_bench.rundir import SCORES_FILE, Scores, load_run
+from rescue_bench.rundir import SCORES_FILE, Scores, check_run_dir, load_run
 from rescue_bench.spec import JudgeSpec
 from rescue_bench.tasks import judged_tasks
 
@@ -66,45 +66,42 @@ def _print_result(result: JudgeRunResult) -> None:
             )
 
 
+RetryUnscored = Annotated[
+    bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
+]
+BertscoreModel = Annotated[
+    str | None,
+    typer.Option(
+        "--bertscore-model",
+        help=f"BERTScore backbone: HF id or path, {BUNDLED_MODEL} (bundled, offline) or 'none' to skip "
+        f"[default: {DEFAULT_MODEL}, as the reference scripts; skipped with a warning when not cached].",
+    ),
+]
+BertscoreLayers = Annotated[
+    int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
+]
+
+
 def score(
     ctx: typer.Context,
     run_dir: RunDir,
     judge: JudgeOpt = None,
-    retry_unscored: Annotated[
-        bool, typer.Option("--retry-unscored", help="Ask again the instances a judge left unscored.")
-    ] = False,
-    bertscore_model: Annotated[
-        str | None,
-        typer.Option(
-            "--bertscore-model",
-            help=f"BERTScore backbone: HF id or path, {BUNDLED_MODEL} (bundled, offline) or 'none' to skip "
-            f"[default: {DEFAULT_MODEL}, as the reference scripts; skipped with a warning when not cached].",
-        ),
-    ] = None,
-    bertscore_layers: Annotated[
-        int | None, typer.Option("--bertscore-layers", help="Layer of the backbone (default: tuned/last).")
-    ] = None,
+    retry_unscored: RetryUnscored = False,
+    bertscore_model: BertscoreModel = None,
+    bertscore_layers: BertscoreLayers = None,
 ) -> None:
     """Judge (or re-judge) an existing run's ER/VP predictions without regenerating them.
 
     The model, generation and engine flags are ``run``'s, with its defaults: ``--base-url`` and
     ``--api-key-env`` name the judges' endpoint, and the generation settings are every judge's.
     """
-    if not run_dir.is_dir():
-        raise ConfigError(f"run directory {run_dir} does not exist")
+    try:
+        check_run_dir(run_dir)
+    except DataError as exc:
+        raise ConfigError(str(exc)) from None  # the run to score is a usage error (exit 2)
     given = model_settings(flag_values(ctx))
-    # The endpoint flags name the judges' endpoint; the generation settings are every judge's.
-    judges = (given.validate(JudgeSpec, name=n, name_flag="--judge") for n in judge or ())
-    backbone = _backbone(bertscore_model)
-    settings = JudgeSettings(
-        tuple(judges),
-        given.engine,
-        bertscore=None if bertscore_model is None else backbone is not None,
-        bertscore_model=backbone or DEFAULT_MODEL,
-        bertscore_layers=bertscore_layers,
-        retry_unscored=retry_unscored,
-    )
-    result = asyncio.run(judge_again(run_dir, settings, warn=_warn))
+    spec = _score_pass(given, judge or [], retry_unscored, bertscore_model, bertscore_layers)
+    result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
     _print_result(result)
     typer.echo(f"scores written to {run_dir / SCORES_FILE}")
     if result.status == "incomplete":
@@ -113,6 +110,28 @@ def score(
             err=True,
         )
         raise typer.Exit(EXIT_INCOMPLETE)
+
+
+def _score_pass(
+    given: ModelSettings,
+    judge: list[str],
+    retry_unscored: bool,
+    bertscore_model: str | None,
+    bertscore_layers: int | None,
+) -> JudgeSettings:
+    """The pass's settings: the endpoint flags are its default endpoint, the generation settings every
+    judge's."""
+    # The endpoint flags name the judges' endpoint; the generation settings are every judge's.
+    judges = (given.validate(JudgeSpec, name=n, name_flag="--judge") for n in judge)
+    backbone = _backbone(bertscore_model)
+    return JudgeSettings(
+        tuple(judges),
+        given.engine,
+        bertscore=None if bertscore_model is None else backbone is not None,
+        bertscore_model=backbone or DEFAULT_MODEL,
+        bertscore_layers=bertscore_layers,
+        retry_unscored=retry_unscored,
+    )
 
 
 def _backbone(given: str | None) -> str | None:

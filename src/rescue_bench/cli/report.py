@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Final
 
 import typer
 
+from rescue_bench.cli.flags import flag_values, option, with_flags
 from rescue_bench.printable import printable
 from rescue_bench.problems import one_line
 
@@ -79,38 +81,55 @@ def report(
             typer.echo(f"  {path}")
 
 
+@dataclass(frozen=True, slots=True)
+class CompareOptions:
+    """What ``compare`` is asked besides its runs (:data:`COMPARE_FLAGS`)."""
+
+    scopes: str
+    every_metric: bool
+    resamples: int
+    seed: int
+    as_json: bool
+    adjust: str
+    level: float
+    partial: bool
+    allow_different_judges: bool
+    ci: bool
+
+
+COMPARE_FLAGS: Final = (
+    option("--scopes", "scopes", str, "Comma list of all, couple, family.", "all"),
+    option(
+        "--all-metrics", "every_metric", bool, "Every headline metric, not only the paper's columns.", False
+    ),
+    option("--resamples", "resamples", int, "Bootstrap resamples.", 1000),
+    option("--seed", "seed", int, "Bootstrap seed.", 0),
+    option("--json", "as_json", bool, "Print the full comparison as JSON.", False),
+    option(
+        "--adjust",
+        "adjust",
+        str,
+        "Three runs or more: p-value adjustment over the pairs, holm | bh | none.",
+        "holm",
+    ),
+    option("--level", "level", float, "Three runs or more: significance level of the rank groups.", 0.05),
+    option("--partial", "partial", bool, "Compare runs that are not finished (marked PARTIAL).", False),
+    option(
+        "--allow-different-judges",
+        "allow_different_judges",
+        bool,
+        "Compare ER/VP judge scores of runs judged by different judges.",
+        False,
+    ),
+    option("--ci", "ci", bool, "Three runs or more: show each difference's 95% CI in the matrix.", False),
+)
+
+
 def compare(
+    ctx: typer.Context,
     runs: Annotated[
         list[Path], typer.Argument(help="Two run directories or more, or a study.", show_default=False)
     ],
-    scopes: Annotated[str, typer.Option("--scopes", help="Comma list of all, couple, family.")] = "all",
-    every_metric: Annotated[
-        bool, typer.Option("--all-metrics", help="Every headline metric, not only the paper's columns.")
-    ] = False,
-    resamples: Annotated[int, typer.Option("--resamples", help="Bootstrap resamples.")] = 1000,
-    seed: Annotated[int, typer.Option("--seed", help="Bootstrap seed.")] = 0,
-    as_json: Annotated[bool, typer.Option("--json", help="Print the full comparison as JSON.")] = False,
-    adjust: Annotated[
-        str,
-        typer.Option(
-            "--adjust", help="Three runs or more: p-value adjustment over the pairs, holm | bh | none."
-        ),
-    ] = "holm",
-    level: Annotated[
-        float, typer.Option("--level", help="Three runs or more: significance level of the rank groups.")
-    ] = 0.05,
-    partial: Annotated[
-        bool, typer.Option("--partial", help="Compare runs that are not finished (marked PARTIAL).")
-    ] = False,
-    allow_different_judges: Annotated[
-        bool,
-        typer.Option(
-            "--allow-different-judges", help="Compare ER/VP judge scores of runs judged by different judges."
-        ),
-    ] = False,
-    ci: Annotated[
-        bool, typer.Option("--ci", help="Three runs or more: show each difference's 95% CI in the matrix.")
-    ] = False,
 ) -> None:
     """Paired differences of runs on their shared instances (bootstrap CIs, McNemar's test).
 
@@ -121,17 +140,18 @@ def compare(
     from rescue_bench.report.build import check_finished
     from rescue_bench.rundir import expand_run_dirs, load_run
 
+    o = flag_values(ctx).record(CompareOptions, COMPARE_FLAGS)
     expanded = expand_run_dirs(runs)
-    chosen, method = _compare_settings(expanded, scopes, resamples, adjust, level)
+    chosen, method = _compare_settings(expanded, o.scopes, o.resamples, o.adjust, o.level)
     loaded = [load_run(path) for path in expanded]
-    unfinished = check_finished(loaded, allow_partial=partial)
-    _check_like(loaded, allow_different_judges)
+    unfinished = check_finished(loaded, allow_partial=o.partial)
+    _check_like(loaded, o.allow_different_judges)
     for progress in unfinished:
         typer.echo(f"PARTIAL: {progress.describe()}", err=True)
     if len(loaded) == 2:
-        _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
+        _compare_two(loaded[0], loaded[1], chosen, o.every_metric, o.resamples, o.seed, o.as_json)
         return
-    _compare_many(loaded, chosen, every_metric, resamples, seed, as_json, method, level, ci)
+    _compare_many(loaded, chosen, o.every_metric, o.resamples, o.seed, o.as_json, method, o.level, o.ci)
 
 
 def _check_like(loaded: list[RunData], allow_different_judges: bool) -> None:
@@ -254,7 +274,7 @@ WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")
 def register(app: typer.Typer) -> None:
     """Add ``report`` and ``compare`` to the root app, and show the run directory's warnings on stderr."""
     app.command("report")(report)
-    app.command("compare")(compare)
+    app.command("compare", cls=with_flags(lambda: COMPARE_FLAGS))(compare)
     for name in WARNING_LOGGERS:
         logger = logging.getLogger(name)
         if not any(isinstance(h, _EchoWarnings) for h in logger.handlers):

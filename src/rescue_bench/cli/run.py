@@ -60,8 +60,10 @@ BatchPoll = Annotated[
 def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll: BatchPoll = 30.0) -> None:
     """Run RESCUE-Bench against a model; re-running the same command resumes.
 
-    With --judge, the ER/VP predictions are judged after the run, as `rescue-bench score` does. Exit codes: 0
-    finished, 3 budget stop, 4 incomplete (no answer: re-run to ask again), 5 degraded, 130 interrupted.
+    With --judge, the ER/VP predictions are judged after the run, as `rescue-bench score` does.
+
+    Exit codes: 0 finished, 1 error, 2 usage, 3 stopped, 4 incomplete, 5 degraded, 130 interrupted.
+    After 3, 4 or 130, the same command resumes.
     """
     from rescue_bench.evaluation.run import SessionOptions, execute, prepare
 

@@ -36,13 +36,9 @@ from rescue_bench.cli.flags import (
     TASK_OPTIONS,
     VIDEO,
     Flag,
-    FlagsCommand,
     FlagValues,
     Path_,
-    click_params,
-    declared_params,
-    parameters_of,
-    plain_parameter,
+    with_flags,
 )
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation
@@ -85,6 +81,20 @@ def describe(path: Path_, model: type[BaseModel] = RunSpec) -> str:
     return (field.description or "") if field is not None else ""
 
 
+def default_note(path: Path_) -> str:
+    """`` (default: X)`` for a spec field with a plain default (a number or a word), else empty: the flags
+    themselves default to "not given", so that a spec file's value stands."""
+    model: type[BaseModel] = RunSpec
+    for name in path[:-1]:
+        nested = model.model_fields[name].annotation
+        if not (isinstance(nested, type) and issubclass(nested, BaseModel)):
+            return ""
+        model = nested
+    default = model.model_fields[path[-1]].default
+    plain = isinstance(default, int | float | str) and not isinstance(default, bool)
+    return f" (default: {default})" if plain else ""
+
+
 def json_object(flag: str, text: str) -> dict[str, Any]:
     """The JSON object a flag gives, or a one-line :class:`ConfigError` naming the flag.
 
@@ -104,8 +114,9 @@ def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
     names = tuple(decls.split())
     dest = names[0].lstrip("-").split("/")[0].replace("-", "_")
     dotted = tuple(path.split("."))
+    help_ = extra.pop("help", None) or describe(dotted)
     return Flag(
-        names, dest, (dotted,) if path else (), kind, extra.pop("help", None) or describe(dotted), **extra
+        names, dest, (dotted,) if path else (), kind, help_ + (default_note(dotted) if path else ""), **extra
     )
 
 
@@ -127,7 +138,7 @@ def _setting_flag(name: str, field: FieldInfo) -> Flag:
         return Flag((decl,), name, (path,), str, help_, parse=parse, panel=GENERATION)
     if choices and " | " not in help_:
         help_ += f" ({' | '.join(choices)})"
-    return Flag((decl,), name, (path,), kind, help_, panel=GENERATION)
+    return Flag((decl,), name, (path,), kind, help_ + default_note(path), panel=GENERATION)
 
 
 def _plain_type(annotation: Any) -> tuple[type, tuple[str, ...]]:
@@ -214,7 +225,8 @@ def task_option_flags() -> tuple[Flag, ...]:
         for name, field in (model.model_fields if model else {}).items():
             owners.setdefault(name, []).append((task, field))
             extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-            aliases = [str(a) for a in extra.get("flags", []) or []]  # type: ignore[union-attr]
+            listed = extra.get("flags")
+            aliases = [str(a) for a in listed] if isinstance(listed, list) else []
             decls = (f"--{task}-{name.replace('_', '-')}", *aliases)
             flags.append(_option_flag(decls, f"{task}_{name}", ((task, name),), field))
     for name, shared in owners.items():
@@ -247,62 +259,56 @@ def all_flags() -> tuple[Flag, ...]:
     return (*FLAGS, *task_option_flags())
 
 
-SPEC_HELP: Final = "A TOML run spec to start from; flags given beside it override it."
-PRINT_HELP: Final = "Print the effective run spec as TOML (the run directory included) and exit."
+SPEC_FLAGS: Final = (
+    Flag(
+        ("--spec",),
+        "spec",
+        (),
+        Path,
+        "A TOML run spec to start from; flags given beside it override it.",
+        panel=OUTPUT,
+    ),
+    Flag(
+        ("--print-spec",),
+        "print_spec",
+        (),
+        bool,
+        "Print the effective run spec as TOML (the run directory included) and exit.",
+        panel=OUTPUT,
+    ),
+)
+"""``--spec FILE.toml`` and ``--print-spec``: read by :func:`make_spec` and :attr:`FlagValues.print_spec`."""
 
 
 @functools.cache
-def _click_params() -> tuple[Any, ...]:
-    """The click parameters of every flag, with ``--spec`` and ``--print-spec``."""
-    parameters = [p for f in all_flags() for p in parameters_of(f)]
-    spec = typer.Option("--spec", help=SPEC_HELP, rich_help_panel=OUTPUT)
-    parameters.append(plain_parameter("spec", Path, spec))
-    print_ = typer.Option("--print-spec", help=PRINT_HELP, rich_help_panel=OUTPUT)
-    parameters.append(plain_parameter("print_spec", bool, print_))
-    return declared_params(parameters)
+def run_flags() -> tuple[Flag, ...]:
+    """Every run flag, with ``--spec`` and ``--print-spec``."""
+    return (*all_flags(), *SPEC_FLAGS)
 
 
 @functools.cache
-def _option_params() -> tuple[Any, ...]:
-    """The click parameters of the tasks' own option flags alone."""
-    return click_params(task_option_flags())
-
-
-class SpecCommand(FlagsCommand):
-    """A command that also takes every run flag (``run``, ``estimate``, ``batch export``)."""
-
-    shared = staticmethod(_click_params)
-
-
-class OptionsCommand(FlagsCommand):
-    """A command that takes the tasks' own option flags (as ``run`` names them); read them with
-    :func:`task_options`."""
-
-    shared = staticmethod(_option_params)
+def endpoint_flags() -> tuple[Flag, ...]:
+    """``run``'s endpoint, generation and engine flags but ``--model`` (the command names its models)."""
+    return (*MODEL_FLAGS[1:], *setting_flags(), *ENGINE_FLAGS)
 
 
 @functools.cache
-def _endpoint_params() -> tuple[Any, ...]:
-    return click_params((*MODEL_FLAGS[1:], *setting_flags(), *ENGINE_FLAGS))
+def model_flags() -> tuple[Flag, ...]:
+    """``run``'s model, generation and engine flags."""
+    return (*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS)
 
 
-@functools.cache
-def _model_params() -> tuple[Any, ...]:
-    return click_params((*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS))
-
-
-class EndpointCommand(FlagsCommand):
-    """A command that asks models it names itself (``score``'s judges) with ``run``'s endpoint, generation and
-    engine flags, their defaults included; read them with :func:`model_settings`."""
-
-    shared = staticmethod(_endpoint_params)
-
-
-class ModelCommand(FlagsCommand):
-    """A command that asks one model (``annotate draft``) with ``run``'s model, generation and engine flags,
-    their defaults included; read them with :func:`model_settings`."""
-
-    shared = staticmethod(_model_params)
+SpecCommand = with_flags(run_flags)
+"""A command that also takes every run flag (``run``, ``estimate``, ``batch export``)."""
+OptionsCommand = with_flags(task_option_flags)
+"""A command that takes the tasks' own option flags (as ``run`` names them); read them with
+:func:`task_options`."""
+EndpointCommand = with_flags(endpoint_flags)
+"""A command that asks models it names itself (``score``'s judges) with ``run``'s endpoint, generation and
+engine flags, their defaults included; read them with :func:`model_settings`."""
+ModelCommand = with_flags(model_flags)
+"""A command that asks one model (``annotate draft``) with ``run``'s model, generation and engine flags,
+their defaults included; read them with :func:`model_settings`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -319,7 +325,8 @@ class ModelSettings:
         """The model table, ``fields`` replacing its keys, as ``table`` (a ``ModelSpec`` or ``JudgeSpec``); a
         one-line :class:`ConfigError` naming the flag (``name_flag`` for the name) if it is not valid."""
         labels = {**self.labels, ("model", "name"): name_flag}
-        return validate_table(table, {**self.model, **fields}, at=("model",), labels=labels)
+        names = {**flag_names(), ("model", "name"): name_flag, ("model",): name_flag}
+        return validate_table(table, {**self.model, **fields}, at=("model",), labels=labels, flags=names)
 
 
 def model_settings(flags: FlagValues) -> ModelSettings:
@@ -332,8 +339,10 @@ def model_settings(flags: FlagValues) -> ModelSettings:
         if value is not None:
             for dotted in flag.paths:
                 _put(data, dotted, _plain_value(flag, value))
-                labels[dotted] = flag.decls[0].split("/")[0]
-    engine = validate_table(EngineSpec, data.get("engine", {}), at=("engine",), labels=labels)
+                labels[dotted] = written(flag, value)
+    engine = validate_table(
+        EngineSpec, data.get("engine", {}), at=("engine",), labels=labels, flags=flag_names()
+    )
     return ModelSettings(data.get("model", {}), engine, labels)
 
 
@@ -360,7 +369,7 @@ def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
             continue
         for dotted in flag.paths:
             _put(data, dotted, _plain_value(flag, value))
-            where[dotted] = flag.decls[0].split("/")[0]
+            where[dotted] = written(flag, value)
     _apply_judges(data, flags, where)
     ids = flags.given("sample_ids")
     if ids is not None:
@@ -368,7 +377,26 @@ def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
         where[("sample_ids",)] = "--sample-ids"
     if out is not None:
         data["out"] = str(out)
-    return validate_spec(data, where=f"--spec {path}" if path is not None else "", labels=where)
+    where_ = f"--spec {path}" if path is not None else ""
+    return validate_spec(data, where=where_, labels=where, flags=flag_names())
+
+
+def written(flag: Flag, value: object) -> str:
+    """The flag as the user wrote it: ``--no-bertscore`` for the off side of ``--bertscore/--no-bertscore``.
+
+    >>> written(Flag(("--bertscore/--no-bertscore",), "bertscore", (), bool, ""), False)
+    '--no-bertscore'
+    """
+    on, _, off = flag.decls[0].partition("/")
+    return off if off and value is False else on
+
+
+@functools.cache
+def flag_names() -> dict[Path_, str]:
+    """Spec field -> the flag that sets it, for errors about a field the user did not give
+    (:func:`rescue_bench.spec.validate_spec`); ``model`` itself is ``--model``'s."""
+    names = {path: flag.decls[0].split("/")[0] for flag in all_flags() for path in flag.paths}
+    return {**names, ("model",): "--model"}
 
 
 def _plain_value(flag: Flag, value: object) -> object:
@@ -390,8 +418,8 @@ def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, st
     """
     names = flags.given("judge")
     defaults = {"base_url": flags.given("judge_base_url"), "api_key_env": flags.given("judge_api_key_env")}
-    if names is not None:
-        data["judges"] = [{"name": n} for n in names]  # type: ignore[attr-defined]
+    if isinstance(names, list | tuple):
+        data["judges"] = [{"name": n} for n in names]
         where[("judges",)] = "--judge"
     judges = data.get("judges") or []
     if not isinstance(judges, list):

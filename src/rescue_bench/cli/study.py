@@ -15,17 +15,18 @@ from __future__ import annotations
 import functools
 import signal
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
 from rich import box
 from rich.table import Table
 
-from rescue_bench.cli.flags import FlagValues, flag_values
+from rescue_bench.cli.flags import Flag, FlagValues, flag_values, option, with_flags
 from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
 from rescue_bench.cli.report import rank_method
-from rescue_bench.cli.run_flags import SpecCommand, make_spec
+from rescue_bench.cli.run_flags import make_spec, run_flags
 from rescue_bench.errors import ConfigError
 from rescue_bench.printable import table_cell
 from rescue_bench.spec import load_spec
@@ -34,37 +35,40 @@ if TYPE_CHECKING:
     from rescue_bench.report.build import Report
     from rescue_bench.study import StudyOptions, StudyRecord, StudySpec
 
-PLACEHOLDER = "study/none"
-"""The model the run flags are checked with (a study's models come from ``--model`` or the file)."""
-ModelHelp = "provider/model of a model of the study (repeatable)."
+MODELS_FLAG: Final = Flag(
+    ("--model", "-m"), "model", (), str, "provider/model of a model of the study (repeatable).", multiple=True
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Shown:
+    """What the sweep shows while and after it runs (:data:`SHOWN_FLAGS`)."""
+
+    quiet: bool
+    ci: bool
+
+
+SHOWN_FLAGS: Final = (
+    option("--quiet -q", "quiet", bool, "No progress display.", False),
+    option("--ci", "ci", bool, "Show 95% CIs in the terminal's tables too.", False),
+)
 
 
 @functools.cache
-def _model_option() -> Any:
-    """A repeatable ``--model``, made by typer from a declaration (never called)."""
-
-    def declared(
-        model: Annotated[list[str] | None, typer.Option("--model", "-m", help=ModelHelp)] = None,
-    ) -> None:  # pragma: no cover - only its signature is read
-        """The sweep's models."""
-
-    holder = typer.Typer(add_completion=False)
-    holder.command()(declared)
-    return typer.main.get_command(holder).params[0]
-
-
-class SweepCommand(SpecCommand):
-    """The run flags, with ``--model`` repeatable."""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self.params = [_model_option() if p.name == "model" else p for p in self.params]
+def sweep_flags() -> tuple[Flag, ...]:
+    """How the sweep shows its progress and tables, then the run flags with ``--model`` repeatable."""
+    return (*SHOWN_FLAGS, *(MODELS_FLAG if flag.dest == "model" else flag for flag in run_flags()))
 
 
 def study_table(
     path: Path | None, flags: FlagValues, *, out: Path | None, context_curve: bool
 ) -> dict[str, Any]:
-    """The flat study table: the file (if any) with the flags given beside it applied."""
+    """The flat study table: the file (if any) with the flags given beside it applied.
+
+    The run flags are checked with the study's placeholder model (its models come from ``--model`` or a file).
+    """
+    from rescue_bench.study.spec import PLACEHOLDER
+
     if flags.given("spec") is not None:
         raise ConfigError("--spec: a sweep reads its study file as its argument (sweep STUDY.toml)")
     data: dict[str, Any] = load_spec(path, "study file") if path is not None else {}
@@ -113,8 +117,6 @@ def sweep(
         str, typer.Option("--adjust", help="Rank groups: p-value adjustment, holm | bh | none.")
     ] = "holm",
     level: Annotated[float, typer.Option("--level", help="Rank groups: significance level.")] = 0.05,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress display.")] = False,
-    ci: Annotated[bool, typer.Option("--ci", help="Show 95% CIs in the terminal's tables too.")] = False,
 ) -> None:
     """Run every model of a study (each into <out>/<model>/), then write study.json and the leaderboard.
 
@@ -131,12 +133,13 @@ def sweep(
     if flags.print_spec:
         typer.echo(study.to_toml(), nl=False)
         return
-    options = StudyOptions(quiet=quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
+    shown = flags.record(Shown, SHOWN_FLAGS)
+    options = StudyOptions(quiet=shown.quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
     record = _run(study, options)
     board, paths = write_study_leaderboard(
         study.out, record, with_paper=with_paper, method=method, level=level
     )
-    _summary(board, record, paths, ci=ci)
+    _summary(board, record, paths, ci=shown.ci)
 
 
 def _run(study: StudySpec, options: StudyOptions) -> StudyRecord:
@@ -197,4 +200,4 @@ def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci:
 
 def register(app: typer.Typer) -> None:
     """Add ``sweep`` to the root app."""
-    app.command("sweep", cls=SweepCommand)(sweep)
+    app.command("sweep", cls=with_flags(sweep_flags))(sweep)

@@ -9,6 +9,7 @@ from typing import Annotated
 
 import typer
 
+from rescue_bench.atomic import atomic_path
 from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.run_flags import OptionsCommand, task_options
 from rescue_bench.data.sources import SOURCE_HELP
@@ -147,15 +148,13 @@ def export(
     chosen = get_task(task)
     cfg = _config(ctx, mode, context_size)
     samples = load_samples(source)
-    partial = out.with_name(out.name + ".partial")
     count = 0
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        with partial.open("w", encoding="utf-8") as handle:
+        with atomic_path(out) as partial, partial.open("w", encoding="utf-8") as handle:
             for record in export_records(chosen, samples, cfg):
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += 1
-        partial.replace(out)
     except OSError as exc:
         raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from None
     typer.echo(f"wrote {count} {chosen.INFO.name} instances from {len(samples)} samples to {out}", err=True)
@@ -165,7 +164,9 @@ def export(
 def lm_eval_path() -> None:
     """Print the directory of the lm-eval task files shipped with the package, for lm-eval's --include_path.
 
-    lm_eval --include_path "$(rescue-bench tasks lm-eval-path)" --tasks rescue_bench ... (docs/adapters.md)
+    lm_eval --include_path "$(rescue-bench tasks lm-eval-path)" --tasks rescue_bench ...
+
+    See the rescue-bench docs, adapters.
     """
     from rescue_bench.adapters.lm_eval import include_path
 

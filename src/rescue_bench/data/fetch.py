@@ -22,6 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
 
+from rescue_bench.atomic import write_atomic
 from rescue_bench.data import release
 from rescue_bench.data.load import read_source
 from rescue_bench.errors import DataError
@@ -166,15 +167,7 @@ def _install(part: Path, target: Path, record: release.ReleaseRecord) -> None:
     """The record first, then the file, each by rename: whatever stops in between, the file and the record
     disagree and ``installed_release`` refuses them, or the old pair stays."""
     text = json.dumps(record.to_json(), indent=2) + "\n"
-    record_part = part.with_name(part.name + ".json")
-    try:
-        with record_part.open("w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(record_part, release.record_file())
-    finally:
-        record_part.unlink(missing_ok=True)
+    write_atomic(release.record_file(), text.encode("utf-8"))
     os.replace(part, target)
 
 

@@ -153,8 +153,7 @@ def default_batch_size(task: Task, cfg: TaskConfig, capabilities: Capabilities) 
     transcript once per item. An API bills requests, so the reference sizes stand there. An in-process model
     pays for compute only, and its KV cache re-uses what consecutive one-item prompts share (the instructions
     and the earlier rows: RPP puts the rows before the target line), so that each request evaluates only the
-    rows that are new. On the demo data with the local model on 2 cores, RPP took 84 s instead of 311 s (all
-    six conversations, labels on 89% of rows as the demo had then).
+    rows that are new (``benchmarks/bench_demo.py`` prints the local model's time per task).
     """
     if cfg.batch_size is not None:
         return cfg.batch_size
@@ -164,7 +163,6 @@ def default_batch_size(task: Task, cfg: TaskConfig, capabilities: Capabilities) 
 
 
 def _prompt_hash(task: Task, batches: Sequence[Sequence[Instance]], cfg: TaskConfig) -> str:
-    constant = getattr(task, "PROMPT_HASH", None)
-    if isinstance(constant, str):
-        return constant
+    if task.INFO.prompt_hash:
+        return task.INFO.prompt_hash
     return task.render(batches[0], cfg).prompt_hash if batches else ""

@@ -8,7 +8,7 @@ rubric's JSON schema. For an in-process model the schema is made exact first (:f
 ``graded`` list holds one entry per checkpoint asked, with the checkpoints' ids in order, so a small model
 can neither skip nor invent a checkpoint; each score stays an enum of its rubric range, so every verdict is in
 range by construction. Its ``notes`` are left empty (forced, not generated): a small model's notes say
-nothing, and forcing them took a judge pass of 60 verdicts from 96 to 82 s of CPU (on a busy machine).
+nothing, and forcing them spares the CPU time of generating them.
 Endpoint judges get the rubric's schema unchanged (their requests and cache keys are as before).
 
 The verdicts of a 135M or 270M model are noise: this path exists to exercise the judge pass offline, not to

@@ -97,7 +97,7 @@ class Generation(BaseModel):
     reasoning_effort: ReasoningEffort = Field(
         "none",
         description="none | minimal | low | medium | high | max: mapped to what the endpoint takes "
-        "(docs/reasoning.md); none keeps the endpoint's default.",
+        "(see the rescue-bench docs, reasoning); none keeps the endpoint's default.",
     )
     extra_body: dict[str, JsonValue] = Field(
         default_factory=dict, description="Fields added to every request body as they are."

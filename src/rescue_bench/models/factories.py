@@ -21,20 +21,13 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Capabilities, Provider
 from rescue_bench.models.baselines import CAPABILITIES as BASELINE_CAPABILITIES
 from rescue_bench.models.baselines import make_baseline
+from rescue_bench.models.local_capabilities import LOCAL_CAPABILITIES
 from rescue_bench.models.replay import ReplayProvider
 
 if TYPE_CHECKING:
     import httpx2
 
 ENTRY_POINT_GROUP: Final = "rescue_bench.providers"
-LOCAL_CAPABILITIES: Final = Capabilities(
-    has_endpoint=False,
-    batch_export=False,
-    reuses_prompt_prefix=True,
-    settings=frozenset({"temperature", "seed", "response_format", "max_tokens"}),
-)
-"""``local/``: declared here because its module (an optional extra) is imported only when a model is built.
-llama.cpp here samples with a temperature and a seed only, and has no thinking or reasoning switch."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,7 +42,7 @@ import numpy as np
 from rescue_bench.errors import DependencyError, ProviderError
 from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import Generation
-from rescue_bench.models.factories import LOCAL_CAPABILITIES
+from rescue_bench.models.local_capabilities import LOCAL_CAPABILITIES
 from rescue_bench.models.local_decoding import Decoded, Decoder, GrammarConstraint, grammar_for
 from rescue_bench.models.local_files import (
     GEMMA,
@@ -87,11 +87,11 @@ DEFAULT_MAX_STRING_LENGTH: Final = 64
 """Cap on free-text fields (reasons, emotion phrases, viewpoints) in the grammar: generation dominates the
 local model's time, and a 270M base model says nothing useful in longer strings."""
 DECODE_THREADS: Final = None
-"""Threads for one-token forward passes (``None``: the cores this process may use, as for prompts). On the
-project's 2-core machine (Intel Xeon, 2.8 GHz) decoding is compute-bound: ``benchmarks/bench_local.py`` took
-1.23 times as long with one decoding thread as with two. OpenMP's wait policy (``OMP_WAIT_POLICY``) is left to
-the user: its default spins briefly before sleeping, which two threads need (waiting passively they took 1.48
-times as long); ``PASSIVE`` suits cores shared with other busy work."""
+"""Threads for one-token forward passes (``None``: the cores this process may use, as for prompts).
+Decoding is compute-bound on a few cores: ``benchmarks/bench_local.py`` compares one decoding thread with two
+(figures in docs/local-model.md). OpenMP's wait policy (``OMP_WAIT_POLICY``) is left to the user: its default
+spins briefly before sleeping, which two threads need (waiting passively is slower); ``PASSIVE`` suits cores
+shared with other work."""
 LLAMA_WORKER: Final = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rescue-bench-llama")
 """The one thread that runs every in-process model of this process (each provider keeps its own model and KV
 cache). A study runs its local model and its local judges at the same time; on two cores, two llama.cpp

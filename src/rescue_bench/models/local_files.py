@@ -23,6 +23,7 @@ from typing import Final
 
 import platformdirs
 
+from rescue_bench.atomic import atomic_path
 from rescue_bench.errors import ConfigError, DependencyError
 
 log = logging.getLogger(__name__)
@@ -60,12 +61,8 @@ def default_model_path() -> Path:
             return target
         except (FileExistsError, ValueError):
             log.warning("%s has an unexpected sha256; assembling it again", target)
-    partial = target.with_name(f"{target.name}.{os.getpid()}.part")
-    try:
+    with atomic_path(target) as partial:
         gguf.assemble(partial, overwrite=True)
-        os.replace(partial, target)
-    finally:
-        partial.unlink(missing_ok=True)
     return target
 
 

@@ -276,7 +276,7 @@ def reasoning_problem(
     if effort == "none":
         return None
     if disable_thinking:
-        return "contradicts disable_thinking (give one of them)"
+        return "contradicts `disable_thinking` (give one of them)"
     preset = PRESETS.get(provider)
     if preset is None:
         other = find_other(provider)

@@ -17,11 +17,10 @@ which every table, figure title and file says PARTIAL with the counts. A run wit
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from rescue_bench import __version__
 from rescue_bench.data.stats import Transitions
 from rescue_bench.errors import BenchError
 from rescue_bench.judge.merge import judged_records
@@ -39,6 +38,7 @@ from rescue_bench.report import (
     tables,
     writers,
 )
+from rescue_bench.report.document import Report as Report
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table
@@ -66,27 +66,6 @@ def check_finished(runs: Sequence[RunData], *, allow_partial: bool) -> tuple[Pro
             "or pass --partial for a report marked PARTIAL"
         )
     return unfinished
-
-
-@dataclass(frozen=True, slots=True)
-class Report:
-    title: str
-    runs: tuple[str, ...]
-    tables: tuple[Table, ...]
-    figures: tuple[Figure, ...]
-    version: str = __version__
-    partial: tuple[str, ...] = ()
-    """One line per unfinished run (:meth:`Progress.describe`) of a partial report; empty otherwise."""
-    subtitle: str = ""
-    """What the runs measured (:func:`rescue_bench.report.measured.heading`), shown under the title."""
-
-    def table(self, key: str) -> Table:
-        return next(t for t in self.tables if t.key == key)
-
-    @property
-    def banner(self) -> str:
-        """``PARTIAL: <counts of each unfinished run>``, or empty for a report of finished runs."""
-        return f"{PARTIAL}: " + "; ".join(self.partial) if self.partial else ""
 
 
 def marked_partial(report: Report, unfinished: Sequence[Progress]) -> Report:

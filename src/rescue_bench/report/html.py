@@ -15,7 +15,7 @@ from rescue_bench.report.tables import Cell
 from rescue_bench.report.writers import text
 
 if TYPE_CHECKING:
-    from rescue_bench.report.build import Report
+    from rescue_bench.report.document import Report
 
 
 def _environment() -> Environment:

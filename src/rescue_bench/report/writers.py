@@ -16,7 +16,7 @@ from rescue_bench.printable import printable
 from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, Table, Value
 
 if TYPE_CHECKING:
-    from rescue_bench.report.build import Report
+    from rescue_bench.report.document import Report
 
 SHEETS = (
     "leaderboard",

@@ -8,7 +8,6 @@ export that the benchmark could not read is never left behind.
 from __future__ import annotations
 
 import json
-import os
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 
 from sqlalchemy.orm import Session
 
+from rescue_bench.atomic import atomic_path
 from rescue_bench.data.load import read_source
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.review.db import Segment
@@ -77,18 +77,13 @@ def export_jsonl(session: Session, out: Path) -> ExportResult:
 def _write_checked(out: Path, records: list[dict[str, Any]]) -> None:
     """Write through a temporary file that must load as release data before it replaces ``out``."""
     out.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".jsonl", dir=out.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+    with atomic_path(out) as tmp:
+        with tmp.open("w", encoding="utf-8") as handle:
             for record in records:
                 handle.write(json.dumps(record, ensure_ascii=False) + "\n")
         report = read_source(tmp)
         if report.errors:
             raise DataError(f"the export does not load: {describe(report.errors[0])}", report.errors)
-        os.replace(tmp, out)
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def export_text(session: Session) -> tuple[str, ExportResult]:

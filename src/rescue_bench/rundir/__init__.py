@@ -51,6 +51,7 @@ from rescue_bench.rundir.manifest import (
 )
 from rescue_bench.rundir.read import (
     RunData,
+    check_run_dir,
     latest,
     load_judging,
     load_run,
@@ -103,6 +104,7 @@ __all__ = [
     "TokenCounts",
     "atomic_write_json",
     "atomic_write_lines",
+    "check_run_dir",
     "cut_torn_tail",
     "describe_changes",
     "expand_run_dirs",

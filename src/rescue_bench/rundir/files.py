@@ -15,6 +15,7 @@ import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from rescue_bench.atomic import write_atomic
 from rescue_bench.errors import BenchError
 from rescue_bench.records import Json
 
@@ -58,15 +59,9 @@ def write_failure(path: Path, exc: OSError) -> RunDirError:
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` via a temporary file and ``os.replace``; the temporary goes on failure."""
-    tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with tmp.open("wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(tmp, path)
+        write_atomic(path, data)
     except OSError as exc:
-        tmp.unlink(missing_ok=True)
         raise write_failure(path, exc) from None
 
 

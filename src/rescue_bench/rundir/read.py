@@ -108,6 +108,27 @@ class RunData:
         return None if self.score_record is None else self.score_record.to_json()
 
 
+def check_run_dir(root: Path) -> Path:
+    """``root`` when it is a run directory (it holds ``predictions.jsonl``); else a :class:`DataError` that
+    says what it is instead: missing, a file, or a folder of run directories (naming them)."""
+    if root.is_file():
+        raise DataError(
+            f"{root} is a file, not a run directory: give the directory that holds it ({root.parent})"
+        )
+    if not root.is_dir():
+        raise DataError(f"run directory {root} does not exist")
+    if (root / PREDICTIONS_FILE).exists():
+        return root
+    inner = sorted(c.name for c in root.iterdir() if (c / PREDICTIONS_FILE).is_file())
+    if inner:
+        shown = ", ".join(inner[:3]) + (", ..." if len(inner) > 3 else "")
+        raise DataError(
+            f"{root} is a folder of {len(inner)} run directories ({shown}), not a run: give the runs to use "
+            f"(e.g. {root / inner[0]}), or a study directory (`rescue-bench sweep` makes one)"
+        )
+    raise DataError(f"{root} is not a run directory: {PREDICTIONS_FILE} is missing")
+
+
 def load_run(path: str | Path) -> RunData:
     """Read a run directory.
 
@@ -115,11 +136,7 @@ def load_run(path: str | Path) -> RunData:
         DataError: the directory or its ``predictions.jsonl`` is missing.
         RunDirError: a file is unreadable, or a record has an unknown or mistyped field.
     """
-    root = Path(path)
-    if not root.is_dir():
-        raise DataError(f"run directory {root} does not exist")
-    if not (root / PREDICTIONS_FILE).exists():
-        raise DataError(f"{root} is not a run directory: {PREDICTIONS_FILE} is missing")
+    root = check_run_dir(Path(path))
     manifest = Manifest.from_json(read_json_object(root / RUN_FILE) or {}, str(root / RUN_FILE))
     scores = read_json_object(root / SCORES_FILE)
     return RunData(

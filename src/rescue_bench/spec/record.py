@@ -17,7 +17,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
-from rescue_bench import __version__
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
@@ -29,6 +28,7 @@ from rescue_bench.spec.validate import validate_spec
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import Task, TaskConfig
 from rescue_bench.tasks.perturb import perturbation_record
+from rescue_bench.version import __version__
 
 __all__ = [
     "PlanFacts",

@@ -78,8 +78,8 @@ class RunSpec(SpecTable):
     perturb: tuple[str, ...] = Field(
         (),
         description="Perturbations of what the model is shown, a comma list: label-order[:K], name-swap, "
-        "anonymize, shuffle-window, context:N, no-cues (docs/robustness.md). Instance ids stay those of the "
-        "unperturbed run, so `compare BASE PERTURBED` pairs them.",
+        "anonymize, shuffle-window, context:N, no-cues (see the rescue-bench docs, robustness). Instance ids "
+        "stay those of the unperturbed run, so `compare BASE PERTURBED` pairs them.",
     )
     repeats: StrictInt = Field(
         1,
@@ -150,6 +150,15 @@ class RunSpec(SpecTable):
         except ConfigError as exc:
             raise ValueError(str(exc)) from None
         return value
+
+    @model_validator(mode="after")
+    def _bertscore(self) -> RunSpec:
+        if self.bertscore is False and self.bertscore_model is not None:
+            raise ValueError(
+                f"`bertscore_model` {self.bertscore_model!r} asks for BERTScore and `bertscore` turns it "
+                "off: give one of them"
+            )
+        return self
 
     @model_validator(mode="after")
     def _options(self, info: ValidationInfo) -> RunSpec:

@@ -53,7 +53,7 @@ class ModelSpec(Generation, ModelEndpoint):
             sampled=self.temperature > 0 or (self.top_p is not None and self.top_p < 1.0),
         )
         if problem is not None:
-            raise ValueError(f"reasoning_effort {self.reasoning_effort!r}: {problem}")
+            raise ValueError(f"`reasoning_effort` {self.reasoning_effort!r}: {problem}")
         return self
 
 
@@ -118,9 +118,9 @@ class BudgetSpec(SpecTable):
     @model_validator(mode="after")
     def _one_source(self) -> BudgetSpec:
         if self.prices is not None and (self.price_in is not None or self.price_out is not None):
-            raise ValueError("give either prices or price_in/price_out, not both")
+            raise ValueError("give either `prices` or `price_in` and `price_out`, not both")
         if (self.price_in is None) != (self.price_out is None):
-            raise ValueError("price_in and price_out go together")
+            raise ValueError("`price_in` and `price_out` go together: give both")
         return self
 
 

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,13 +25,16 @@ def validate_spec(
     where: str = "",
     labels: Mapping[tuple[str, ...], str] | None = None,
     tasks: Mapping[str, Task] | None = None,
+    flags: Mapping[tuple[str, ...], str] | None = None,
 ) -> RunSpec:
     """A :class:`RunSpec` of ``data``, or a one-line :class:`ConfigError` naming the field.
 
     ``labels`` name the fields that command-line flags set (``("engine", "concurrency")`` ->
     ``--concurrency``): an error in one of them names the flag; any other names ``where`` (the spec file)
-    and the field.
+    and the field. ``flags`` name the flag of every field a flag can set: a field the user did not give at
+    all (a required one, or the other half of a pair) is named by its flag on a command line without a file.
     """
+    names = Names(data, where, labels or {}, flags or {})
     context = None if tasks is None else {TASKS_CONTEXT: tasks}
     known = TASKS if tasks is None else tasks
     given = data.get("task_options")
@@ -41,11 +46,11 @@ def validate_spec(
                 model.model_validate(values)
         except ValidationError as exc:
             loc, message = first_error(exc)
-            raise _config_error(("task_options", name, *loc), message, where, labels) from None
+            raise names.error(("task_options", name, *loc), message) from None
     try:
         return RunSpec.model_validate(dict(data), context=context)
     except ValidationError as exc:
-        raise _config_error(*first_error(exc), where, labels) from None
+        raise names.error(*first_error(exc)) from None
 
 
 def validate_table(
@@ -54,6 +59,7 @@ def validate_table(
     *,
     at: tuple[str, ...] = (),
     labels: Mapping[tuple[str, ...], str] | None = None,
+    flags: Mapping[tuple[str, ...], str] | None = None,
 ) -> ModelT:
     """One table of a spec (``model``, ``engine``) given apart, found at ``at``; errors as in
     :func:`validate_spec`."""
@@ -61,18 +67,75 @@ def validate_table(
         return model.model_validate(dict(data))
     except ValidationError as exc:
         loc, message = first_error(exc)
-        raise _config_error((*at, *loc), message, "", labels) from None
+        nested: dict[str, Any] = dict(data)
+        for key in reversed(at):
+            nested = {key: nested}
+        raise Names(nested, "", labels or {}, flags or {}).error((*at, *loc), message) from None
 
 
-def _config_error(
-    loc: tuple[int | str, ...], message: str, where: str, labels: Mapping[tuple[str, ...], str] | None
-) -> ConfigError:
-    for size in range(len(loc), 0, -1):
-        label = (labels or {}).get(tuple(str(p) for p in loc[:size]))
-        if label is not None:
-            return ConfigError(f"{label}: {message}")
-    field = ".".join(str(p) for p in loc)
-    return ConfigError(": ".join(part for part in (where, field, message) if part))
+KEY = re.compile(r"`([a-z_]+)`")
+"""A key of the failing table as a check names it (``price_in``), to be named as the user wrote it."""
+
+
+@dataclass(frozen=True, slots=True)
+class Names:
+    """How the user wrote each field: the flag that set it, else its key in the spec file."""
+
+    data: Mapping[str, Any]
+    where: str
+    """The spec file (``--spec FILE``), or empty on a command line without one."""
+    labels: Mapping[tuple[str, ...], str]
+    """Field -> the flag that set it."""
+    flags: Mapping[tuple[str, ...], str]
+    """Field -> the flag that can set it (every flag)."""
+
+    def error(self, loc: tuple[int | str, ...], message: str) -> ConfigError:
+        """The one-line error of ``message`` at ``loc``, naming the flag or the key the user wrote."""
+        path = tuple(str(p) for p in loc)
+        for size in range(len(path), 0, -1):
+            label = self.labels.get(path[:size])
+            if label is not None:
+                return ConfigError(f"{label}: {self._keys(path[:size], message, by_flag=True)}")
+        missing = message.startswith("Field required")
+        if missing and path in self.flags:
+            if not self.where:
+                return ConfigError(f"{self.flags[path]} is required")
+            message = f"missing (give it in the file, or {self.flags[path]})"
+        # A check of a whole table names its keys in backquotes (`price_in`): the flags when given so.
+        if any(self._by_flag((*path, key)) for key in KEY.findall(message)):
+            return ConfigError(self._keys(path, message, by_flag=True))
+        field = ".".join(path)
+        return ConfigError(": ".join(part for part in (self.where, field, self._keys(path, message)) if part))
+
+    def _by_flag(self, path: tuple[str, ...]) -> bool:
+        """Whether the user gives this field on the command line: a flag set it, or a flag set a field of its
+        table and neither a flag nor the spec file gave this one."""
+        if path in self.labels:
+            return True
+        table = path[:-1]
+        given_by_flag = any(p[:-1] == table for p in self.labels)
+        return given_by_flag and path in self.flags and _lookup(self.data, path) is None
+
+    def _keys(self, table: tuple[str, ...], message: str, *, by_flag: bool = False) -> str:
+        """``message`` with each `key` of ``table`` named: by its flag when the user gives it so, else by its
+        key (in full when the message names no table before it)."""
+
+        def name(match: re.Match[str]) -> str:
+            path = (*table, match.group(1))
+            if by_flag and self._by_flag(path):
+                return self.labels.get(path) or self.flags[path]
+            if by_flag and (path in self.flags or _lookup(self.data, path) is not None):
+                return ".".join(path)
+            return match.group(1)
+
+        return KEY.sub(name, message)
+
+
+def _lookup(data: Mapping[str, Any], path: tuple[str, ...]) -> object:
+    found: object = data
+    for key in path:
+        found = found.get(key) if isinstance(found, Mapping) else None
+    return found
 
 
 def load_spec(path: Path, what: str = "--spec") -> dict[str, Any]:

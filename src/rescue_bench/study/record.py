@@ -14,8 +14,6 @@ A run that did not finish is never shown as complete: the leaderboard marks it P
 
 from __future__ import annotations
 
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, ValidationError
 
+from rescue_bench.atomic import write_atomic
 from rescue_bench.errors import DataError
 from rescue_bench.redaction import scrub
 from rescue_bench.rundir import STUDY_FILE, Counts
@@ -95,16 +94,7 @@ def write_record(folder: Path, record: StudyRecord) -> Path:
     record = record.model_copy(update={"spec": scrub(record.spec), "runs": tuple(_scrubbed(record.runs))})
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / STUDY_FILE
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".study.", suffix=".json")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(record.model_dump_json(indent=2) + "\n")
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_atomic(path, (record.model_dump_json(indent=2) + "\n").encode("utf-8"))
     return path
 
 

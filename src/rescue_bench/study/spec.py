@@ -38,7 +38,7 @@ from rescue_bench.spec.toml_text import FREE_TABLE, no_null
 from rescue_bench.tasks.perturb import parse_perturbations
 
 CONTEXT_CURVE: Final = ("context:0", "context:1", "context:3", "context:5", "context:all")
-"""The history lengths of ``context-curve`` (issue 17: N in {0, 1, 3, 5, all})."""
+"""The history lengths of ``context-curve`` (N in {0, 1, 3, 5, all} earlier rows)."""
 CURVE_NAME: Final = "context-curve"
 STUDY_KEYS: Final = ("models", "perturb", "context_curve")
 """The keys a study has beyond (or instead of) the run spec's."""

@@ -313,6 +313,9 @@ class TaskInfo:
     analyses: tuple[AnalysisSpec, ...] = ()
     """The relation-aware analyses of the task's records (``metrics.relational``, docs/relational.md), in
     report order; ``scores.json``'s ``_relational`` and the report hold one entry per spec."""
+    prompt_hash: str = ""
+    """The hash of the task's prompt templates (:func:`~rescue_bench.tasks.prompts.template_hash`), recorded
+    in ``run.json``; empty: the hash of the first rendered request is recorded instead."""
     paper_position: int | None = None
     """The task's place in the paper's task order (ITP 1 ... VP 6); the registry lists these tasks first, in
     that order, then the others sorted by name."""

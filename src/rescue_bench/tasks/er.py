@@ -352,6 +352,7 @@ JUDGE = JudgeRubric(
 
 
 INFO = TaskInfo(
+    prompt_hash=PROMPT_HASH,
     name="er",
     kind="generation",
     metrics=EMOTION_SCORES,

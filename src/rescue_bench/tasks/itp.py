@@ -156,6 +156,7 @@ def random_answer(inst: Instance, rng: random.Random) -> Prediction:
 
 
 INFO = TaskInfo(
+    prompt_hash=PROMPT_HASH,
     name="itp",
     kind="binary",
     metrics=BINARY_YES_NO,

@@ -184,6 +184,7 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
+    prompt_hash=PROMPT_HASH,
     name="rpp",
     kind="multiclass",
     metrics=MULTICLASS_TOP3,

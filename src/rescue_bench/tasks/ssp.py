@@ -159,6 +159,7 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
+    prompt_hash=PROMPT_HASH,
     name="ssp",
     kind="ranking",
     metrics=RANKING_TOP3,

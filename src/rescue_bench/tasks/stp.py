@@ -111,6 +111,7 @@ def score(pred: Prediction, inst: Instance) -> Score:
 
 
 INFO = TaskInfo(
+    prompt_hash=PROMPT_HASH,
     name="stp",
     kind="ranking",
     metrics=RANKING_TOP3,

@@ -482,6 +482,7 @@ JUDGE = JudgeRubric(
 
 
 INFO = TaskInfo(
+    prompt_hash=PROMPT_HASH,
     name="vp",
     kind="generation",
     metrics=VIEWPOINT_SCORES,

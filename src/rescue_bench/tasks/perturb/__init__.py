@@ -133,8 +133,8 @@ class PerturbedTask:
     """A task whose ``build`` and ``render`` apply perturbations; parse and score are the task's own.
 
     Stages run in a fixed order whatever the order given: sample, config, instances (in the given order),
-    request. The template hash (``PROMPT_HASH``) is the task's: the perturbations are recorded beside it in
-    ``run.json`` (:func:`perturbation_record`).
+    request. The template hash (``INFO.prompt_hash``) is the task's: the perturbations are recorded beside it
+    in ``run.json`` (:func:`perturbation_record`).
     """
 
     INFO: TaskInfo
@@ -146,9 +146,6 @@ class PerturbedTask:
         self.perturbations = tuple(perturbations)
         self.seed = seed
         self.INFO = task.INFO
-        prompt_hash = getattr(task, "PROMPT_HASH", None)
-        if isinstance(prompt_hash, str):
-            self.PROMPT_HASH = prompt_hash
 
     def config(self, cfg: TaskConfig) -> TaskConfig:
         for p in self.perturbations:
