@@ -25,8 +25,8 @@ from rescue_bench.judge.bertscore import (
     is_reference_setting,
     reduce_f1,
 )
-from rescue_bench.rundir import BertScoreSetting
 from rescue_bench.records import Json
+from rescue_bench.rundir import BertScoreSetting
 
 # Looked up, not imported: importing bert_score (torch) takes seconds, which only the tests that score pay.
 if importlib.util.find_spec("bert_score") is None:

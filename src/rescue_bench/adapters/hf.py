@@ -167,7 +167,7 @@ def _facts(data: RunData) -> list[str]:
     manifest = data.manifest
     meta = data.score_record.meta if data.score_record is not None else None
     judges = list(manifest.judges) or (list(meta.judges) if meta is not None and meta.judges else [])
-    bert = meta.bertscore.model_dump() if meta is not None and meta.bertscore is not None else None
+    bert = meta.bertscore if meta is not None else None
     dataset = _public_dataset(data)
     return [
         f"- Judge: {', '.join(judges) if judges else 'not judged'}",
