@@ -94,7 +94,7 @@ def test_report_of_a_folder_of_runs_says_so_and_names_a_run_to_pick(tmp_path: Pa
 def test_a_file_where_a_run_directory_belongs_is_called_a_file(tmp_path: Path, command: str) -> None:
     runs = _runs(tmp_path)
     scores = runs / "a" / "scores.json"
-    scores.write_text("{}")
+    scores.write_text("not json")  # any file: the command must say it is not a directory
     args = {"report": [], "compare": [str(runs / "b")], "score": ["--judge", "openai/j"]}[command]
     result = runner.invoke(app, [command, str(scores), *args])
     assert result.exit_code == (2 if command == "score" else 1)
