@@ -32,6 +32,17 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
 
 
+def _pairs(text: str) -> tuple[tuple[str, str], ...]:
+    """``"A=B, C=D"`` as pairs; :class:`ConfigError` for an item without ``=``."""
+    pairs = []
+    for item in _names(text):
+        label, sep, name = item.partition("=")
+        if not sep or not label.strip() or not name.strip():
+            raise ConfigError(f"--speaker-map: {item!r} is not LABEL=NAME")
+        pairs.append((label.strip(), name.strip()))
+    return tuple(pairs)
+
+
 def _warn(lines: tuple[str, ...] | list[str]) -> None:
     for line in lines[:SHOWN]:
         typer.echo(line, err=True)
@@ -66,6 +77,14 @@ def ingest(
         bool, typer.Option("--skip-bad-cues", help="Leave malformed cues out instead of stopping.")
     ] = False,
     jobs: Annotated[int, typer.Option("--jobs", help="ffmpeg processes at once.")] = 2,
+    speaker_map: Annotated[
+        str,
+        typer.Option(
+            "--speaker-map",
+            help="Subtitle labels spelled otherwise, comma-separated LABEL=NAME "
+            '(e.g. "Alna=Alan,Dr R=Therapist").',
+        ),
+    ] = "",
 ) -> None:
     """Cut a video into segments and row clips along its subtitles, and write their manifests."""
     from rescue_bench.annotate.ingest import IngestSettings
@@ -82,6 +101,7 @@ def ingest(
         id_prefix=id_prefix,
         allow_bad_cues=skip_bad_cues,
         jobs=jobs,
+        speaker_map=_pairs(speaker_map),
     )
     _print_ingest(out, run_ingest(video, subtitles, out, settings, log=typer.echo))
 

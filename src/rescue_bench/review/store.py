@@ -16,6 +16,7 @@ from sqlalchemy import case, distinct, func, select, update
 from sqlalchemy.orm import Session
 
 from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User, utcnow
+from rescue_bench.review.reviews import save_review, withdraw_reviews
 
 # The paper's grounds for dropping a segment (App. G.4).
 DISCARD_REASONS: dict[str, str] = {
@@ -197,8 +198,13 @@ def save_row(
     }
     if review:
         values.update(reviewed=True, reviewed_by_id=user.id, reviewed_at=now)
+    else:  # new values nobody approved yet: the row must be reviewed again
+        values.update(reviewed=False, reviewed_by_id=None, reviewed_at=None)
     if not _update_at(session, row.id, base_version, values):
         return _conflict(session, row.id, base_version, new, user)
+    withdraw_reviews(session, row.id)
+    if review:
+        save_review(session, row, user, new, commit=False, event=False)
     version = RowVersion(
         row_id=row.id, version=base_version + 1, action="edit", user_id=user.id, created_at=now
     )
@@ -268,6 +274,10 @@ def set_reviewed(
     if not _update_at(session, row.id, base_version, values):
         current = session.get(RowRecord, row.id, populate_existing=True)
         return SaveOutcome("conflict", current.version if current else base_version)
+    if reviewed:
+        save_review(session, row, user, row.data, commit=False, event=False)
+    else:
+        withdraw_reviews(session, row.id)
     session.add(_review_event(row, user, base_version, now, reviewed=reviewed))
     session.commit()
     session.refresh(row)
