@@ -106,6 +106,7 @@ def segment_page(request: Request, pk: Pk, user: CurrentUser, session: DB, notic
         user=user,
         segment=segment,
         rows=segment.rows,
+        statuses=reviews.statuses(session, project_settings(session), [r.id for r in segment.rows]),
         comments=comments,
         events=events,
         reasons=store.DISCARD_REASONS,

@@ -16,7 +16,8 @@ from sqlalchemy import case, distinct, func, select, update
 from sqlalchemy.orm import Session
 
 from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User, utcnow
-from rescue_bench.review.reviews import save_review, withdraw_reviews
+from rescue_bench.review.reviews import save_review, statuses, withdraw_reviews
+from rescue_bench.review.settings import project_settings
 
 # The paper's grounds for dropping a segment (App. G.4).
 DISCARD_REASONS: dict[str, str] = {
@@ -73,12 +74,14 @@ class SaveOutcome:
 
 
 def progress(session: Session) -> Progress:
-    """The dashboard figures. Rows of discarded segments count neither as reviewed nor as remaining."""
+    """The dashboard figures. A row counts as reviewed once it is resolved (its reviews agree, as many as the
+    project needs, or it was adjudicated). Rows of discarded segments count neither as reviewed nor as
+    remaining."""
     active = select(Segment.id).where(Segment.discarded.is_(False))
     rows_active = select(func.count()).select_from(RowRecord).where(RowRecord.segment_pk.in_(active))
     total_rows = session.scalar(rows_active) or 0
-    reviewed = session.scalar(rows_active.where(RowRecord.reviewed.is_(True))) or 0
     summaries = segment_summaries(session)
+    reviewed = sum(s.reviewed for s in summaries if not s.segment.discarded)
     return Progress(
         prepared_files=session.scalar(select(func.count(distinct(Segment.source_path)))) or 0,
         total_segments=len(summaries),
@@ -145,18 +148,32 @@ def segment_summaries(session: Session, group: str | None = None) -> list[Segmen
         pk: (rows, int(reviewed or 0), int(edited or 0))
         for pk, rows, reviewed, edited in session.execute(counts)
     }
+    resolved = _resolved_per_segment(session, ids)
     comment_counts = select(Comment.segment_pk, func.count()).where(Comment.segment_pk.in_(ids))
     comments = {pk: n for pk, n in session.execute(comment_counts.group_by(Comment.segment_pk))}
     return [
         SegmentSummary(
             s,
             rows=tally.get(s.id, (0, 0, 0))[0],
-            reviewed=tally.get(s.id, (0, 0, 0))[1],
+            reviewed=resolved.get(s.id, 0),
             edited=tally.get(s.id, (0, 0, 0))[2],
             comments=comments.get(s.id, 0),
         )
         for s in segments
     ]
+
+
+def _resolved_per_segment(session: Session, segment_ids: list[int]) -> dict[int, int]:
+    rows = list(
+        session.execute(
+            select(RowRecord.id, RowRecord.segment_pk).where(RowRecord.segment_pk.in_(segment_ids))
+        )
+    )
+    found = statuses(session, project_settings(session), [row_id for row_id, _ in rows])
+    out: dict[int, int] = {}
+    for row_id, segment_pk in rows:
+        out[segment_pk] = out.get(segment_pk, 0) + found[row_id].resolved
+    return out
 
 
 def groups(session: Session) -> list[str]:
