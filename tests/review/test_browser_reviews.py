@@ -122,7 +122,7 @@ def _adjudicate(browser: Any, base: str) -> Any:
     played = judy.evaluate(PLAY)
     assert played["error"] is None and played["time"] > 0.2
     _shot(judy, "review-adjudicate.png")
-    judy.click("button:has-text(\"Take ben's values\")")
+    judy.click('button:has-text("Take ben\'s values")')
     expect(disputed).to_have_count(1)
     judy.locator("a[href='/adjudicate/3']").click()
     expect(judy.locator("table.side-by-side")).to_contain_text("icy")
