@@ -9,12 +9,15 @@ from pathlib import Path
 
 import pytest
 from fastapi import FastAPI
-from review_helpers import FAST_HASHER, PASSWORD, Client, form_fields, login, post_form, replace
+from review_helpers import FAST_HASHER, PASSWORD, Client, form_fields, login, post_form, replace, settings_for
+from review_workdir import write_workdir
 from sqlalchemy import select
 
+from rescue_bench.review.app import create_app
 from rescue_bench.review.auth import create_user
 from rescue_bench.review.db import Adjudication, Review, RowRecord, Segment, open_store, user_by_name
 from rescue_bench.review.export import export_jsonl
+from rescue_bench.review.loader import load_work
 from rescue_bench.review.reviews import assign
 from rescue_bench.review.settings import ProjectSettings, save_project_settings
 
@@ -165,3 +168,35 @@ def test_single_review_save_mark_and_go_on(ann: Client, ben: Client, app: FastAP
 def test_row_list_flags_rule_violations(ann: Client) -> None:
     segment = ann.get("/segments/1").text
     assert "<th>Rule violations</th>" in segment and 'class="tag bad"' in segment
+
+
+def test_several_work_directories_in_one_app(db_url: str, workdir: Path, tmp_path: Path) -> None:
+    """A second episode's work directory, with clips at the same relative paths: each segment's clips come
+    from the directory it was loaded from."""
+    second = write_workdir(tmp_path / "ep02", clip=b"episode two" * 400)
+    for manifest in second.glob("segments/*/manifest.json"):
+        data = json.loads(manifest.read_text())
+        data["sample_id"] = data["sample_id"].replace("/ep01/", "/ep02/")
+        data["segment_id"] += "_ep02"
+        manifest.write_text(json.dumps(data))
+    sessions = open_store(db_url)
+    with sessions() as session:
+        assert len(load_work(session, second).added) == 2
+        row = session.scalars(
+            select(RowRecord)
+            .join(Segment)
+            .where(Segment.segment_id == "couple_s01_ep02", RowRecord.row_index == 2)
+        ).one()
+    sessions.kw["bind"].dispose()
+    app = create_app(settings_for(db_url, workdir, extra_media_roots=(second.resolve(),)))
+    try:
+        with Client(app, follow_redirects=False) as ann:
+            login(ann, "ann")
+            page = ann.get(f"/rows/{row.id}").text
+            assert 'src="/media/clips/couple_s01/row_0002.mp4?root=1"' in page and "missing" not in page
+            assert ann.get("/media/clips/couple_s01/row_0002.mp4?root=1").content.startswith(b"episode two")
+            assert ann.get("/media/clips/couple_s01/row_0002.mp4").content == b"\x00" * 4096  # episode one
+            assert 'src="/media/clips/couple_s01/row_0002.mp4"' in ann.get("/rows/2").text
+            assert ann.get("/media/clips/couple_s01/row_0002.mp4?root=2").status_code == 404
+    finally:
+        app.state.review.sessions.kw["bind"].dispose()

@@ -16,6 +16,7 @@ from rescue_bench.errors import ConfigError, DataError
 if TYPE_CHECKING:
     from rescue_bench.annotate.draft import Counts, DraftSettings
     from rescue_bench.annotate.ingest import IngestResult
+    from rescue_bench.pricing import Prices
     from rescue_bench.spec import EngineSpec, ModelSpec
 
 annotate_app = typer.Typer(
@@ -157,7 +158,10 @@ def draft(
     if estimate:
         _estimate(workdir, model.name, settings, force, price_in, price_out)
         return
-    _print_draft(workdir, _draft(workdir, model, given.engine, settings, force))
+    from rescue_bench.evaluation.setup import make_prices
+
+    prices = make_prices(model.name, price_in, price_out, None)
+    _print_draft(workdir, _draft(workdir, model, given.engine, settings, force, prices))
 
 
 def _print_draft(workdir: Path, counts: Counts) -> None:
@@ -165,16 +169,29 @@ def _print_draft(workdir: Path, counts: Counts) -> None:
         f"{workdir}: {len(counts.drafted)} segment(s) drafted, {len(counts.skipped)} already drafted, "
         f"{len(counts.failed)} failed; {counts.rows} rows, {counts.flagged_rows} with open violations; "
         f"{counts.requests} request(s) ({counts.repairs} repair, {counts.cached} cached), "
-        f"{counts.prompt_tokens:,} prompt + {counts.completion_tokens:,} completion tokens"
+        f"{counts.prompt_tokens:,} prompt + {counts.completion_tokens:,} completion tokens" + _spend(counts)
     )
     if counts.failed:
         typer.echo(f"failed: {', '.join(counts.failed)}; re-run the same command to retry them", err=True)
         raise typer.Exit(1)
 
 
+def _spend(counts: Counts) -> str:
+    if counts.spent_usd is None or counts.spent_total_usd is None:
+        return ""
+    spent, total = counts.spent_usd, counts.spent_total_usd
+    return f"; ${spent:.4f} spent in finished rounds, ${total:.4f} in total for this work directory"
+
+
 def _draft(
-    workdir: Path, model: ModelSpec, engine: EngineSpec, settings: DraftSettings, force: bool
+    workdir: Path,
+    model: ModelSpec,
+    engine: EngineSpec,
+    settings: DraftSettings,
+    force: bool,
+    prices: Prices | None = None,
 ) -> Counts:
+    from rescue_bench.annotate.draft import Counts
     from rescue_bench.annotate.run import draft_workdir
     from rescue_bench.engine.execute import EngineOptions
     from rescue_bench.models.base import check_settings
@@ -202,21 +219,41 @@ def _draft(
         use_cache=engine.cache,
     )
     cache = ResponseCache() if engine.cache else None
+    counts = Counts()
+    cached_before = cache.stats().entries if cache is not None and cache.usable else None
 
     async def go() -> Counts:
         try:
             return await draft_workdir(
                 workdir, provider, params, settings, force=force, engine_options=options, cache=cache,
-                log=typer.echo,
+                log=typer.echo, prices=prices, counts=counts,
             )  # fmt: skip
         finally:
             await provider.aclose()
 
     try:
         return asyncio.run(go())
+    except KeyboardInterrupt:
+        kept = None if cache is None or cached_before is None else cache.stats().entries - cached_before
+        _interrupted(workdir, counts, kept)
+        raise typer.Exit(130) from None
     finally:
         if cache is not None:
             cache.close()
+
+
+def _interrupted(workdir: Path, counts: Counts, kept: int | None) -> None:
+    """What Ctrl-C kept, and how to go on (the replies in the cache are not paid for again)."""
+    replies = (
+        f"{kept} new repl(ies) kept in the response cache (a re-run reads them, not paid again)"
+        if kept is not None
+        else "no response cache (--no-cache): replies of unfinished segments are lost"
+    )
+    typer.echo(
+        f"interrupted: {len(counts.drafted)} segment(s) drafted and written; {replies}{_spend(counts)}. "
+        f"Re-run the same command to resume {workdir}: drafted segments are skipped.",
+        err=True,
+    )
 
 
 def _estimate(
