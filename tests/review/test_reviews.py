@@ -159,7 +159,7 @@ def test_agreement_json_matches_the_krippendorff_package(project: str, tmp_path:
     assert (got["units"], got["raters"], got["level"]) == (len(units), 3, "ordinal")
     assert math.isclose(got["alpha"], expected, rel_tol=1e-9) and got["alpha"] < 1
     ann_ben = next(p for p in got["pairwise_cohen_kappa"] if p["raters"] == ["ann", "ben"])
-    kappa = cohen_kappa_score([str(x) for x in data[0]], [str(x) for x in data[1]], weights="linear")
+    kappa = cohen_kappa_score(data[0], data[1], weights="linear")
     assert ann_ben["units"] == len(units) and math.isclose(ann_ben["kappa"], kappa, rel_tol=1e-9)
 
     # utterance type: one unit per row on which someone gave a type; nominal

@@ -9,7 +9,8 @@ are the reviewers. Each dimension forms its own units (each rule is in :data:`DI
   label; a rater who gave none counts as the label ``(none)``.
 * ``strategy`` (nominal): one unit per row and provider named by a rater; the value is that rater's first
   strategy type for the provider, ``(none)`` when they give the provider none.
-* ``emotion`` (nominal): one unit per row and person, the emotion's wording (case and spacing ignored).
+* ``emotion`` (set, as binary units): one unit per row and candidate; 1 when the rater gives an emotion for
+  them. The emotion's wording is free text, compared by meaning (the judge), not by label.
 * ``target`` (set, as binary units): one unit per row and candidate (the participants, Therapist and the
   group label); 1 when the rater's targets hold the candidate, else 0.
 * ``viewpoint`` (set, as binary units): one unit per row and ordered (source, target) pair of candidates; 1
@@ -70,12 +71,10 @@ def _intensity(data: dict[str, Any], _c: list[str]) -> UnitValues:
     return _first_by(data.get("internal_emotion"), "person", lambda e: parse_intensity(e.get("intensity")))
 
 
-def _emotion(data: dict[str, Any], _c: list[str]) -> UnitValues:
-    def wording(item: dict[str, Any]) -> str | None:
-        text = item.get("emotion_description")
-        return " ".join(text.lower().split()) if isinstance(text, str) and text.strip() else None
-
-    return _first_by(data.get("internal_emotion"), "person", wording)
+def _emotion(data: dict[str, Any], candidates: list[str]) -> UnitValues:
+    given = data.get("internal_emotion")
+    named = {e.get("person") for e in given if isinstance(e, dict)} if isinstance(given, list) else set()
+    return {(c,): int(c in named) for c in candidates}
 
 
 def _label(key: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any], list[str]], UnitValues]:
@@ -126,7 +125,7 @@ DIMENSIONS: tuple[Dimension, ...] = (
         "strategy", "nominal", "row x provider; the first strategy type of the provider", _strategy, NONE
     ),
     Dimension(
-        "emotion", "nominal", "row x person; the emotion's wording, case and spacing ignored", _emotion
+        "emotion", "nominal", "row x candidate, 1 if an emotion is given for them (binary units)", _emotion
     ),
     Dimension("target", "nominal", "row x candidate, 1 if among the row's targets (binary units)", _targets),
     Dimension(
@@ -180,7 +179,7 @@ def reviews_by_row(session: Session) -> dict[int, tuple[list[str], dict[str, dic
         select(Review.row_id).where(Review.active.is_(True)).group_by(Review.row_id).having(func.count() >= 2)
     )
     stmt = (
-        select(Review, User.name, Segment.participants, Segment.scenario)
+        select(Review.row_id, Review.data, User.name, Segment.participants, Segment.scenario)
         .join(User, Review.user_id == User.id)
         .join(RowRecord, Review.row_id == RowRecord.id)
         .join(Segment, RowRecord.segment_pk == Segment.id)
@@ -188,10 +187,10 @@ def reviews_by_row(session: Session) -> dict[int, tuple[list[str], dict[str, dic
         .order_by(Review.row_id)
     )
     out: dict[int, tuple[list[str], dict[str, dict[str, Any]]]] = {}
-    for review, name, participants, scenario in session.execute(stmt):
+    for row_id, data, name, participants, scenario in session.execute(stmt):
         group = GROUP_LABELS.get(scenario, "Couple")
-        entry = out.setdefault(review.row_id, ([*participants, THERAPIST, group], {}))
-        entry[1][name] = review.data
+        entry = out.setdefault(row_id, ([*participants, THERAPIST, group], {}))
+        entry[1][name] = data
     return out
 
 
@@ -221,13 +220,13 @@ def _alpha(matrix: np.ndarray[Any, Any], level: Level) -> float | None:
     return None if math.isnan(alpha) else alpha
 
 
-def _kappa(a: list[Value], b: list[Value], level: Level) -> float | None:
+def _kappa(a: list[float], b: list[float], level: Level) -> float | None:
     from sklearn.metrics import cohen_kappa_score
 
     if len(set(a) | set(b)) < 2:
         return None  # one label throughout: kappa is undefined
     weights = "linear" if level == "ordinal" else None
-    value = float(cohen_kappa_score([str(x) for x in a], [str(x) for x in b], weights=weights))
+    value = float(cohen_kappa_score(a, b, weights=weights))
     return None if math.isnan(value) else value
 
 
@@ -240,6 +239,7 @@ def dimension_agreement(
         for unit in values:
             counts[unit] += 1
     units = sorted((u for u, n in counts.items() if n >= 2), key=repr)
+    index = {u: i for i, u in enumerate(units)}
     codes = _codes(table) if dimension.level == "nominal" else {}
     matrix = np.array(
         [[_number(table[r].get(u), codes) for u in units] for r in raters], dtype=np.float64
@@ -248,7 +248,8 @@ def dimension_agreement(
     for a, b in combinations(raters, 2):
         common = [u for u in units if u in table[a] and u in table[b]]
         if len(common) >= 2:
-            kappa = _kappa([table[a][u] for u in common], [table[b][u] for u in common], dimension.level)
+            first, second = (matrix[raters.index(r), [index[u] for u in common]] for r in (a, b))
+            kappa = _kappa(first.tolist(), second.tolist(), dimension.level)
             pairs.append(PairKappa((a, b), len(common), kappa))
     return DimensionAgreement(
         dimension.name,

@@ -23,6 +23,8 @@ The schema is created and upgraded by Alembic (``migrations/``), never by ``crea
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -56,6 +58,16 @@ DEFAULT_DB_URL = "sqlite:///review.db"
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def data_hash(data: Any) -> str:
+    """SHA-256 of ``data`` as canonical JSON (keys sorted, no spaces): equal values, equal hashes.
+
+    >>> data_hash({"b": 1, "a": [6]}) == data_hash({"a": [6], "b": 1}) != data_hash({"a": [6.0], "b": 1})
+    True
+    """
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 class Base(DeclarativeBase):
@@ -215,6 +227,9 @@ class Review(Base):
     row_id: Mapped[int] = mapped_column(ForeignKey("rows.id"), index=True)
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
     data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    data_hash: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of ``data`` as canonical JSON (:func:`data_hash`): whether reviews agree is one aggregate
+    query."""
     version: Mapped[int] = mapped_column(Integer, default=1)
     """1 for the first save, one more for each later save that changed the values."""
     active: Mapped[bool] = mapped_column(Boolean, default=True)

@@ -21,7 +21,17 @@ from typing import Any, Literal
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
-from rescue_bench.review.db import Adjudication, Assignment, Event, Review, RowRecord, Segment, User, utcnow
+from rescue_bench.review.db import (
+    Adjudication,
+    Assignment,
+    Event,
+    Review,
+    RowRecord,
+    Segment,
+    User,
+    data_hash,
+    utcnow,
+)
 from rescue_bench.review.settings import ProjectSettings
 
 RowState = Literal["pending", "agreed", "disputed", "adjudicated"]
@@ -82,9 +92,9 @@ def row_status(
         return RowStatus(row_id, "adjudicated", adjudication.data, ordered, adjudication, needed)
     if len(ordered) < needed:
         return RowStatus(row_id, "pending", None, ordered, None, needed)
-    first = ordered[0].data
-    if all(r.data == first for r in ordered[1:]):
-        return RowStatus(row_id, "agreed", first, ordered, None, needed)
+    first = ordered[0]
+    if all(r.data_hash == first.data_hash for r in ordered[1:]):  # as the aggregate of resolved_rows
+        return RowStatus(row_id, "agreed", first.data, ordered, None, needed)
     return RowStatus(row_id, "disputed", None, ordered, None, needed)
 
 
@@ -102,6 +112,23 @@ def statuses(session: Session, settings: ProjectSettings, row_ids: Iterable[int]
         for adjudication in session.scalars(decided):
             latest[adjudication.row_id] = adjudication  # ordered by id: the newest wins
     return {i: row_status(settings.reviews_per_row, i, reviews[i], latest.get(i)) for i in ids}
+
+
+def resolved_rows(session: Session, settings: ProjectSettings, segment_ids: Sequence[int]) -> dict[int, int]:
+    """Resolved rows per segment, from aggregates only (reviews agree when their data hashes do)."""
+    agreed = (
+        select(Review.row_id)
+        .where(Review.active.is_(True))
+        .group_by(Review.row_id)
+        .having(func.count() >= settings.reviews_per_row, func.count(func.distinct(Review.data_hash)) == 1)
+    )
+    decided = select(Adjudication.row_id)
+    stmt = (
+        select(RowRecord.segment_pk, func.count())
+        .where(RowRecord.segment_pk.in_(segment_ids), RowRecord.id.in_(agreed) | RowRecord.id.in_(decided))
+        .group_by(RowRecord.segment_pk)
+    )
+    return {pk: int(n) for pk, n in session.execute(stmt)}
 
 
 def segment_statuses(session: Session, settings: ProjectSettings, segment: Segment) -> list[RowStatus]:
@@ -147,13 +174,22 @@ def save_review(
         return ReviewOutcome("conflict", current)
     now = utcnow()
     if review is None:
-        review = Review(row_id=row.id, user_id=user.id, data=data, version=1, active=True, source=source)
+        review = Review(
+            row_id=row.id,
+            user_id=user.id,
+            data=data,
+            data_hash=data_hash(data),
+            version=1,
+            active=True,
+            source=source,
+        )
         review.created_at = review.updated_at = now
         session.add(review)
     elif review.data == data and review.active:
         return ReviewOutcome("unchanged", review.version)
     else:
-        review.data, review.active, review.source, review.updated_at = data, True, source, now
+        review.data, review.data_hash, review.active = data, data_hash(data), True
+        review.source, review.updated_at = source, now
         review.version += 1
     session.flush()
     if event:

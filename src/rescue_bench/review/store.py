@@ -16,7 +16,7 @@ from sqlalchemy import case, distinct, func, select, update
 from sqlalchemy.orm import Session
 
 from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User, utcnow
-from rescue_bench.review.reviews import save_review, statuses, withdraw_reviews
+from rescue_bench.review.reviews import resolved_rows, save_review, withdraw_reviews
 from rescue_bench.review.settings import project_settings
 
 # The paper's grounds for dropping a segment (App. G.4).
@@ -148,7 +148,7 @@ def segment_summaries(session: Session, group: str | None = None) -> list[Segmen
         pk: (rows, int(reviewed or 0), int(edited or 0))
         for pk, rows, reviewed, edited in session.execute(counts)
     }
-    resolved = _resolved_per_segment(session, ids)
+    resolved = resolved_rows(session, project_settings(session), ids)
     comment_counts = select(Comment.segment_pk, func.count()).where(Comment.segment_pk.in_(ids))
     comments = {pk: n for pk, n in session.execute(comment_counts.group_by(Comment.segment_pk))}
     return [
@@ -161,19 +161,6 @@ def segment_summaries(session: Session, group: str | None = None) -> list[Segmen
         )
         for s in segments
     ]
-
-
-def _resolved_per_segment(session: Session, segment_ids: list[int]) -> dict[int, int]:
-    rows = list(
-        session.execute(
-            select(RowRecord.id, RowRecord.segment_pk).where(RowRecord.segment_pk.in_(segment_ids))
-        )
-    )
-    found = statuses(session, project_settings(session), [row_id for row_id, _ in rows])
-    out: dict[int, int] = {}
-    for row_id, segment_pk in rows:
-        out[segment_pk] = out.get(segment_pk, 0) + found[row_id].resolved
-    return out
 
 
 def groups(session: Session) -> list[str]:

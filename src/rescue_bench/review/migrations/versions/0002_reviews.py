@@ -7,6 +7,9 @@ Create Date: 2025-02-01
 
 from __future__ import annotations
 
+import hashlib
+import json
+
 import sqlalchemy as sa
 from alembic import op
 
@@ -25,6 +28,7 @@ def upgrade() -> None:
         sa.Column("row_id", sa.Integer(), sa.ForeignKey("rows.id"), nullable=False, index=True),
         sa.Column("user_id", sa.Integer(), sa.ForeignKey("users.id"), nullable=False, index=True),
         sa.Column("data", sa.JSON(), nullable=False),
+        sa.Column("data_hash", sa.String(64), nullable=False),
         sa.Column("version", sa.Integer(), nullable=False),
         sa.Column("active", sa.Boolean(), nullable=False),
         sa.Column("source", sa.String(16), nullable=False),
@@ -65,25 +69,30 @@ def _backfill_reviews() -> None:
     )
     reviews = sa.table(
         "reviews",
-        *(sa.column(name) for name in ("row_id", "user_id", "data", "version", "active", "source")),
+        *(sa.column(name) for name in ("row_id", "user_id", "version", "active", "source", "data_hash")),
+        sa.column("data", sa.JSON()),
         sa.column("created_at", _TS),
         sa.column("updated_at", _TS),
     )
-    chosen = sa.select(
-        rows.c.id,
-        rows.c.reviewed_by_id,
-        rows.c.data,
-        sa.literal(1),
-        sa.true(),
-        sa.literal("web"),
-        rows.c.reviewed_at,
-        rows.c.reviewed_at,
-    ).where(rows.c.reviewed.is_(True), rows.c.reviewed_by_id.is_not(None), rows.c.reviewed_at.is_not(None))
-    op.execute(
-        reviews.insert().from_select(
-            ["row_id", "user_id", "data", "version", "active", "source", "created_at", "updated_at"], chosen
-        )
+    bind = op.get_bind()
+    chosen = sa.select(rows.c.id, rows.c.reviewed_by_id, rows.c.data, rows.c.reviewed_at).where(
+        rows.c.reviewed.is_(True), rows.c.reviewed_by_id.is_not(None), rows.c.reviewed_at.is_not(None)
     )
+    found = [
+        {
+            "row_id": row_id, "user_id": user_id, "data": data, "data_hash": _hash(data), "version": 1,
+            "active": True, "source": "web", "created_at": when, "updated_at": when,
+        }
+        for row_id, user_id, data, when in bind.execute(chosen)
+    ]  # fmt: skip
+    if found:
+        bind.execute(reviews.insert(), found)
+
+
+def _hash(data: object) -> str:
+    """As ``rescue_bench.review.db.data_hash`` (kept here: a migration does not change with the models)."""
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
 def downgrade() -> None:
