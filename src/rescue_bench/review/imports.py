@@ -19,7 +19,7 @@ from rescue_bench.data.load import read_source
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.problems import Problem
-from rescue_bench.review.db import RowRecord, Segment, user_by_name
+from rescue_bench.review.db import Review, RowRecord, Segment, user_by_name
 from rescue_bench.review.loader import describe
 from rescue_bench.review.reviews import save_review, whole_intensities
 
@@ -90,9 +90,10 @@ def import_reviews(session: Session, source: Path, user_name: str) -> ImportResu
         more = f" (and {len(problems) - MAX_SHOWN} more)" if len(problems) > MAX_SHOWN else ""
         raise DataError(f"nothing imported: {shown}{more}", problems)
     changed = 0
+    mine = {r.row_id: r for r in session.scalars(select(Review).where(Review.user_id == user.id))}
     for stored, sample, position in pairs:
         data = whole_intensities(sample.rows[position].to_release())
-        outcome = save_review(session, stored, user, data, source="import", commit=False)
+        outcome = save_review(session, stored, user, data, source="import", commit=False, known=mine)
         changed += outcome.status == "saved"
     session.commit()
     matched = {sample.sample_id for sample in report.samples}
