@@ -200,3 +200,12 @@ def test_several_work_directories_in_one_app(db_url: str, workdir: Path, tmp_pat
             assert ann.get("/media/clips/couple_s01/row_0002.mp4?root=2").status_code == 404
     finally:
         app.state.review.sessions.kw["bind"].dispose()
+
+
+def test_dashboard_counts_each_annotators_reviews(triple: dict[str, Client]) -> None:
+    _review_segment(triple["ann"])
+    _review_segment(triple["ben"])
+    dashboard = triple["cat"].get("/").text
+    assert "<tr><td>ann</td><td>annotator</td><td>4</td>" in dashboard
+    assert "<tr><td>cat</td><td>annotator</td><td>0</td>" in dashboard
+    assert 'id="reviewed-rows">0<' in dashboard  # two of three reviews: nothing resolved yet

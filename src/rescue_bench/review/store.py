@@ -15,7 +15,17 @@ from typing import Any, Literal
 from sqlalchemy import case, distinct, func, select, update
 from sqlalchemy.orm import Session
 
-from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User, utcnow
+from rescue_bench.review.db import (
+    Comment,
+    Conflict,
+    Event,
+    Review,
+    RowRecord,
+    RowVersion,
+    Segment,
+    User,
+    utcnow,
+)
 from rescue_bench.review.reviews import resolved_rows, save_review, withdraw_reviews
 from rescue_bench.review.settings import project_settings
 
@@ -100,10 +110,9 @@ def annotator_progress(session: Session) -> tuple[AnnotatorProgress, ...]:
     def counts(stmt: Any) -> dict[int, int]:
         return {uid: n for uid, n in session.execute(stmt) if uid is not None}
 
+    # standing reviews: rows marked reviewed, or independent reviews submitted
     reviewed = counts(
-        select(RowRecord.reviewed_by_id, func.count())
-        .where(RowRecord.reviewed.is_(True))
-        .group_by(RowRecord.reviewed_by_id)
+        select(Review.user_id, func.count()).where(Review.active.is_(True)).group_by(Review.user_id)
     )
     edits = counts(
         select(RowVersion.user_id, func.count())
@@ -115,6 +124,7 @@ def annotator_progress(session: Session) -> tuple[AnnotatorProgress, ...]:
     for stmt in (
         select(RowVersion.user_id, func.max(RowVersion.created_at)).group_by(RowVersion.user_id),
         select(Event.user_id, func.max(Event.created_at)).group_by(Event.user_id),
+        select(Review.user_id, func.max(Review.updated_at)).group_by(Review.user_id),
     ):
         for uid, when in session.execute(stmt):
             if uid is not None and when is not None and (uid not in last or when > last[uid]):
