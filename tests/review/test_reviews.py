@@ -188,3 +188,16 @@ def test_agreement_json_matches_the_krippendorff_package(project: str, tmp_path:
 
     table = _run("agreement", "--db", project)
     assert table.exit_code == 0 and "intensity" in table.output and "ann/ben" in table.output
+
+
+def test_assign_segments_from_the_command_line(project: str) -> None:
+    given = _run("assign", MOVED, RETYPED, "--user", "ann", "--db", project)
+    assert given.exit_code == 0 and "assigned 2 segment(s) to ann (0 already theirs)" in given.output
+    assert (
+        "assigned 0 segment(s) to ann (1 already theirs)"
+        in _run("assign", MOVED, "--user", "ann", "--db", project).output
+    )
+    unknown = _run("assign", "demo_couple/nobody", "--user", "ann", "--db", project)
+    assert (
+        unknown.exit_code == 2 and "no such sample in the review store: demo_couple/nobody" in unknown.output
+    )
