@@ -126,6 +126,8 @@ class WorkdirInfo:
     subtitles: Text = ""
     created: Text = ""
     video_duration_sec: OptionalNumber = None
+    draft_spend_usd: OptionalNumber = None
+    """Dollars the drafting requests cost so far, over every resumed ``annotate draft`` (when priced)."""
     settings: Annotated[dict[str, Json], BeforeValidator(lambda v: v if isinstance(v, dict) else {})] = field(
         default_factory=dict
     )
@@ -134,7 +136,8 @@ class WorkdirInfo:
         return {
             "format": FORMAT, "scenario": self.scenario, "participants": list(self.participants),
             "video": self.video, "subtitles": self.subtitles, "created": self.created,
-            "video_duration_sec": self.video_duration_sec, "settings": self.settings,
+            "video_duration_sec": self.video_duration_sec, "draft_spend_usd": self.draft_spend_usd,
+            "settings": self.settings,
         }  # fmt: skip
 
 

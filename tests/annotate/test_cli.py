@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import signal
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from tests.annotate.workdirs import answer, asked_rows, broken_rows, good_rows, make_workdir
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
@@ -135,3 +138,83 @@ def test_ingest_command(tmp_path: Path, test_video: Path, srt_file: Path) -> Non
     assert sorted(p.name for p in (out / "clips" / "session_seg01").iterdir()) == [
         f"row_{i:04d}.mp4" for i in range(1, 6)
     ]
+
+
+def test_draft_spend_in_dollars_adds_up_over_resumes(tmp_path: Path) -> None:
+    def handler(req: ChatRequest) -> Any:
+        return Script(content=answer(good_rows(asked_rows(req))), usage=(1000, 200))
+
+    root = make_workdir(tmp_path / "work", ("ep_seg01", "ep_seg02"))
+    priced = ("--price-in", "2", "--price-out", "10", "--no-cache")
+    with FakeOpenAIServer(handler) as fake:
+        first = invoke(
+            "annotate", "draft", str(root), "--model", "vllm/drafter", "--base-url", fake.base_url, *priced
+        )
+        assert first.exit_code == 0, first.output
+        # two requests of 1,000 + 200 tokens at $2 and $10 per million: $0.0080
+        assert "$0.0080 spent in finished rounds, $0.0080 in total for this work directory" in first.output
+        assert json.loads((root / "workdir.json").read_text())["draft_spend_usd"] == pytest.approx(0.008)
+        again = invoke(
+            "annotate",
+            "draft",
+            str(root),
+            "--model",
+            "vllm/drafter",
+            "--base-url",
+            fake.base_url,
+            "--force",
+            *priced,
+        )
+    assert "$0.0080 spent in finished rounds, $0.0160 in total for this work directory" in again.output
+    assert json.loads((root / "workdir.json").read_text())["draft_spend_usd"] == pytest.approx(0.016)
+
+
+def test_ctrl_c_says_what_is_kept_and_how_to_resume(tmp_path: Path) -> None:
+    """Ctrl-C while the second group of segments is asked: the first group's drafts and every reply received
+    are kept; the command says so and exits 130; the same command then finishes the work."""
+    main = threading.main_thread().ident
+    interrupted = threading.Event()
+
+    def handler(req: ChatRequest) -> str:
+        if "ep_seg09" in req.text and not interrupted.is_set():
+            interrupted.set()
+            assert main is not None
+            signal.pthread_kill(main, signal.SIGINT)  # as Ctrl-C in the terminal
+            time.sleep(0.5)
+        return answer(good_rows(asked_rows(req)))
+
+    segments = tuple(f"ep_seg{i:02d}" for i in range(1, 11))  # 8 segments a round: seg09 is in the second
+    root = make_workdir(tmp_path / "work", segments)
+    with FakeOpenAIServer(handler) as fake:
+        args = ("annotate", "draft", str(root), "--model", "vllm/drafter", "--base-url", fake.base_url)
+        stopped = invoke(*args, "--price-in", "1", "--price-out", "1")
+        assert stopped.exit_code == 130, stopped.output
+        assert "interrupted: 8 segment(s) drafted and written;" in stopped.output
+        assert "new repl(ies) kept in the response cache" in stopped.output
+        assert "Re-run the same command to resume" in stopped.output and "Traceback" not in stopped.output
+        resumed = invoke(*args)
+    assert resumed.exit_code == 0 and "2 segment(s) drafted, 8 already drafted" in resumed.output
+
+
+def test_speaker_one_letter_off_gets_a_did_you_mean_and_speaker_map_fixes_it(tmp_path: Path) -> None:
+    from rescue_bench.annotate.subtitles import read_subtitles
+
+    srt = tmp_path / "s.srt"
+    srt.write_text("1\n00:00:01,000 --> 00:00:02,000\nNORAH: Hello there.\n", encoding="utf-8")
+    (warning,) = read_subtitles(srt, ("Nora", "Eli")).warnings
+    assert (
+        "speaker 'Norah' is neither a participant nor the therapist; did you mean 'Nora'?" in warning.message
+    )
+    assert "--speaker-map 'Norah=Nora'" in warning.message
+    fixed = read_subtitles(srt, ("Nora", "Eli"), speaker_map={"NORAH": "Nora"})
+    assert fixed.warnings == () and fixed.cues[0].turns[0].speaker == "Nora"
+    far = read_subtitles(srt, ("Zed", "Eli")).warnings[0].message
+    assert "did you mean" not in far and "--speaker-map" in far
+    bad = invoke(
+        "annotate", "ingest", "--video", "v.mp4", "--subtitles", str(srt), "--scenario", "couple",
+        "--participants", "Nora,Eli", "--speaker-map", "NORAH=Norah", "--out", str(tmp_path / "w"),
+    )  # fmt: skip
+    assert (
+        bad.exit_code == 2
+        and "--speaker-map NORAH=Norah: map a subtitle label to one of Nora, Eli" in bad.output
+    )

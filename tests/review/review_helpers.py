@@ -9,8 +9,13 @@ from typing import Any
 
 from argon2 import PasswordHasher
 from fastapi.testclient import TestClient
+from sqlalchemy import select
+from sqlalchemy.orm import Session
 
-from rescue_bench.review.settings import ReviewSettings
+from rescue_bench.review.auth import create_user
+from rescue_bench.review.db import RowRecord, user_by_name
+from rescue_bench.review.reviews import save_review
+from rescue_bench.review.settings import ReviewSettings, host_names
 
 PASSWORD = "correct horse battery"
 # Cheap argon2 parameters keep the tests fast; the app verifies with whatever parameters a hash carries.
@@ -24,6 +29,7 @@ class Client(TestClient):
 
 
 def settings_for(db_url: str, workdir: Path | None, **overrides: Any) -> ReviewSettings:
+    overrides.setdefault("allowed_hosts", host_names(["testserver"]))  # the test client's Host
     return ReviewSettings(db_url=db_url, media_root=workdir, hasher=FAST_HASHER, **overrides)
 
 
@@ -172,3 +178,11 @@ def raw_get(app: object, raw_path: str, cookie: str = "") -> tuple[int, bytes]:
 
 def cookie_header(client: TestClient) -> str:
     return "; ".join(f"{name}={value}" for name, value in client.cookies.items())
+
+
+def review_all(session: Session, name: str = "reviewer") -> None:
+    """Record a review of every row's current values by ``name`` (created as an annotator when missing)."""
+    user = user_by_name(session, name) or create_user(session, name, "annotator", PASSWORD, FAST_HASHER)
+    for row in session.scalars(select(RowRecord)):
+        save_review(session, row, user, row.data, commit=False)
+    session.commit()

@@ -297,7 +297,9 @@ def test_logins_sent_at_once_get_no_more_password_checks_than_the_limit(db_url: 
 
     async def attempts() -> list[int]:
         transport = httpx2.ASGITransport(app=app)
-        async with httpx2.AsyncClient(transport=transport, base_url="http://test", cookies=cookies) as http:
+        async with httpx2.AsyncClient(
+            transport=transport, base_url="http://testserver", cookies=cookies
+        ) as http:
             form = {"name": "ann", "password": "wrong-password", "csrf_token": token}
             sent = [http.post("/login", data=form) for _ in range(40)]
             return [r.status_code for r in await asyncio.gather(*sent)]

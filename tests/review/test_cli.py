@@ -6,12 +6,14 @@ import json
 from pathlib import Path
 
 import pytest
+from review_helpers import review_all
 from review_workdir import write_workdir
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.cli.review import _is_loopback
 from rescue_bench.data.load import read_source
+from rescue_bench.review.db import open_store
 
 runner = CliRunner()
 
@@ -38,12 +40,12 @@ def test_full_cycle(tmp_path: Path) -> None:
     nothing = _run("export", "--out", str(tmp_path / "v.jsonl"), "--db", db)
     assert nothing.exit_code == 1 and nothing.output.startswith("error: nothing to export")
 
-    import sqlite3
-
-    with sqlite3.connect(tmp_path / "review.db") as conn:
-        conn.execute("UPDATE rows SET reviewed = 1")
+    sessions = open_store(db)
+    with sessions() as session:
+        review_all(session)
+    sessions.kw["bind"].dispose()
     done = _run("export", "--out", str(tmp_path / "v.jsonl"), "--db", db)
-    assert done.exit_code == 0 and "wrote 2 verified segment(s), 7 row(s)" in done.output
+    assert done.exit_code == 0 and "wrote 2 resolved segment(s), 7 row(s)" in done.output
     assert read_source(tmp_path / "v.jsonl").errors == ()
 
 
@@ -74,7 +76,7 @@ def test_add_user_prompts_without_echo_and_checks_input(tmp_path: Path) -> None:
     role = _run(
         "add-user", "bob", "--role", "owner", "--password-env", "PW", "--db", db, env={"PW": "long enough!"}
     )
-    assert role.exit_code == 2 and "role must be one of annotator, admin" in role.output
+    assert role.exit_code == 2 and "role must be one of annotator, adjudicator, admin" in role.output
 
 
 def test_ratings_commands(tmp_path: Path) -> None:

@@ -8,12 +8,11 @@ from pathlib import Path
 import pytest
 from fastapi import FastAPI
 from fastapi.testclient import TestClient
-from review_helpers import Client, form_fields, post_form, replace
-from sqlalchemy import update
+from review_helpers import Client, form_fields, post_form, replace, review_all
 
 from rescue_bench.data.load import load_samples, read_source
 from rescue_bench.errors import DataError
-from rescue_bench.review.db import RowRecord, open_store
+from rescue_bench.review.db import open_store
 from rescue_bench.review.export import export_jsonl
 from rescue_bench.review.loader import load_work
 
@@ -57,8 +56,7 @@ def test_export_round_trip(app: FastAPI, ann: Client, ada: Client, db_url: str, 
     sessions = open_store(f"sqlite:///{again}")
     with sessions() as session:
         load_work(session, out)
-        session.execute(update(RowRecord).values(reviewed=True))
-        session.commit()
+        review_all(session)
         export_jsonl(session, tmp_path / "again.jsonl")
     sessions.kw["bind"].dispose()
     reloaded = (tmp_path / "again.jsonl").read_text().splitlines()
@@ -68,7 +66,10 @@ def test_export_round_trip(app: FastAPI, ann: Client, ada: Client, db_url: str, 
 
 
 def test_nothing_verified_is_an_error(app: FastAPI, tmp_path: Path) -> None:
-    with app.state.review.sessions() as session, pytest.raises(DataError, match="no verified segments"):
+    with (
+        app.state.review.sessions() as session,
+        pytest.raises(DataError, match="no segment has every row resolved"),
+    ):
         export_jsonl(session, tmp_path / "out.jsonl")
     assert not (tmp_path / "out.jsonl").exists()
 
@@ -77,8 +78,7 @@ def test_real_release_passes_through_unchanged(real_subset: Path, tmp_path: Path
     sessions = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     with sessions() as session:
         load_work(session, real_subset)
-        session.execute(update(RowRecord).values(reviewed=True))
-        session.commit()
+        review_all(session)
         result = export_jsonl(session, tmp_path / "out.jsonl")
     sessions.kw["bind"].dispose()
     source = {s.sample_id: s.to_release() for s in load_samples(real_subset)}

@@ -30,6 +30,7 @@ from rescue_bench.review.app import create_app
 from rescue_bench.review.auth import SESSION_COOKIE
 from rescue_bench.review.db import Comment, Meta, RowRecord, open_store, secret_key
 from rescue_bench.review.serve import server_config
+from rescue_bench.review.settings import allowed_host, host_names
 
 if TYPE_CHECKING:
     import uvicorn
@@ -183,6 +184,32 @@ def test_attacker_does_not_lock_the_admin_out_from_another_address(db_url: str, 
             assert SESSION_COOKIE in owner.cookies
     finally:
         app.state.review.sessions.kw["bind"].dispose()
+
+
+def test_a_rebound_host_name_cannot_spend_the_login_limit(db_url: str, workdir: Path) -> None:
+    """DNS rebinding: a page of evil.example, its name now pointing at 127.0.0.1, posts logins from the
+    admin's own browser. Refused before the limiter counts them; the admin still signs in."""
+    app = create_app(settings_for(db_url, workdir, login_max_failures=3, login_window_sec=300))
+    try:
+        with TestClient(app, follow_redirects=False, client=("127.0.0.1", 4000)) as browser:
+            token = csrf_of(browser.get("/login").text)
+            for _ in range(5):
+                refused = browser.post(
+                    "/login",
+                    data={"name": "ada", "password": "guess-guess", "csrf_token": token},
+                    headers={"Host": "evil.example:8000"},
+                )
+                assert refused.status_code == 421 and "ada" not in refused.text
+            assert browser.get("/login", headers={"Host": "evil.example"}).status_code == 421
+            assert _try(browser, "ada", PASSWORD) == 303
+    finally:
+        app.state.review.sessions.kw["bind"].dispose()
+
+
+def test_allowed_hosts_and_port() -> None:
+    names = host_names(["review.example"])
+    assert allowed_host("review.example:8443", names, 8443) and allowed_host("127.0.0.1", names, 8443)
+    assert not allowed_host("review.example:9", names, 8443) and not allowed_host("evil.example", names, None)
 
 
 # -- 4. X-Forwarded-For only with --trust-proxy (real HTTP) --------------------------------------------------

@@ -173,10 +173,12 @@ def test_review_status_is_locked_to_the_version_seen(app: FastAPI, ann: Client, 
     url = f"/rows/{MARA_ROW}"
     stale = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "1"})
     assert stale.headers["location"].endswith("notice=reviewed")
+    # ben's plain save changes values ann did not review: the row is to review again
     post_form(ben, url, replace(form_fields(ben.get(url).text), "f-tone_of_voice", "flat"))
-    again = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "0"})
-    assert again.headers["location"].endswith("notice=stale")
-    assert _row(app, MARA_ROW).reviewed
+    assert not _row(app, MARA_ROW).reviewed
+    again = ann.post(f"{url}/review", data={"csrf_token": ann.csrf, "base_version": "1", "reviewed": "1"})
+    assert again.headers["location"].endswith("notice=stale")  # marking is tied to the version seen
+    assert not _row(app, MARA_ROW).reviewed
     done = post_form(ann, url, form_fields(ann.get(url).text), action="save_review")
     assert done.headers["location"].endswith("notice=reviewed")
     assert 'id="reviewed-rows">1<' in ann.get("/").text

@@ -316,3 +316,11 @@ class Counts:
     flagged_rows: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    """Tokens of replies this session received (not from the cache)."""
+    priced_prompt_tokens: int = 0
+    priced_completion_tokens: int = 0
+    """The tokens already added to ``spent_usd`` (and to ``workdir.json``)."""
+    spent_usd: float | None = None
+    """This session's spend in dollars, when prices were given."""
+    spent_total_usd: float | None = None
+    """The spend over every session of the work directory, as ``workdir.json`` now records it."""

@@ -62,6 +62,8 @@ class IngestSettings:
     allow_bad_cues: bool = False
     jobs: int = 2
     """ffmpeg processes at once."""
+    speaker_map: tuple[tuple[str, str], ...] = ()
+    """(subtitle label, participant or Therapist): labels the subtitles spell otherwise."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +94,12 @@ def check_settings(settings: IngestSettings) -> None:
         raise ConfigError("--min-segment-sec must be >= 0 and --split-gap > 0")
     if settings.jobs < 1:
         raise ConfigError(f"--jobs must be at least 1 (got {settings.jobs})")
+    for label, name in settings.speaker_map:
+        if not label.strip() or name not in (*names, "Therapist"):
+            raise ConfigError(
+                f"--speaker-map {label}={name}: map a subtitle label to one of "
+                f"{', '.join([*names, 'Therapist'])}"
+            )
 
 
 def fit_to_video(cues: Sequence[Cue], duration: float, file: str) -> tuple[list[Cue], list[Issue]]:
@@ -206,7 +214,9 @@ def ingest(
     if not video.is_file():
         raise DataError(f"{video}: no such video file")
     duration = media.probe_duration(video, tools)
-    track = read_subtitles(subtitles, settings.participants, settings.therapist_names)
+    track = read_subtitles(
+        subtitles, settings.participants, settings.therapist_names, dict(settings.speaker_map)
+    )
     cues, warnings = usable_cues(track, duration, settings)
     prefix = settings.id_prefix or slug(video.stem)
     segments, dropped = plan_segments(cues, settings, prefix)

@@ -27,7 +27,7 @@ from rescue_bench.annotate.draft import (
 from rescue_bench.annotate.rules import RuleContext
 from rescue_bench.engine.execute import EngineOptions, execute_requests
 from rescue_bench.models.base import Generation, Provider
-from rescue_bench.pricing import TaskEstimate, TokenCounter, estimate_requests
+from rescue_bench.pricing import Prices, TaskEstimate, TokenCounter, estimate_requests
 from rescue_bench.records import Reply, Request
 from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.workdir import (
@@ -38,6 +38,7 @@ from rescue_bench.workdir import (
     read_info,
     read_manifest,
     write_draft,
+    write_info,
 )
 
 SEGMENTS_PER_ROUND = 8
@@ -90,11 +91,19 @@ async def draft_workdir(
     engine_options: EngineOptions | None = None,
     cache: ResponseCache | None = None,
     log: Callable[[str], None] = print,
+    prices: Prices | None = None,
+    counts: Counts | None = None,
 ) -> Counts:
-    """Draft every pending segment of ``root``; see the module docstring."""
+    """Draft every pending segment of ``root``; see the module docstring.
+
+    With ``prices``, the spend of each finished group is added to ``workdir.json`` (``draft_spend_usd``), so
+    it adds up over interrupted and resumed sessions. ``counts`` is filled in as the work goes (the caller
+    keeps it to report an interruption).
+    """
     info = read_info(root)
     pending = pending_segments(root, force=force)
-    counts = Counts(skipped=list(pending.skipped))
+    counts = counts if counts is not None else Counts()
+    counts.skipped = list(pending.skipped)
     segments = pending.segments
     for start in range(0, len(segments), SEGMENTS_PER_ROUND):
         group = segments[start : start + SEGMENTS_PER_ROUND]
@@ -103,7 +112,28 @@ async def draft_workdir(
         for segment in group:
             own = [r for r in results if r.chunk.segment.segment_id == segment.segment_id]
             _finish(root, segment, own, provider.name, counts, log)
+        if prices is not None:
+            record_spend(root, prices, counts)
+    if prices is not None and counts.spent_usd is None:  # nothing to draft: still report the total
+        record_spend(root, prices, counts)
     return counts
+
+
+def record_spend(root: Path, prices: Prices, counts: Counts) -> None:
+    """Add the cost of the tokens received since the last call to ``counts`` and to ``workdir.json``."""
+    prompt = counts.prompt_tokens - counts.priced_prompt_tokens
+    completion = counts.completion_tokens - counts.priced_completion_tokens
+    cost = prices.cost(prompt, completion)
+    counts.priced_prompt_tokens, counts.priced_completion_tokens = (
+        counts.prompt_tokens,
+        counts.completion_tokens,
+    )
+    counts.spent_usd = (counts.spent_usd or 0.0) + cost
+    info = read_info(root)
+    total = (info.draft_spend_usd or 0.0) + cost
+    if cost:
+        write_info(root, replace(info, draft_spend_usd=total))
+    counts.spent_total_usd = total
 
 
 async def _rounds(

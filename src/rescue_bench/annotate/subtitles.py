@@ -107,17 +107,49 @@ class SubtitleTrack:
         return tuple(i for i in self.issues if i.severity == "warning")
 
 
-def speaker_aliases(participants: Sequence[str], therapist_names: Sequence[str] = ()) -> dict[str, str]:
-    """Case-folded spellings that name someone known, mapped to the name used in annotations.
+def speaker_aliases(
+    participants: Sequence[str],
+    therapist_names: Sequence[str] = (),
+    speaker_map: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """Case-folded spellings that name someone known, mapped to the name used in annotations;
+    ``speaker_map`` adds labels of the subtitles (``Alna``) for a participant or the therapist (``Alan``).
 
-    >>> speaker_aliases(["Alan"], ["Dr. Reed"])
-    {'alan': 'Alan', 'therapist': 'Therapist', 'dr. reed': 'Therapist'}
+    >>> speaker_aliases(["Alan"], ["Dr. Reed"], {"Alna": "Alan"})
+    {'alan': 'Alan', 'therapist': 'Therapist', 'dr. reed': 'Therapist', 'alna': 'Alan'}
     """
     aliases = {name.strip().casefold(): name.strip() for name in participants if name.strip()}
     for name in ("Therapist", *therapist_names):
         if name.strip():
             aliases[name.strip().casefold()] = "Therapist"
+    for label, name in (speaker_map or {}).items():
+        aliases[label.strip().casefold()] = aliases.get(name.strip().casefold(), name.strip())
     return aliases
+
+
+def one_edit_apart(a: str, b: str) -> bool:
+    """Whether ``a`` becomes ``b`` by one inserted, deleted, replaced or swapped (adjacent) letter, case
+    aside.
+
+    >>> [one_edit_apart("Alna", "Alan"), one_edit_apart("Ala", "Alan"), one_edit_apart("Allan", "Alan")]
+    [True, True, True]
+    >>> [one_edit_apart("Alan", "alan"), one_edit_apart("Bob", "Alan"), one_edit_apart("Aln", "Alna")]
+    [False, False, True]
+    """
+    a, b = a.casefold(), b.casefold()
+    if a == b or abs(len(a) - len(b)) > 1:
+        return False
+    if len(a) == len(b):
+        diff = [i for i in range(len(a)) if a[i] != b[i]]
+        swapped = (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and a[diff[0]] == b[diff[1]]
+            and a[diff[1]] == b[diff[0]]
+        )
+        return len(diff) == 1 or swapped
+    short, long = (a, b) if len(a) < len(b) else (b, a)
+    return any(long[:i] + long[i + 1 :] == short for i in range(len(long)))
 
 
 def split_speaker(line: str, aliases: Mapping[str, str]) -> tuple[str | None, str]:
@@ -177,7 +209,10 @@ def cue_turns(lines: Sequence[str], aliases: Mapping[str, str]) -> tuple[Turn, .
 
 
 def read_subtitles(
-    path: Path, participants: Sequence[str] = (), therapist_names: Sequence[str] = ()
+    path: Path,
+    participants: Sequence[str] = (),
+    therapist_names: Sequence[str] = (),
+    speaker_map: Mapping[str, str] | None = None,
 ) -> SubtitleTrack:
     """Read an SRT or VTT file (by suffix; other suffixes by content). Problems are returned, not raised.
 
@@ -186,7 +221,7 @@ def read_subtitles(
     """
     text = _read_text(path)
     kind = _format(path, text)
-    aliases = speaker_aliases(participants, therapist_names)
+    aliases = speaker_aliases(participants, therapist_names, speaker_map)
     cues: list[Cue] = []
     issues: list[Issue] = []
     blocks = list(_cue_blocks(text, kind))
@@ -362,9 +397,19 @@ def _speaker_issues(cues: Sequence[Cue], aliases: Mapping[str, str], file: str) 
     for cue in cues:
         for turn in cue.turns:
             if turn.speaker is not None and turn.speaker not in known:
-                yield Issue(
-                    "warning",
-                    f"speaker {turn.speaker!r} is neither a participant nor the therapist "
-                    "(add it to --participants, or to --therapist-names if it is the therapist)",
-                    file, cue.line, cue.number,
-                )  # fmt: skip
+                yield Issue("warning", _unknown_speaker(turn.speaker, known), file, cue.line, cue.number)
+
+
+def _unknown_speaker(speaker: str, known: set[str]) -> str:
+    """The warning for a speaker label nobody is known by, with the name it is one letter away from."""
+    near = sorted(name for name in known if one_edit_apart(speaker, name))
+    if near:
+        return (
+            f"speaker {speaker!r} is neither a participant nor the therapist; did you mean {near[0]!r}? "
+            f"(--speaker-map '{speaker}={near[0]}' reads it as {near[0]})"
+        )
+    return (
+        f"speaker {speaker!r} is neither a participant nor the therapist "
+        "(add it to --participants, to --therapist-names if it is the therapist, "
+        "or map it with --speaker-map)"
+    )

@@ -18,6 +18,7 @@ from rescue_bench.taxonomy import Scenario
 if TYPE_CHECKING:
     from rescue_bench.annotate.draft import Counts, DraftSettings
     from rescue_bench.annotate.ingest import IngestResult
+    from rescue_bench.pricing import Prices
     from rescue_bench.spec import EngineSpec, ModelSpec
 
 annotate_app = typer.Typer(
@@ -33,6 +34,17 @@ SCENARIOS: Final[dict[str, Scenario]] = {"couple": "couple", "family": "family"}
 
 def _names(text: str) -> tuple[str, ...]:
     return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def _pairs(text: str) -> tuple[tuple[str, str], ...]:
+    """``"A=B, C=D"`` as pairs; :class:`ConfigError` for an item without ``=``."""
+    pairs = []
+    for item in _names(text):
+        label, sep, name = item.partition("=")
+        if not sep or not label.strip() or not name.strip():
+            raise ConfigError(f"--speaker-map: {item!r} is not LABEL=NAME")
+        pairs.append((label.strip(), name.strip()))
+    return tuple(pairs)
 
 
 def _warn(lines: tuple[str, ...] | list[str]) -> None:
@@ -57,6 +69,7 @@ class IngestOptions:
     id_prefix: str | None
     skip_bad_cues: bool
     jobs: int
+    speaker_map: str
 
 
 INGEST_FLAGS: Final = (
@@ -79,6 +92,13 @@ INGEST_FLAGS: Final = (
     option("--id-prefix", "id_prefix", str, "Sample ids are <prefix>/segNN (default: video name)."),
     option("--skip-bad-cues", "skip_bad_cues", bool, "Leave malformed cues out instead of stopping.", False),
     option("--jobs", "jobs", int, "ffmpeg processes at once.", 2),
+    option(
+        "--speaker-map",
+        "speaker_map",
+        str,
+        'Subtitle labels spelled otherwise, comma-separated LABEL=NAME (e.g. "Alna=Alan,Dr R=Therapist").',
+        "",
+    ),
 )
 
 
@@ -100,6 +120,7 @@ def ingest(ctx: typer.Context) -> None:
         id_prefix=o.id_prefix,
         allow_bad_cues=o.skip_bad_cues,
         jobs=o.jobs,
+        speaker_map=_pairs(o.speaker_map),
     )
     _print_ingest(o.out, run_ingest(o.video, o.subtitles, o.out, settings, log=typer.echo))
 
@@ -155,7 +176,10 @@ def draft(
     if estimate:
         _estimate(workdir, model.name, settings, force, price_in, price_out)
         return
-    _print_draft(workdir, _draft(workdir, model, given.engine, settings, force))
+    from rescue_bench.evaluation.setup import make_prices
+
+    prices = make_prices(model.name, price_in, price_out, None)
+    _print_draft(workdir, _draft(workdir, model, given.engine, settings, force, prices))
 
 
 def _print_draft(workdir: Path, counts: Counts) -> None:
@@ -163,16 +187,29 @@ def _print_draft(workdir: Path, counts: Counts) -> None:
         f"{workdir}: {len(counts.drafted)} segment(s) drafted, {len(counts.skipped)} already drafted, "
         f"{len(counts.failed)} failed; {counts.rows} rows, {counts.flagged_rows} with open violations; "
         f"{counts.requests} request(s) ({counts.repairs} repair, {counts.cached} cached), "
-        f"{counts.prompt_tokens:,} prompt + {counts.completion_tokens:,} completion tokens"
+        f"{counts.prompt_tokens:,} prompt + {counts.completion_tokens:,} completion tokens" + _spend(counts)
     )
     if counts.failed:
         typer.echo(f"failed: {', '.join(counts.failed)}; re-run the same command to retry them", err=True)
         raise typer.Exit(1)
 
 
+def _spend(counts: Counts) -> str:
+    if counts.spent_usd is None or counts.spent_total_usd is None:
+        return ""
+    spent, total = counts.spent_usd, counts.spent_total_usd
+    return f"; ${spent:.4f} spent in finished rounds, ${total:.4f} in total for this work directory"
+
+
 def _draft(
-    workdir: Path, model: ModelSpec, engine: EngineSpec, settings: DraftSettings, force: bool
+    workdir: Path,
+    model: ModelSpec,
+    engine: EngineSpec,
+    settings: DraftSettings,
+    force: bool,
+    prices: Prices | None = None,
 ) -> Counts:
+    from rescue_bench.annotate.draft import Counts
     from rescue_bench.annotate.run import draft_workdir
     from rescue_bench.engine.execute import EngineOptions
     from rescue_bench.models.base import check_settings
@@ -194,21 +231,41 @@ def _draft(
     check_settings(provider, params)
     options = EngineOptions.of(engine, model.concurrency)
     cache = ResponseCache() if engine.cache else None
+    counts = Counts()
+    cached_before = cache.stats().entries if cache is not None and cache.usable else None
 
     async def go() -> Counts:
         try:
             return await draft_workdir(
                 workdir, provider, params, settings, force=force, engine_options=options, cache=cache,
-                log=typer.echo,
+                log=typer.echo, prices=prices, counts=counts,
             )  # fmt: skip
         finally:
             await provider.aclose()
 
     try:
         return asyncio.run(go())
+    except KeyboardInterrupt:
+        kept = None if cache is None or cached_before is None else cache.stats().entries - cached_before
+        _interrupted(workdir, counts, kept)
+        raise typer.Exit(130) from None
     finally:
         if cache is not None:
             cache.close()
+
+
+def _interrupted(workdir: Path, counts: Counts, kept: int | None) -> None:
+    """What Ctrl-C kept, and how to go on (the replies in the cache are not paid for again)."""
+    replies = (
+        f"{kept} new repl(ies) kept in the response cache (a re-run reads them, not paid again)"
+        if kept is not None
+        else "no response cache (--no-cache): replies of unfinished segments are lost"
+    )
+    typer.echo(
+        f"interrupted: {len(counts.drafted)} segment(s) drafted and written; {replies}{_spend(counts)}. "
+        f"Re-run the same command to resume {workdir}: drafted segments are skipped.",
+        err=True,
+    )
 
 
 def _estimate(

@@ -48,16 +48,54 @@ def _warn(text: str) -> None:
 
 
 @review_app.command("init")
-def init(db: DbOption = None) -> None:
-    """Create or upgrade the review database (the other commands do this on their own too)."""
+def init(
+    db: DbOption = None,
+    reviews: Annotated[
+        int | None,
+        typer.Option(
+            "--reviews",
+            min=1,
+            max=5,
+            help="Independent reviews each row needs (1: one annotator reviews the shared value; 2 or 3 for "
+            "double or triple annotation).",
+        ),
+    ] = None,
+    blind: Annotated[
+        bool | None,
+        typer.Option(
+            "--blind/--open",
+            help="Whether annotators see each other's values of a row before submitting their own (default: "
+            "blind when more than one review is needed).",
+        ),
+    ] = None,
+) -> None:
+    """Create or upgrade the review database (the other commands do this on their own too), and set how
+    many independent reviews each row needs."""
     _require()
-    _store(db)
-    typer.echo("review database is up to date")
+    from rescue_bench.review.settings import ProjectSettings, project_settings, save_project_settings
+
+    with _store(db)() as session:
+        current = project_settings(session)
+        if reviews is not None or blind is not None:
+            current = ProjectSettings(
+                reviews if reviews is not None else current.reviews_per_row,
+                blind if blind is not None else current.blind,
+            )
+            save_project_settings(session, current)
+    mode = "blind" if current.is_blind else "open"
+    typer.echo(f"review database is up to date; {current.reviews_per_row} review(s) per row, {mode}")
 
 
 @review_app.command("serve")
 def serve(
-    workdir: Annotated[Path, typer.Option("--workdir", help="Annotation work directory: the media root.")],
+    workdir: Annotated[
+        list[Path],
+        typer.Option(
+            "--workdir",
+            help="Annotation work directory: a media root. Repeat it for a dataset of several work "
+            "directories; each segment's clips come from the one it was loaded from.",
+        ),
+    ],
     db: DbOption = None,
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535)] = 8000,
@@ -65,6 +103,14 @@ def serve(
         bool,
         typer.Option("--secure-cookies", help="Always set the Secure cookie flag (behind an HTTPS proxy)."),
     ] = False,
+    allow_host: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--allow-host",
+            help="Another host name browsers use to reach the app (a proxy's public name); requests naming "
+            "any other host are refused (421).",
+        ),
+    ] = None,
     trust_proxy: Annotated[
         bool,
         typer.Option(
@@ -76,25 +122,30 @@ def serve(
 ) -> None:
     """Serve the review app."""
     _require()
-    if not workdir.is_dir():
-        raise ConfigError(f"--workdir {workdir}: not a directory")
+    for path in workdir:
+        if not path.is_dir():
+            raise ConfigError(f"--workdir {path}: not a directory")
     _store(db)
     import uvicorn
 
     from rescue_bench.review.app import create_app
     from rescue_bench.review.db import DEFAULT_DB_URL
     from rescue_bench.review.serve import server_config
-    from rescue_bench.review.settings import ReviewSettings
+    from rescue_bench.review.settings import ReviewSettings, host_names
 
     settings = ReviewSettings(
         db_url=db or DEFAULT_DB_URL,
-        media_root=workdir.resolve(),
+        media_root=workdir[0].resolve(),
+        extra_media_roots=tuple(path.resolve() for path in workdir[1:]),
+        allowed_hosts=host_names([host, *(allow_host or [])]),
+        port=port,
         secure_cookies="always" if secure_cookies else "auto",
     )
     if not _is_loopback(host):
         typer.echo(
             f"warning: listening on {host}: anyone who can reach it sees the login page. Serve it over HTTPS "
-            "(a reverse proxy) and pass --secure-cookies.",
+            "(a reverse proxy), pass --secure-cookies, and --allow-host for each name browsers use to "
+            "reach it.",
             err=True,
         )
     uvicorn.Server(server_config(create_app(settings), host=host, port=port, trust_proxy=trust_proxy)).run()
@@ -133,7 +184,7 @@ def load(
 @review_app.command("add-user")
 def add_user(
     name: Annotated[str, typer.Argument(help="Login name.")],
-    role: Annotated[str, typer.Option("--role", help="annotator or admin")],
+    role: Annotated[str, typer.Option("--role", help="annotator, adjudicator or admin")],
     password_env: Annotated[
         str | None,
         typer.Option("--password-env", metavar="VAR", help="Read the password from this variable."),
@@ -161,20 +212,110 @@ def add_user(
 @review_app.command("export")
 def export(
     out: Annotated[Path, typer.Option("--out", help="Where to write the release-format JSONL.")],
+    provenance: Annotated[
+        Path | None,
+        typer.Option(
+            "--provenance",
+            help="Also write one JSON line per exported row: draft model, reviewers, adjudicator.",
+        ),
+    ] = None,
     db: DbOption = None,
 ) -> None:
-    """Write the verified segments (every row reviewed, not discarded) as release JSONL, validated."""
+    """Write the resolved segments (every row's reviews agree or were adjudicated; not discarded) as release
+    JSONL, validated, and list what is held back and why."""
     _require()
     from rescue_bench.review.export import export_jsonl
 
-    if out.is_dir():
-        raise ConfigError(f"--out {out}: is a directory; name the JSONL file to write")
+    for option, path in (("--out", out), ("--provenance", provenance)):
+        if path is not None and path.is_dir():
+            raise ConfigError(f"{option} {path}: is a directory; name the JSONL file to write")
+    if provenance is not None and provenance.resolve() == out.resolve():
+        raise ConfigError("--provenance must name another file than --out")
     with _store(db)() as session:
-        result = export_jsonl(session, out)
+        result = export_jsonl(session, out, provenance)
+    for held in result.held_back:
+        typer.echo(f"held back: {printable(held.sample_id)}: {printable(held.reason)}")
     typer.echo(
-        f"wrote {result.samples} verified segment(s), {result.rows} row(s) to {out}; left out: "
-        f"{result.unverified} not fully reviewed, {result.discarded} discarded"
+        f"wrote {result.samples} resolved segment(s), {result.rows} row(s) to {out}; held back: "
+        f"{result.unverified} with unresolved rows, {result.discarded} discarded"
+        + (f"; provenance in {provenance}" if provenance is not None else "")
     )
+
+
+@review_app.command("import-reviews")
+def import_reviews(
+    file: Annotated[Path, typer.Argument(help="Release-format JSONL (or a directory of sample JSON files).")],
+    user: Annotated[str, typer.Option("--user", help="Whose independent review the file is.")],
+    db: DbOption = None,
+) -> None:
+    """Record an annotator's labels from a file as their independent review (rows matched by sample id and
+    row index; nothing is imported when a row matches nothing)."""
+    _require()
+    from rescue_bench.review.imports import import_reviews as run_import
+
+    with _store(db)() as session:
+        result = run_import(session, file, user)
+    typer.echo(
+        f"imported {result.rows} row(s) of {result.samples} sample(s) as {printable(user)}'s review "
+        f"({result.changed} new or changed); {result.not_in_file} row(s) of those samples not in the file"
+    )
+
+
+@review_app.command("assign")
+def assign(
+    samples: Annotated[list[str], typer.Argument(help="Sample ids of the segments to assign.")],
+    user: Annotated[str, typer.Option("--user", help="The annotator who gets them.")],
+    db: DbOption = None,
+) -> None:
+    """Assign segments to an annotator: an assigned segment is in the queues of its assignees only."""
+    _require()
+    from sqlalchemy import select
+
+    from rescue_bench.review.db import Segment, user_by_name
+    from rescue_bench.review.reviews import assign as run_assign
+
+    with _store(db)() as session:
+        found = user_by_name(session, user)
+        if found is None:
+            raise ConfigError(f"no user {user!r}; add one with `rescue-bench review add-user`")
+        segments = list(session.scalars(select(Segment).where(Segment.sample_id.in_(samples))))
+        missing = sorted(set(samples) - {s.sample_id for s in segments})
+        if missing:
+            raise ConfigError(
+                f"no such sample in the review store: {', '.join(printable(m) for m in missing)}"
+            )
+        added = run_assign(session, segments, found)
+    typer.echo(f"assigned {added} segment(s) to {printable(user)} ({len(segments) - added} already theirs)")
+
+
+@review_app.command("agreement")
+def agreement(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    db: DbOption = None,
+) -> None:
+    """Agreement of the independent reviews per dimension: units, raters, Krippendorff's alpha and pairwise
+    Cohen's kappa (how units are formed: docs/review.md)."""
+    _require()
+    import json
+
+    from rescue_bench.review.agreement import agreement as measure
+
+    with _store(db)() as session:
+        results = measure(session)
+    if as_json:
+        typer.echo(json.dumps({"dimensions": [r.to_json() for r in results]}, indent=2))
+        return
+    typer.echo(f"{'dimension':<17} {'level':<8} {'units':>6} {'raters':>6} {'alpha':>7}  pairwise kappa")
+    for r in results:
+        kappas = ", ".join(f"{a}/{b} {_fmt(p.kappa)} (n={p.units})" for p in r.pairs for a, b in [p.raters])
+        typer.echo(
+            f"{r.dimension:<17} {r.level:<8} {r.units:>6} {r.raters:>6} {_fmt(r.alpha):>7}  "
+            f"{printable(kappas) or '-'}"
+        )
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"
 
 
 @review_app.command("load-ratings")

@@ -14,13 +14,13 @@ from urllib.parse import quote
 
 from fastapi import APIRouter, FastAPI, Form, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from fastapi.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from rescue_bench.review import admin, pages, rating_views
+from rescue_bench.review import admin, pages, rating_views, review_pages
 from rescue_bench.review.auth import (
     LOGIN_COOKIE,
     SESSION_COOKIE,
@@ -31,7 +31,7 @@ from rescue_bench.review.auth import (
     tokens_match,
 )
 from rescue_bench.review.db import User, open_store, secret_key
-from rescue_bench.review.settings import ReviewSettings
+from rescue_bench.review.settings import ReviewSettings, allowed_host
 from rescue_bench.review.web import (
     DB,
     AppState,
@@ -78,6 +78,7 @@ def create_app(settings: ReviewSettings) -> FastAPI:
     app.mount("/static", StaticFiles(packages=[("rescue_bench.review", "static")]), name="static")
     app.include_router(_auth_router())
     app.include_router(pages.router)
+    app.include_router(review_pages.router)
     app.include_router(admin.router)
     app.include_router(rating_views.router)
     _install_handlers(app)
@@ -98,7 +99,17 @@ def _install_handlers(app: FastAPI) -> None:
 
 
 async def _headers(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-    response = await call_next(request)
+    settings = state(request).settings
+    if not allowed_host(request.headers.get("host", ""), settings.allowed_hosts, settings.port):
+        # DNS rebinding: a page of another site whose name now points at this address. Plain text, and
+        # before the login limit or any page: such a page can neither read the app nor lock its users out.
+        response: Response = PlainTextResponse(
+            "421 Misdirected Request: this review app answers only the addresses it was started for "
+            "(loopback names, the bound address, --allow-host).",
+            status_code=421,
+        )
+    else:
+        response = await call_next(request)
     for name, value in SECURITY_HEADERS.items():
         if name == "Cache-Control" and name in response.headers:
             continue

@@ -31,7 +31,7 @@ from sqlalchemy.orm import Session
 from rescue_bench.errors import ConfigError
 from rescue_bench.review.db import User, user_by_name
 
-ROLES = ("annotator", "admin")
+ROLES = ("annotator", "adjudicator", "admin")
 MIN_PASSWORD_LENGTH = 8
 SESSION_COOKIE = "rb_session"
 LOGIN_COOKIE = "rb_login"
@@ -68,7 +68,7 @@ def check_new_user(name: str, role: str, password: str) -> None:
     >>> check_new_user("ann", "boss", "correct horse")
     Traceback (most recent call last):
     ...
-    rescue_bench.errors.ConfigError: role must be one of annotator, admin (got 'boss')
+    rescue_bench.errors.ConfigError: role must be one of annotator, adjudicator, admin (got 'boss')
     """
     if not _NAME.match(name):
         raise ConfigError(f"user name {name!r} is not allowed: use 1-64 letters, digits, '.', '_' or '-'")

@@ -10,6 +10,11 @@ Tables:
   draft;
 * ``conflicts``: edits refused because someone else saved first, kept so that nothing typed is lost;
 * ``comments`` and ``events`` (reviews, discards, restores): the audit trail;
+* ``reviews``: each annotator's own values for a row (one per user and row; ``version`` counts their saves),
+  the independent reviews that decide a row when a project asks for more than one;
+* ``adjudications``: every final value an adjudicator picked or edited for a row whose reviews disagree (the
+  newest one counts; none is ever deleted);
+* ``assignments``: which annotators an admin gave a segment to (a segment with none is open to everyone);
 * ``rating_items`` and ``ratings``: the judge-calibration study;
 * ``review_meta``: key/value settings such as the cookie-signing secret (never shown in a page).
 
@@ -18,6 +23,8 @@ The schema is created and upgraded by Alembic (``migrations/``), never by ``crea
 
 from __future__ import annotations
 
+import hashlib
+import json
 import secrets
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -53,6 +60,16 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def data_hash(data: Any) -> str:
+    """SHA-256 of ``data`` as canonical JSON (keys sorted, no spaces): equal values, equal hashes.
+
+    >>> data_hash({"b": 1, "a": [6]}) == data_hash({"a": [6], "b": 1}) != data_hash({"a": [6.0], "b": 1})
+    True
+    """
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
 class Base(DeclarativeBase):
     type_annotation_map: ClassVar[dict[Any, Any]] = {
         dict[str, Any]: JSON,
@@ -80,6 +97,10 @@ class User(Base):
     @property
     def is_admin(self) -> bool:
         return self.role == "admin"
+
+    @property
+    def can_adjudicate(self) -> bool:
+        return self.role in ("admin", "adjudicator")
 
 
 class Segment(Base):
@@ -193,6 +214,58 @@ class Event(Base):
     user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(default=utcnow)
     detail: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+
+    user: Mapped[User] = relationship()
+
+
+class Review(Base):
+    """One annotator's independent review of a row: their values, as last saved."""
+
+    __tablename__ = "reviews"
+    __table_args__ = (UniqueConstraint("row_id", "user_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_id: Mapped[int] = mapped_column(ForeignKey("rows.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    data_hash: Mapped[str] = mapped_column(String(64))
+    """SHA-256 of ``data`` as canonical JSON (:func:`data_hash`): whether reviews agree is one aggregate
+    query."""
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    """1 for the first save, one more for each later save that changed the values."""
+    active: Mapped[bool] = mapped_column(Boolean, default=True)
+    """False once withdrawn (the row was marked not reviewed, or edited after it, in single-review
+    projects)."""
+    source: Mapped[str] = mapped_column(String(16), default="web")
+    """``web`` or ``import`` (``review import-reviews``)."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    user: Mapped[User] = relationship()
+    row: Mapped[RowRecord] = relationship()
+
+
+class Adjudication(Base):
+    """A final value decided for a row whose reviews disagree; the newest of a row counts."""
+
+    __tablename__ = "adjudications"
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    row_id: Mapped[int] = mapped_column(ForeignKey("rows.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"))
+    data: Mapped[dict[str, Any]] = mapped_column(JSON)
+    picked_review_id: Mapped[int | None] = mapped_column(ForeignKey("reviews.id"), nullable=True)
+    """The review taken as it was, or ``None`` when the adjudicator edited the value."""
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
+
+    user: Mapped[User] = relationship()
+
+
+class Assignment(Base):
+    __tablename__ = "assignments"
+    __table_args__ = (UniqueConstraint("segment_pk", "user_id"),)
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    segment_pk: Mapped[int] = mapped_column(ForeignKey("segments.id"), index=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id"), index=True)
+    created_at: Mapped[datetime] = mapped_column(default=utcnow)
 
     user: Mapped[User] = relationship()
 

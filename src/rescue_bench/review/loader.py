@@ -20,6 +20,7 @@ from rescue_bench.data.schema import Row, Sample
 from rescue_bench.errors import DataError
 from rescue_bench.problems import Problem
 from rescue_bench.review.db import RowRecord, RowVersion, Segment
+from rescue_bench.review.reviews import whole_intensities
 from rescue_bench.review.workfiles import DraftFile, MediaRow, SegmentFile, WorkInfo, read_record
 
 
@@ -65,7 +66,8 @@ def load_work(session: Session, source: Path) -> LoadResult:
 def read_work(source: Path) -> tuple[list[SegmentInput], list[str]]:
     """Segments and warnings from a work directory (with ``workdir.json`` or ``segments/``) or a release."""
     if source.is_dir() and ((source / "workdir.json").is_file() or (source / "segments").is_dir()):
-        return read_workdir(source)
+        # absolute: the app finds each segment's media root (one of several --workdir) from this path
+        return read_workdir(source.resolve())
     return read_release(source), []
 
 
@@ -100,7 +102,7 @@ def read_release(source: Path) -> list[SegmentInput]:
 def _release_segment(sample: Sample, source_path: str, fallback_group: str) -> SegmentInput:
     rows = tuple(
         RowInput(
-            data=row.to_release(),
+            data=whole_intensities(row.to_release()),
             subtitle_text=row.dialogue_cleaned,
             duration_sec=_duration(row.start_time, row.end_time),
         )
@@ -239,7 +241,7 @@ def _row_input(row: Row, media: MediaRow | None, violations: dict[str, Any]) -> 
     found = violations.get(str(row.row_index)) or []
     duration = media.duration_sec if media else None
     return RowInput(
-        data=row.to_release(),
+        data=whole_intensities(row.to_release()),
         subtitle_text=media.text if media and media.text is not None else row.dialogue_cleaned,
         clip_path=media.clip_path if media else None,
         duration_sec=duration if duration is not None else _duration(row.start_time, row.end_time),

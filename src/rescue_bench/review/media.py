@@ -69,3 +69,21 @@ def media_response(root: Path, relative: str) -> FileResponse:
     return FileResponse(
         real, media_type=MEDIA_TYPES[real.suffix.lower()], headers={"Cache-Control": "private"}
     )
+
+
+def clip_root_of(roots: tuple[Path, ...], source_path: str, clip: str | None) -> int | None:
+    """The index of the media root that serves ``clip`` of a segment loaded from ``source_path``: the work
+    directory holding that path, else the first root that has the file; ``None`` when none has it."""
+    if not clip:
+        return None
+    source = Path(source_path)
+    ordered = sorted(range(len(roots)), key=lambda i: not source.is_relative_to(roots[i]))
+    return next((i for i in ordered if _clip_exists(roots[i], clip)), None)
+
+
+def _clip_exists(root: Path, clip: str) -> bool:
+    try:
+        resolve_media(root, clip)
+    except (MediaNotFound, OSError):
+        return False
+    return True

@@ -4,7 +4,6 @@ conflicts.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -12,9 +11,10 @@ from fastapi.responses import Response
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rescue_bench.review import forms, store
+from rescue_bench.review import forms, review_pages, reviews, store
 from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User
-from rescue_bench.review.media import MediaNotFound, media_response, resolve_media
+from rescue_bench.review.media import MediaNotFound, clip_root_of, media_response
+from rescue_bench.review.settings import project_settings
 from rescue_bench.review.web import (
     DB,
     CheckedForm,
@@ -46,6 +46,9 @@ NOTICES = {
     "commented": "Comment added.",
     "noreason": "Not discarded: choose one of the listed reasons.",
     "stale": "The row was changed by someone else after you opened it: here is the current version.",
+    "own_review": "Your review is saved.",
+    "queue_empty": "Your queue is empty: every row open to you has your review or enough reviews.",
+    "decided": "Decision saved.",
 }
 
 
@@ -57,14 +60,23 @@ def _get(session: Session, model: type[Any], pk: int) -> Any:
 
 
 @router.get("/")
-def dashboard(request: Request, user: CurrentUser, session: DB) -> Response:
+def dashboard(request: Request, user: CurrentUser, session: DB, notice: str = "") -> Response:
     figures = store.progress(session)
     summaries = store.segment_summaries(session)
     by_group: dict[str, list[store.SegmentSummary]] = {}
     for summary in summaries:
         by_group.setdefault(summary.segment.group_name, []).append(summary)
+    project = project_settings(session)
     return render(
-        request, "dashboard.html", user=user, p=figures, groups=by_group, backend=state(request).backend
+        request,
+        "dashboard.html",
+        user=user,
+        p=figures,
+        groups=by_group,
+        backend=state(request).backend,
+        project=project,
+        last_row=reviews.last_touched(session, user),
+        notice=NOTICES.get(notice),
     )
 
 
@@ -94,6 +106,7 @@ def segment_page(request: Request, pk: Pk, user: CurrentUser, session: DB, notic
         user=user,
         segment=segment,
         rows=segment.rows,
+        statuses=reviews.statuses(session, project_settings(session), [r.id for r in segment.rows]),
         comments=comments,
         events=events,
         reasons=store.DISCARD_REASONS,
@@ -151,8 +164,7 @@ def _row_page(
     siblings = [r.id for r in segment.rows]
     position = siblings.index(row.id)
     comments = session.scalars(select(Comment).where(Comment.row_id == row.id).order_by(Comment.id)).all()
-    media_root = state(request).settings.media_root
-    clip_ok = bool(row.clip_path and media_root and _clip_exists(media_root, row.clip_path))
+    clip_root = clip_root_of(state(request).settings.media_roots, segment.source_path, row.clip_path)
     context: dict[str, Any] = {
         "user": user,
         "row": row,
@@ -162,19 +174,22 @@ def _row_page(
         "conflict_id": None,
         "errors": [],
         "notice": None,
-        "clip_ok": clip_ok,
+        "clip_ok": clip_root is not None,
+        "clip_query": f"?root={clip_root}" if clip_root else "",
         "comments": comments,
         "prev_id": siblings[position - 1] if position > 0 else None,
         "next_id": siblings[position + 1] if position + 1 < len(siblings) else None,
         "conflicts": store.open_conflicts(session, row.id, user),
     }
+    project = project_settings(session)
+    if project.independent:
+        context.update(review_pages.own_review_context(session, project, row, user))
     context.update(extra)
     return render(
         request,
         "row.html",
         status_code=status or (400 if context["errors"] else 200),
-        **_editor_context(segment),
-        **context,
+        **{**_editor_context(segment), **context},
     )
 
 
@@ -183,21 +198,19 @@ def _editor_context(segment: Segment) -> dict[str, Any]:
         "scalars": forms.SCALARS,
         "lists": forms.LISTS,
         "choices": forms.choices(forms.as_scenario(segment.scenario), segment.participants),
+        "editor_action": None,
+        "buttons": review_pages.SHARED_BUTTONS,
+        "independent": False,
     }
-
-
-def _clip_exists(root: Path, clip: str) -> bool:
-    try:
-        resolve_media(root, clip)
-    except (MediaNotFound, OSError):
-        return False
-    return True
 
 
 @router.get("/rows/{pk}")
 def row_page(request: Request, pk: Pk, user: CurrentUser, session: DB, notice: str = "") -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
-    return _row_page(request, session, row, user, forms.state_from_row(row.data), notice=NOTICES.get(notice))
+    start = row.data
+    if project_settings(session).independent:
+        start = review_pages.own_review_start(session, row, user)
+    return _row_page(request, session, row, user, forms.state_from_row(start), notice=NOTICES.get(notice))
 
 
 @router.post("/rows/{pk}")
@@ -206,8 +219,12 @@ def row_submit(request: Request, pk: Pk, posted_form: EditorForm, user: CurrentU
     form = posted_form.fields
     action = one(form, "action", "save")
     base_version = form_id(form, "base_version") or 0
-    conflict = _own_conflict(session, form_id(form, "conflict_id"), row, user)
-    base = conflict.data if conflict else store.data_at(session, row, base_version)
+    independent = project_settings(session).independent
+    conflict = None if independent else _own_conflict(session, form_id(form, "conflict_id"), row, user)
+    if independent:
+        base = review_pages.own_review_base(session, row, user, base_version)
+    else:
+        base = conflict.data if conflict else store.data_at(session, row, base_version)
     posted = forms.state_from_form(form)
     keep = {"base_version": base_version, "conflict_id": conflict.id if conflict else None}
     if base is None:  # a forged or unknown version: start again from the current one
@@ -223,7 +240,14 @@ def row_submit(request: Request, pk: Pk, posted_form: EditorForm, user: CurrentU
     )
     if errors:
         return _row_page(request, session, row, user, posted, errors=errors, **keep)
-    outcome = store.save_row(session, row, base_version, new, user, review=action == "save_review")
+    go_on = action == "save_review_next"
+    if independent:
+        mine = reviews.save_review(session, row, user, new, base_version=base_version)
+        if mine.status == "conflict":
+            return redirect(f"/rows/{pk}?notice=stale")
+        return redirect("/next" if go_on else f"/rows/{pk}?notice=own_review")
+    mark = action in ("save_review", "save_review_next")
+    outcome = store.save_row(session, row, base_version, new, user, review=mark)
     if outcome.status == "conflict":
         if conflict is not None:  # the new conflict holds this newer edit
             conflict.resolved = True
@@ -234,7 +258,9 @@ def row_submit(request: Request, pk: Pk, posted_form: EditorForm, user: CurrentU
     if conflict is not None:
         conflict.resolved = True
         session.commit()
-    notice = "reviewed" if action == "save_review" else outcome.status
+    if go_on:
+        return redirect("/next")
+    notice = "reviewed" if mark else outcome.status
     return redirect(f"/rows/{pk}?notice={notice}")
 
 
@@ -261,6 +287,8 @@ def _restructure(posted: forms.FormState, action: str) -> forms.FormState:
 @router.post("/rows/{pk}/review")
 def review(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) -> Response:
     row: RowRecord = _get(session, RowRecord, pk)
+    if project_settings(session).independent:  # each annotator submits their own review from the editor
+        return redirect(f"/rows/{pk}")
     base = form_id(form, "base_version")
     reviewed = one(form, "reviewed") == "1"
     outcome = store.set_reviewed(session, row, -1 if base is None else base, user, reviewed=reviewed)
@@ -318,11 +346,11 @@ def dismiss_conflict(pk: Pk, form: CheckedForm, user: CurrentUser, session: DB) 
 
 
 @router.get("/media/{path:path}")
-def media(request: Request, path: str, user: CurrentUser) -> Response:
-    root = state(request).settings.media_root
-    if root is None:
+def media(request: Request, path: str, user: CurrentUser, root: int = 0) -> Response:
+    roots = state(request).settings.media_roots
+    if not 0 <= root < len(roots):
         raise NotFound()
     try:
-        return media_response(root, path)
+        return media_response(roots[root], path)
     except (MediaNotFound, OSError):
         raise NotFound() from None

@@ -15,7 +15,19 @@ from typing import Any, Literal
 from sqlalchemy import case, distinct, func, select, update
 from sqlalchemy.orm import Session
 
-from rescue_bench.review.db import Comment, Conflict, Event, RowRecord, RowVersion, Segment, User, utcnow
+from rescue_bench.review.db import (
+    Comment,
+    Conflict,
+    Event,
+    Review,
+    RowRecord,
+    RowVersion,
+    Segment,
+    User,
+    utcnow,
+)
+from rescue_bench.review.reviews import resolved_rows, save_review, withdraw_reviews
+from rescue_bench.review.settings import project_settings
 
 # The paper's grounds for dropping a segment (App. G.4).
 DISCARD_REASONS: dict[str, str] = {
@@ -72,12 +84,14 @@ class SaveOutcome:
 
 
 def progress(session: Session) -> Progress:
-    """The dashboard figures. Rows of discarded segments count neither as reviewed nor as remaining."""
+    """The dashboard figures. A row counts as reviewed once it is resolved (its reviews agree, as many as the
+    project needs, or it was adjudicated). Rows of discarded segments count neither as reviewed nor as
+    remaining."""
     active = select(Segment.id).where(Segment.discarded.is_(False))
     rows_active = select(func.count()).select_from(RowRecord).where(RowRecord.segment_pk.in_(active))
     total_rows = session.scalar(rows_active) or 0
-    reviewed = session.scalar(rows_active.where(RowRecord.reviewed.is_(True))) or 0
     summaries = segment_summaries(session)
+    reviewed = sum(s.reviewed for s in summaries if not s.segment.discarded)
     return Progress(
         prepared_files=session.scalar(select(func.count(distinct(Segment.source_path)))) or 0,
         total_segments=len(summaries),
@@ -96,10 +110,9 @@ def annotator_progress(session: Session) -> tuple[AnnotatorProgress, ...]:
     def counts(stmt: Any) -> dict[int, int]:
         return {uid: n for uid, n in session.execute(stmt) if uid is not None}
 
+    # standing reviews: rows marked reviewed, or independent reviews submitted
     reviewed = counts(
-        select(RowRecord.reviewed_by_id, func.count())
-        .where(RowRecord.reviewed.is_(True))
-        .group_by(RowRecord.reviewed_by_id)
+        select(Review.user_id, func.count()).where(Review.active.is_(True)).group_by(Review.user_id)
     )
     edits = counts(
         select(RowVersion.user_id, func.count())
@@ -111,6 +124,7 @@ def annotator_progress(session: Session) -> tuple[AnnotatorProgress, ...]:
     for stmt in (
         select(RowVersion.user_id, func.max(RowVersion.created_at)).group_by(RowVersion.user_id),
         select(Event.user_id, func.max(Event.created_at)).group_by(Event.user_id),
+        select(Review.user_id, func.max(Review.updated_at)).group_by(Review.user_id),
     ):
         for uid, when in session.execute(stmt):
             if uid is not None and when is not None and (uid not in last or when > last[uid]):
@@ -144,13 +158,14 @@ def segment_summaries(session: Session, group: str | None = None) -> list[Segmen
         pk: (rows, int(reviewed or 0), int(edited or 0))
         for pk, rows, reviewed, edited in session.execute(counts)
     }
+    resolved = resolved_rows(session, project_settings(session), ids)
     comment_counts = select(Comment.segment_pk, func.count()).where(Comment.segment_pk.in_(ids))
     comments = {pk: n for pk, n in session.execute(comment_counts.group_by(Comment.segment_pk))}
     return [
         SegmentSummary(
             s,
             rows=tally.get(s.id, (0, 0, 0))[0],
-            reviewed=tally.get(s.id, (0, 0, 0))[1],
+            reviewed=resolved.get(s.id, 0),
             edited=tally.get(s.id, (0, 0, 0))[2],
             comments=comments.get(s.id, 0),
         )
@@ -197,8 +212,13 @@ def save_row(
     }
     if review:
         values.update(reviewed=True, reviewed_by_id=user.id, reviewed_at=now)
+    else:  # new values nobody approved yet: the row must be reviewed again
+        values.update(reviewed=False, reviewed_by_id=None, reviewed_at=None)
     if not _update_at(session, row.id, base_version, values):
         return _conflict(session, row.id, base_version, new, user)
+    withdraw_reviews(session, row.id)
+    if review:
+        save_review(session, row, user, new, commit=False, event=False)
     version = RowVersion(
         row_id=row.id, version=base_version + 1, action="edit", user_id=user.id, created_at=now
     )
@@ -268,6 +288,10 @@ def set_reviewed(
     if not _update_at(session, row.id, base_version, values):
         current = session.get(RowRecord, row.id, populate_existing=True)
         return SaveOutcome("conflict", current.version if current else base_version)
+    if reviewed:
+        save_review(session, row, user, row.data, commit=False, event=False)
+    else:
+        withdraw_reviews(session, row.id)
     session.add(_review_event(row, user, base_version, now, reviewed=reviewed))
     session.commit()
     session.refresh(row)

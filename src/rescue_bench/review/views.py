@@ -7,6 +7,7 @@ whatever a row holds (stored rows keep unknown keys and legacy values on purpose
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict
@@ -67,3 +68,18 @@ def draft_notes(data: Any) -> DraftNotes:
 
 def event_detail(data: Any) -> EventDetail:
     return EventDetail.model_validate(data if isinstance(data, dict) else {})
+
+
+def differing(reviews: Sequence[Any]) -> list[str]:
+    """The fields on which some of ``reviews`` (objects with a ``data`` dict) differ, in the first one's
+    order.
+
+    >>> class R:
+    ...     def __init__(self, data): self.data = data
+    >>> differing([R({"a": 1, "b": 2}), R({"a": 1, "b": 3, "c": 0})])
+    ['b', 'c']
+    """
+    keys: list[str] = []
+    for review in reviews:
+        keys += [k for k in review.data if k not in keys]
+    return [k for k in keys if len({repr(r.data.get(k)) for r in reviews}) > 1]

@@ -269,6 +269,7 @@ def make_templates() -> Environment:
     env.filters["row_head"] = views.row_head
     env.filters["draft_notes"] = views.draft_notes
     env.filters["event_detail"] = views.event_detail
+    env.filters["differing"] = views.differing
     return env
 
 
