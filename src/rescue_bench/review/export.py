@@ -18,7 +18,7 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from rescue_bench.atomic import atomic_path
+from rescue_bench.atomic import atomic_path, write_atomic
 from rescue_bench.data.load import read_source
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.review.db import Segment, User
@@ -191,13 +191,7 @@ def _write_checked(out: Path, records: list[dict[str, Any]]) -> None:
 
 def _write_atomic(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-        os.replace(tmp_name, path)
-    finally:
-        Path(tmp_name).unlink(missing_ok=True)
+    write_atomic(path, text.encode("utf-8"))
 
 
 def export_text(session: Session) -> tuple[str, ExportResult]:
