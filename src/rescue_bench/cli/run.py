@@ -16,8 +16,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
 from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.cli.flags import ENGINE, OUTPUT, flag_values
@@ -30,6 +28,8 @@ from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_
 from rescue_bench.judge.after_run import judge_params, wants_bertscore
 from rescue_bench.pricing import Prices, TaskEstimate, make_counter
 from rescue_bench.printable import printable
+from rescue_bench.report.tables import Table as ReportTable
+from rescue_bench.report.tables import Value
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
 from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
@@ -65,7 +65,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
         print_spec(with_judges(with_out(spec)))
         return
     # Every option is checked before anything else: --batch-poll, then the spec (prepare).
-    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=_warn)
+    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=_warn, note=_note)
     prepared = prepare(spec)
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -81,6 +81,10 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
 
 def _warn(message: str) -> None:
     typer.echo(f"warning: {printable(message)}", err=True)
+
+
+def _note(message: str) -> None:
+    typer.echo(f"note: {printable(message)}", err=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -186,17 +190,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
     total: float | None = 0.0
     counters: list[str] = []
     if spec.judges:
-        table = Table(title="Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)")
-        headers = (
-            "Judge",
-            "Instances",
-            "Requests",
-            "Re-asks (at most)",
-            "Prompt tokens",
-            "Max output tokens",
-        )
-        for header in (*headers, "Cost (USD, at most)"):
-            table.add_column(header, justify="left" if header == "Judge" else "right")
+        rows: list[tuple[Value, ...]] = []
         for judge in spec.judges:
             counter = make_counter(judge.name)
             params = judge_params(judge)
@@ -204,10 +198,11 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             cost = row.cost(_judge_prices(spec, judge.name))
             total = None if cost is None or total is None else total + cost
             numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)
-            cells = [f"{n:,}" for n in numbers]
-            table.add_row(judge.name, *cells, "-" if cost is None else f"{cost:.4f}")
+            rows.append((judge.name, *(f"{n:,}" for n in numbers), "-" if cost is None else f"{cost:.4f}"))
             counters.append(f"{judge.name}: {counter.name}, output at {cap_note(params)}")
-        Console(width=None if Console().is_terminal else 160).print(table)
+        columns = ("Judge", "Instances", "Requests", "Re-asks\n(at most)", *ESTIMATE_COLUMNS[3:])
+        title = "Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)"
+        print_tables(make_console(), [(ReportTable("judges", title, columns, tuple(rows)), 1)])
         typer.echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
     if wants_bertscore(bertscore_settings(spec), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
@@ -224,31 +219,25 @@ def _judge_prices(spec: RunSpec, judge: str) -> Prices | None:
         return None
 
 
+ESTIMATE_COLUMNS = ("Task", "Instances", "Requests", "Prompt\ntokens", "Max output\ntokens", "Cost (USD,\nat most)")
+"""The estimate tables' headers, two lines where a header is wider than its numbers (the table fits 100
+columns)."""
+
+
 def _print_estimate(rows: list[TaskEstimate], price: Prices | None, total: float | None, title: str) -> None:
-    table = Table(title=title)
-    headers = ("Task", "Instances", "Requests", "Prompt tokens", "Max output tokens", "Cost (USD, at most)")
-    for header in headers:
-        table.add_column(header, justify="left" if header == "Task" else "right")
+    body: list[tuple[Value, ...]] = []
     for r in rows:
         cost = r.cost(price)
-        table.add_row(
-            r.task,
-            str(r.instances),
-            str(r.requests),
-            f"{r.prompt_tokens:,}",
-            f"{r.max_output_tokens:,}",
-            "-" if cost is None else f"{cost:.4f}",
-        )
-    table.add_row(
-        "all",
-        str(sum(r.instances for r in rows)),
-        str(sum(r.requests for r in rows)),
-        f"{sum(r.prompt_tokens for r in rows):,}",
-        f"{sum(r.max_output_tokens for r in rows):,}",
-        "-" if total is None else f"{total:.4f}",
-        style="bold",
+        numbers = (r.instances, r.requests, r.prompt_tokens, r.max_output_tokens)
+        body.append((r.task, *(f"{n:,}" for n in numbers), "-" if cost is None else f"{cost:.4f}"))
+    sums = (
+        sum(r.instances for r in rows),
+        sum(r.requests for r in rows),
+        sum(r.prompt_tokens for r in rows),
+        sum(r.max_output_tokens for r in rows),
     )
-    Console(width=None if Console().is_terminal else 160).print(table)
+    body.append(("all", *(f"{n:,}" for n in sums), "-" if total is None else f"{total:.4f}"))
+    print_tables(make_console(), [(ReportTable("estimate", title, ESTIMATE_COLUMNS, tuple(body)), 1)])
 
 
 def register(app: typer.Typer) -> None:

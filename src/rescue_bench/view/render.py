@@ -9,6 +9,7 @@ from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from rescue_bench.report.measured import PAPER_SAMPLES, measured_heading, official_size
 from rescue_bench.report.tables import Cell
 from rescue_bench.tasks import tasks_of_kind
 from rescue_bench.view.data import RunView, run_labels
@@ -82,6 +83,17 @@ def make_environment() -> Environment:
     return env
 
 
+def measured_line(views: Sequence[RunView]) -> str:
+    """What the runs measured (data, samples, instances, judge, BERTScore), as every page's heading says it;
+    empty before any run has an answer."""
+    runs = [view.data for view in views if view.data.prediction_lines]
+    if not runs:
+        return ""
+    other = any(not official_size(run) for run in runs)
+    release = f"; not the official release ({PAPER_SAMPLES} samples), so not the paper's footing" if other else ""
+    return measured_heading(runs) + release
+
+
 def render_page(
     env: Environment,
     name: str,
@@ -100,5 +112,6 @@ def render_page(
             "run_names": run_labels(views),
             "redact": redact,
             "csp": BUNDLE_CSP,
+            "measured": measured_line(views),
         }
     )
