@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
+from rich.text import Text
 
 from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.cli.flags import ENGINE, OUTPUT, flag_values
@@ -81,6 +82,11 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
 
 def _warn(message: str) -> None:
     typer.echo(f"warning: {printable(message)}", err=True)
+
+
+def _say(line: str) -> None:
+    """A line of the estimate, wrapped at the terminal's width like its tables."""
+    make_console().print(Text(printable(line)))
 
 
 def _note(message: str) -> None:
@@ -157,24 +163,24 @@ def estimate(ctx: typer.Context) -> None:
     rows = [estimate_plan(p, counter, params) for p in plans]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")
-    typer.echo(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
+    _say(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
     if spec.batch and price is not None:
-        typer.echo("--batch: priced at Batch API prices (half the online price).")
-    typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
+        _say("--batch: priced at Batch API prices (half the online price).")
+    _say("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
     judged = _print_judges(spec, plans)
     if total is not None and judged is not None:
-        typer.echo(f"whole run, judges included: at most ${total + judged:.4f}")
+        _say(f"whole run, judges included: at most ${total + judged:.4f}")
         total += judged
     coverage = clip_coverage(spec, plans)
     if coverage is not None:
-        typer.echo(
+        _say(
             f"video: {coverage.clips} clips attached over {coverage.requests} requests; "
             f"{coverage.unusable} instances lack the clip their task needs; clip and frame tokens are not "
             "counted above"
         )
     budget = spec.budget.usd
     if budget is not None and total is not None and total > budget:
-        typer.echo(
+        _say(
             f"the worst case (${total:.2f}) exceeds --budget ${budget:.2f}: the run would stop before the end"
         )
 
@@ -203,10 +209,10 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
         columns = ("Judge", "Instances", "Requests", "Re-asks\n(at most)", *ESTIMATE_COLUMNS[3:])
         title = "Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)"
         print_tables(make_console(), [(ReportTable("judges", title, columns, tuple(rows)), 1)])
-        typer.echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
+        _say(f"judge tokenizers and output caps: {'; '.join(counters)}")
     if wants_bertscore(bertscore_settings(spec), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
-        typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
+        _say(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
     return total if spec.judges else None
 
 

@@ -147,7 +147,9 @@ def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[Re
         shown = table.title if len(parts) == 1 else f"{table.title} ({number}/{len(parts)})"
         if number == 1 and table.subtitle:
             shown += f"\n{table.subtitle}"
-        out.append(_rich(shown, columns, rows, [*range(keys), *part]))
+        # The title above the table, not in it: a title wraps at the console's width, a table's at its own
+        # (a long study path in the title made a line wider than the console).
+        out += [Text(printable(shown)), _rich("", columns, rows, [*range(keys), *part])]
     if not table.rows:
         out = [Text(f"{table.title}\n(no data)")]
     out += [Text(printable(line, one_line=True)) for line in legend]
