@@ -1,52 +1,29 @@
-"""A ten-model study in a terminal of 100 and of 120 columns: `sweep` and `report` print no line over the width,
-every model name whole in every table, the leaderboard in five tables at most, short statuses, the failure
-reasons as a numbered list; `compare` of the ten runs is compact. One model's requests partly fail (its run is
-partial), one answers nonsense (degraded)."""
+"""A ten-model study in a terminal of 100 and of 120 columns: `sweep` and `report` print no line over the
+width, every model name whole in every table, the leaderboard in five tables at most, short statuses, the
+failure reasons as a numbered list; `compare` of the ten runs is compact. One model's requests partly fail
+(its run is partial), one answers nonsense (degraded)."""
 
 from __future__ import annotations
 
-import zlib
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer, server_error
-from tests.study.helpers import flipped, study_toml
+from tests.study.helpers import TEN_NAMES, study_toml, ten_servers
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 
-NAMES = (
-    "openrouter/meta-llama/llama-3.1-405b-instruct",
-    "openai/gpt-4o-mini",
-    "vllm/deepseek-ai/DeepSeek-V3-0324",
-    "dashscope/qwen-plus",
-    "together/mistralai/Mixtral-8x22B-Instruct-v0.1",
-    "vllm/Qwen2.5-7B-Instruct",
-    "ollama/llama3.2:3b",
-    "openai/gpt-4.1-nano",
-    "vllm/partly-failing-endpoint",
-    "vllm/nonsense-answers",
-)
+NAMES = TEN_NAMES
 TITLES = ("Leaderboard (paper Table 5 layout)", "Rank groups", "Study")
-
-
-def _some_fail(request: ChatRequest) -> str | Script:
-    """Every fifth request (by its text) fails: with no retries, the run stays incomplete."""
-    return server_error() if zlib.crc32(request.text.encode()) % 5 == 0 else schema_answer(request)
 
 
 @pytest.fixture(scope="module")
 def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[int, str]]]:
     """The study file, and what `sweep` printed at 100 and at 120 columns (the second call resumes)."""
     folder = tmp_path_factory.mktemp("ten")
-    handlers = [schema_answer, flipped] * 4 + [_some_fail, lambda _: "nonsense"]
-    servers = [FakeOpenAIServer(handler) for handler in handlers]
-    for server in servers:
-        server.start()
-    try:
+    with ten_servers() as models:
         path = folder / "study.toml"
-        models = list(zip(NAMES, [s.base_url for s in servers], strict=True))
         path.write_text(study_toml(folder / "out", models, tasks="itp,rpp,stp,ssp"))
         printed = {}
         for width in (100, 120):
@@ -54,9 +31,6 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict
             assert result.exit_code == 4, result.output  # the partly failing model's run is incomplete
             printed[width] = result.stdout
         yield folder / "out", printed
-    finally:
-        for server in servers:
-            server.stop()
 
 
 def _too_long(output: str, width: int) -> list[str]:
@@ -101,14 +75,19 @@ def test_sweep_says_short_statuses_and_numbers_the_reasons(study: tuple[Path, di
     assert "brackets" not in output.lower() and "95% CIs: --ci" in " ".join(output.split())
     study_table = _tables(output)[-1]
     reasons = [line for line in study_table.splitlines() if line[:3] in ("1. ", "2. ")]
-    assert [r.split(": ")[0] for r in reasons] == ["1. vllm/partly-failing-endpoint", "2. vllm/nonsense-answers"]
+    assert [r.split(": ")[0] for r in reasons] == [
+        "1. vllm/partly-failing-endpoint",
+        "2. vllm/nonsense-answers",
+    ]
 
 
 def test_report_of_the_study_fits_100_columns(
     study: tuple[Path, dict[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.chdir(tmp_path)  # the files it wrote are listed by their paths, which no width wraps
-    result = CliRunner().invoke(app, ["report", str(study[0]), "--partial", "--out", "r"], env={"COLUMNS": "100"})
+    result = CliRunner().invoke(
+        app, ["report", str(study[0]), "--partial", "--out", "r"], env={"COLUMNS": "100"}
+    )
     assert result.exit_code == 0, result.output
     assert _too_long(result.stdout, 100) == [], result.stdout
     for table in _tables(result.stdout):

@@ -225,7 +225,14 @@ def _judge_prices(spec: RunSpec, judge: str) -> Prices | None:
         return None
 
 
-ESTIMATE_COLUMNS = ("Task", "Instances", "Requests", "Prompt\ntokens", "Max output\ntokens", "Cost (USD,\nat most)")
+ESTIMATE_COLUMNS = (
+    "Task",
+    "Instances",
+    "Requests",
+    "Prompt\ntokens",
+    "Max output\ntokens",
+    "Cost (USD,\nat most)",
+)
 """The estimate tables' headers, two lines where a header is wider than its numbers (the table fits 100
 columns)."""
 

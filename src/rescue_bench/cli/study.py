@@ -181,7 +181,9 @@ def _runs_table(record: StudyRecord) -> ReportTable:
         counts = run.counts
         failed, silent = counts.invalid - counts.request_failures, counts.request_failures
         cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
-        rows.append((run.label, run.status, f"{counts.done}/{counts.instances}", str(failed), str(silent), cost))
+        rows.append(
+            (run.label, run.status, f"{counts.done}/{counts.instances}", str(failed), str(silent), cost)
+        )
         if run.reason:
             label, reason = printable(run.label, one_line=True), printable(run.reason, one_line=True)
             reasons.append(f"{len(reasons) + 1}. {label}: {reason}")

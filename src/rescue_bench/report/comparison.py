@@ -240,7 +240,8 @@ def _note(result: ManyComparison) -> str:
 
 
 COMPACT_FROM = 5
-"""From this many runs on, ``compare`` prints the compact form (:func:`compact_tables`) unless asked for CIs."""
+"""From this many runs on, ``compare`` prints the compact form (:func:`compact_tables`), unless asked for
+CIs."""
 
 
 def compact_tables(
@@ -258,7 +259,9 @@ def compact_tables(
         for matrix in entry.scopes[scope].metrics
         if matrix.metric in (headline(entry.task) if every_metric else paper_metrics(entry.task))
     ]
-    heads = [f"{task.upper()} {matrix.metric}" + _scope_mark(scope, scopes) for task, scope, _, matrix in chosen]
+    heads = [
+        f"{task.upper()} {matrix.metric}" + _scope_mark(scope, scopes) for task, scope, _, matrix in chosen
+    ]
     rows = tuple(
         (
             f"{i + 1} {name}",
@@ -273,7 +276,10 @@ def compact_tables(
         rows,
         _compact_note(result),
     )
-    return [overview, *(_p_table(task, scope, block.n, matrix, result) for task, scope, block, matrix in chosen)]
+    return [
+        overview,
+        *(_p_table(task, scope, block.n, matrix, result) for task, scope, block, matrix in chosen),
+    ]
 
 
 def _scope_mark(scope: str, scopes: Sequence[str]) -> str:
@@ -309,8 +315,9 @@ def _p_table(task: str, scope: str, n: int, matrix: MetricMatrix, result: ManyCo
 def _compact_note(result: ManyComparison) -> str:
     how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
     return (
-        f"Each run's value and rank group: runs sharing a letter cannot be told apart at level {result.level:g} "
-        "(a = best). Below, per metric, each pair's p-value: two-sided, from a paired cluster bootstrap over "
-        f"conversations ({result.n_resamples} resamples) on the instances all runs share, {how} adjustment "
-        "over the pairs of the metric. The differences with their CIs and McNemar's pairs: --ci, or --json."
+        "Each run's value and rank group: runs sharing a letter cannot be told apart at level "
+        f"{result.level:g} (a = best). Below, per metric, each pair's p-value: two-sided, from a paired "
+        f"cluster bootstrap over conversations ({result.n_resamples} resamples) on the instances all runs "
+        f"share, {how} adjustment over the pairs of the metric. The differences with their CIs and "
+        "McNemar's pairs: --ci, or --json."
     )

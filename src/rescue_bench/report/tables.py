@@ -146,7 +146,8 @@ PAPER_BERT_NOTE = (
 
 
 CI_BRACKETS = "brackets: 95% CI from a cluster bootstrap over conversations"
-"""The legend of the CIs in brackets (the terminal, which shows no brackets unless asked, says where they are)."""
+"""The legend of the CIs in brackets (the terminal, which shows no brackets unless asked, says where they
+are instead)."""
 LEADER_KEYS = ("Model", "Source", "Status", "Valid (%)")
 """The leaderboard's columns before the metrics."""
 

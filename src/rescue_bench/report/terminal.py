@@ -207,9 +207,7 @@ def leaderboard_view(table: Table) -> tuple[Table, int]:
     short = [short_status(str(row[status] or "")) if status is not None else "" for row in table.rows]
     plain = status is not None and all(s in PLAIN for s in short)
     keep = [i for i, c in enumerate(table.columns) if c != "Source" and not (plain and i == status)]
-    rows = tuple(
-        tuple(short[n] if i == status else row[i] for i in keep) for n, row in enumerate(table.rows)
-    )
+    rows = tuple(tuple(short[n] if i == status else row[i] for i in keep) for n, row in enumerate(table.rows))
     note = table.note.replace(f"{PARTIAL} (done/planned", f"{PARTIAL.lower()} (done/planned")
     shown = replace(table, columns=tuple(table.columns[i] for i in keep), rows=rows, note=note)
     keys = sum(c in ("Model", "Status") for c in shown.columns)

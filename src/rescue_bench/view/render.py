@@ -90,7 +90,9 @@ def measured_line(views: Sequence[RunView]) -> str:
     if not runs:
         return ""
     other = any(not official_size(run) for run in runs)
-    release = f"; not the official release ({PAPER_SAMPLES} samples), so not the paper's footing" if other else ""
+    release = (
+        f"; not the official release ({PAPER_SAMPLES} samples), so not the paper's footing" if other else ""
+    )
     return measured_heading(runs) + release
 
 
