@@ -154,7 +154,7 @@ def test_ten_runs_in_the_bundle_from_disk_and_a_static_server(
     finally:
         server.shutdown()
         server.server_close()
-    assert [u for u in failed if not u.endswith("/favicon.ico")] == []
+    assert failed == []
     assert [p for p in problems if not p.startswith("Failed to load resource")] == []
 
 

@@ -8,6 +8,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
 
 from rescue_bench.report.measured import PAPER_SAMPLES, measured_heading, official_size
 from rescue_bench.report.tables import Cell
@@ -66,6 +67,15 @@ def fact(value: Any, key: str) -> str:
     return _num(value)
 
 
+def breakable(name: str) -> Markup:
+    """A model name, escaped, that may break after each ``/`` in a narrow header cell.
+
+    >>> str(breakable("openrouter/meta-llama/<x>"))
+    'openrouter/<wbr>meta-llama/<wbr>&lt;x&gt;'
+    """
+    return Markup("/<wbr>").join(escape(part) for part in name.split("/"))
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
@@ -78,7 +88,7 @@ def make_environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(cell=_cell, num=_num, json=_json, fact=fact)
+    env.filters.update(cell=_cell, num=_num, json=_json, fact=fact, breakable=breakable)
     env.globals["free_text"] = tasks_of_kind("generation")  # tasks answered in words, not labels
     return env
 
