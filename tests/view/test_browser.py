@@ -139,7 +139,12 @@ def _compare(page: Any, base: str, runs: dict[str, Path]) -> None:
     cells = page.locator("#instances tbody tr td:nth-child(5)")
     expect(cells).to_have_count(min(len(expected), 50))
     assert set(cells.all_inner_texts()) == {"right"}
-    assert set(page.locator("#instances tbody tr td:nth-child(9)").all_inner_texts()) == {"wrong"}
+    # the other run's cell: its prediction (the gold's opposite, for ITP), then its verdict
+    others = page.locator("#instances tbody tr td:nth-child(9)").all_inner_texts()
+    preds = page.locator("#instances tbody tr td:nth-child(4)").all_inner_texts()
+    assert {o.split()[-1] for o in others} == {"wrong"}
+    for other, pred in zip(others, preds, strict=True):
+        assert other.split()[0] in ("yes", "no") and other.split()[0] != pred
 
 
 def _matrix_cell(page: Any, base: str) -> None:

@@ -52,7 +52,8 @@ def study(tmp_path_factory: pytest.TempPathFactory) -> Path:
         path.write_text(study_toml(folder / "study", models, tasks="itp,rpp,stp,ssp,er,vp"))
         result = CliRunner().invoke(app, ["sweep", str(path), "--quiet", "--no-bertscore"])
     assert result.exit_code == 4, result.output
-    report = CliRunner().invoke(app, ["report", str(folder / "study"), "--partial", "--out", str(folder / "r")])
+    args = ["report", str(folder / "study"), "--partial", "--out", str(folder / "r")]
+    report = CliRunner().invoke(app, args)
     assert report.exit_code == 0, report.output
     return folder / "study"
 
