@@ -72,7 +72,7 @@ def all_row(output: str) -> list[str]:
 
 
 def test_the_cli_names_the_cap_and_prices_it() -> None:
-    runner = CliRunner()
+    runner = CliRunner(env={"COLUMNS": "120"})  # the table in one piece
     base = ["estimate", "--model", MODEL, "--data", "demo", "--tasks", "itp"]
     base += ["--price-in", "0", "--price-out"]
     plain = runner.invoke(app, [*base, "1000000"], catch_exceptions=False)

@@ -206,9 +206,8 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)
             rows.append((judge.name, *(f"{n:,}" for n in numbers), "-" if cost is None else f"{cost:.4f}"))
             counters.append(f"{judge.name}: {counter.name}, output at {cap_note(params)}")
-        columns = ("Judge", "Instances", "Requests", "Re-asks\n(at most)", *ESTIMATE_COLUMNS[3:])
         title = "Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)"
-        print_tables(make_console(), [(ReportTable("judges", title, columns, tuple(rows)), 1)])
+        print_tables(make_console(), [(ReportTable("judges", title, JUDGE_COLUMNS, tuple(rows)), 1)])
         _say(f"judge tokenizers and output caps: {'; '.join(counters)}")
     if wants_bertscore(bertscore_settings(spec), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
@@ -229,12 +228,22 @@ ESTIMATE_COLUMNS = (
     "Task",
     "Instances",
     "Requests",
+    "Prompt tokens",
+    "Max output tokens",
+    "Cost (USD, at most)",
+)
+"""The estimate's headers (85 columns wide)."""
+JUDGE_COLUMNS = (
+    "Judge",
+    "Instances",
+    "Requests",
+    "Re-asks\n(at most)",
     "Prompt\ntokens",
     "Max output\ntokens",
     "Cost (USD,\nat most)",
 )
-"""The estimate tables' headers, two lines where a header is wider than its numbers (the table fits 100
-columns)."""
+"""The judge pass's headers, two lines where a header is wider than its numbers (the table fits 100 columns
+beside a long judge name)."""
 
 
 def _print_estimate(rows: list[TaskEstimate], price: Prices | None, total: float | None, title: str) -> None:
