@@ -1,7 +1,7 @@
 """Report tables in the terminal: each fits the console's width, no model name cut, no CI wrapped over lines.
 
 A :class:`~rescue_bench.report.tables.Table` is shown as one rich table or several. Its leading key columns
-(the model, and on a leaderboard its status and validity) are repeated in each; its value columns are split
+(the model, and on a leaderboard its status) are repeated in each; its value columns are split
 between them where a group ends (a task's columns, ``ITP P``/``ITP R``/``ITP F1``, stay together), so every
 cell is shown whole on one line. A table too wide for one piece stacks its task headers (``ITP`` over
 ``Prec.``), so a task's columns are about as wide as their values. When even one value column does not fit
