@@ -155,3 +155,15 @@ def test_get_then_the_short_name_works_everywhere_a_path_does(tmp_path: Path) ->
     assert checked.exit_code == 0 and "191 usable samples, 7079 rows: 0 errors" in checked.stdout
     summary = _run("tasks", "summary", "rescue", "--format", "json")
     assert summary.exit_code == 0, summary.output
+
+
+@pytest.mark.parametrize("source", ["demo", "synthetic"])
+def test_stats_fit_100_columns(source: str, synthetic: Path) -> None:
+    """The transition matrices number their labels, so every table fits a terminal of 100 columns."""
+    result = CliRunner().invoke(
+        app, ["data", "stats", "demo" if source == "demo" else str(synthetic)], env={"COLUMNS": "100"}
+    )
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert [line for line in lines if len(line) > 100] == []
+    assert any(line.lstrip().startswith("1 ") and "·" in line for line in lines)  # a numbered matrix row

@@ -129,7 +129,7 @@ def test_hf_offline_says_what_to_download_and_where(monkeypatch: pytest.MonkeyPa
     message = str(caught.value)
     assert calls == [{"repo_id": DEFAULT_HF_REPO, "repo_type": "dataset", "endpoint": None}]
     assert DEFAULT_HF_REPO in message and "when online, run `rescue-bench data get --source hf`" in message
-    assert f"huggingface-cli download {DEFAULT_HF_REPO} --repo-type dataset --local-dir DIR" in message
+    assert f"hf download {DEFAULT_HF_REPO} --repo-type dataset --local-dir DIR" in message
     assert "benchmark_191.jsonl" in message and "HF_HOME" in message
     assert "\n" not in message
 

@@ -17,7 +17,7 @@ from rescue_bench.pricing import Prices
 from rescue_bench.tasks import TASKS
 from rescue_bench.tasks.base import TaskConfig
 
-runner = CliRunner()
+runner = CliRunner(env={"COLUMNS": "120"})  # each table in one piece (a narrower terminal splits the judges')
 BASE = ["estimate", "--model", "openai/gpt-4o-mini", "--data", "demo", "--tasks", "er,vp,itp"]
 
 
@@ -30,7 +30,7 @@ def estimate(*args: str) -> str:
 def row(output: str, name: str) -> list[str]:
     """The cells of the table row whose first cell is ``name``."""
     for line in output.splitlines():
-        cells = [c.strip() for c in re.split(r"[│┃]", line) if c.strip()]
+        cells = [c.strip() for c in re.split(r"[│┃]|\s{2,}", line) if c.strip()]
         if cells and cells[0] == name:
             return cells
     raise AssertionError(f"no row {name!r} in:\n{output}")

@@ -81,6 +81,27 @@ def test_the_heading_names_data_split_instances_judge_and_bertscore() -> None:
     assert "Not comparable" not in measured.published_caveat([run])
 
 
+def test_runs_that_differ_share_their_common_line_once_and_name_only_the_others() -> None:
+    demo = {"source": "demo", "samples": 6, "couple": 4, "family": 2}
+    counts = {"itp": {"instances": 138, "valid": 138, "done": 138}}
+    runs = [
+        RunData.of(Path(f"r{n}"), {"model": {"name": f"m/{n}"}, "dataset": demo, "counts": counts}, [])
+        for n in range(9)
+    ]
+    judged = {"_meta": {"judges": ["openai/gpt-5.4"]}}
+    odd = RunData.of(
+        Path("odd"), {"model": {"name": "m/odd"}, "dataset": demo, "counts": counts}, [], scores=judged
+    )
+    line = measured.measured_heading([*runs, odd])
+    common = "demo data (fictional): 6 samples (4 couple, 2 family), 138 instances"
+    assert line == (
+        f"Measured (runs differ): 9 of 10 runs {common}; not judged; no BERTScore; "
+        f"the others: m/odd: {common}; judge openai/gpt-5.4; no BERTScore"
+    )
+    one = RunData.of(Path("one"), {"dataset": {"source": "demo", "samples": 1, "couple": 1, "family": 0}}, [])
+    assert measured.data_line(one) == "demo data (fictional): 1 sample (1 couple), 0 instances"
+
+
 def test_published_rows_say_what_they_measured_and_warn_beside_demo_runs() -> None:
     demo = {"source": "demo", "samples": 6, "couple": 4, "family": 2}
     run = RunData.of(Path("r"), {"dataset": demo, "counts": {"itp": {"instances": 24}}}, [])

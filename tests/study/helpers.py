@@ -5,10 +5,13 @@ from __future__ import annotations
 import csv
 import json
 import sys
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from tests.fakes.openai_server import ChatRequest, schema_answer
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer, server_error
 
 from rescue_bench.rundir import read_jsonl
 
@@ -59,3 +62,38 @@ def instance_ids(run: Path) -> list[str]:
 def leaderboard_csv(out: Path) -> list[dict[str, str]]:
     with (out / "leaderboard.csv").open(encoding="utf-8") as handle:
         return list(csv.DictReader(handle))
+
+
+TEN_NAMES = (
+    "openrouter/meta-llama/llama-3.1-405b-instruct",
+    "openai/gpt-4o-mini",
+    "vllm/deepseek-ai/DeepSeek-V3-0324",
+    "dashscope/qwen-plus",
+    "together/mistralai/Mixtral-8x22B-Instruct-v0.1",
+    "vllm/Qwen2.5-7B-Instruct",
+    "ollama/llama3.2:3b",
+    "openai/gpt-4.1-nano",
+    "vllm/partly-failing-endpoint",
+    "vllm/nonsense-answers",
+)
+"""Ten models with names as long as real ones: eight answer (two ways), one's requests partly fail (its run
+stays incomplete), one answers nonsense (degraded)."""
+
+
+def some_fail(request: ChatRequest) -> str | Script:
+    """Every fifth request (by its text) fails: with no retries, the run stays incomplete."""
+    return server_error() if zlib.crc32(request.text.encode()) % 5 == 0 else schema_answer(request)
+
+
+@contextmanager
+def ten_servers() -> Iterator[list[tuple[str, str]]]:
+    """A fake server for each of :data:`TEN_NAMES`: (name, base URL) pairs for :func:`study_toml`."""
+    handlers = [schema_answer, flipped] * 4 + [some_fail, lambda _: "nonsense"]
+    servers = [FakeOpenAIServer(handler) for handler in handlers]
+    for server in servers:
+        server.start()
+    try:
+        yield list(zip(TEN_NAMES, [s.base_url for s in servers], strict=True))
+    finally:
+        for server in servers:
+            server.stop()

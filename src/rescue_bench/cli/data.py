@@ -84,11 +84,9 @@ def stats(
 
     result = compute_stats(load_samples(source))
     if fmt is StatsFormat.table:
-        from rich.console import Console
+        from rescue_bench.report.terminal import make_console
 
-        console = Console()
-        # Off a terminal rich assumes 80 columns, too narrow for the family transition matrix.
-        (console if console.is_terminal else Console(width=160)).print(stats_output.render_rich(result))
+        make_console().print(stats_output.render_rich(result))
     elif fmt is StatsFormat.json:
         typer.echo(json.dumps(result.to_json(), indent=2))
     elif fmt is StatsFormat.csv:

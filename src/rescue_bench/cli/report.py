@@ -221,13 +221,24 @@ def _compare_many(
     level: float,
     ci: bool,
 ) -> None:
-    """Three runs or more: every pair's difference, adjusted p-values and rank groups."""
-    from rescue_bench.report.comparison import compare_many_run_data, matrix_tables
+    """Three runs or more: every pair's difference, adjusted p-values and rank groups; from
+    :data:`~rescue_bench.report.comparison.COMPACT_FROM` runs on (without ``--ci``), the values, groups and
+    adjusted p-values alone."""
+    from rescue_bench.report.comparison import (
+        COMPACT_FROM,
+        compact_tables,
+        compare_many_run_data,
+        matrix_tables,
+    )
     from rescue_bench.report.terminal import make_console, print_tables
 
     result = compare_many_run_data(loaded, method=method, level=level, n_resamples=resamples, seed=seed)
     if as_json:
         typer.echo(result.model_dump_json(indent=2))
+        return
+    if len(loaded) >= COMPACT_FROM and not ci:
+        compact = compact_tables(result, scopes=chosen, every_metric=every_metric)
+        print_tables(make_console(), [(table, 1) for table in compact])
         return
     tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True, ci=ci)
     print_tables(make_console(), [(table, 3 if table.key.startswith("compare_") else 2) for table in tables])

@@ -16,8 +16,7 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
+from rich.text import Text
 
 from rescue_bench.batch.plan import BatchOptions
 from rescue_bench.cli.flags import ENGINE, OUTPUT, flag_values
@@ -36,6 +35,8 @@ from rescue_bench.evaluation.setup import (
 from rescue_bench.judge.after_run import judge_params, wants_bertscore
 from rescue_bench.pricing import Prices, TaskEstimate, make_counter
 from rescue_bench.printable import printable
+from rescue_bench.report.tables import Table as ReportTable
+from rescue_bench.report.tables import Value
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
 from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
@@ -73,7 +74,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
         print_spec(with_judges(with_out(spec)))
         return
     # Every option is checked before anything else: --batch-poll, then the spec (prepare).
-    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=warn)
+    options = SessionOptions(quiet=quiet, batch=BatchOptions(poll=batch_poll), warn=warn, note=_note)
     prepared = prepare(spec)
     # SIGTERM (a job scheduler, `timeout`) stops the run like Ctrl-C: records closed, run.json "stopped".
     previous = signal.signal(signal.SIGTERM, _interrupt)
@@ -89,6 +90,15 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
 
 def warn(message: str) -> None:
     typer.echo(f"warning: {printable(message)}", err=True)
+
+
+def _say(line: str) -> None:
+    """A line of the estimate, wrapped at the terminal's width like its tables."""
+    make_console().print(Text(printable(line)))
+
+
+def _note(message: str) -> None:
+    typer.echo(f"note: {printable(message)}", err=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -150,28 +160,28 @@ def estimate(ctx: typer.Context) -> None:
     rows = [estimate_plan(p, counter, params) for p in plans]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")
-    typer.echo(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
+    _say(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
     if spec.batch and price is not None:
-        typer.echo("--batch: priced at Batch API prices (half the online price).")
-    typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
+        _say("--batch: priced at Batch API prices (half the online price).")
+    _say("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
     judged = _print_judges(spec, plans)
     for priced in (price_source(spec), *(price_source(spec, judge.name) for judge in spec.judges)):
-        typer.echo(f"price of {priced.describe()}")
+        _say(f"price of {priced.describe()}")
     if total is not None and judged is not None:
-        typer.echo(f"whole run, judges included: at most ${total + judged:.4f}")
+        _say(f"whole run, judges included: at most ${total + judged:.4f}")
         total += judged
     elif spec.judges:
-        typer.echo("whole run, judges included: unknown (a price above is unknown)")
+        _say("whole run, judges included: unknown (a price above is unknown)")
     coverage = clip_coverage(spec, plans)
     if coverage is not None:
-        typer.echo(
+        _say(
             f"video: {coverage.clips} clips attached over {coverage.requests} requests; "
             f"{coverage.unusable} instances lack the clip their task needs; clip and frame tokens are not "
             "counted above"
         )
     budget = spec.budget.usd
     if budget is not None and total is not None and total > budget:
-        typer.echo(
+        _say(
             f"the worst case (${total:.2f}) exceeds --budget ${budget:.2f}: the run would stop before the end"
         )
 
@@ -187,17 +197,7 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
     total: float | None = 0.0
     counters: list[str] = []
     if spec.judges:
-        table = Table(title="Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)")
-        headers = (
-            "Judge",
-            "Instances",
-            "Requests",
-            "Re-asks (at most)",
-            "Prompt tokens",
-            "Max output tokens",
-        )
-        for header in (*headers, "Cost (USD, at most)"):
-            table.add_column(header, justify="left" if header == "Judge" else "right")
+        rows: list[tuple[Value, ...]] = []
         for judge in spec.judges:
             counter = make_counter(judge.name)
             params = judge_params(judge)
@@ -205,14 +205,14 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             cost = row.cost(_judge_prices(spec, judge.name))
             total = None if cost is None or total is None else total + cost
             numbers = (row.instances, row.requests, row.reasks, row.prompt_tokens, row.max_output_tokens)
-            cells = [f"{n:,}" for n in numbers]
-            table.add_row(judge.name, *cells, "-" if cost is None else f"{cost:.4f}")
+            rows.append((judge.name, *(f"{n:,}" for n in numbers), "-" if cost is None else f"{cost:.4f}"))
             counters.append(f"{judge.name}: {counter.name}, output at {cap_note(params)}")
-        Console(width=None if Console().is_terminal else 160).print(table)
-        typer.echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
+        title = "Judge pass (ER/VP; every prediction counted as valid, re-asks at most one each)"
+        print_tables(make_console(), [(ReportTable("judges", title, JUDGE_COLUMNS, tuple(rows)), 1)])
+        _say(f"judge tokenizers and output caps: {'; '.join(counters)}")
     if wants_bertscore(bertscore_settings(spec), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
-        typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
+        _say(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
     return total if spec.judges else None
 
 
@@ -225,31 +225,42 @@ def _judge_prices(spec: RunSpec, judge: str) -> Prices | None:
         return None
 
 
+ESTIMATE_COLUMNS = (
+    "Task",
+    "Instances",
+    "Requests",
+    "Prompt tokens",
+    "Max output tokens",
+    "Cost (USD, at most)",
+)
+"""The estimate's headers (85 columns wide)."""
+JUDGE_COLUMNS = (
+    "Judge",
+    "Instances",
+    "Requests",
+    "Re-asks\n(at most)",
+    "Prompt\ntokens",
+    "Max output\ntokens",
+    "Cost (USD,\nat most)",
+)
+"""The judge pass's headers, two lines where a header is wider than its numbers (the table fits 100 columns
+beside a long judge name)."""
+
+
 def _print_estimate(rows: list[TaskEstimate], price: Prices | None, total: float | None, title: str) -> None:
-    table = Table(title=title)
-    headers = ("Task", "Instances", "Requests", "Prompt tokens", "Max output tokens", "Cost (USD, at most)")
-    for header in headers:
-        table.add_column(header, justify="left" if header == "Task" else "right")
+    body: list[tuple[Value, ...]] = []
     for r in rows:
         cost = r.cost(price)
-        table.add_row(
-            r.task,
-            str(r.instances),
-            str(r.requests),
-            f"{r.prompt_tokens:,}",
-            f"{r.max_output_tokens:,}",
-            "-" if cost is None else f"{cost:.4f}",
-        )
-    table.add_row(
-        "all",
-        str(sum(r.instances for r in rows)),
-        str(sum(r.requests for r in rows)),
-        f"{sum(r.prompt_tokens for r in rows):,}",
-        f"{sum(r.max_output_tokens for r in rows):,}",
-        "-" if total is None else f"{total:.4f}",
-        style="bold",
+        numbers = (r.instances, r.requests, r.prompt_tokens, r.max_output_tokens)
+        body.append((r.task, *(f"{n:,}" for n in numbers), "-" if cost is None else f"{cost:.4f}"))
+    sums = (
+        sum(r.instances for r in rows),
+        sum(r.requests for r in rows),
+        sum(r.prompt_tokens for r in rows),
+        sum(r.max_output_tokens for r in rows),
     )
-    Console(width=None if Console().is_terminal else 160).print(table)
+    body.append(("all", *(f"{n:,}" for n in sums), "-" if total is None else f"{total:.4f}"))
+    print_tables(make_console(), [(ReportTable("estimate", title, ESTIMATE_COLUMNS, tuple(body)), 1)])
 
 
 def register(app: typer.Typer) -> None:

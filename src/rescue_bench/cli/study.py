@@ -20,19 +20,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Final
 
 import typer
-from rich import box
-from rich.table import Table
 
 from rescue_bench.cli.flags import Flag, FlagValues, flag_values, option, with_flags
 from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, worst
 from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import make_spec, run_flags
 from rescue_bench.errors import ConfigError
-from rescue_bench.printable import table_cell
+from rescue_bench.printable import printable
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
     from rescue_bench.report.build import Report
+    from rescue_bench.report.tables import Table as ReportTable
     from rescue_bench.study import StudyOptions, StudyRecord, StudySpec
 
 MODELS_FLAG: Final = Flag(
@@ -161,27 +160,42 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci: bool) -> None:
-    """The leaderboard and rank groups fitted to the terminal, then each run's status, counts and reason."""
+    """The leaderboard and rank groups fitted to the terminal, then each run's status and counts, with the
+    reasons numbered below."""
     from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
 
     console = make_console()
     board = leaderboard_view(leaderboard.table("leaderboard"))
     print_tables(console, [board, (leaderboard.table("rank_groups"), 1)], ci=ci)
-    table = Table(title="Study", title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
-    table.add_column("Run", no_wrap=True)
-    for header in ("Status", "Done", "Invalid", "No answer", "Cost (USD)"):
-        table.add_column(header, no_wrap=True)
-    table.add_column("Reason")
-    for run in record.runs:
-        cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
-        done = f"{run.counts.done}/{run.counts.instances}"
-        counts = run.counts
-        failed, silent = counts.invalid - counts.request_failures, counts.request_failures
-        cells = (run.label, run.status, done, failed, silent)
-        table.add_row(*(table_cell(c) for c in (*cells, cost, run.reason or "")))
-    console.print(table)
+    print_tables(console, [(_runs_table(record), 1)])
     for path in paths:
         typer.echo(f"  {path}")
+    _endings(record)
+
+
+def _runs_table(record: StudyRecord) -> ReportTable:
+    """Each run's status, counts and cost; the reasons, sentences that would wrap one word a line in a
+    column, are a numbered list in the note, each naming its run."""
+    from rescue_bench.report.tables import Table as ReportTable
+
+    rows: list[tuple[str, ...]] = []
+    reasons: list[str] = []
+    for run in record.runs:
+        counts = run.counts
+        failed, silent = counts.invalid - counts.request_failures, counts.request_failures
+        cost = "-" if run.cost_usd is None else f"{run.cost_usd:.4f}"
+        rows.append(
+            (run.label, run.status, f"{counts.done}/{counts.instances}", str(failed), str(silent), cost)
+        )
+        if run.reason:
+            label, reason = printable(run.label, one_line=True), printable(run.reason, one_line=True)
+            reasons.append(f"{len(reasons) + 1}. {label}: {reason}")
+    columns = ("Run", "Status", "Done", "Invalid", "No\nanswer", "Cost\n(USD)")
+    return ReportTable("study", "Study", columns, tuple(rows), "\n".join(reasons))
+
+
+def _endings(record: StudyRecord) -> None:
+    """Each run's summary line, then what to do about the most serious status; exits with its code."""
     for run in record.runs:
         counts = run.counts
         valid = counts.done - counts.invalid

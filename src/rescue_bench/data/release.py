@@ -163,7 +163,7 @@ def hf_snapshot(repo_id: str = HF_REPO, *, endpoint: str | None = None) -> Path:
     except Exception as exc:  # any hub failure gets the same advice
         raise DataError(
             f"cannot fetch the Hugging Face dataset {repo_id!r} ({type(exc).__name__}): when online, run "
-            f"`rescue-bench data get --source hf`; offline, run `huggingface-cli download {repo_id} "
+            f"`rescue-bench data get --source hf`; offline, run `hf download {repo_id} "
             f"--repo-type dataset --local-dir DIR` elsewhere and pass DIR's benchmark_191.jsonl to --data, "
             f"or set HF_HOME to a cache that holds it"
         ) from None

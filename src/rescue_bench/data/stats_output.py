@@ -13,6 +13,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -72,7 +73,7 @@ def render_rich(stats: DatasetStats) -> RenderableType:
             parts.append(
                 _rich_table(
                     f"{scenario.capitalize()} relation-pattern transitions (counts, "
-                    f"{matrix.total} in total; rows: from, columns: to)",
+                    f"{matrix.total} in total; rows: from, columns: to, by the rows' numbers)",
                     header,
                     body,
                 )
@@ -82,7 +83,7 @@ def render_rich(stats: DatasetStats) -> RenderableType:
 
 
 def _rich_table(title: str, header: Sequence[str], body: Sequence[Sequence[str]]) -> Table:
-    table = Table(title=title, title_justify="left")
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False)
     table.add_column(header[0])
     for name in header[1:]:
         table.add_column(name, justify="right")
@@ -101,16 +102,12 @@ def _distribution_cells(stats: DatasetStats, kind: str) -> list[list[str]]:
 
 
 def _matrix_cells(matrix: Transitions) -> list[list[str]]:
-    short = [_abbreviate(label) for label in matrix.labels]
-    rows = [["from \\ to", *short]]
-    for label, counts in zip(matrix.labels, matrix.counts, strict=True):
-        rows.append([label, *(str(c) if c else "·" for c in counts)])
+    """The matrix with its labels numbered: each row ``1 label``, the columns ``1``, ``2``... (the full
+    labels as column heads made the table 124-160 columns wide)."""
+    rows = [["from \\ to", *(str(n) for n in range(1, len(matrix.labels) + 1))]]
+    for n, (label, counts) in enumerate(zip(matrix.labels, matrix.counts, strict=True), start=1):
+        rows.append([f"{n} {label}", *(str(c) if c else "·" for c in counts)])
     return rows
-
-
-def _abbreviate(label: str) -> str:
-    """``cross_generational_coalition`` -> ``cro_gen_coa``: short column heads for wide matrices."""
-    return "_".join(part[:3] for part in label.split("_"))
 
 
 # -- markdown and CSV ----------------------------------------------------------------------------------------

@@ -83,6 +83,8 @@ class SessionOptions:
     batch: BatchOptions = BatchOptions()  # noqa: RUF009 - frozen, so one shared default is safe
     """With ``spec.batch``: how the Batch API is polled (``--batch-poll``)."""
     warn: Callable[[str], None] = lambda _: None
+    note: Callable[[str], None] = lambda _: None
+    """What the run is doing that needs no attention (the judge pass starting), unlike ``warn``."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +190,7 @@ async def _judge(
     spec, out = prepared.spec, prepared.out
     judging = replace(prepared.judging, budgets=judge_budgets(spec, budget, out))
     if judging.judges and not options.quiet:
-        options.warn(f"judging ER/VP with {', '.join(j.name for j in judging.judges)}")
+        options.note(f"judging ER/VP with {', '.join(j.name for j in judging.judges)}")
     try:
         judged = await score_after_run(out, spec.tasks, judging, options.warn, quiet=options.quiet)
     except JudgeStopped as exc:

@@ -238,3 +238,87 @@ def _note(result: ManyComparison, matrix: MetricMatrix) -> str:
         f"{method_legend(result.adjust, result.level)} "
         + (f"No groups: {why}." if why else resolution_legend([("", matrix.resolution)]))
     )
+
+
+COMPACT_FROM = 5
+"""From this many runs on, ``compare`` prints the compact form (:func:`compact_tables`), unless asked for
+CIs."""
+
+
+def compact_tables(
+    result: ManyComparison, *, scopes: Sequence[str] = ("all",), every_metric: bool = False
+) -> list[Table]:
+    """Many runs in little room: one table of every run's values and rank groups, then per metric the
+    adjusted p-value of each pair (runs by number, lower triangle) with its significant pairs in the note.
+    The differences with their CIs and McNemar's pairs are in ``--json`` (and ``--ci``)."""
+    names = result.runs
+    chosen = [
+        (entry.task, scope, entry.scopes[scope], matrix)
+        for entry in [e for t in TASK_NAMES for e in result.tasks if e.task == t]
+        for scope in scopes
+        if scope in entry.scopes
+        for matrix in entry.scopes[scope].metrics
+        if matrix.metric in (headline(entry.task) if every_metric else paper_metrics(entry.task))
+    ]
+    heads = [
+        f"{task.upper()} {matrix.metric}" + _scope_mark(scope, scopes) for task, scope, _, matrix in chosen
+    ]
+    rows = tuple(
+        (
+            f"{i + 1} {name}",
+            *(f"{_cell(task, matrix.values[i]).text()} {matrix.groups[i]}" for task, _, _, matrix in chosen),
+        )
+        for i, name in enumerate(names)
+    )
+    overview = Table(
+        "compare_values",
+        "Values and rank groups",
+        ("Model", *heads),
+        rows,
+        _compact_note(result),
+    )
+    return [
+        overview,
+        *(_p_table(task, scope, block.n, matrix, result) for task, scope, block, matrix in chosen),
+    ]
+
+
+def _scope_mark(scope: str, scopes: Sequence[str]) -> str:
+    return "" if len(scopes) == 1 else f" ({SCOPE_NAMES[scope]})"
+
+
+def _p_table(task: str, scope: str, n: int, matrix: MetricMatrix, result: ManyComparison) -> Table:
+    """One metric's adjusted p-values, row ``i`` against each column ``j < i``; the significant pairs below,
+    the better run first."""
+    by_pair = {frozenset((p.a, p.b)): p for p in matrix.pairs}
+    rows: list[tuple[Value, ...]] = []
+    better: list[str] = []
+    for i in range(1, len(result.runs)):
+        cells: list[Value] = []
+        for j in range(i):
+            pair = by_pair.get(frozenset((i, j)))
+            p = pair.p_adjusted if pair is not None else None
+            cells.append(_p(p))
+            if pair is not None and pair.diff is not None and p is not None and p < result.level:
+                first, second = (pair.a, pair.b) if pair.diff > 0 else (pair.b, pair.a)
+                better.append(f"{first + 1} > {second + 1}")
+        rows.append((str(i + 1), *cells, *([""] * (len(result.runs) - 1 - i))))
+    found = ", ".join(better) if better else "none"
+    return Table(
+        f"compare_p_{task}_{matrix.metric}_{scope}",
+        f"{task.upper()} {matrix.metric} ({SCOPE_NAMES[scope]}, n = {n}): adjusted p, row vs column",
+        ("Run", *(str(j + 1) for j in range(len(result.runs) - 1))),
+        tuple(rows),
+        f"Significant at {result.level:g}: {found}.",
+    )
+
+
+def _compact_note(result: ManyComparison) -> str:
+    how = {"holm": "Holm", "bh": "Benjamini-Hochberg", "none": "no"}[result.adjust]
+    return (
+        "Each run's value and rank group: runs sharing a letter cannot be told apart at level "
+        f"{result.level:g} (a = best). Below, per metric, each pair's p-value: two-sided, from a paired "
+        f"cluster bootstrap over conversations ({result.n_resamples} resamples) on the instances all runs "
+        f"share, {how} adjustment over the pairs of the metric. The differences with their CIs and "
+        "McNemar's pairs: --ci, or --json."
+    )

@@ -35,6 +35,7 @@ from rescue_bench.report.measured import (
     state,
 )
 from rescue_bench.report.tables import (
+    CI_BRACKETS,
     PAPER_BERT_NOTE,
     PAPER_COLUMNS,
     VALIDITY_NOTE,
@@ -239,7 +240,7 @@ def _average_rows(rows: Sequence[Row]) -> list[tuple[Value, ...]]:
 def _note(rows: Sequence[Row], runs: Sequence[RunData], with_paper: bool, comparable: bool) -> str:
     labels = [r.entry.label for r in rows if r.run is not None]
     note = (
-        "Values pooled over both scenarios; brackets: 95% CI from a cluster bootstrap over conversations. "
+        f"Values pooled over both scenarios; {CI_BRACKETS}. "
         f"'–': not computed. {bert_note(labels, runs)} {VALIDITY_NOTE}"
     )
     unlike = _unlike(rows)

@@ -132,11 +132,17 @@ def data_line(run: RunData) -> str:
     """
     info = run.manifest.dataset
     source = "demo data (fictional)" if info.source == "demo" else _named(info.source, info.hash)
-    split = f" ({info.couple} couple, {info.family} family)" if info.couple is not None else ""
-    samples = f"{info.samples} samples{split}" if info.samples is not None else "samples unrecorded"
+    parts = [f"{n} {kind}" for n, kind in ((info.couple, "couple"), (info.family, "family")) if n]
+    split = f" ({', '.join(parts)})" if parts else ""
+    samples = f"{_count(info.samples, 'sample')}{split}" if info.samples is not None else "samples unrecorded"
     selected = run.manifest.selection.sample_ids
     chosen = f", {len(selected)} chosen by id" if selected else ""
-    return f"{source}: {samples}{chosen}, {_total(run, 'instances')} instances"
+    return f"{source}: {samples}{chosen}, {_count(_total(run, 'instances'), 'instance')}"
+
+
+def _count(n: int, noun: str) -> str:
+    """``1 sample``, ``6 samples``."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _named(source: str | None, digest: str | None) -> str:
@@ -170,16 +176,35 @@ def measured(run: RunData) -> str:
 
 
 def heading(runs: Sequence[RunData]) -> str:
-    """What the runs measured, for a heading: the shared line, or each run's when they differ; then the
-    runs that are PARTIAL or degraded."""
-    lines = list(dict.fromkeys(measured(run) for run in runs))
-    text = (
-        f"Measured: {lines[0]}"
-        if len(lines) == 1
-        else "Measured (runs differ): " + " | ".join(f"{run.name}: {measured(run)}" for run in runs)
-    )
+    """What the runs measured (:func:`measured_heading`), then the runs that are PARTIAL or degraded."""
     marked = [f"{run.name} {shown}" for run in runs if (shown := state(run)) != "finished"]
-    return text + (f". Marked: {', '.join(marked)}" if marked else "")
+    return measured_heading(runs) + (f". Marked: {', '.join(marked)}" if marked else "")
+
+
+def measured_heading(runs: Sequence[RunData]) -> str:
+    """What the runs measured, for a heading: the shared line once; when the runs differ, the line most of
+    them share, then only the runs that differ with theirs.
+
+    >>> from pathlib import Path
+    >>> info = {"source": "demo", "samples": 1, "couple": 1, "family": 0}
+    >>> runs = [RunData.of(Path(n), {"dataset": info, "counts": {"itp": {"instances": 4}}}, []) for n in "ab"]
+    >>> measured_heading(runs)
+    'Measured: demo data (fictional): 1 sample (1 couple), 4 instances; not judged; no BERTScore'
+    """
+    lines = [measured(run) for run in runs]
+    counted = Counter(lines)
+    if len(counted) == 1:
+        text = f"Measured: {lines[0]}"
+    else:
+        common, count = counted.most_common(1)[0]
+        shared = common if count > 1 else None
+        named = "; ".join(
+            f"{run.name}: {line}" for run, line in zip(runs, lines, strict=True) if line != shared
+        )
+        text = "Measured (runs differ): " + (
+            f"{count} of {len(runs)} runs {common}; the others: {named}" if shared else named
+        )
+    return text
 
 
 def official_size(run: RunData) -> bool:

@@ -145,6 +145,9 @@ PAPER_BERT_NOTE = (
 )
 
 
+CI_BRACKETS = "brackets: 95% CI from a cluster bootstrap over conversations"
+"""The legend of the CIs in brackets (the terminal, which shows no brackets unless asked, says where they
+are instead)."""
 LEADER_KEYS = ("Model", "Source", "Status", "Valid (%)")
 """The leaderboard's columns before the metrics."""
 
@@ -172,7 +175,7 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
         rows += published_table_rows(comparable)
     note = (
         f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; "
-        f"{bert_note(names, runs)} Brackets: 95% CI from a cluster bootstrap over conversations. '–': not "
+        f"{bert_note(names, runs)} {CI_BRACKETS[0].upper()}{CI_BRACKETS[1:]}. '–': not "
         f"computed (e.g. the run was not judged). {VALIDITY_NOTE}"
     )
     note += averages.note(runs, found, names)

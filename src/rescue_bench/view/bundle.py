@@ -33,7 +33,7 @@ from rescue_bench.view.render import fact, make_environment, render_page
 from rescue_bench.view.rows import FAILURE_KINDS, InstanceRow
 from rescue_bench.view.transcript import THERAPIST, rebuild
 
-STATIC = ("view.css", "view.js", "bundle.js")
+STATIC = ("view.css", "view.js", "bundle.js", "favicon.svg")
 ROW_FIELDS = (
     "id", "sample", "scenario", "row", "gold", "pred", "valid", "correct", "failure", "problems",
     "judge", "disagree", "prev_gold", "gold_kind", "pred_kind", "repeat", "position", "search",

@@ -8,7 +8,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
+from markupsafe import Markup, escape
 
+from rescue_bench.report.measured import PAPER_SAMPLES, measured_heading, official_size
 from rescue_bench.report.tables import Cell
 from rescue_bench.tasks import tasks_of_kind
 from rescue_bench.view.data import RunView, run_labels
@@ -65,6 +67,15 @@ def fact(value: Any, key: str) -> str:
     return _num(value)
 
 
+def breakable(name: str) -> Markup:
+    """A model name, escaped, that may break after each ``/`` in a narrow header cell.
+
+    >>> str(breakable("openrouter/meta-llama/<x>"))
+    'openrouter/<wbr>meta-llama/<wbr>&lt;x&gt;'
+    """
+    return Markup("/<wbr>").join(escape(part) for part in name.split("/"))
+
+
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
@@ -77,9 +88,22 @@ def make_environment() -> Environment:
         trim_blocks=True,
         lstrip_blocks=True,
     )
-    env.filters.update(cell=_cell, num=_num, json=_json, fact=fact)
+    env.filters.update(cell=_cell, num=_num, json=_json, fact=fact, breakable=breakable)
     env.globals["free_text"] = tasks_of_kind("generation")  # tasks answered in words, not labels
     return env
+
+
+def measured_line(views: Sequence[RunView]) -> str:
+    """What the runs measured (data, samples, instances, judge, BERTScore), as every page's heading says it;
+    empty before any run has an answer."""
+    runs = [view.data for view in views if view.data.prediction_lines]
+    if not runs:
+        return ""
+    other = any(not official_size(run) for run in runs)
+    release = (
+        f"; not the official release ({PAPER_SAMPLES} samples), so not the paper's footing" if other else ""
+    )
+    return measured_heading(runs) + release
 
 
 def render_page(
@@ -100,5 +124,6 @@ def render_page(
             "run_names": run_labels(views),
             "redact": redact,
             "csp": BUNDLE_CSP,
+            "measured": measured_line(views),
         }
     )

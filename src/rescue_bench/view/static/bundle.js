@@ -179,7 +179,7 @@ async function showList(meta, run, task, params) {
     const desc = params.get("sort") === key && params.get("desc") !== "1";
     const arrow = params.get("sort") === key ? (params.get("desc") === "1" ? " ↓" : " ↑") : "";
     return el("th", {}, el("a", { href: hashOf({ ...keep, sort: key, desc: desc ? "1" : "0" }), text: label + arrow }));
-  }), other ? el("th", { text: `Other run` }) : null);
+  }), other ? el("th", { text: "Other run: predicted", title: other.name }) : null);
   const body = el("tbody");
   for (const r of rows.slice((number - 1) * PER_PAGE, number * PER_PAGE)) {
     const link = hashOf({ ...keep, id: r.id, at: r.repeat });
@@ -194,7 +194,8 @@ async function showList(meta, run, task, params) {
       el("td", {}, r.problems.map((p) => [el("span", { class: "problem", text: p.slice(0, 80) }), " "])),
       el("td", { text: fixed(r.judge) }),
       el("td", { text: fixed(r.disagree) }),
-      other ? el("td", {}, verdict(mine ? mine.correct : null, Boolean(mine))) : null));
+      other ? el("td", { class: "other" }, mine && !hide ? [el("code", { text: mine.pred.slice(0, 160) }), " "] : null,
+        mine && hide ? [muted("(redacted)"), " "] : null, verdict(mine ? mine.correct : null, Boolean(mine))) : null));
   }
   const nav = el("nav", { class: "pages" },
     number > 1 ? el("a", { id: "prev-page", href: hashOf({ ...keep, page: number - 1 }), text: "← previous page" }) : null,
