@@ -30,6 +30,8 @@ class EngineOptions:
     """Operational settings: they change how fast and how robustly a run goes, never what it asks."""
 
     concurrency: int = 16
+    adaptive: bool = False
+    """Adapt the in-flight window to the endpoint, ``concurrency`` its ceiling (a run's default)."""
     rpm: float | None = None
     tpm: float | None = None
     max_retries: int = 5
@@ -88,7 +90,8 @@ class Engine:
         cacheable = provider.capabilities.cacheable
         self.cache = cache if self.options.use_cache and cacheable else None
         self.budget = budget
-        self.limiter = Limiter(self.options.concurrency, rpm=self.options.rpm, tpm=self.options.tpm)
+        o = self.options
+        self.limiter = Limiter(o.concurrency, rpm=o.rpm, tpm=o.tpm, adaptive=o.adaptive)
         self.policy = RetryPolicy(self.options.max_retries, self.options.retry_base, self.options.retry_cap)
         self.identity = provider.identity()
         self._keys = CacheKeys(self.identity, params)
