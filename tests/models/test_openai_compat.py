@@ -378,7 +378,10 @@ def test_a_step_down_is_said_once_and_each_reply_records_its_format(caplog: pyte
 
 def test_a_step_down_that_keeps_the_schema_says_so() -> None:
     note = step_down_note("llamacpp-server/g", "json_object", "HTTP 400", "text", PRESETS["llamacpp-server"])
-    assert "asked in text from now on, without the answer's schema" in note and "llamacpp-server/ with" not in note
+    assert (
+        "asked in text from now on, without the answer's schema" in note
+        and "llamacpp-server/ with" not in note
+    )
     kept = step_down_note("vllm/g", "json_schema", "HTTP 400", "json_object", PRESETS["llamacpp-server"])
     assert kept.endswith("with the answer's schema inside it")
 

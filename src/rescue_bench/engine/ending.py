@@ -22,7 +22,9 @@ from rescue_bench.rundir.status import RunStatus
 _ATTEMPTS = re.compile(r" \(gave up after \d+ attempts?[^)]*\)$")
 _OVERFLOWS = (
     # OpenAI, vLLM: "maximum context length is 2048 tokens. However, you requested 3878 tokens"
-    re.compile(r"maximum context length is (?P<ctx>\d+) tokens.*?(?:requested|contains at least) (?P<n>\d+)", re.S),
+    re.compile(
+        r"maximum context length is (?P<ctx>\d+) tokens.*?(?:requested|contains at least) (?P<n>\d+)", re.S
+    ),
     # llama-cpp-python: "Requested tokens (3878) exceed context window of 2048"
     re.compile(r"Requested tokens \((?P<n>\d+)\) exceed context window of (?P<ctx>\d+)"),
     # llama-server: "request (4476 tokens) exceeds the available context size (4096 tokens)"
@@ -82,7 +84,7 @@ def overflow(problem: str) -> tuple[int | None, int | None] | None:
     """The server's context size and the request's tokens of a context-overflow error (each ``None`` when
     the message does not say); ``None`` for any other problem.
 
-    >>> overflow("HTTP 400: This model's maximum context length is 2048 tokens. However, you requested 3878 tokens")
+    >>> overflow("HTTP 400: maximum context length is 2048 tokens. However, you requested 3878 tokens")
     (2048, 3878)
     >>> overflow("HTTP 400: Requested tokens (3001) exceed context window of 2048"), overflow("HTTP 503")
     ((2048, 3001), None)
@@ -97,8 +99,8 @@ def overflow(problem: str) -> tuple[int | None, int | None] | None:
 def overflow_reason(context: int | None, tokens: int | None = None) -> str:
     """A context overflow in plain words: the sizes and the fix.
 
-    >>> overflow_reason(2048, 3878)
-    "context overflow: requests of up to 3878 tokens exceed the server's context of 2048 tokens; raise the server's context size (llama.cpp: -c/--ctx-size, llama-cpp-python: --n_ctx, vLLM: --max-model-len, Ollama: num_ctx), or ask less: a smaller --context-size (fewer earlier rows) or --max-tokens"
+    >>> overflow_reason(2048, 3878)[:90]
+    "context overflow: requests of up to 3878 tokens exceed the server's context of 2048 tokens"
     """
     size = f"requests of up to {tokens} tokens" if tokens else "requests"
     ctx = f"the server's context of {context} tokens" if context else "the server's context size"
@@ -161,7 +163,7 @@ def stepped_down(counts: Mapping[str, Mapping[str, Json]], asked: str) -> str | 
     keeps the schema; ``None`` when every answer was asked as ``asked`` or with the schema inside
     ``json_object`` (``llamacpp-server/``'s own way, nothing lost).
 
-    >>> stepped_down({"itp": {"response_formats": {"json_object": 3}}}, "json_schema")[:90]
+    >>> stepped_down({"itp": {"response_formats": {"json_object": 3}}}, "json_schema")[:99]
     "the endpoint refused the run's response format (json_schema): the answers were asked in json_object"
     >>> stepped_down({"itp": {"response_formats": {"json_object+schema": 3}}}, "json_schema") is None
     True

@@ -32,8 +32,8 @@ import asyncio
 import json
 import logging
 import time
-from dataclasses import replace
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rescue_bench.errors import ConfigError, FormatRejected, ProviderError, RetryableError

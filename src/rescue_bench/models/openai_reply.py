@@ -113,7 +113,9 @@ def parse_reply(data: Any, latency: float) -> Reply:
     if choice.finish_reason == "content_filter" and not choice.message.content:
         raise ModerationRefusal("finish_reason content_filter")
     reply = choice_reply(choice, parse_usage(body.usage), latency)
-    return replace(reply, model=_name(data.get("model")), system_fingerprint=_name(data.get("system_fingerprint")))
+    return replace(
+        reply, model=_name(data.get("model")), system_fingerprint=_name(data.get("system_fingerprint"))
+    )
 
 
 def _name(value: Json) -> str | None:
