@@ -182,11 +182,15 @@ def test_a_retry_that_would_wait_past_the_deadline_fails_at_once() -> None:
 # --- an in-flight window that fits the server (issue 39) ---------------------------------------------------
 
 
-def _one_slot_run(limiter: Limiter, requests: int, *, service: float = 0.4, timeout: float = 3.0) -> tuple:
-    """``requests`` calls through ``limiter`` to a one-slot server (``service`` s each, in arrival order; a
+def _one_slot_run(
+    limiter: Limiter, requests: int, *, service: tuple[float, float] = (0.4, 0.4), timeout: float = 3.0
+) -> tuple[float, int, int, int]:
+    """``requests`` calls through ``limiter`` to a one-slot server (``service``: the range of seconds each
+    takes, drawn at random; in arrival order; a
     request the client gave up on still takes its turn, as on a llama.cpp server), each call timed out
     after ``timeout`` s. Virtual time: returns (seconds taken, attempts, failures, timeouts)."""
     seen = {"timeouts": 0}
+    draw = random.Random(0)
 
     async def main() -> tuple[float, int, int, int]:
         loop = asyncio.get_running_loop()
@@ -194,7 +198,7 @@ def _one_slot_run(limiter: Limiter, requests: int, *, service: float = 0.4, time
 
         async def serve() -> None:
             async with slot:
-                await asyncio.sleep(service)
+                await asyncio.sleep(draw.uniform(*service))
 
         async def call() -> str:
             job = asyncio.ensure_future(serve())  # the server goes on whether the client waits or not
@@ -231,6 +235,16 @@ def test_the_window_fits_a_one_slot_server_where_a_fixed_one_times_out() -> None
     assert limiter.peak_in_flight <= 4
     fixed = _one_slot_run(Limiter(16), 40)  # today's fixed 16: its queue outlasts the timeout
     assert fixed[3] > 0 and fixed[0] > took
+
+
+def test_a_busy_one_slot_server_whose_replies_vary_gets_no_timeouts() -> None:
+    """A small model on a loaded CPU: 10 to 60 s a reply, one at a time, the default timeout of 120 s. The
+    window shrinks when a reply takes more than half the timeout, before any request times out."""
+    limiter = Limiter(16, adaptive=True, timeout=120.0, clock=lambda: asyncio.get_running_loop().time())
+    took, attempts, failed, timeouts = _one_slot_run(limiter, 30, service=(10.0, 60.0), timeout=120.0)
+    assert (attempts, failed, timeouts) == (30, 0, 0)
+    blind = Limiter(16, adaptive=True, clock=lambda: asyncio.get_running_loop().time())
+    assert _one_slot_run(blind, 30, service=(10.0, 60.0), timeout=120.0)[3] > 0  # the timeout rule is needed
 
 
 def test_the_window_grows_to_the_ceiling_when_the_server_keeps_up() -> None:

@@ -155,9 +155,9 @@ def llamacpp_python_format(answer: Handler | None = None) -> Handler:
     def handler(request: ChatRequest) -> Script | str | dict[str, Any] | list[Any]:
         if (request.response_format or {}).get("type") == "json_schema":
             detail = (
-                "[{'type': 'literal_error', 'loc': ('body', 'response_format', 'type'), 'msg': \"Input "
-                "should be 'text' or 'json_object'\", 'input': 'json_schema', 'ctx': {'expected': "
-                "\"'text' or 'json_object'\"}}]"
+                "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+                "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+                "'ctx': {'expected': \"'text' or 'json_object'\"}}\n"
             )
             return Script(status=500, error={"message": detail, "type": "internal_server_error"})
         return answer(request)

@@ -35,8 +35,9 @@ pytest.importorskip(
 
 pytestmark = [pytest.mark.slow, pytest.mark.subprocess, pytest.mark.model]
 
-BOUND = 240.0
-"""Seconds a run of one sample's ITP may take on two cores (it takes far less)."""
+BOUND = 900.0
+"""Seconds a run of one sample's ITP (six requests) may take on two busy cores; the sign that the window fits
+the server is that no request timed out (no retries), checked too."""
 
 
 def _free_port() -> int:
@@ -76,7 +77,7 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         "--port",
         str(port),
         "--n_ctx",
-        "4096",
+        "2048",
         "--n_threads",
         "2",
     ]
@@ -96,7 +97,9 @@ def llama_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 def _run(model: str, base_url: str, out: Path) -> tuple[Any, float]:
     args = ["run", "--model", model, "--base-url", base_url, "--data", "demo", "--tasks", "itp"]
-    args += ["--limit-samples", "1", "--no-bertscore", "--no-cache", "--out", str(out)]
+    # One sample's ITP, answers capped at 256 tokens (the schema's answers take about 90): a couple of minutes
+    # on two idle cores. Everything else at its default (concurrency 16, adapted; timeout 120 s).
+    args += ["--limit-samples", "1", "--max-tokens", "256", "--no-bertscore", "--no-cache", "--out", str(out)]
     started = time.monotonic()
     result = CliRunner().invoke(app, args, catch_exceptions=False)
     return result, time.monotonic() - started
@@ -108,7 +111,7 @@ def test_llamacpp_server_preset_gets_valid_answers(llama_server: str, tmp_path: 
     manifest = json.loads((tmp_path / "kept" / "run.json").read_text())
     counts = manifest["counts"]["itp"]
     assert manifest["status"] in ("finished", "degraded"), result.output
-    assert counts["request_failures"] == 0 and counts["valid"] > 0, counts
+    assert counts["request_failures"] == 0 and counts["retries"] == 0 and counts["valid"] > 0, counts
     assert counts["response_formats"] == {"json_object+schema": counts["requests"]}
     assert counts["served_models"] == {"gemma": counts["requests"]}
 
@@ -128,7 +131,7 @@ def test_openai_preset_steps_down_says_so_and_records_it(
     manifest = json.loads((tmp_path / "stepped" / "run.json").read_text())
     counts = manifest["counts"]["itp"]
     assert manifest["status"] in ("finished", "degraded"), result.output
-    assert counts["request_failures"] == 0, counts
+    assert counts["request_failures"] == 0 and counts["retries"] == 0, counts
     assert counts["response_formats"] == {"json_object": counts["requests"]}
     lines = list(read_jsonl(tmp_path / "stepped" / "requests.jsonl"))
     assert {line["response_format"] for line in lines} == {"json_object"}

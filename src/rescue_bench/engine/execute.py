@@ -32,6 +32,8 @@ class EngineOptions:
     concurrency: int = 16
     adaptive: bool = False
     """Adapt the in-flight window to the endpoint, ``concurrency`` its ceiling (a run's default)."""
+    timeout: float | None = None
+    """The provider's request timeout, when known: an adapted window shrinks before replies reach it."""
     rpm: float | None = None
     tpm: float | None = None
     max_retries: int = 5
@@ -91,7 +93,7 @@ class Engine:
         self.cache = cache if self.options.use_cache and cacheable else None
         self.budget = budget
         o = self.options
-        self.limiter = Limiter(o.concurrency, rpm=o.rpm, tpm=o.tpm, adaptive=o.adaptive)
+        self.limiter = Limiter(o.concurrency, rpm=o.rpm, tpm=o.tpm, adaptive=o.adaptive, timeout=o.timeout)
         self.policy = RetryPolicy(self.options.max_retries, self.options.retry_base, self.options.retry_cap)
         self.identity = provider.identity()
         self._keys = CacheKeys(self.identity, params)

@@ -96,10 +96,10 @@ class RetryPolicy:
         return self.deadline is not None and self.clock() + wait > self.deadline
 
 
-QUEUEING = 4.0
+QUEUEING = 3.0
 """A reply that took this many times the quickest recent one, sent while others were in flight, waited in
 the server's queue: the window shrinks as for a 429."""
-PROMPT = 2.0
+PROMPT = 1.5
 """A reply within this many times the quickest recent one came back promptly: the window may grow. Between
 the two the window holds: the server is busy, and its queue is not worth lengthening."""
 
@@ -119,7 +119,8 @@ class Limiter:
     endpoint sustains, by additive increase and multiplicative decrease: it starts at one request, doubles
     while the replies come back promptly (:data:`PROMPT`; slow start), then grows by one request per window of
     prompt replies;
-    a timeout, a 429 or 503, or a reply that waited in the server's queue (:data:`QUEUEING`) halves it, at
+    a timeout, a 429 or 503, a reply that waited in the server's queue (:data:`QUEUEING`) or took more than
+    half the request ``timeout`` (while others were in flight) halves it, at
     most once per window (the requests already in flight when it was cut do not cut it again). A
     ``Retry-After`` also holds every new request until it has passed, so a rate-limited API sees one retry,
     not a storm. Without ``adaptive`` the window stays at ``concurrency`` (``--fixed-concurrency``).
@@ -132,6 +133,7 @@ class Limiter:
         rpm: float | None = None,
         tpm: float | None = None,
         adaptive: bool = False,
+        timeout: float | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if concurrency < 1:
@@ -148,6 +150,8 @@ class Limiter:
         self.cuts = 0
         """How many times the window was halved."""
         self._slow_start = adaptive
+        self._slow = timeout / 2 if timeout else math.inf
+        """A reply slower than this (half the request timeout) came close to timing out: the window shrinks."""
         self._clock = clock
         self._rpm = AsyncLimiter(rpm, 60.0) if rpm else None
         self._tpm = AsyncLimiter(tpm, 60.0) if tpm else None
@@ -196,7 +200,7 @@ class Limiter:
         latency = self._clock() - ticket.started
         quickest = min(self._quick, default=latency)
         self._quick.append(latency)
-        if ticket.load > 1 and latency > QUEUEING * quickest:
+        if ticket.load > 1 and (latency > QUEUEING * quickest or latency > self._slow):
             self._cut(ticket)
             return
         if (ticket.load > 1 and latency >= PROMPT * quickest) or ticket.started <= self._last_cut:

@@ -210,6 +210,7 @@ def engine_options_of(spec: RunSpec) -> EngineOptions:
     return EngineOptions(
         concurrency=spec.model.concurrency or e.concurrency,
         adaptive=not e.fixed_concurrency,
+        timeout=e.timeout,
         rpm=e.rpm,
         tpm=e.tpm,
         max_retries=e.max_retries,
