@@ -241,7 +241,7 @@ def test_a_busy_one_slot_server_whose_replies_vary_gets_no_timeouts() -> None:
     """A small model on a loaded CPU: 10 to 60 s a reply, one at a time, the default timeout of 120 s. The
     window shrinks when a reply takes more than half the timeout, before any request times out."""
     limiter = Limiter(16, adaptive=True, timeout=120.0, clock=lambda: asyncio.get_running_loop().time())
-    took, attempts, failed, timeouts = _one_slot_run(limiter, 30, service=(10.0, 60.0), timeout=120.0)
+    _, attempts, failed, timeouts = _one_slot_run(limiter, 30, service=(10.0, 60.0), timeout=120.0)
     assert (attempts, failed, timeouts) == (30, 0, 0)
     blind = Limiter(16, adaptive=True, clock=lambda: asyncio.get_running_loop().time())
     assert _one_slot_run(blind, 30, service=(10.0, 60.0), timeout=120.0)[3] > 0  # the timeout rule is needed

@@ -151,7 +151,8 @@ class Limiter:
         """How many times the window was halved."""
         self._slow_start = adaptive
         self._slow = timeout / 2 if timeout else math.inf
-        """A reply slower than this (half the request timeout) came close to timing out: the window shrinks."""
+        """A reply slower than this (half the request timeout) came close to timing out: the window
+        shrinks."""
         self._clock = clock
         self._rpm = AsyncLimiter(rpm, 60.0) if rpm else None
         self._tpm = AsyncLimiter(tpm, 60.0) if tpm else None
