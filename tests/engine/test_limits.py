@@ -351,3 +351,15 @@ def test_a_one_slot_server_at_the_default_settings_takes_at_most_twice_concurren
     counts = result.counts["echo"]
     assert counts["request_failures"] == 0 and counts["retries"] == 0  # no request timed out or given up
     assert server.count == 30 and default <= 2 * one, (default, one)
+
+
+def test_a_reply_near_the_timeout_does_not_grow_the_window_even_alone() -> None:
+    now = [0.0]
+    limiter = Limiter(16, adaptive=True, timeout=120.0, clock=lambda: now[0])
+    ticket = Ticket(0.0, 1)
+    now[0] = 65.0  # one request alone took more than half the timeout: a second would queue behind it
+    limiter.answered(ticket)
+    assert limiter.current == 1
+    now[0] = 70.0
+    limiter.answered(Ticket(65.0, 1))
+    assert limiter.current == 2

@@ -204,8 +204,9 @@ class Limiter:
         if ticket.load > 1 and (latency > QUEUEING * quickest or latency > self._slow):
             self._cut(ticket)
             return
-        if (ticket.load > 1 and latency >= PROMPT * quickest) or ticket.started <= self._last_cut:
-            return  # busy, or sent before the last cut: no news of the window as it is now
+        busy = ticket.load > 1 and latency >= PROMPT * quickest
+        if busy or latency > self._slow or ticket.started <= self._last_cut:
+            return  # busy, near the timeout even alone, or sent before the last cut: hold
         step = 1.0 if self._slow_start else 1.0 / self.window
         self.window = min(float(self.concurrency), self.window + step)
         self._wake()
