@@ -58,10 +58,13 @@ class ProviderError(BenchError):
 class RetryableError(Exception):
     """A fault worth trying again (HTTP 429 or 5xx, timeout, connection error, truncated body)."""
 
-    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, *, retry_after: float | None = None, overload: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
         """Seconds the server asked us to wait, when it said so."""
+        self.overload = overload
+        """The endpoint is saying it has more than it can take (429, 503, a timeout): the engine keeps fewer
+        requests in flight."""
 
 
 class ModerationRefusal(Exception):
@@ -72,9 +75,11 @@ class FormatRejected(Exception):
     """The endpoint refused the ``response_format`` sent (HTTP ``status``): the provider steps down to a
     plainer one."""
 
-    def __init__(self, status: int) -> None:
+    def __init__(self, status: int, detail: str = "") -> None:
         super().__init__(f"HTTP {status}: response_format refused")
         self.status = status
+        self.detail = detail
+        """What the server said, the key removed (for the step-down's warning)."""
 
 
 class CallFailed(Exception):

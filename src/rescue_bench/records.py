@@ -204,6 +204,13 @@ class Reply:
     attempts: int = 1
     predictions: tuple[Prediction, ...] | None = None
     """Answers already in the task's shape (the baselines): recorded as they are, ``text`` is not parsed."""
+    model: str | None = None
+    """The model the endpoint says answered (its reply's ``model``), when it says."""
+    system_fingerprint: str | None = None
+    """The backend configuration the endpoint says answered (``system_fingerprint``), when it says."""
+    response_format: str | None = None
+    """How the answer was asked for (``json_schema``, ``json_object+schema``, ``json_object``, ``text``);
+    ``None`` for a provider without response formats."""
 
     @property
     def ok(self) -> bool:

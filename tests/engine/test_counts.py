@@ -11,12 +11,14 @@ import pytest
 from pydantic import TypeAdapter, ValidationError
 from tests.engine import tiny_task
 from tests.engine.conftest import TINY_TASKS, fast_options, make_samples, provider_on, tiny_config
-from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, server_error
+from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, llamacpp_python_format, server_error
 
 from rescue_bench.engine.counts import RequestTally, tally_requests
+from rescue_bench.engine.ending import degraded_reason
 from rescue_bench.engine.run import execute_run
 from rescue_bench.records import Usage
-from rescue_bench.rundir import RequestLine, RunDirError, read_jsonl
+from rescue_bench.report.measured import measured
+from rescue_bench.rundir import RequestLine, RunDirError, load_run, read_jsonl
 
 
 def line(**fields: Any) -> RequestLine:
@@ -103,3 +105,50 @@ def test_a_misspelt_usage_key_of_a_request_line_is_an_error_naming_it() -> None:
     # dataclass would otherwise fail with an AttributeError).
     with pytest.raises(ValidationError, match="Unexpected keyword argument"):
         TypeAdapter(Usage).validate_python({"prompt_token": 1})
+
+
+# --- what the endpoint said about each reply: its format and its model (issue 39) ------------------------
+
+
+def small_model(request: ChatRequest) -> str:
+    """A small model: the right answers when the server holds it to the schema, another shape otherwise."""
+    fmt = request.response_format or {}
+    held = fmt.get("type") == "json_schema" or "schema" in fmt
+    return tiny_task.oracle(request) if held else json.dumps({"note": "Ana speaks next, I think."})
+
+
+def test_a_refused_json_schema_is_recorded_per_task_and_named_in_the_degraded_reason(tmp_path: Path) -> None:
+    with FakeOpenAIServer(llamacpp_python_format(small_model)) as server:
+        stepped = asyncio.run(
+            execute_run(
+                tiny_config(),
+                tmp_path / "openai",
+                fast_options(),
+                tasks=TINY_TASKS,
+                model=provider_on(server, preset="openai"),
+                samples=make_samples(2, 4),
+            )
+        )
+        kept = asyncio.run(
+            execute_run(
+                tiny_config(),
+                tmp_path / "llamacpp",
+                fast_options(),
+                tasks=TINY_TASKS,
+                model=provider_on(server, preset="llamacpp-server"),
+                samples=make_samples(2, 4),
+            )
+        )
+    counts = json.loads((tmp_path / "openai" / "run.json").read_text())["counts"]["echo"]
+    assert counts["response_formats"] == {"json_object": counts["requests"]}
+    assert counts["served_models"] == {"m1": counts["requests"]}
+    assert stepped.status == "degraded" and stepped.ending is not None
+    reason = degraded_reason(stepped.ending)
+    assert reason is not None and "asked in json_object (echo), without the answer's schema" in reason
+    assert "llamacpp-server/" in reason
+    lines = list(read_jsonl(tmp_path / "openai" / "requests.jsonl"))
+    assert {(r["response_format"], r["reply"]["model"]) for r in lines} == {("json_object", "m1")}
+    assert measured(load_run(tmp_path / "openai")).endswith("; answers asked as json_object")
+    assert kept.status == "finished"
+    kept_counts = json.loads((tmp_path / "llamacpp" / "run.json").read_text())["counts"]["echo"]
+    assert kept_counts["response_formats"] == {"json_object+schema": kept_counts["requests"]}

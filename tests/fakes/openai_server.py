@@ -15,6 +15,8 @@ Scripting: give a *handler*, a callable that receives each :class:`ChatRequest` 
   ``response_format``), :func:`refusal` (DashScope's ``data_inspection_failed``); hostile servers:
   :func:`drip` (a 200 body one byte every half second), :func:`huge` (megabytes of content, chunked or not),
   :func:`echo_key` (the request's bearer token comes back in the answer and the reasoning).
+  :func:`llamacpp_python_format` answers as llama-cpp-python's server does (``json_schema`` refused with an
+  HTTP 500). ``slots=1`` makes a one-slot server: one request at a time, the others queue, as llama.cpp does.
 
 ``ChatRequest.nth`` counts identical requests (same messages), so "fail the first two attempts, then answer"
 is ``lambda r: rate_limited(0) if r.nth <= 2 else "..."``. Every request is logged in
@@ -72,6 +74,10 @@ class Script:
     """Seconds between single bytes of a 200 body (a server that never quite finishes)."""
     chunked: bool = False
     """Send a 200 body with ``Transfer-Encoding: chunked`` instead of a ``Content-Length``."""
+    model: str | None = None
+    """The reply's ``model``; default: the model the request named."""
+    system_fingerprint: str | None = None
+    """Sent as the reply's ``system_fingerprint`` when given."""
 
 
 def ok(
@@ -138,6 +144,25 @@ def unsupported_format(kind: str = "json_schema") -> Script:
             "code": None,
         },
     )
+
+
+def llamacpp_python_format(answer: Handler | None = None) -> Handler:
+    """llama-cpp-python's server (0.3.x): ``json_schema`` is refused as its request model's validation error,
+    an HTTP 500 with pydantic's words; ``json_object`` (with a ``schema`` or not) and text are answered by
+    ``answer`` (default: schema-shaped answers)."""
+    answer = answer or schema_answer
+
+    def handler(request: ChatRequest) -> Script | str | dict[str, Any] | list[Any]:
+        if (request.response_format or {}).get("type") == "json_schema":
+            detail = (
+                "1 validation error:\n  {'type': 'literal_error', 'loc': ('body', 'response_format', "
+                "'type'), 'msg': \"Input should be 'text' or 'json_object'\", 'input': 'json_schema', "
+                "'ctx': {'expected': \"'text' or 'json_object'\"}}\n"
+            )
+            return Script(status=500, error={"message": detail, "type": "internal_server_error"})
+        return answer(request)
+
+    return handler
 
 
 def refusal() -> Script:
@@ -217,9 +242,13 @@ class FakeOpenAIServer:
         latency: float = 0.0,
         port: int = 0,
         require_key: str | None = None,
+        slots: int | None = None,
     ) -> None:
         self.handler: Handler = handler or schema_answer
         self.latency = latency
+        self.slots = slots
+        """Requests served at once, like a llama.cpp server's slots (the others wait their turn, in order);
+        ``None``: all of them at once."""
         self.require_key = require_key
         self.requests: list[ChatRequest] = []
         self.completed = 0
@@ -234,6 +263,7 @@ class FakeOpenAIServer:
         self._server: asyncio.base_events.Server | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
+        self._slot: asyncio.Semaphore | None = None
 
     # -- lifecycle
     # ---------------------------------------------------------------------------------------------
@@ -278,6 +308,7 @@ class FakeOpenAIServer:
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         self._loop = loop
+        self._slot = asyncio.Semaphore(self.slots) if self.slots else None
         self._server = loop.run_until_complete(
             asyncio.start_server(self._connection, "127.0.0.1", self._port, backlog=4096, limit=2**24)
         )
@@ -303,6 +334,8 @@ class FakeOpenAIServer:
                     break
         except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
             pass
+        except asyncio.CancelledError:  # the server stops with requests still queued for a slot
+            pass
         finally:
             writer.close()
 
@@ -323,6 +356,14 @@ class FakeOpenAIServer:
             request = self._log(path, headers, json.loads(raw or b"{}"))
             script = self._script(request)
         delay = self.latency if script.delay is None else script.delay
+        if self._slot is not None and script.status == 200:
+            async with self._slot:  # a one-slot server: one request at a time, the rest queue
+                return await self._serve(script, request, writer, delay)
+        return await self._serve(script, request, writer, delay)
+
+    async def _serve(
+        self, script: Script, request: ChatRequest | None, writer: asyncio.StreamWriter, delay: float
+    ) -> bool:
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
@@ -438,7 +479,8 @@ def _completion(script: Script, request: ChatRequest | None) -> dict[str, Any]:
         "id": f"chatcmpl-fake-{request.index if request else 0}",
         "object": "chat.completion",
         "created": int(time.time()),
-        "model": request.model if request else "fake",
+        "model": script.model or (request.model if request else "fake"),
+        **({"system_fingerprint": script.system_fingerprint} if script.system_fingerprint else {}),
         "choices": [{"index": 0, "message": message, "finish_reason": script.finish_reason}],
         "usage": {
             "prompt_tokens": prompt,
@@ -516,8 +558,9 @@ def main() -> None:  # pragma: no cover - used by benchmarks/bench_engine.py
     parser = argparse.ArgumentParser(description="Serve schema-shaped fake chat completions on loopback.")
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--slots", type=int, default=None, help="requests served at once (default: all)")
     args = parser.parse_args()
-    server = FakeOpenAIServer(latency=args.latency, port=args.port).start()
+    server = FakeOpenAIServer(latency=args.latency, port=args.port, slots=args.slots).start()
     print(server.base_url, flush=True)
     try:
         while True:

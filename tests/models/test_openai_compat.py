@@ -11,13 +11,13 @@ from typing import Any
 import httpx2
 import openai
 import pytest
-from tests.fakes.openai_server import FakeOpenAIServer
+from tests.fakes.openai_server import FakeOpenAIServer, Script, llamacpp_python_format
 
 from rescue_bench.errors import ModerationRefusal, ProviderError, RetryableError
 from rescue_bench.models import http_pool
 from rescue_bench.models.base import Generation
 from rescue_bench.models.openai_compat import OpenAICompatProvider
-from rescue_bench.models.presets import PRESETS, get_preset
+from rescue_bench.models.presets import PRESETS, get_preset, step_down_note
 from rescue_bench.records import Reply, Request
 
 KEY = "sk-test-key-0123456789"
@@ -341,3 +341,69 @@ def test_the_aiohttp_transport_gives_way_to_the_httpx2_client_behind_a_proxy(
     monkeypatch.setenv("HTTPS_PROXY", "http://127.0.0.1:9")
     assert not http_pool.uses_aiohttp()
     assert not isinstance(http_pool.make_http_client(8), openai.DefaultAioHttpClient)
+
+
+# --- the format the answers were asked in, and the model that answered (issue 39) -------------------------
+
+
+async def ask(p: OpenAICompatProvider, n: int) -> list[Reply]:
+    """``n`` requests one after the other on one event loop (the SDK client lives on it), then close."""
+    try:
+        return [await p.complete(REQUEST, Generation()) for _ in range(n)]
+    finally:
+        await p.aclose()
+
+
+def test_a_step_down_is_said_once_and_each_reply_records_its_format(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("WARNING")
+    with FakeOpenAIServer(llamacpp_python_format(lambda r: '{"answer": "yes"}')) as server:
+
+        def on(preset: str) -> OpenAICompatProvider:
+            return OpenAICompatProvider(
+                "gemma", preset=get_preset(preset), base_url=server.base_url, api_key=KEY, timeout=5.0
+            )
+
+        replies = asyncio.run(ask(on("openai"), 3))
+        [kept] = asyncio.run(ask(on("llamacpp-server"), 1))
+    assert [r.response_format for r in replies] == ["json_object"] * 3
+    assert kept.ok and kept.response_format == "json_object+schema"
+    said = [r.getMessage() for r in caplog.records if "response_format" in r.getMessage()]
+    assert len(said) == 1  # once, not once per request
+    assert "refused response_format json_schema (HTTP 500: " in said[0]
+    assert "Input should be 'text' or 'json_object'" in said[0]
+    assert "asked in json_object from now on, without the answer's schema" in said[0]
+    assert "llamacpp-server/" in said[0]
+    assert KEY not in said[0]
+
+
+def test_a_step_down_that_keeps_the_schema_says_so() -> None:
+    note = step_down_note("llamacpp-server/g", "json_object", "HTTP 400", "text", PRESETS["llamacpp-server"])
+    assert (
+        "asked in text from now on, without the answer's schema" in note
+        and "llamacpp-server/ with" not in note
+    )
+    kept = step_down_note("vllm/g", "json_schema", "HTTP 400", "json_object", PRESETS["llamacpp-server"])
+    assert kept.endswith("with the answer's schema inside it")
+
+
+def test_the_served_model_and_fingerprint_are_kept_and_a_change_is_said(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    caplog.set_level("WARNING")
+    snapshots = iter(["gpt-4o-2024-08-06", "gpt-4o-2024-08-06", "gpt-4o-2024-11-20", "gpt-4o-2024-11-20"])
+
+    def handler(request: Any) -> Script:
+        return Script(content='{"answer": "yes"}', model=next(snapshots), system_fingerprint="fp_44709d6fcb")
+
+    with FakeOpenAIServer(handler) as server:
+        p = OpenAICompatProvider(
+            "gpt-4o", preset=get_preset("openai"), base_url=server.base_url, api_key=KEY, timeout=5.0
+        )
+        replies = asyncio.run(ask(p, 4))
+    assert [r.model for r in replies] == ["gpt-4o-2024-08-06"] * 2 + ["gpt-4o-2024-11-20"] * 2
+    assert {r.system_fingerprint for r in replies} == {"fp_44709d6fcb"}
+    said = [r.getMessage() for r in caplog.records if "changed within the run" in r.getMessage()]
+    assert said == [
+        "warning: openai/gpt-4o: the endpoint's model changed within the run, from gpt-4o-2024-08-06 to "
+        "gpt-4o-2024-11-20; the run.json counts name the model of each reply"
+    ]

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from rescue_bench.models.preset_docs import efforts_table, presets_table, refresh
-from rescue_bench.models.presets import PRESETS
+from rescue_bench.models.presets import PRESETS, SCHEMA_KEEPER
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs" / "reasoning.md"
@@ -52,3 +52,17 @@ def test_missing_or_doubled_markers_are_refused(broken: str) -> None:
 def test_the_readme_names_every_preset() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert [name for name in PRESETS if f"`{name}/`" not in readme] == []
+
+
+def test_serving_your_own_model_names_real_presets_and_the_readme_links_it() -> None:
+    serving = (ROOT / "docs" / "serving.md").read_text(encoding="utf-8")
+    rows = [line for line in serving.splitlines() if line.startswith("| ") and "`" in line]
+    named = {cell.strip().strip("`").rstrip("/") for row in rows for cell in row.split("|")[-2:-1]}
+    assert named == {"llamacpp-server", "vllm", "ollama"} and named <= set(PRESETS)
+    assert (
+        "llamacpp-server/" in SCHEMA_KEEPER
+    )  # the preset the step-down's warning names is the one documented
+    for server in ("llama-server", "llama_cpp.server", "vllm serve", "ollama serve"):
+        assert server in serving
+    assert "--limit-samples 1" in serving and "rescue-bench view" in serving
+    assert "(docs/serving.md)" in (ROOT / "README.md").read_text(encoding="utf-8")

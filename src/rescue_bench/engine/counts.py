@@ -7,9 +7,9 @@ session appends, so the finish never reads the file back.
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.records import Json, ProblemKind
@@ -35,6 +35,10 @@ class RequestTally:
     """Tokens of the requests that were paid for (not answered from the cache)."""
     truncated: int = 0
     empty_after_reasoning: int = 0
+    formats: Counter[str] = field(default_factory=Counter)
+    """Answered requests by the response format they were asked in."""
+    models: Counter[str] = field(default_factory=Counter)
+    """Answered requests by the model the endpoint said answered."""
 
     def add(self, line: RequestLine) -> None:
         self.requests += 1
@@ -51,6 +55,10 @@ class RequestTally:
         if line.error is not None:
             self.failures += 1
             return
+        if line.response_format:
+            self.formats[line.response_format] += 1
+        if line.reply.model:
+            self.models[line.reply.model] += 1
         # Replies cut off at the output cap, and replies with no answer after their reasoning: their instances
         # are parse failures (counted there); these say why, which a reasoning model's run needs to know.
         self.truncated += line.reply.finish_reason == "length"
@@ -73,6 +81,10 @@ class RequestTally:
             },
             "truncated": self.truncated,
             "empty_after_reasoning": self.empty_after_reasoning,
+            # Only when the endpoint's replies said (an OpenAI-compatible endpoint): how they were asked for,
+            # and which model answered.
+            **({"response_formats": dict(self.formats.most_common())} if self.formats else {}),
+            **({"served_models": dict(self.models.most_common())} if self.models else {}),
         }
 
 

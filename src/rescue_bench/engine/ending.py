@@ -14,12 +14,29 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from rescue_bench.models.presets import SCHEMA_KEEPER, keeps_schema
 from rescue_bench.records import Json, ProblemKind
 from rescue_bench.rundir import Counts, PredictionLine
 from rescue_bench.rundir.counts import total
 from rescue_bench.rundir.status import RunStatus
 
 _ATTEMPTS = re.compile(r" \(gave up after \d+ attempts?[^)]*\)$")
+_OVERFLOWS = (
+    # OpenAI, vLLM: "maximum context length is 2048 tokens. However, you requested 3878 tokens"
+    re.compile(
+        r"maximum context length is (?P<ctx>\d+) tokens.*?(?:requested|contains at least) (?P<n>\d+)", re.S
+    ),
+    # llama-cpp-python: "Requested tokens (3878) exceed context window of 2048"
+    re.compile(r"Requested tokens \((?P<n>\d+)\) exceed context window of (?P<ctx>\d+)"),
+    # llama-server: "request (4476 tokens) exceeds the available context size (4096 tokens)"
+    re.compile(r"request \((?P<n>\d+) tokens\) exceeds the available context size \((?P<ctx>\d+) tokens"),
+    re.compile(r"exceeds the available context size(?P<ctx>)(?P<n>)"),
+)
+_OVERFLOW_FIX = (
+    "raise the server's context size (llama.cpp: -c/--ctx-size, llama-cpp-python: --n_ctx, vLLM: "
+    "--max-model-len, Ollama: num_ctx), or ask less: a smaller --context-size (fewer earlier rows) or "
+    "--max-tokens"
+)
 
 _FORMAT_HINT = (
     "the replies do not have the answer's shape (an empty object, prose): the endpoint may ignore the "
@@ -50,7 +67,8 @@ def unanswered(record: Mapping[str, Json] | PredictionLine) -> bool:
 
 
 def reason_of(problem: str) -> str:
-    """A problem string as a reason to group by: without its kind and its count of attempts.
+    """A problem string as a reason to group by: without its kind and its count of attempts; a context
+    overflow as one reason per context size, with the fix (:func:`overflow`).
 
     >>> reason_of("request_failed: connection error: refused (gave up after 6 attempts)")
     'connection error: refused'
@@ -59,7 +77,35 @@ def reason_of(problem: str) -> str:
     """
     if ProblemKind.of(problem) is ProblemKind.REQUEST_FAILED:
         problem = problem.split(":", 1)[1].strip()
-    return _ATTEMPTS.sub("", problem)
+    found = overflow(problem)
+    return overflow_reason(found[0]) if found else _ATTEMPTS.sub("", problem)
+
+
+def overflow(problem: str) -> tuple[int | None, int | None] | None:
+    """The server's context size and the request's tokens of a context-overflow error (each ``None`` when
+    the message does not say); ``None`` for any other problem.
+
+    >>> overflow("HTTP 400: maximum context length is 2048 tokens. However, you requested 3878 tokens")
+    (2048, 3878)
+    >>> overflow("HTTP 400: Requested tokens (3001) exceed context window of 2048"), overflow("HTTP 503")
+    ((2048, 3001), None)
+    """
+    for pattern in _OVERFLOWS:
+        if match := pattern.search(problem):
+            ctx, n = match.group("ctx"), match.group("n")
+            return (int(ctx) if ctx else None, int(n) if n else None)
+    return None
+
+
+def overflow_reason(context: int | None, tokens: int | None = None) -> str:
+    """A context overflow in plain words: the sizes and the fix.
+
+    >>> overflow_reason(2048, 3878)[:90]
+    "context overflow: requests of up to 3878 tokens exceed the server's context of 2048 tokens"
+    """
+    size = f"requests of up to {tokens} tokens" if tokens else "requests"
+    ctx = f"the server's context of {context} tokens" if context else "the server's context size"
+    return f"context overflow: {size} exceed {ctx}; {_OVERFLOW_FIX}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,28 +121,67 @@ class Ending:
     """The most frequent reason an answer failed, and the likely fix when one is known."""
 
 
-def run_status(lines: Iterable[PredictionLine], planned: int, degraded_share: float) -> Ending:
-    """The status of a session that asked everything it had to (no budget stop, no interrupt)."""
+def run_status(
+    lines: Iterable[PredictionLine], planned: int, degraded_share: float, step_down: str | None = None
+) -> Ending:
+    """The status of a session that asked everything it had to (no budget stop, no interrupt).
+
+    ``step_down``: the endpoint's step-down of the answer format (:func:`stepped_down`), which is then the
+    likely fix of a run whose answers failed.
+    """
     unanswered_by: dict[str, Counter[str]] = {}
     failed: Counter[str] = Counter()
     kinds: Counter[ProblemKind] = Counter()
+    largest: dict[tuple[str, str], tuple[int | None, int]] = {}
     for line in lines:
         if line.valid:
             continue
         first = line.problems[0] if line.problems else "other: no reason recorded"
+        reason = reason_of(first)
+        if (found := overflow(first)) and found[1]:  # a task's overflows are one reason: its largest request
+            seen = largest.get((line.task, reason), (None, 0))[1]
+            largest[line.task, reason] = (found[0], max(seen, found[1]))
         if unanswered(line):
-            unanswered_by.setdefault(line.task, Counter())[reason_of(first)] += 1
+            unanswered_by.setdefault(line.task, Counter())[reason] += 1
         else:
-            failed[reason_of(first)] += 1
+            failed[reason] += 1
             kinds[ProblemKind.of(first)] += 1
+    for (task, reason), (context, tokens) in largest.items():
+        if reason in unanswered_by.get(task, {}):
+            unanswered_by[task][overflow_reason(context, tokens)] += unanswered_by[task].pop(reason)
     share = sum(failed.values()) / planned if planned else 0.0
     dominant = None
     if failed:
         kind = kinds.most_common(1)[0][0]
-        dominant = (failed.most_common(1)[0][0], _HINTS.get(kind))
+        dominant = (failed.most_common(1)[0][0], step_down or _HINTS.get(kind))
     no_answer = sum(sum(c.values()) for c in unanswered_by.values())
     status = _status(planned, no_answer, sum(failed.values()), degraded_share)
     return Ending(status, unanswered_by, share, dominant)
+
+
+def stepped_down(counts: Mapping[str, Mapping[str, Json]], asked: str) -> str | None:
+    """The step-down of the answer format that ``run.json``'s counts record, in words, with the preset that
+    keeps the schema; ``None`` when every answer was asked as ``asked`` or with the schema inside
+    ``json_object`` (``llamacpp-server/``'s own way, nothing lost).
+
+    >>> stepped_down({"itp": {"response_formats": {"json_object": 3}}}, "json_schema")[:99]
+    "the endpoint refused the run's response format (json_schema): the answers were asked in json_object"
+    >>> stepped_down({"itp": {"response_formats": {"json_object+schema": 3}}}, "json_schema") is None
+    True
+    """
+    used: dict[str, list[str]] = {}
+    for task, count in counts.items():
+        formats = count.get("response_formats")
+        for label in formats if isinstance(formats, dict) else {}:
+            if label != asked and not keeps_schema(label):
+                used.setdefault(label, []).append(task)
+    if not used:
+        return None
+    label, tasks = max(used.items(), key=lambda item: len(item[1]))
+    return (
+        f"the endpoint refused the run's response format ({asked}): the answers were asked in {label} "
+        f"({', '.join(tasks)}), without the answer's schema; {SCHEMA_KEEPER}"
+    )
 
 
 def degraded_reason(ending: Ending) -> str | None:

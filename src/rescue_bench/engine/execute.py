@@ -31,6 +31,10 @@ class EngineOptions:
     """Operational settings: they change how fast and how robustly a run goes, never what it asks."""
 
     concurrency: int = 16
+    adaptive: bool = False
+    """Adapt the in-flight window to the endpoint, ``concurrency`` its ceiling (a run's default)."""
+    timeout: float | None = None
+    """The provider's request timeout, when known: an adapted window shrinks before replies reach it."""
     rpm: float | None = None
     tpm: float | None = None
     max_retries: int = 5
@@ -49,6 +53,8 @@ use_cache=True, jitter_seed=None)
         """
         return cls(
             concurrency=concurrency or engine.concurrency,
+            adaptive=not engine.fixed_concurrency,
+            timeout=engine.timeout,
             rpm=engine.rpm,
             tpm=engine.tpm,
             max_retries=engine.max_retries,
@@ -120,7 +126,8 @@ class Engine:
         cacheable = provider.capabilities.cacheable
         self.cache = cache if self.options.use_cache and cacheable else None
         self.budget = budget
-        self.limiter = Limiter(self.options.concurrency, rpm=self.options.rpm, tpm=self.options.tpm)
+        o = self.options
+        self.limiter = Limiter(o.concurrency, rpm=o.rpm, tpm=o.tpm, adaptive=o.adaptive, timeout=o.timeout)
         self.policy = RetryPolicy(self.options.max_retries, self.options.retry_base, self.options.retry_cap)
         self.identity = provider.identity()
         self._keys = CacheKeys(self.identity, params)

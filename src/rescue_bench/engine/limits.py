@@ -1,7 +1,8 @@
 """How many requests fly at once, how fast they go out, and when a failed one is tried again.
 
-* :class:`Limiter`: a global in-flight limit (an ``asyncio.Semaphore``) plus optional requests-per-minute and
-  tokens-per-minute limits (``aiolimiter``), shared by every task of a run.
+* :class:`Limiter`: a global in-flight window, fixed or adapted to what the endpoint sustains (additive
+  increase, multiplicative decrease), plus optional requests-per-minute and tokens-per-minute limits
+  (``aiolimiter``), shared by every task of a run.
 * :class:`RetryPolicy`: exponential backoff with full jitter that honours ``Retry-After`` up to a cap (a
   longer one is cut to the cap, with one warning per run) and never past the run's deadline, if it has one.
   Only :class:`RetryableError` (429, 5xx, timeouts, connection errors, unreadable bodies) is retried;
@@ -15,8 +16,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import random
 import time
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -93,27 +96,88 @@ class RetryPolicy:
         return self.deadline is not None and self.clock() + wait > self.deadline
 
 
-class Limiter:
-    """The global in-flight limit and the optional per-minute rate limits of one run."""
+QUEUEING = 3.0
+"""A reply that took this many times the quickest recent one, sent while others were in flight, waited in
+the server's queue: the window shrinks as for a 429."""
+PROMPT = 1.5
+"""A reply within this many times the quickest recent one came back promptly: the window may grow. Between
+the two the window holds: the server is busy, and its queue is not worth lengthening."""
 
-    def __init__(self, concurrency: int = 16, *, rpm: float | None = None, tpm: float | None = None) -> None:
+
+@dataclass(slots=True)
+class Ticket:
+    """One held slot: when it was granted and how many were in flight then (the feedback needs both)."""
+
+    started: float
+    load: int
+
+
+class Limiter:
+    """The in-flight window and the optional per-minute rate limits of one run.
+
+    ``concurrency`` is the ceiling. With ``adaptive`` (the default of a run) the window follows what the
+    endpoint sustains, by additive increase and multiplicative decrease: it starts at one request, doubles
+    while the replies come back promptly (:data:`PROMPT`; slow start), then grows by one request per window of
+    prompt replies;
+    a timeout, a 429 or 503, a reply that waited in the server's queue (:data:`QUEUEING`) or took more than
+    half the request ``timeout`` (while others were in flight) halves it, at
+    most once per window (the requests already in flight when it was cut do not cut it again). A
+    ``Retry-After`` also holds every new request until it has passed, so a rate-limited API sees one retry,
+    not a storm. Without ``adaptive`` the window stays at ``concurrency`` (``--fixed-concurrency``).
+    """
+
+    def __init__(
+        self,
+        concurrency: int = 16,
+        *,
+        rpm: float | None = None,
+        tpm: float | None = None,
+        adaptive: bool = False,
+        timeout: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if concurrency < 1:
             raise ConfigError(f"--concurrency must be at least 1 (got {concurrency})")
         for name, value in (("--rpm", rpm), ("--tpm", tpm)):
             if value is not None and value <= 0:
                 raise ConfigError(f"{name} must be positive (got {value})")
         self.concurrency = concurrency
-        self._semaphore = asyncio.Semaphore(concurrency)
+        self.adaptive = adaptive
+        self.window = 1.0 if adaptive else float(concurrency)
+        """How many requests may be in flight now (its whole part counts)."""
+        self.lowest = self.window
+        """The smallest window of the run (reported)."""
+        self.cuts = 0
+        """How many times the window was halved."""
+        self._slow_start = adaptive
+        self._slow = timeout / 2 if timeout else math.inf
+        """A reply slower than this (half the request timeout) came close to timing out: the window
+        shrinks."""
+        self._clock = clock
         self._rpm = AsyncLimiter(rpm, 60.0) if rpm else None
         self._tpm = AsyncLimiter(tpm, 60.0) if tpm else None
         self._tpm_max = tpm or 0.0
+        self._held = 0
+        self._waiters: deque[asyncio.Future[None]] = deque()
+        self._last_cut = -math.inf
+        self._hold_until = -math.inf
+        self._quick: deque[float] = deque(maxlen=64)
         self.in_flight = 0
         self.peak_in_flight = 0
 
+    @property
+    def current(self) -> int:
+        """The whole requests the window allows now (at least one)."""
+        return max(1, int(self.window))
+
     @asynccontextmanager
-    async def slot(self, tokens: int = 0) -> AsyncIterator[None]:
+    async def slot(self, tokens: int = 0) -> AsyncIterator[Ticket]:
         """Hold one in-flight slot; wait for the rate limits (``tokens`` counts against the TPM limit)."""
-        async with self._semaphore:
+        await self._acquire()
+        try:
+            hold = self._hold_until - self._clock()
+            if hold > 0:  # a server's Retry-After holds every new request, not only the one it answered
+                await asyncio.sleep(hold)
             if self._rpm is not None:
                 await self._rpm.acquire()
             if self._tpm is not None and tokens > 0:
@@ -123,9 +187,70 @@ class Limiter:
             self.in_flight += 1
             self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
             try:
-                yield
+                yield Ticket(self._clock(), self.in_flight)
             finally:
                 self.in_flight -= 1
+        finally:
+            self._held -= 1
+            self._wake()
+
+    def answered(self, ticket: Ticket) -> None:
+        """Feedback: the request of ``ticket`` got a reply (its latency is read on the limiter's clock)."""
+        if not self.adaptive:
+            return
+        latency = self._clock() - ticket.started
+        quickest = min(self._quick, default=latency)
+        self._quick.append(latency)
+        if ticket.load > 1 and (latency > QUEUEING * quickest or latency > self._slow):
+            self._cut(ticket)
+            return
+        busy = ticket.load > 1 and latency >= PROMPT * quickest
+        if busy or latency > self._slow or ticket.started <= self._last_cut:
+            return  # busy, near the timeout even alone, or sent before the last cut: hold
+        step = 1.0 if self._slow_start else 1.0 / self.window
+        self.window = min(float(self.concurrency), self.window + step)
+        self._wake()
+
+    def overloaded(self, ticket: Ticket, retry_after: float | None) -> None:
+        """Feedback: the endpoint refused the request of ``ticket`` as too much (429, 503, a timeout)."""
+        if not self.adaptive:
+            return
+        if retry_after is not None and retry_after > 0:
+            self._hold_until = max(self._hold_until, self._clock() + retry_after)
+        self._cut(ticket)
+
+    def _cut(self, ticket: Ticket) -> None:
+        """Halve the window, unless it was cut after this request went out (one cut per window)."""
+        self._slow_start = False
+        if ticket.started <= self._last_cut:
+            return
+        self._last_cut = self._clock()
+        self.window = max(1.0, self.window / 2)
+        self.lowest = min(self.lowest, self.window)
+        self.cuts += 1
+
+    async def _acquire(self) -> None:
+        while self._held >= self.current:
+            waiter = asyncio.get_running_loop().create_future()
+            self._waiters.append(waiter)
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if waiter in self._waiters:
+                    self._waiters.remove(waiter)
+                elif not waiter.cancelled():
+                    self._wake()  # it was woken and will not take the slot: pass the turn on
+                raise
+        self._held += 1
+
+    def _wake(self) -> None:
+        """Wake as many waiters as the window has free slots (each checks again when it runs)."""
+        free = self.current - self._held
+        while free > 0 and self._waiters:
+            waiter = self._waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                free -= 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,12 +286,17 @@ async def call_with_retries(
     while True:
         attempts += 1
         try:
-            async with limiter.slot(tokens):
+            async with limiter.slot(tokens) as ticket:
                 started = time.perf_counter()
                 try:
                     value = await call()
+                except RetryableError as exc:
+                    if exc.overload:
+                        limiter.overloaded(ticket, exc.retry_after)
+                    raise
                 finally:
                     latency += time.perf_counter() - started
+                limiter.answered(ticket)
             return Attempted(value, None, attempts, latency)
         except RetryableError as exc:
             if attempts > policy.max_retries:

@@ -83,7 +83,18 @@ def request_record(outcome: Outcome, *, single: bool) -> dict[str, Json]:
         "cached": reply.cached,
         "masked": outcome.masked,
         "refused": outcome.refused,
-        "reply": {"text": reply.text, "reasoning": reply.reasoning, "finish_reason": reply.finish_reason},
+        "reply": {
+            "text": reply.text,
+            "reasoning": reply.reasoning,
+            "finish_reason": reply.finish_reason,
+            # Which model answered, when the endpoint says (written only then: older lines stay as they were).
+            **{
+                k: v
+                for k, v in (("model", reply.model), ("system_fingerprint", reply.system_fingerprint))
+                if v
+            },
+        },
+        **({"response_format": reply.response_format} if reply.response_format else {}),
         "time": round(time.time(), 3),
     }
 

@@ -23,10 +23,16 @@ class TaskCounters:
     failures: int = 0
     tokens: int = 0
 
-    def summary(self) -> str:
+    def summary(self, window: tuple[int, int] | None = None) -> str:
+        """The counters, and the in-flight window when it is below its ceiling (``window``: now, ceiling).
+
+        >>> TaskCounters(4).summary((2, 16))
+        'hits 0 · retries 0 · failed 0 · tokens 0 · in flight ≤ 2 of 16'
+        """
+        shown = f" · in flight ≤ {window[0]} of {window[1]}" if window and window[0] < window[1] else ""
         return (
             f"hits {self.cache_hits} · retries {self.retries} · failed {self.failures} · "
-            f"tokens {self.tokens:,}"
+            f"tokens {self.tokens:,}{shown}"
         )
 
 
@@ -38,6 +44,8 @@ class Progress:
     console: Console | None = None
     """Where to draw (default: stderr)."""
     counters: dict[str, TaskCounters] = field(default_factory=dict)
+    window: tuple[int, int] | None = None
+    """The engine's in-flight window (now, ceiling), as last reported."""
     _bar: RichProgress | None = None
     _ids: dict[str, TaskID] = field(default_factory=dict)
 
@@ -75,7 +83,10 @@ class Progress:
         retries: int = 0,
         failures: int = 0,
         tokens: int = 0,
+        window: tuple[int, int] | None = None,
     ) -> None:
+        """Add to ``task``'s counters; ``window`` is the engine's in-flight window (now, ceiling)."""
+        self.window = window or self.window
         counters = self.counters[task]
         counters.done += done
         counters.cache_hits += cache_hits
@@ -83,9 +94,15 @@ class Progress:
         counters.failures += failures
         counters.tokens += tokens
         if self._bar is not None:
-            self._bar.update(self._ids[task], completed=counters.done, info=counters.summary())
+            for name in self._ids if window else (task,):  # the window is every task's line
+                shown = self.counters[name]
+                self._bar.update(self._ids[name], completed=shown.done, info=shown.summary(self.window))
 
     def stop(self) -> None:
+        """Draw the final counts, then stop: each line ends on what was done, without the window."""
         if self._bar is not None:
+            for task, counters in self.counters.items():
+                self._bar.update(self._ids[task], completed=counters.done, info=counters.summary())
+            self._bar.refresh()
             self._bar.stop()
             self._bar = None

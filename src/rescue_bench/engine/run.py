@@ -24,7 +24,7 @@ from rescue_bench.data.load import load_samples
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.asking import LIVE, Asker, Pending
 from rescue_bench.engine.counts import count_run
-from rescue_bench.engine.ending import Ending, run_status, summarise
+from rescue_bench.engine.ending import Ending, run_status, stepped_down, summarise
 from rescue_bench.engine.execute import BudgetGuard, Engine, EngineOptions
 from rescue_bench.engine.hook import Hook
 from rescue_bench.engine.outcomes import prediction_record, request_record
@@ -228,7 +228,8 @@ def _finish(
     scores, ending = None, None
     if status == "finished" and complete:
         planned = sum(plan.asks for plan in plans)
-        ending = run_status(lines, planned, spec.degraded_share)
+        step_down = stepped_down(counts, spec.generation().response_format)
+        ending = run_status(lines, planned, spec.degraded_share, step_down)
         status = ending.status
     if is_final(status):
         check_required(records)  # the lines are typed once, here, for the counts and the scores

@@ -186,9 +186,11 @@ class Runner:
             self.store.append_request(record)
             line = RequestLine.from_json(record)
             self.requests[line.task].add(line)
-        self._report(plan.name, lines, [o for o, _ in outcomes])
+        self._report(plan.name, lines, [o for o, _ in outcomes], engine)
 
-    def _report(self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome]) -> None:
+    def _report(
+        self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome], engine: Engine
+    ) -> None:
         for line in lines:
             self.done[record_key(line)] = dict(line)
         self.progress.update(
@@ -198,6 +200,7 @@ class Runner:
             retries=sum(max(0, o.reply.attempts - 1) for o in outcomes),
             failures=sum(not line["valid"] for line in lines),
             tokens=sum(o.reply.usage.total_tokens for o in outcomes if not o.reply.cached),
+            window=(engine.limiter.current, engine.limiter.concurrency),
         )
 
 

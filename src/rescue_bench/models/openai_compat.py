@@ -15,7 +15,10 @@ retrying.
 * 401, 403 and 404 (bad key, no access, unknown model) -> :class:`ProviderError`, which stops the run;
 * any other 4xx, and a reply over ``max_reply_bytes`` -> a failed :class:`Reply` with the reason (no retry);
 * a 400/422/500 that complains about ``response_format`` -> step down json_schema -> json_object -> text and
-  remember it for this endpoint.
+  remember it for this endpoint; the first step to a format is said once (a warning that names what was
+  refused, what is sent now, whether the schema still goes, and the preset that keeps it), and each reply
+  records the format it was asked in (:attr:`Reply.response_format`) and the model the endpoint says
+  answered.
 
 ``timeout`` bounds a whole request, wall clock, whatever the server does (a reply that drips a byte at a
 time included). Reasoning output (``reasoning_content`` or ``reasoning``) is kept apart from the answer. The
@@ -27,8 +30,10 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from rescue_bench.errors import ConfigError, FormatRejected, ProviderError, RetryableError
@@ -38,10 +43,12 @@ from rescue_bench.models.presets import (
     FORMAT_LADDER,
     LOCAL_PLACEHOLDER_KEY,
     Preset,
+    format_label,
     lower_format,
     reasoning_fields,
     response_format_field,
     sends_sampling,
+    step_down_note,
 )
 from rescue_bench.records import Instance, Json, Reply, Request
 from rescue_bench.redaction import public_url, url_secrets
@@ -50,6 +57,8 @@ if TYPE_CHECKING:
     import httpx2
 
     from rescue_bench.models.openai_sdk import SdkEndpoint
+
+log = logging.getLogger("rescue_bench.models.openai_compat")
 
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 """Replies larger than this are refused unread: no benchmark answer comes near it, a runaway gateway can."""
@@ -95,6 +104,8 @@ class OpenAICompatProvider:
         self._endpoint: SdkEndpoint | None = None
         self.format_ceiling: ResponseFormat = preset.best_format
         """The richest response format this endpoint took; lowered when it rejects one."""
+        self.served_model: str | None = None
+        """The model the endpoint last said answered (a reply's ``model``)."""
 
     def identity(self) -> dict[str, Json]:
         return {"provider": self.preset.name, "model": self.model, "base_url": public_url(self.base_url)}
@@ -139,12 +150,14 @@ class OpenAICompatProvider:
                     body = self.body(request, params, fmt)
                     check_body(body, self.name)
                     try:
-                        return await endpoint.complete(body, step_down=fmt != "text", started=started)
-                    except FormatRejected:
-                        fmt = FORMAT_LADDER[FORMAT_LADDER.index(fmt) + 1]
-                        self.format_ceiling = lower_format(self.format_ceiling, fmt)
+                        reply = await endpoint.complete(body, step_down=fmt != "text", started=started)
+                    except FormatRejected as exc:
+                        fmt = self._step_down(fmt, f"HTTP {exc.status}: {exc.detail}".rstrip(": "))
+                        continue
+                    self._served(reply.model)
+                    return replace(reply, response_format=format_label(fmt, self.preset))
         except TimeoutError:  # the whole request's deadline, above
-            raise RetryableError(f"timed out after {self.timeout:g} s") from None
+            raise RetryableError(f"timed out after {self.timeout:g} s", overload=True) from None
 
     def body(self, request: Request, params: Generation, fmt: ResponseFormat) -> dict[str, Any]:
         """The JSON body of the chat completion request (also the ``body`` of a Batch API line)."""
@@ -168,6 +181,28 @@ class OpenAICompatProvider:
         body.update(reasoning_fields(self.preset, params.reasoning_effort))
         body.update(params.extra_body)  # last: the run's own fields win over the preset's
         return body
+
+    def _step_down(self, refused: ResponseFormat, why: str) -> ResponseFormat:
+        """The next plainer format after ``refused``; the first step to it is said once, in plain words."""
+        fmt = FORMAT_LADDER[FORMAT_LADDER.index(refused) + 1]
+        if lower_format(self.format_ceiling, fmt) != self.format_ceiling:
+            self.format_ceiling = fmt
+            log.warning("warning: %s", step_down_note(self.name, refused, why, fmt, self.preset))
+        return fmt
+
+    def _served(self, model: str | None) -> None:
+        """Remember the first model the endpoint says answered; a later other one is said once per change."""
+        if model is None or model == self.served_model:
+            return
+        if self.served_model is not None:
+            log.warning(
+                "warning: %s: the endpoint's model changed within the run, from %s to %s; the run.json "
+                "counts name the model of each reply",
+                self.name,
+                self.served_model,
+                model,
+            )
+        self.served_model = model
 
     def effective_format(self, params: Generation) -> ResponseFormat:
         return lower_format(params.response_format, self.format_ceiling)

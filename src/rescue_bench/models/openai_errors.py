@@ -25,6 +25,7 @@ from rescue_bench.records import Reply
 from rescue_bench.retry_after import parse_retry_after
 
 FATAL_STATUS = (401, 403, 404)
+_OVERLOAD_STATUS = (408, 429, 503, 504)
 _FORMAT_REJECTION_STATUS = (400, 422, 500)
 _FORMAT_WORDS = ("response_format", "json_schema", "json_object", "response format")
 
@@ -38,7 +39,10 @@ def status_failure(
         raise ModerationRefusal(f"HTTP {status} data_inspection_failed") from None
     if status in (408, 429) or status >= 500:
         retry_after = parse_retry_after(exc.response.headers)
-        raise RetryableError(f"HTTP {status}: {clean(exc.message)}", retry_after=retry_after) from None
+        overload = status in _OVERLOAD_STATUS  # the endpoint says it has more than it can take
+        raise RetryableError(
+            f"HTTP {status}: {clean(exc.message)}", retry_after=retry_after, overload=overload
+        ) from None
     message = f"{where}: HTTP {status}: {clean(exc.message)}"
     if status == 401:
         raise ProviderError(message + origin.hint()) from None

@@ -18,6 +18,7 @@ One model per part of the body, generic in how strictly its values are read, for
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationError
@@ -111,7 +112,19 @@ def parse_reply(data: Any, latency: float) -> Reply:
         raise RetryableError("response without choices") from None
     if choice.finish_reason == "content_filter" and not choice.message.content:
         raise ModerationRefusal("finish_reason content_filter")
-    return choice_reply(choice, parse_usage(body.usage), latency)
+    reply = choice_reply(choice, parse_usage(body.usage), latency)
+    return replace(
+        reply, model=_name(data.get("model")), system_fingerprint=_name(data.get("system_fingerprint"))
+    )
+
+
+def _name(value: Json) -> str | None:
+    """A name the server sent (a model, a fingerprint), kept short; anything else is not one.
+
+    >>> _name("gpt-4o-2024-08-06"), _name(""), _name(3)
+    ('gpt-4o-2024-08-06', None, None)
+    """
+    return value[:200] if isinstance(value, str) and value else None
 
 
 def parse_usage(usage: Any) -> Usage:

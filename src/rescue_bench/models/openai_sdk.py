@@ -98,7 +98,7 @@ class SdkEndpoint:
         except (openai.APITimeoutError, httpx2.TimeoutException) as exc:
             root = _root_cause(exc)
             if isinstance(root, TimeoutError | httpx2.TimeoutException):
-                raise RetryableError(f"timed out after {self.settings.timeout:g} s") from None
+                raise RetryableError(f"timed out after {self.settings.timeout:g} s", overload=True) from None
             # The SDK's aiohttp transport maps every aiohttp connection error (a refused certificate
             # included) to httpx2.ConnectTimeout: what went wrong is the error underneath.
             raise RetryableError(f"{self._where}: connection error: {self._clean(str(root))}") from None
@@ -113,7 +113,7 @@ class SdkEndpoint:
             return Reply.failure(f"{self.settings.name}: {exc}", latency=time.perf_counter() - started)
         except openai.APIStatusError as exc:
             if step_down and rejects_format(exc):
-                raise FormatRejected(exc.status_code) from None
+                raise FormatRejected(exc.status_code, self._clean(exc.message)[:200]) from None
             s = self.settings
             where = f"{s.name} at {public_url(s.base_url)}"
             latency = time.perf_counter() - started

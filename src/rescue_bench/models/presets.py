@@ -194,6 +194,48 @@ def lower_format(a: ResponseFormat, b: ResponseFormat) -> ResponseFormat:
     return FORMAT_LADDER[max(FORMAT_LADDER.index(a), FORMAT_LADDER.index(b))]
 
 
+def format_label(fmt: ResponseFormat, preset: Preset) -> str:
+    """How a request of ``fmt`` is asked on ``preset``, as recorded: ``json_object+schema`` when the schema
+    goes inside ``json_object`` (llama.cpp makes it a grammar).
+
+    >>> llama, vllm = PRESETS["llamacpp-server"], PRESETS["vllm"]
+    >>> format_label("json_object", llama), format_label("json_object", vllm)
+    ('json_object+schema', 'json_object')
+    """
+    return "json_object+schema" if fmt == "json_object" and preset.json_object_schema else fmt
+
+
+def keeps_schema(label: str) -> bool:
+    """Whether answers asked as ``label`` (:func:`format_label`) are held to the answer's schema.
+
+    >>> keeps_schema("json_object+schema"), keeps_schema("json_object"), keeps_schema("text")
+    (True, False, False)
+    """
+    return label in ("json_schema", "json_object+schema")
+
+
+SCHEMA_KEEPER = (
+    "for a llama.cpp server (llama-server or llama-cpp-python), --model llamacpp-server/<model> with the "
+    "same --base-url sends the schema inside json_object, which the server turns into a grammar"
+)
+"""The preset that keeps the schema where a plain ``json_object`` drops it (docs/serving.md)."""
+
+
+def step_down_note(name: str, refused: ResponseFormat, why: str, now: ResponseFormat, preset: Preset) -> str:
+    """The one warning of a step-down: what was refused, what is sent now, whether the schema still goes.
+
+    >>> note = step_down_note("openai/g", "json_schema", "HTTP 500", "json_object", PRESETS["openai"])
+    >>> print(note[:98])
+    openai/g refused response_format json_schema (HTTP 500); the answers are asked in json_object from
+    """
+    label = format_label(now, preset)
+    head = f"{name} refused response_format {refused} ({why}); the answers are asked in {now} from now on"
+    if keeps_schema(label):
+        return f"{head}, with the answer's schema inside it"
+    lost = ", without the answer's schema (the model sees it only in the prompt, so more answers may fail)"
+    return head + lost + ("" if preset.json_object_schema else f"; {SCHEMA_KEEPER}")
+
+
 def response_format_field(fmt: ResponseFormat, request: Request, preset: Preset) -> dict[str, Json] | None:
     if fmt == "text":
         return None

@@ -3,8 +3,8 @@
 * :func:`progress`: the run's status and done/planned instances per task;
 * :func:`state`: the short status a leaderboard row shows (``finished``, ``degraded``, ``PARTIAL 40/120``);
 * :func:`validity`: the share of instances with a valid answer, from ``run.json``'s counts;
-* :func:`measured`: one line naming the data (source, samples, scenario split, instances), the judge and the
-  BERTScore model, and :func:`heading` the same for several runs;
+* :func:`measured`: one line naming the data (source, samples, scenario split, instances), the judge, the
+  BERTScore model and a response format other than json_schema, and :func:`heading` the same for several runs;
 * :data:`PUBLISHED` and :func:`published_caveat`: what the paper's published rows measured, and the word of
   warning when the runs beside them measured something else.
 """
@@ -170,9 +170,40 @@ def judge_line(run: RunData) -> str:
     return f"{judged}; {bert_text}" + (f"; {readings}" if readings else "")
 
 
+def format_part(run: RunData) -> str:
+    """``; answers asked as <formats>`` when some were not asked as ``json_schema`` (a step-down, a preset's
+    own format, ``--response-format``), from run.json's per-task ``response_formats``; else nothing.
+
+    >>> from pathlib import Path
+    >>> format_part(RunData.of(Path("r"), {"counts": {"itp": {"response_formats": {"json_object": 2}}}}, []))
+    '; answers asked as json_object'
+    """
+    labels = {
+        k for c in run.manifest.counts.values() if isinstance(f := c.get("response_formats"), dict) for k in f
+    }
+    return f"; answers asked as {', '.join(sorted(labels))}" if labels - {"json_schema"} else ""
+
+
+def served_part(run: RunData) -> str:
+    """``; served by <models>`` when the endpoint named another model than the one asked for, or several
+    (an alias that moved to a new snapshot), from run.json's per-task ``served_models``; else nothing.
+
+    >>> from pathlib import Path
+    >>> counts = {"itp": {"served_models": {"gpt-4o-2024-08-06": 2}}}
+    >>> served_part(RunData.of(Path("r"), {"model": {"model": "gpt-4o"}, "counts": counts}, []))
+    '; served by gpt-4o-2024-08-06'
+    """
+    names = {
+        k for c in run.manifest.counts.values() if isinstance(m := c.get("served_models"), dict) for k in m
+    }
+    asked = run.manifest.model.get("model") if isinstance(run.manifest.model, dict) else run.manifest.model
+    return f"; served by {', '.join(sorted(names))}" if names and names != {asked} else ""
+
+
 def measured(run: RunData) -> str:
-    """One line: the data, the judge and the BERTScore model of a run."""
-    return f"{data_line(run)}; {judge_line(run)}"
+    """One line: the data, the judge and the BERTScore model of a run (and its answers' format when not
+    json_schema, the model that answered when not the one asked for)."""
+    return f"{data_line(run)}; {judge_line(run)}{format_part(run)}{served_part(run)}"
 
 
 def heading(runs: Sequence[RunData]) -> str:

@@ -115,6 +115,9 @@ class ReplyText(BaseModel):
     text: str = ""
     reasoning: str | None = None
     finish_reason: str | None = None
+    model: str | None = None
+    """The model the endpoint said answered, when it said."""
+    system_fingerprint: str | None = None
 
 
 class RequestLine(Line):
@@ -133,6 +136,8 @@ class RequestLine(Line):
     masked: bool = False
     refused: bool = False
     reply: ReplyText = ReplyText()
+    response_format: str | None = None
+    """How the answer was asked for (``json_schema``, ``json_object+schema``, ``json_object``, ``text``)."""
     time: float | None = None
     repeat: int = Field(0, ge=0)
     """The repeat its instances were asked for; written only when > 0."""

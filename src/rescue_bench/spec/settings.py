@@ -90,6 +90,9 @@ class EngineSpec(SpecTable):
     """How fast and how robustly the run goes; never what it asks."""
 
     concurrency: StrictInt = Field(16, ge=1, description="Requests in flight at most.")
+    fixed_concurrency: StrictBool = Field(
+        False, description="Keep --concurrency requests in flight; default: adapt to the server, up to it."
+    )
     rpm: Finite | None = Field(None, gt=0, description="Requests per minute at most.")
     tpm: Finite | None = Field(None, gt=0, description="Tokens per minute at most.")
     timeout: Finite = Field(120.0, gt=0, description="Seconds per request attempt.")
