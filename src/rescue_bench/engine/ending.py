@@ -159,20 +159,19 @@ def run_status(
     return Ending(status, unanswered_by, share, dominant)
 
 
-def stepped_down(counts: Mapping[str, Mapping[str, Json]], asked: str) -> str | None:
+def stepped_down(counts: Mapping[str, Counts], asked: str) -> str | None:
     """The step-down of the answer format that ``run.json``'s counts record, in words, with the preset that
     keeps the schema; ``None`` when every answer was asked as ``asked`` or with the schema inside
     ``json_object`` (``llamacpp-server/``'s own way, nothing lost).
 
-    >>> stepped_down({"itp": {"response_formats": {"json_object": 3}}}, "json_schema")[:99]
+    >>> stepped_down({"itp": Counts(response_formats={"json_object": 3})}, "json_schema")[:99]
     "the endpoint refused the run's response format (json_schema): the answers were asked in json_object"
-    >>> stepped_down({"itp": {"response_formats": {"json_object+schema": 3}}}, "json_schema") is None
+    >>> stepped_down({"itp": Counts(response_formats={"json_object+schema": 3})}, "json_schema") is None
     True
     """
     used: dict[str, list[str]] = {}
     for task, count in counts.items():
-        formats = count.get("response_formats")
-        for label in formats if isinstance(formats, dict) else {}:
+        for label in count.response_formats:
             if label != asked and not keeps_schema(label):
                 used.setdefault(label, []).append(task)
     if not used:

@@ -178,9 +178,7 @@ def format_part(run: RunData) -> str:
     >>> format_part(RunData.of(Path("r"), {"counts": {"itp": {"response_formats": {"json_object": 2}}}}, []))
     '; answers asked as json_object'
     """
-    labels = {
-        k for c in run.manifest.counts.values() if isinstance(f := c.get("response_formats"), dict) for k in f
-    }
+    labels = {k for c in run.manifest.counts.values() for k in c.response_formats}
     return f"; answers asked as {', '.join(sorted(labels))}" if labels - {"json_schema"} else ""
 
 
@@ -193,9 +191,7 @@ def served_part(run: RunData) -> str:
     >>> served_part(RunData.of(Path("r"), {"model": {"model": "gpt-4o"}, "counts": counts}, []))
     '; served by gpt-4o-2024-08-06'
     """
-    names = {
-        k for c in run.manifest.counts.values() if isinstance(m := c.get("served_models"), dict) for k in m
-    }
+    names = {k for c in run.manifest.counts.values() for k in c.served_models}
     asked = run.manifest.model.get("model") if isinstance(run.manifest.model, dict) else run.manifest.model
     return f"; served by {', '.join(sorted(names))}" if names and names != {asked} else ""
 

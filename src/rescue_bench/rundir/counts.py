@@ -57,6 +57,10 @@ class Counts(BaseModel):
     video_unusable: int = 0
     """Video mode: instances whose task needs a clip they lack."""
     missing_clips: int = 0
+    response_formats: dict[str, int] = {}
+    """Answers by the response format they were asked in (a step-down of the endpoint shows here)."""
+    served_models: dict[str, int] = {}
+    """Answers by the model the endpoint said served them (``model`` of the reply), when it said."""
 
     @property
     def failed_answers(self) -> int:
