@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections import Counter
 
 from rescue_bench.engine.ending import degraded_reason, run_status, stepped_down
-from rescue_bench.rundir import PredictionLine
+from rescue_bench.rundir import Counts, PredictionLine
 
 
 def line(task: str, n: int, problem: str | None) -> PredictionLine:
@@ -56,8 +56,8 @@ def test_context_overflows_are_one_reason_per_task_with_the_sizes_and_the_fix() 
 
 def test_a_degraded_run_names_the_step_down_that_dropped_the_schema() -> None:
     counts = {
-        "itp": {"response_formats": {"json_object": 20}},
-        "rpp": {"response_formats": {"json_object": 4}},
+        "itp": Counts(response_formats={"json_object": 20}),
+        "rpp": Counts(response_formats={"json_object": 4}),
     }
     note = stepped_down(counts, "json_schema")
     assert note is not None
@@ -74,6 +74,6 @@ def test_a_degraded_run_names_the_step_down_that_dropped_the_schema() -> None:
     assert reason.startswith("90% of the answers failed; main reason: missing: no answer for this item")
     assert reason.endswith("likely fix: " + note)
     # llamacpp-server/'s own format keeps the schema: nothing to name.
-    assert stepped_down({"itp": {"response_formats": {"json_object+schema": 3}}}, "json_schema") is None
-    assert stepped_down({"itp": {"response_formats": {"json_schema": 3}}}, "json_schema") is None
+    assert stepped_down({"itp": Counts(response_formats={"json_object+schema": 3})}, "json_schema") is None
+    assert stepped_down({"itp": Counts(response_formats={"json_schema": 3})}, "json_schema") is None
     assert stepped_down({"itp": {"requests": 3}}, "json_schema") is None

@@ -109,7 +109,7 @@ def test_default_backbone_not_cached_is_skipped_with_a_warning_and_asked_for_fai
     """The default BERTScore (distilbert-base-uncased, as the reference scripts) comes from the Hugging Face
     cache. Not cached and offline: a plain run goes on without it and says so once, naming the offline
     backbone; a run that asks for it stops before anything is sent."""
-    import huggingface_hub
+    import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)

@@ -72,7 +72,9 @@ def test_run_judge_and_score_give_the_judges_the_same_engine_options(
         assert scored.exit_code == 0, scored.output
     run_options, score_options = built.options
     assert run_options == score_options
-    assert run_options == EngineOptions(concurrency=3, rpm=6000, tpm=9000000, max_retries=2, use_cache=False)
+    assert run_options == EngineOptions(
+        concurrency=3, adaptive=True, timeout=120.0, rpm=6000, tpm=9000000, max_retries=2, use_cache=False
+    )
     assert built.engines[0].limiter.concurrency == 3
 
 
