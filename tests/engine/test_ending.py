@@ -76,4 +76,4 @@ def test_a_degraded_run_names_the_step_down_that_dropped_the_schema() -> None:
     # llamacpp-server/'s own format keeps the schema: nothing to name.
     assert stepped_down({"itp": Counts(response_formats={"json_object+schema": 3})}, "json_schema") is None
     assert stepped_down({"itp": Counts(response_formats={"json_schema": 3})}, "json_schema") is None
-    assert stepped_down({"itp": {"requests": 3}}, "json_schema") is None
+    assert stepped_down({"itp": Counts(requests=3)}, "json_schema") is None
