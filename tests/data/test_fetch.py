@@ -65,7 +65,12 @@ def test_from_hugging_face_through_huggingface_hub(release_bytes: bytes, hf_cach
     with ReleaseServer(release_bytes) as server:
         installed = fetch_release("hf", base_url=server.base_url)
     assert installed.record.source == "hf"
-    assert installed.record.url == f"hf://datasets/{release.HF_REPO}@{HF_COMMIT}/data/benchmark_191.jsonl"
+    # Through a mirror (the local stand-in): recorded as a copy from its address, not the official release.
+    assert (
+        installed.record.url
+        == f"{server.base_url}/datasets/{release.HF_REPO}@{HF_COMMIT}/data/benchmark_191.jsonl"
+    )
+    assert not installed.record.official
     assert installed.path.read_bytes() == release_bytes
     assert len(load_samples("rescue")) == 191
 

@@ -26,7 +26,16 @@ from typing import Any
 from rescue_bench import __version__
 from rescue_bench.adapters.dataset import data_used
 from rescue_bench.adapters.folder import claim, mark
-from rescue_bench.adapters.rundata import CiSettings, RunData, ScopeEntry, judged, read_run, reply_texts
+from rescue_bench.adapters.rundata import (
+    CiSettings,
+    RunData,
+    ScopeEntry,
+    completeness,
+    completeness_line,
+    judged,
+    read_run,
+    reply_texts,
+)
 from rescue_bench.errors import DataError
 from rescue_bench.judge.bertscore import backbone_label
 from rescue_bench.redaction import scrub
@@ -113,6 +122,10 @@ def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: 
     config = data.manifest.generation
     about = {"task": task, "scope": scope, "metric": metric}
     described = f"RESCUE-Bench {task.upper()} {metric} ({scope})"
+    state = completeness(data)
+    if state is not None:  # a partial or degraded run's every result says so, with its counts
+        about["completeness"] = completeness_line(state)
+        described += f"; {completeness_line(state)}, the metric over the answered instances only"
     backbone = backbone_label(bert_setting(data)) if metric == "bertscore_f1" else None
     if backbone is not None:
         about["bertscore_backbone"] = backbone

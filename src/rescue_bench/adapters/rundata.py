@@ -6,7 +6,6 @@ readers and writers, so that when run-directory code moves (to a leaf module) on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,15 +16,18 @@ from pydantic import BaseModel, ConfigDict, Field
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.merge import fingerprint_of, judged_lines
 from rescue_bench.judge.runner import rescore_run
+from rescue_bench.report.measured import progress
 from rescue_bench.rundir import (
     JudgmentLine,
     PredictionLine,
     RequestLine,
     RunData,
     atomic_write_json,
+    atomic_write_lines,
     load_run,
     run_lock,
 )
+from rescue_bench.rundir.files import jsonl_line
 from rescue_bench.rundir.lines import Line
 
 FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
@@ -36,6 +38,8 @@ __all__ = [
     "ImportedRun",
     "RunData",
     "ScopeEntry",
+    "completeness",
+    "completeness_line",
     "judged",
     "read_run",
     "reply_texts",
@@ -51,6 +55,25 @@ def read_run(path: Path) -> RunData:
 def judged(data: RunData) -> list[PredictionLine]:
     """The run's prediction lines with their judgments folded into ``scores`` (as in ``scores.json``)."""
     return judged_lines(data.prediction_lines, data.judgment_lines)
+
+
+def completeness(data: RunData) -> dict[str, Any] | None:
+    """What an export says of a run that is not simply finished: ``mark`` (``PARTIAL`` for unfinished work,
+    ``DEGRADED`` for a finished run whose answers mostly failed), the run's ``status`` and, per task, the
+    instances ``answered`` of those ``planned``; ``None`` for a finished run. Every metric of an export is
+    over the answered instances only (its ``n``)."""
+    found = progress(data)
+    if found.finished and data.manifest.status == "finished":
+        return None
+    mark = "DEGRADED" if found.finished else "PARTIAL"
+    tasks = {task: {"answered": done, "planned": planned} for task, done, planned in found.tasks}
+    return {"mark": mark, "status": data.manifest.status, "tasks": tasks}
+
+
+def completeness_line(state: dict[str, Any]) -> str:
+    """One line for a card: ``PARTIAL (status incomplete): itp 0/29 answered``."""
+    counts = ", ".join(f"{t} {c['answered']}/{c['planned']}" for t, c in state["tasks"].items())
+    return f"{state['mark']} (status {state['status']}): {counts or 'no counts'} instances answered"
 
 
 def reply_texts(data: RunData) -> dict[str, str]:
@@ -92,9 +115,8 @@ class ImportedRun:
 
 
 def _write_jsonl(path: Path, records: Iterable[Line]) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+    # Atomically and never through a link planted in the directory (rundir.refuse_link).
+    atomic_write_lines(path, (jsonl_line(record.to_json()) for record in records))
 
 
 def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:

@@ -182,14 +182,20 @@ def write_export_note(run_dir: Path, summary: ExportSummary) -> None:
 
 
 def import_batch(
-    results: Path, run_dir: Path, *, quiet: bool = True, tasks: dict[str, Task] | None = None
+    results: Path,
+    run_dir: Path,
+    *,
+    quiet: bool = True,
+    tasks: dict[str, Task] | None = None,
+    base_url: str | None = None,
 ) -> tuple[RunResult, RunSpec]:
     """Score ``results`` into ``run_dir`` (made by :func:`export_batch`) along the online run's path.
 
     A results file holding answers to requests the run does not have (another run's file) is refused before
     anything is recorded. Instances an earlier import left invalid are answered again from this file, so a
     complete file imported after a partial one completes the run. Replies are redacted as online ones are
-    (:func:`endpoint_secrets`).
+    (:func:`endpoint_secrets`); ``base_url`` is the endpoint address ``batch export`` was given, whose secrets
+    (a query key, a password) ``run.json`` does not hold: they are taken out of the replies too.
 
     Raises:
         ConfigError: no ``run.json``, or results whose custom ids are not the run's.
@@ -206,7 +212,7 @@ def import_batch(
     replies = read_results(results)
     shaper = export_provider(spec)
     _check_ids(replies, _custom_ids(spec, select_samples(loaded, spec), known, shaper), results, run_dir)
-    secrets = endpoint_secrets(spec, shaper)
+    secrets = (*endpoint_secrets(spec, shaper), *url_secrets(base_url))
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = RepeatResultsProvider(
         {cid: redact_reply(reply, secrets) for cid, reply in replies.items()},

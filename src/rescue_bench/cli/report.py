@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 from rescue_bench.problems import one_line
 
 if TYPE_CHECKING:
@@ -64,19 +64,19 @@ def report(
         expand_run_dirs(runs), with_paper=with_paper, prices=prices, allow_partial=partial, first=first
     )
     if built.banner:
-        typer.echo(f"warning: {printable(built.banner)}", err=True)
+        echo(f"warning: {printable(built.banner)}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     boards = [t for t in first if t.key.endswith("_leaderboard")] or [built.table("leaderboard")]
     shown = [leaderboard_view(t) for t in boards] + [(t, 1) for t in first if t.key.endswith("_rank_groups")]
     print_tables(make_console(), shown, ci=ci)
-    typer.echo(
+    echo(
         f"wrote {len([p for p in paths if p.suffix != '.png'])} files and "
         f"{len([p for p in paths if p.suffix == '.png'])} figures to {target}"
     )
     for path in paths:
         if path.suffix != ".png":
-            typer.echo(f"  {path}")
+            echo(f"  {path}")
 
 
 def compare(
@@ -127,7 +127,7 @@ def compare(
     unfinished = check_finished(loaded, allow_partial=partial)
     _check_like(loaded, allow_different_judges)
     for progress in unfinished:
-        typer.echo(f"PARTIAL: {progress.describe()}", err=True)
+        echo(f"PARTIAL: {progress.describe()}", err=True)
     if len(loaded) == 2:
         _compare_two(loaded[0], loaded[1], chosen, every_metric, resamples, seed, as_json)
         return
@@ -145,7 +145,7 @@ def _check_like(loaded: list[RunData], allow_different_judges: bool) -> None:
     names = display_names(loaded)
     found = differences(loaded)
     for difference in found:
-        typer.echo(f"not like for like: {one_line(difference.describe(names))}", err=True)
+        echo(f"not like for like: {one_line(difference.describe(names))}", err=True)
     judged = all(
         any(line.task in JUDGED_TASKS and line.judge != BERTSCORE_JUDGE for line in run.judgment_lines)
         for run in loaded
@@ -207,7 +207,7 @@ def _compare_many(
 
     result = compare_many_run_data(loaded, method=method, level=level, n_resamples=resamples, seed=seed)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        echo(result.model_dump_json(indent=2))
         return
     tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True, ci=ci)
     print_tables(make_console(), [(table, 3 if table.key.startswith("compare_") else 2) for table in tables])
@@ -229,7 +229,7 @@ def _compare_two(
 
     result = compare_run_data(a, b, n_resamples=resamples, seed=seed)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo(json.dumps(result, indent=2))
         return
     name_a, name_b = display_names([a, b])
     table = comparison_table(result, (name_a, name_b), scopes=chosen, every_metric=every_metric)
@@ -244,7 +244,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(printable(record.getMessage()), err=True)
+        echo(printable(record.getMessage()), err=True)
 
 
 WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rescue_bench.errors import ConfigError, DependencyError
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -44,7 +44,7 @@ def _store(db: str | None) -> sessionmaker[Session]:
 
 
 def _warn(text: str) -> None:
-    typer.echo(f"warning: {printable(text)}", err=True)
+    echo(f"warning: {printable(text)}", err=True)
 
 
 @review_app.command("init")
@@ -52,7 +52,7 @@ def init(db: DbOption = None) -> None:
     """Create or upgrade the review database (the other commands do this on their own too)."""
     _require()
     _store(db)
-    typer.echo("review database is up to date")
+    echo("review database is up to date")
 
 
 @review_app.command("serve")
@@ -92,7 +92,7 @@ def serve(
         secure_cookies="always" if secure_cookies else "auto",
     )
     if not _is_loopback(host):
-        typer.echo(
+        echo(
             f"warning: listening on {host}: anyone who can reach it sees the login page. Serve it over HTTPS "
             "(a reverse proxy) and pass --secure-cookies.",
             err=True,
@@ -123,8 +123,8 @@ def load(
     with _store(db)() as session:
         result = load_work(session, source)
     for warning in result.warnings:
-        typer.echo(f"warning: {printable(warning)}", err=True)
-    typer.echo(
+        echo(f"warning: {printable(warning)}", err=True)
+    echo(
         f"loaded {len(result.added)} segment(s), {result.rows} row(s); "
         f"{len(result.skipped)} already in the store (kept)"
     )
@@ -155,7 +155,7 @@ def add_user(
     check_new_user(name, role, password)
     with _store(db)() as session:
         create_user(session, name, role, password, PasswordHasher())
-    typer.echo(f"added {role} {name}")
+    echo(f"added {role} {name}")
 
 
 @review_app.command("export")
@@ -171,7 +171,7 @@ def export(
         raise ConfigError(f"--out {out}: is a directory; name the JSONL file to write")
     with _store(db)() as session:
         result = export_jsonl(session, out)
-    typer.echo(
+    echo(
         f"wrote {result.samples} verified segment(s), {result.rows} row(s) to {out}; left out: "
         f"{result.unverified} not fully reviewed, {result.discarded} discarded"
     )
@@ -191,7 +191,7 @@ def load_ratings(
     with _store(db)() as session:
         result = load(session, run, n, seed)
     added = ", ".join(f"{task} {count} of {result.available[task]}" for task, count in result.added.items())
-    typer.echo(
+    echo(
         f"added rating items: {added}; {result.already_loaded} loaded before; "
         f"{result.invalid_skipped} prediction(s) not sampled (invalid, or no judge score to calibrate)"
     )
@@ -213,7 +213,7 @@ def export_ratings(
         raise ConfigError(f"--out {out}: is a directory; name the CSV file to write")
     with _store(db)() as session:
         count = write_ratings_csv(session, out, run)
-    typer.echo(f"wrote {count} rating(s) to {out}")
+    echo(f"wrote {count} rating(s) to {out}")
 
 
 def register(app: typer.Typer) -> None:

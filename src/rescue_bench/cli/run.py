@@ -29,7 +29,7 @@ from rescue_bench.evaluation.run import RunOutcome, with_out
 from rescue_bench.evaluation.setup import bertscore_settings, make_prices, spec_prices, with_judges
 from rescue_bench.judge.after_run import judge_params, wants_bertscore
 from rescue_bench.pricing import Prices, TaskEstimate, make_counter
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, markup_safe, printable
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
 from rescue_bench.rundir import Scores
 from rescue_bench.spec import RunSpec
@@ -72,7 +72,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
     try:
         outcome = asyncio.run(execute(prepared, options))
     except KeyboardInterrupt:
-        typer.echo(f"interrupted; re-run the same command to resume {prepared.out}", err=True)
+        echo(f"interrupted; re-run the same command to resume {prepared.out}", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -80,7 +80,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
 
 
 def _warn(message: str) -> None:
-    typer.echo(f"warning: {printable(message)}", err=True)
+    echo(f"warning: {printable(message)}", err=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -94,7 +94,7 @@ def report_result(outcome: RunOutcome, model: str) -> None:
     if outcome.scores is not None:
         print_tables(console, [(run_summary(outcome.out, outcome.scores), 1)])
         for line in judged_counts(outcome.scores):
-            console.print(line)
+            console.print(markup_safe(line))
     invalid = {
         t: (bad, c["instances"])
         for t, c in outcome.counts.items()
@@ -105,12 +105,12 @@ def report_result(outcome: RunOutcome, model: str) -> None:
             f"{t} {bad - _int(outcome.counts[t].get('request_failures'))}/{n}"
             for t, (bad, n) in invalid.items()
         )
-        console.print(f"failed answers (scored as misses): {listed}")
+        console.print(markup_safe(f"failed answers (scored as misses): {listed}"))
     if outcome.judged is not None:
         for name, tally in outcome.judged.tallies.items():
-            console.print(f"judge {name}: {tally.summary()}")
-    console.print(f"run directory: {outcome.out}")
-    typer.echo(summary_line(model, outcome.status, *validity(outcome.counts)))
+            console.print(markup_safe(f"judge {name}: {tally.summary()}"))
+    console.print(markup_safe(f"run directory: {outcome.out}"))
+    echo(summary_line(model, outcome.status, *validity(outcome.counts)))
     dominant = outcome.ending.dominant if outcome.ending is not None else None
     echo_ending(outcome.status, outcome.reason, outcome.unanswered, outcome.counts, dominant)
     exit_with(outcome.status)
@@ -153,24 +153,24 @@ def estimate(ctx: typer.Context) -> None:
     rows = [estimate_plan(p, counter, params) for p in plans]
     total = sum(c for r in rows if (c := r.cost(price)) is not None) if price else None
     _print_estimate(rows, price, total, f"Estimate for {spec.model.name} (tokenizer: {counter.name})")
-    typer.echo(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
+    echo(f"max output tokens at the cap each request is sent with: {cap_note(params)}")
     if spec.batch and price is not None:
-        typer.echo("--batch: priced at Batch API prices (half the online price).")
-    typer.echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
+        echo("--batch: priced at Batch API prices (half the online price).")
+    echo("Retries and single re-asks of missing items come on top; cached requests cost nothing.")
     judged = _print_judges(spec, plans)
     if total is not None and judged is not None:
-        typer.echo(f"whole run, judges included: at most ${total + judged:.4f}")
+        echo(f"whole run, judges included: at most ${total + judged:.4f}")
         total += judged
     coverage = clip_coverage(spec, plans)
     if coverage is not None:
-        typer.echo(
+        echo(
             f"video: {coverage.clips} clips attached over {coverage.requests} requests; "
             f"{coverage.unusable} instances lack the clip their task needs; clip and frame tokens are not "
             "counted above"
         )
     budget = spec.budget.usd
     if budget is not None and total is not None and total > budget:
-        typer.echo(
+        echo(
             f"the worst case (${total:.2f}) exceeds --budget ${budget:.2f}: the run would stop before the end"
         )
 
@@ -208,10 +208,10 @@ def _print_judges(spec: RunSpec, plans: list[TaskPlan]) -> float | None:
             table.add_row(judge.name, *cells, "-" if cost is None else f"{cost:.4f}")
             counters.append(f"{judge.name}: {counter.name}, output at {cap_note(params)}")
         Console(width=None if Console().is_terminal else 160).print(table)
-        typer.echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
+        echo(f"judge tokenizers and output caps: {'; '.join(counters)}")
     if wants_bertscore(bertscore_settings(spec), spec.tasks):
         instances, pairs = bertscore_pairs(plans)
-        typer.echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
+        echo(f"BERTScore (local, no cost): {pairs:,} text pairs over {instances:,} ER/VP instances.")
     return total if spec.judges else None
 
 
@@ -220,7 +220,7 @@ def _judge_prices(spec: RunSpec, judge: str) -> Prices | None:
     try:
         return spec_prices(spec, judge)
     except ConfigError as exc:
-        typer.echo(f"note: {exc}", err=True)
+        echo(f"note: {exc}", err=True)
         return None
 
 

@@ -46,6 +46,8 @@ from rescue_bench.cli.flags import (
 )
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation
+from rescue_bench.printable import echo
+from rescue_bench.redaction import scrub
 from rescue_bench.spec import (
     EngineSpec,
     JudgeSpec,
@@ -412,7 +414,8 @@ def _put(data: dict[str, Any], path: Path_, value: object) -> None:
 
 
 def print_spec(spec: RunSpec) -> None:
-    typer.echo(to_toml(spec.model_dump(mode="json")), nl=False)
+    # As every writer: no URL secret (a --base-url query key) and no credential-looking value is shown.
+    echo(to_toml(scrub(spec.model_dump(mode="json"))), nl=False)
 
 
 def parse_sample_ids(path: Path) -> tuple[str, ...]:

@@ -72,7 +72,11 @@ def _rich(
     table = RichTable(title=shown, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
     for index in chosen:
         numeric = index > 0 and any(_numeric(row[index]) for row in rows)  # the first column names the row
-        table.add_column(Text(columns[index]), justify="right" if numeric else "left", no_wrap=True)
+        table.add_column(
+            Text(printable(columns[index], one_line=True)),
+            justify="right" if numeric else "left",
+            no_wrap=True,
+        )
     for row in rows:
         table.add_row(*(Text(printable(row[i], one_line=True)) for i in chosen))
     return table
@@ -126,13 +130,13 @@ def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[Re
             shown += f"\n{table.subtitle}"
         out.append(_rich(shown, table.columns, rows, [*range(keys), *part]))
     if not table.rows:
-        out = [Text(f"{table.title}\n(no data)")]
+        out = [Text(printable(f"{table.title}\n(no data)"))]
     out += [Text(printable(line, one_line=True)) for line in legend]
     note = " ".join(
         filter(None, (table.note, f"Not shown (no values): {', '.join(empty)}." if empty else ""))
     )
     if note:
-        out.append(Text(note, style="dim"))
+        out.append(Text(printable(note, one_line=True), style="dim"))
     return out
 
 

@@ -38,6 +38,7 @@ from rescue_bench.rundir.files import (
     line_problem,
     raw_lines,
     read_json_object,
+    refuse_link,
     rejected_path,
     set_aside,
     write_failure,
@@ -100,6 +101,7 @@ class RunStore:
         """
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            refuse_link(self.root / LOCK_FILE)
             handle = (self.root / LOCK_FILE).open("a")
         except (FileExistsError, NotADirectoryError):
             raise ConfigError(f"{self.root}: a part of the path is a file; choose another --out") from None
