@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.merge import fingerprint_of, judged_lines
 from rescue_bench.judge.runner import rescore_run
+from rescue_bench.report.build import with_scores
 from rescue_bench.report.measured import progress
 from rescue_bench.rundir import (
     JudgmentLine,
@@ -29,6 +30,7 @@ from rescue_bench.rundir import (
 )
 from rescue_bench.rundir.files import jsonl_line
 from rescue_bench.rundir.lines import Line
+from rescue_bench.rundir.status import engine_unfinished
 
 FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
 
@@ -48,8 +50,14 @@ __all__ = [
 
 
 def read_run(path: Path) -> RunData:
-    """A run directory, its append-only files reduced to their latest lines (``DataError`` if unreadable)."""
-    return load_run(path)
+    """A run directory, its append-only files reduced to their latest lines (``DataError`` if unreadable).
+
+    An unfinished run (exported with ``--partial``) is scored in memory over its answered instances, never
+    from a ``scores.json`` that may count its unanswered requests
+    (:func:`~rescue_bench.report.build.with_scores`).
+    """
+    data = load_run(path)
+    return with_scores(data) if engine_unfinished(data.manifest.status, data.manifest.counts) else data
 
 
 def judged(data: RunData) -> list[PredictionLine]:

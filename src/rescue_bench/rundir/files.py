@@ -33,6 +33,13 @@ BATCH_EXPORT_FILE = "batch_export.json"
 RECORD_FILES = (RUN_FILE, REQUESTS_FILE, PREDICTIONS_FILE, JUDGMENTS_FILE, JUDGING_FILE, SCORES_FILE)
 """The files of a run directory the tool writes or truncates (with :data:`LOCK_FILE`, the rejected files and
 :data:`BATCH_EXPORT_FILE`): none is ever written through a symbolic link (:func:`refuse_link`)."""
+WRITTEN_FILES = (
+    *RECORD_FILES,
+    BATCH_EXPORT_FILE,
+    "batches.jsonl",
+    *(f"{Path(name).stem}.rejected.jsonl" for name in RECORD_FILES if name.endswith(".jsonl")),
+)
+"""Every file of a run directory a writer may write or truncate, checked when it takes the lock."""
 NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 

@@ -26,6 +26,7 @@ from rescue_bench.redaction import scrub
 from rescue_bench.rundir.files import (
     JUDGING_FILE,
     LOCK_FILE,
+    WRITTEN_FILES,
     PREDICTIONS_FILE,
     REQUESTS_FILE,
     RUN_FILE,
@@ -101,7 +102,10 @@ class RunStore:
         """
         try:
             self.root.mkdir(parents=True, exist_ok=True)
-            refuse_link(self.root / LOCK_FILE)
+            # Every writer takes the lock first: a record file planted as a link is named before anything
+            # reads or writes through it (rundir.files.refuse_link).
+            for name in (LOCK_FILE, *WRITTEN_FILES):
+                refuse_link(self.root / name)
             handle = (self.root / LOCK_FILE).open("a")
         except (FileExistsError, NotADirectoryError):
             raise ConfigError(f"{self.root}: a part of the path is a file; choose another --out") from None
