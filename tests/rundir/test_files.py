@@ -1,4 +1,4 @@
-"""No file the tool writes or truncates in a run directory is ever reached through a link (issue 42, failure 2).
+"""No file the tool writes or truncates in a run directory is reached through a link (issue 42, failure 2).
 
 A run directory received from someone else can hold ``judgments.jsonl -> ~/notes.txt``: writing through it
 would cut the target's last line and append records to it. Every writer of every record file refuses such a

@@ -26,11 +26,11 @@ from rescue_bench.redaction import scrub
 from rescue_bench.rundir.files import (
     JUDGING_FILE,
     LOCK_FILE,
-    WRITTEN_FILES,
     PREDICTIONS_FILE,
     REQUESTS_FILE,
     RUN_FILE,
     SCORES_FILE,
+    WRITTEN_FILES,
     JsonlAppender,
     RunDirError,
     atomic_write_json,
