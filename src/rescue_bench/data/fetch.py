@@ -10,6 +10,7 @@ release leaves nothing behind that ``--data rescue`` would read, and an earlier 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import http.client
@@ -22,6 +23,7 @@ import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rescue_bench.data import release
 from rescue_bench.data.load import read_source
@@ -116,7 +118,7 @@ def _download(url: str, part: Path, timeout: float) -> tuple[int, str]:
     """Stream ``url`` into ``part``; its size and SHA-256. Every way it can fail is one ``DataError`` line,
     which shows the URL without its secrets (a token in its query, a password)."""
     shown = public_url(url)
-    request = urllib.request.Request(url, headers={"User-Agent": "rescue-bench"})
+    request = urllib.request.Request(*_with_credentials(url))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             declared = response.headers.get("Content-Length")
@@ -147,6 +149,19 @@ def _download(url: str, part: Path, timeout: float) -> tuple[int, str]:
             "run `rescue-bench data get` again"
         )
     return size, sha256
+
+
+def _with_credentials(url: str) -> tuple[str, None, dict[str, str]]:
+    """``url`` without its ``user:password@`` (urllib would take them for the host name), and the headers
+    that send them as HTTP Basic authentication instead."""
+    parts = urlsplit(url)
+    headers = {"User-Agent": "rescue-bench"}
+    if parts.username is None:
+        return url, None, headers
+    token = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+    headers["Authorization"] = f"Basic {token}"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), None, headers
 
 
 def redact_text(text: str, url: str) -> str:
