@@ -163,7 +163,7 @@ def test_a_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path, monkey
 
 def test_a_base_url_query_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path) -> None:
     """Failure 6: the --base-url query key ``batch export`` was given, echoed back by the results file, is
-    redacted by ``batch import --base-url`` as ``run --batch`` redacts it (run.json holds no secret to use)."""
+    redacted by ``batch import --base-url`` as ``run --batch`` redacts it (run.json holds no secret)."""
     secret = "qk-URL-ECHO-0123456789"
     run, lines = exported(tmp_path, "run", make_samples(1, 3))
     results = [answer_line(line, i) for i, line in enumerate(lines)]
