@@ -344,3 +344,31 @@ def test_an_export_that_failed_midway_is_replaced_and_never_published(
     assert result.exit_code == 1 and "did not finish" in result.output and hub.uploaded == {}
     invoke("export", str(run_dir), "--format", "hf", "--out", str(folder))
     assert publish_cli(folder).exit_code == 0 and "README.md" in hub.uploaded
+
+
+def test_an_export_of_a_degraded_run_is_marked_degraded(tmp_path: Path) -> None:
+    """W32: a run whose answers mostly failed is exported marked DEGRADED, with its counts, in both formats,
+    and claims no model-index."""
+    out = tmp_path / "run"
+    with FakeOpenAIServer(lambda _: {}) as fake:  # every reply fails to parse
+        flags = [
+            "--model",
+            "vllm/m",
+            "--data",
+            "demo",
+            "--tasks",
+            "itp",
+            "--limit-samples",
+            "1",
+            "--no-cache",
+        ]
+        made = runner.invoke(app, ["run", *flags, "-q", "--base-url", fake.base_url, "--out", str(out)])
+    assert made.exit_code == 5, made.output
+    invoke("export", str(out), "--format", "hf", "--out", str(tmp_path / "hf"))
+    results = json.loads(next((tmp_path / "hf").glob("results_*.json")).read_text())
+    assert results["config_general"]["completeness"]["mark"] == "DEGRADED"
+    assert "**DEGRADED (status degraded): itp " in (tmp_path / "hf" / "README.md").read_text()
+    invoke("export", str(out), "--format", "eee", "--out", str(tmp_path / "eee"))
+    record = json.loads(next(p for p in (tmp_path / "eee").glob("*.json")).read_text())
+    details = [r["metric_config"]["additional_details"] for r in record["evaluation_results"]]
+    assert details and all(d["completeness"].startswith("DEGRADED (status degraded)") for d in details)
