@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +13,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.rundir import read_jsonl
+from rescue_bench.rundir import RunDirError, read_jsonl
 
 jsonschema = pytest.importorskip("jsonschema")
 pq = pytest.importorskip("pyarrow.parquet", reason="the adapters extra is not installed")
@@ -336,9 +337,10 @@ def test_an_export_that_failed_midway_is_replaced_and_never_published(
     hub = HubCalls(monkeypatch)
     folder = tmp_path / "hf"
     with monkeypatch.context() as broken:
-        broken.setattr(hf, "card", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
-        with pytest.raises(OSError, match="disk full"):
-            hf.export_hf(run_dir, folder)
+        full = OSError(errno.ENOSPC, "No space left on device")
+        broken.setattr(hf, "card", lambda *a, **k: (_ for _ in ()).throw(full))
+        with pytest.raises(RunDirError, match="cannot write \\(No space left on device\\).*free some space"):
+            hf.export_hf(run_dir, folder)  # W42: one line with the advice, not a traceback
     assert (folder / "details" / "itp.parquet").is_file() and not (folder / "README.md").exists()
     result = publish_cli(folder)
     assert result.exit_code == 1 and "did not finish" in result.output and hub.uploaded == {}

@@ -40,6 +40,7 @@ from rescue_bench.errors import DataError
 from rescue_bench.judge.bertscore import backbone_label
 from rescue_bench.redaction import scrub
 from rescue_bench.report.tables import bert_setting
+from rescue_bench.report.writers import writing
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
@@ -274,8 +275,9 @@ def export_eee(
         "total_rows": len(lines),
     }
     claim(out, "eee", run_dir, [f"{name}.json", f"{name}.jsonl"])
-    (out / f"{name}.jsonl").write_bytes(body)
-    (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
-    files = (out / f"{name}.json", out / f"{name}.jsonl")
-    mark(out, "eee", run_dir, files)
+    with writing(out):  # a full disk or a read-only folder: one line with the advice that fits
+        (out / f"{name}.jsonl").write_bytes(body)
+        (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
+        files = (out / f"{name}.json", out / f"{name}.jsonl")
+        mark(out, "eee", run_dir, files)
     return files

@@ -45,6 +45,7 @@ from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.errors import DataError
 from rescue_bench.printable import printable
 from rescue_bench.redaction import scrub
+from rescue_bench.report.writers import writing
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
@@ -198,16 +199,17 @@ def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | No
             by_task.setdefault(record.task, []).append(record)
     name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
     claim(out, "hf", run_dir, [name, "README.md", *(f"details/{task}.parquet" for task in by_task)])
-    (out / "details").mkdir(parents=True, exist_ok=True)
     written = []
-    for task, records in by_task.items():
-        path = out / "details" / f"{task}.parquet"
-        pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
-        written.append(path)
-    (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
-    (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
-    files = [out / name, out / "README.md", *written]
-    mark(out, "hf", run_dir, files)
+    with writing(out):  # a full disk or a read-only folder: one line with the advice that fits
+        (out / "details").mkdir(parents=True, exist_ok=True)
+        for task, records in by_task.items():
+            path = out / "details" / f"{task}.parquet"
+            pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
+            written.append(path)
+        (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
+        (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
+        files = [out / name, out / "README.md", *written]
+        mark(out, "hf", run_dir, files)
     return files
 
 
