@@ -339,7 +339,7 @@ def test_an_export_that_failed_midway_is_replaced_and_never_published(
     with monkeypatch.context() as broken:
         full = OSError(errno.ENOSPC, "No space left on device")
         broken.setattr(hf, "card", lambda *a, **k: (_ for _ in ()).throw(full))
-        with pytest.raises(RunDirError, match="cannot write \\(No space left on device\\).*free some space"):
+        with pytest.raises(RunDirError, match=r"cannot write \(No space left on device\).*free some space"):
             hf.export_hf(run_dir, folder)  # W42: one line with the advice, not a traceback
     assert (folder / "details" / "itp.parquet").is_file() and not (folder / "README.md").exists()
     result = publish_cli(folder)
