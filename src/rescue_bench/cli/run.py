@@ -138,6 +138,7 @@ def estimate(ctx: typer.Context) -> None:
     from rescue_bench.data.load import load_samples
     from rescue_bench.engine.plans import build_plans, select_samples
     from rescue_bench.evaluation.estimate import cap_note, estimate_plan
+    from rescue_bench.pricing.estimate import long_conversation_note
     from rescue_bench.video.mode import check_video_config, clip_coverage
 
     flags = flag_values(ctx)
@@ -147,7 +148,10 @@ def estimate(ctx: typer.Context) -> None:
         return
     check_video_config(spec)
     price = spec_prices(spec)
-    plans = build_plans(select_samples(load_samples(spec.data), spec), spec)
+    samples = select_samples(load_samples(spec.data), spec)
+    if note := long_conversation_note({s.sample_id: len(s.rows) for s in samples}):
+        echo(f"warning: {note}", err=True)
+    plans = build_plans(samples, spec)
     counter = make_counter(spec.model.name)
     params = spec.generation()
     rows = [estimate_plan(p, counter, params) for p in plans]
