@@ -208,8 +208,8 @@ def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
     resolved = [path.resolve() for path in paths]
     for number, path in enumerate(paths):
         if resolved[number] in resolved[:number]:
-            first = paths[resolved.index(resolved[number])]
-            raise DataError(f"{path}: given twice (as {first}); import each log once")
+            earlier = paths[resolved.index(resolved[number])]
+            raise DataError(f"{path}: given twice (as {earlier}); import each log once")
     logs = [(read_log(p), str(p)) for p in paths]
     first: dict[str, str] = {}
     for log, where in logs:
