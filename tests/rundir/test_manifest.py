@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
 from rescue_bench.rundir import PROTOCOL, Manifest, RunDirError
+from rescue_bench.view.data import ViewError, read_run
 
 runner = CliRunner()
 RUN = ("run", "--model", "baseline/random", "--data", "demo", "--tasks", "itp", "--limit-samples", "1", "-q")
@@ -37,6 +38,8 @@ def test_a_run_of_a_newer_protocol_is_named_and_never_read_as_this_one(tmp_path:
     assert "upgrade rescue-bench" in again.output and "start a new directory" not in again.output
     report = runner.invoke(app, ["report", str(out), "--out", str(tmp_path / "r")])
     assert report.exit_code == 2 and "protocol version 999" in report.output, report.output
+    with pytest.raises(ViewError, match="made by a newer rescue-bench"):
+        read_run(out)
 
 
 def test_an_older_protocol_is_named_with_what_differs() -> None:
