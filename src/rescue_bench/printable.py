@@ -71,6 +71,6 @@ def markup_safe(text: str) -> str:
     """Text for a Rich ``console.print`` whose words come from outside: controls escaped, markup shown.
 
     >>> markup_safe("run [bold]x")
-    'run \\[bold]x'
+    'run \\\\[bold]x'
     """
     return escape(printable(text))
