@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.cli.flags import flag_values
-from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
+from rescue_bench.cli.outcome import EXIT_DEGRADED, EXIT_INCOMPLETE, resume_command
 from rescue_bench.cli.run_flags import EndpointCommand, model_settings
 from rescue_bench.errors import ConfigError
 from rescue_bench.evaluation.run import judge_again
@@ -28,7 +28,7 @@ from rescue_bench.printable import echo, printable
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
-from rescue_bench.rundir import SCORES_FILE, Scores, load_run
+from rescue_bench.rundir import RUN_FILE, SCORES_FILE, Scores, load_run, read_json_object
 from rescue_bench.spec import JudgeSpec
 from rescue_bench.tasks import judged_tasks
 
@@ -125,6 +125,10 @@ def score(
             err=True,
         )
         raise typer.Exit(EXIT_INCOMPLETE)
+    ended = read_json_object(run_dir / RUN_FILE) or {}
+    if ended.get("status") == "degraded":  # the judges' degraded rule, or the model's: run's exit code
+        echo(f"degraded: {ended.get('stop_reason') or 'most answers failed'}", err=True)
+        raise typer.Exit(EXIT_DEGRADED)
 
 
 def _backbone(given: str | None) -> str | None:
