@@ -206,3 +206,16 @@ def test_the_hub_card_shows_html_in_a_model_name_as_text(
     card = (tmp_path / "hf" / "README.md").read_text(encoding="utf-8")
     body = card.split("\n---\n", 1)[1]
     assert "<img" not in body and "&lt;img src=x onerror=alert(1)&gt;" in body
+
+
+def test_json_output_stays_valid_json_with_every_control_escaped(hostile_runs: tuple[Path, Path]) -> None:
+    """The one escaping path never breaks JSON output: names holding DEL, C1 controls and bidi marks come out
+    as JSON escapes, which read back as the names."""
+    a, b = hostile_runs
+    manifest = json.loads((b / "run.json").read_text(encoding="utf-8"))
+    manifest["model"]["model"] = "m\x7f\x85\u202e"
+    (b / "run.json").write_text(json.dumps(manifest), encoding="utf-8")
+    result = runner.invoke(app, ["compare", str(a), str(b), "--json"])
+    assert result.exit_code == 0, result.output
+    assert hidden(result.output) == []
+    json.loads(result.output[result.output.index("{") :])

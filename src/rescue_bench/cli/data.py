@@ -54,7 +54,7 @@ def validate(
 
     report = validate_source(source, max_row_chars=max_row_chars)
     if fmt is ValidateFormat.json:
-        echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        echo(json.dumps(report.to_json(), indent=2))  # ASCII: every control a JSON escape
     else:
         echo(printable(report.render_text()))
     if report.failed(strict=strict):

@@ -207,7 +207,7 @@ def _compare_many(
 
     result = compare_many_run_data(loaded, method=method, level=level, n_resamples=resamples, seed=seed)
     if as_json:
-        echo(result.model_dump_json(indent=2))
+        echo(json.dumps(result.model_dump(mode="json"), indent=2))  # ASCII: valid JSON, controls escaped
         return
     tables = matrix_tables(result, scopes=chosen, every_metric=every_metric, numbered=True, ci=ci)
     print_tables(make_console(), [(table, 3 if table.key.startswith("compare_") else 2) for table in tables])

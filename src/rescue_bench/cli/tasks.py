@@ -121,7 +121,7 @@ def show(
     inst = find_instance(chosen, load_samples(source), sample_id, row_index, cfg)
     request = chosen.render([inst], cfg)
     if as_json:
-        echo(json.dumps({**request_json(request), "gold": inst.gold}, ensure_ascii=False, indent=2))
+        echo(json.dumps({**request_json(request), "gold": inst.gold}, indent=2))  # ASCII: valid JSON, escaped
         return
     gold = json.dumps(inst.gold, ensure_ascii=False)
     echo(printable(f"# {inst.id} | gold {gold} | prompt {request.prompt_hash}", one_line=True))
