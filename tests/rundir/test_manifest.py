@@ -45,3 +45,11 @@ def test_a_run_of_a_newer_protocol_is_named_and_never_read_as_this_one(tmp_path:
 def test_an_older_protocol_is_named_with_what_differs() -> None:
     note = Manifest(config={"protocol": 1}).protocol_note("runs/old")
     assert note is not None and f"older than this rescue-bench's {PROTOCOL}" in note
+
+
+def test_report_names_a_run_of_an_older_protocol(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    _with_protocol(out, 1)
+    result = runner.invoke(app, ["report", str(out), "--out", str(tmp_path / "r")])
+    assert result.exit_code == 0, result.output
+    assert f"follows protocol version 1, older than this rescue-bench's {PROTOCOL}" in result.output

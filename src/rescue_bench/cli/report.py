@@ -54,7 +54,7 @@ def report(
     tasks. An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
     A study directory stands for its runs, its own leaderboard first.
     """
-    from rescue_bench.report.build import build_report, write_report
+    from rescue_bench.report.build import build_report, protocol_notes, write_report
     from rescue_bench.report.leaderboard import study_tables
     from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
     from rescue_bench.rundir import expand_run_dirs
@@ -65,6 +65,8 @@ def report(
     )
     if built.banner:
         echo(f"warning: {printable(built.banner)}", err=True)
+    for note in protocol_notes(expand_run_dirs(runs)):  # numbers made by older rules: said, not hidden
+        echo(f"warning: {note}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     boards = [t for t in first if t.key.endswith("_leaderboard")] or [built.table("leaderboard")]

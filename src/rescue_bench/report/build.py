@@ -42,7 +42,16 @@ from rescue_bench.report import (
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table
-from rescue_bench.rundir import PROTOCOL, PredictionLine, RunData, Scores, load_run
+from rescue_bench.rundir import (
+    PROTOCOL,
+    RUN_FILE,
+    Manifest,
+    PredictionLine,
+    RunData,
+    Scores,
+    load_run,
+    read_json_object,
+)
 from rescue_bench.rundir.status import engine_unfinished
 from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
@@ -70,6 +79,18 @@ def check_finished(runs: Sequence[RunData], *, allow_partial: bool) -> tuple[Pro
             "or pass --partial for a report marked PARTIAL"
         )
     return unfinished
+
+
+def protocol_notes(runs: Sequence[Path]) -> list[str]:
+    """A warning for each run of an older protocol version than this rescue-bench's: its numbers follow
+    other rules (:meth:`~rescue_bench.rundir.Manifest.protocol_note`); a newer one is refused by
+    :func:`check_finished`."""
+    notes = []
+    for path in runs:
+        manifest = Manifest.from_json(read_json_object(path / RUN_FILE) or {}, str(path / RUN_FILE))
+        note = manifest.protocol_note(path) if manifest.protocol < PROTOCOL else None
+        notes += [note] if note else []
+    return notes
 
 
 @dataclass(frozen=True, slots=True)
