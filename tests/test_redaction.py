@@ -19,7 +19,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.redaction import public_url, scrub, url_secrets
+from rescue_bench.redaction import credential_keys, public_url, scrub, url_secrets
 
 KEY = "sk-URLTEST-KEY-0123456789"
 MODEL_QUERY = "QUERY-SECRET-model-4815162342"
@@ -147,3 +147,43 @@ def test_the_redaction_functions() -> None:
         "urls": ["https://example.org:8443/v1", "http://h/v1"],
         "https://example.org:8443/v1": 1,
     }
+
+
+def test_credential_looking_keys_are_redacted_by_every_writer_and_warned() -> None:
+    """W40: a key put in ``extra_body`` is sent, but its value reaches no file: scrub (every writer's one
+    function) redacts the values of credential-looking keys; counts such as ``max_tokens`` stay."""
+    extra = {"api_key": "sk-LEAK", "hf_token": "hf-LEAK", "top_k": 2}
+    counts = {"itp": {"max_tokens": 5, "prompt_tokens": 9}}
+    record = {"generation": {"extra_body": extra}, "counts": counts, "Authorization": "Bearer x"}
+    scrubbed = scrub(record)
+    assert "LEAK" not in json.dumps(scrubbed) and scrubbed["Authorization"] == "[redacted]"
+    assert scrubbed["counts"] == record["counts"] and scrubbed["generation"]["extra_body"]["top_k"] == 2
+    assert credential_keys(record) == ["api_key", "hf_token", "Authorization"]
+
+
+def test_a_key_in_extra_body_reaches_no_file_of_the_run(tmp_path: Path) -> None:
+    secret = "sk-EXTRA-BODY-0123456789"
+    out = tmp_path / "run"
+    with FakeOpenAIServer(schema_answer) as fake:
+        flags = ["--model", "vllm/m", "--data", "demo", "--tasks", "itp", "--limit-samples", "1"]
+        flags += ["--no-cache", "--base-url", fake.base_url, "--extra-body", json.dumps({"api_key": secret})]
+        result = CliRunner().invoke(app, ["run", *flags, "--out", str(out)])
+        sent = [r.body.get("api_key") for r in fake.requests]
+    assert result.exit_code == 0, result.output
+    assert sent and all(value == secret for value in sent)  # it is sent
+    assert "looks like a credential" in result.output and secret not in result.output
+    report = CliRunner().invoke(app, ["report", str(out)])
+    assert report.exit_code == 0, report.output
+    leaked = [p for p in out.rglob("*") if p.is_file() and secret.encode() in p.read_bytes()]
+    assert leaked == []
+
+
+def test_print_spec_prints_no_base_url_secret() -> None:
+    """W39: ``--print-spec`` shows the spec as every writer records it."""
+    secret = "qk-PRINT-SPEC-0123456789"
+    flags = ["--model", "vllm/m", "--base-url", f"http://h/v1?api-key={secret}"]
+    result = CliRunner().invoke(
+        app, ["run", *flags, "--extra-body", json.dumps({"token": secret}), "--print-spec"]
+    )
+    assert result.exit_code == 0, result.output
+    assert secret not in result.output and "http://h/v1" in result.output

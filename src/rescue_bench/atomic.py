@@ -33,7 +33,11 @@ def atomic_path(path: Path) -> Iterator[Path]:
 def write_atomic(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` (:func:`atomic_path`); ``OSError`` when it fails, ``path`` kept."""
     with atomic_path(path) as tmp:
-        tmp.write_bytes(data)
+        # A temporary left behind, or planted there as a link, is removed and never written through.
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
 
 
 def _fsync(path: Path) -> None:

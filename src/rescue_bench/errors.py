@@ -43,6 +43,13 @@ class ConfigError(BenchError):
     """Settings that cannot work: unknown task or mode, a changed config for an existing run, and so on."""
 
 
+class UnfinishedWork(BenchError):
+    """A command asked to make numbers of a run whose instances did not all get an answer: refused, with the
+    exit code of an ``incomplete`` run (4), so a script treats it as ``run`` does."""
+
+    exit_code = 4
+
+
 class DependencyError(BenchError):
     """An optional dependency is missing; the message names the extra to install."""
 

@@ -23,6 +23,13 @@ MIN_SECRET = 4
 MIN_URL_SECRET = 8
 """Parts of a URL shorter than this (a user name ``ann``, ``v=1``) are left in replies: a key is longer."""
 _URL = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://[^\s\"'<>`]+")
+_CREDENTIAL_KEY = re.compile(
+    r"(^|[_-])(api[_-]?key|apikey|token|access[_-]?token|secret|client[_-]?secret|password|passwd|"
+    r"authorization|auth)$",
+    re.IGNORECASE,
+)
+"""Keys whose value is a credential (``api_key``, ``hf_token``, ``client_secret``, ``Authorization``); a
+count such as ``max_tokens`` is not one."""
 T = TypeVar("T", bound=Json)
 
 
@@ -109,16 +116,46 @@ def _public_match(match: re.Match[str]) -> str:
     return public_url(url)
 
 
+def is_credential_key(key: str) -> bool:
+    """Whether a key names a credential (its value is never written).
+
+    >>> [is_credential_key(k) for k in ("api_key", "hf_token", "Authorization", "max_tokens", "top_k")]
+    [True, True, True, False, False]
+    """
+    return _CREDENTIAL_KEY.search(key) is not None
+
+
+def credential_keys(value: Json) -> list[str]:
+    """The keys anywhere in ``value`` that name a credential and hold a value (:func:`is_credential_key`),
+    for a warning: they are sent, and written nowhere."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if is_credential_key(str(key)) and inner not in (None, ""):
+                found.append(str(key))
+            found += credential_keys(inner)
+    elif isinstance(value, list | tuple):
+        for inner in value:
+            found += credential_keys(inner)
+    return found
+
+
 def scrub(value: T) -> T:
-    """A JSON value with :func:`scrub_text` applied to every string in it (keys included).
+    """A JSON value with :func:`scrub_text` applied to every string in it (keys included), and the value of
+    every key that names a credential (:func:`is_credential_key`) replaced by ``[redacted]``.
 
     >>> scrub({"model": {"base_url": "https://u:pw@h/v1?api-key=x"}, "n": [1, "http://h/v1"]})
     {'model': {'base_url': 'https://h/v1'}, 'n': [1, 'http://h/v1']}
+    >>> scrub({"extra_body": {"api_key": "sk-123", "top_k": 2}})
+    {'extra_body': {'api_key': '[redacted]', 'top_k': 2}}
     """
     if isinstance(value, str):
         return scrub_text(value)  # type: ignore[return-value]
     if isinstance(value, dict):
-        return {scrub_text(str(k)): scrub(v) for k, v in value.items()}  # type: ignore[return-value]
+        return {  # type: ignore[return-value]
+            scrub_text(str(k)): MARK if is_credential_key(str(k)) and v not in (None, "") else scrub(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [scrub(v) for v in value]  # type: ignore[return-value]
     return value

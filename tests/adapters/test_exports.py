@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import shutil
 from pathlib import Path
@@ -12,7 +13,7 @@ from tests.fakes.openai_server import FakeOpenAIServer, schema_answer
 from typer.testing import CliRunner
 
 from rescue_bench.cli.main import app
-from rescue_bench.rundir import read_jsonl
+from rescue_bench.rundir import RunDirError, read_jsonl
 
 jsonschema = pytest.importorskip("jsonschema")
 pq = pytest.importorskip("pyarrow.parquet", reason="the adapters extra is not installed")
@@ -336,9 +337,10 @@ def test_an_export_that_failed_midway_is_replaced_and_never_published(
     hub = HubCalls(monkeypatch)
     folder = tmp_path / "hf"
     with monkeypatch.context() as broken:
-        broken.setattr(hf, "card", lambda *a, **k: (_ for _ in ()).throw(OSError("disk full")))
-        with pytest.raises(OSError, match="disk full"):
-            hf.export_hf(run_dir, folder)
+        full = OSError(errno.ENOSPC, "No space left on device")
+        broken.setattr(hf, "card", lambda *a, **k: (_ for _ in ()).throw(full))
+        with pytest.raises(RunDirError, match=r"cannot write \(No space left on device\).*free some space"):
+            hf.export_hf(run_dir, folder)  # W42: one line with the advice, not a traceback
     assert (folder / "details" / "itp.parquet").is_file() and not (folder / "README.md").exists()
     result = publish_cli(folder)
     assert result.exit_code == 1 and "did not finish" in result.output and hub.uploaded == {}
@@ -384,3 +386,31 @@ def test_no_export_or_heading_carries_the_local_data_path(run_dir: Path, tmp_pat
     assert dataset["source"] == "release.jsonl" and len(dataset["hash"]) == 64
     heading = measured.heading([load_run(copy)])
     assert "/home/ana" not in heading and f"release.jsonl (sha256 {dataset['hash'][:12]})" in heading
+
+
+def test_an_export_of_a_degraded_run_is_marked_degraded(tmp_path: Path) -> None:
+    """W32: a run whose answers mostly failed is exported marked DEGRADED, with its counts, in both formats,
+    and claims no model-index."""
+    out = tmp_path / "run"
+    with FakeOpenAIServer(lambda _: {}) as fake:  # every reply fails to parse
+        flags = [
+            "--model",
+            "vllm/m",
+            "--data",
+            "demo",
+            "--tasks",
+            "itp",
+            "--limit-samples",
+            "1",
+            "--no-cache",
+        ]
+        made = runner.invoke(app, ["run", *flags, "-q", "--base-url", fake.base_url, "--out", str(out)])
+    assert made.exit_code == 5, made.output
+    invoke("export", str(out), "--format", "hf", "--out", str(tmp_path / "hf"))
+    results = json.loads(next((tmp_path / "hf").glob("results_*.json")).read_text())
+    assert results["config_general"]["completeness"]["mark"] == "DEGRADED"
+    assert "**DEGRADED (status degraded): itp " in (tmp_path / "hf" / "README.md").read_text()
+    invoke("export", str(out), "--format", "eee", "--out", str(tmp_path / "eee"))
+    record = json.loads(next(p for p in (tmp_path / "eee").glob("*.json")).read_text())
+    details = [r["metric_config"]["additional_details"] for r in record["evaluation_results"]]
+    assert details and all(d["completeness"].startswith("DEGRADED (status degraded)") for d in details)

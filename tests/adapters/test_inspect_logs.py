@@ -110,6 +110,18 @@ def test_two_logs_of_one_task_are_refused(itp_log: Path, tmp_path: Path) -> None
     assert message == f"{copy}: a second log of task 'itp' (the first: {itp_log}); import one log per task"
 
 
+def test_one_log_given_twice_is_refused_not_imported_twice(itp_log: Path, tmp_path: Path) -> None:
+    """W20: ``import inspect itp.eval itp.eval`` (or a link to it) would import every instance twice."""
+    link = tmp_path / "link.eval"
+    link.symlink_to(itp_log)
+    assert (
+        refused([itp_log, itp_log], tmp_path / "run")
+        == f"{itp_log}: given twice (as {itp_log}); import each log once"
+    )
+    assert refused([itp_log, link], tmp_path / "run2").startswith(f"{link}: given twice (as {itp_log})")
+    assert not (tmp_path / "run").exists()
+
+
 def test_a_limited_log_imports_as_a_partial_run(served: Served, tmp_path: Path) -> None:
     from typer.testing import CliRunner
 

@@ -325,3 +325,17 @@ def test_a_batch_file_larger_than_its_replies_can_be_is_not_read(tmp_path: Path,
         assert len(server.created) == 2  # the 1 MiB file of 8 replies capped at 4 KiB: submitted again
     assert result.status == "finished" and all(p["valid"] for p in predictions(tmp_path / "run"))
     assert (tmp_path / "run" / "requests.jsonl").stat().st_size < 100_000
+
+
+def test_a_dead_batch_api_ends_incomplete_as_a_dead_endpoint_does_online(tmp_path: Path, data: str) -> None:
+    """W34: one status for one situation: no Files/Batches API answering is unfinished work (incomplete,
+    exit 4), every request recorded as no answer and asked again by a re-run, not ``stopped``."""
+    with FakeBatchServer(tiny_task.oracle) as server:
+        pass  # closed: its port refuses every connection
+    result = batch_run(server, tmp_path / "run", data)
+    assert result.status == "incomplete", result.stop_reason
+    recorded = predictions(tmp_path / "run")
+    assert recorded and all(p["problems"][0].startswith("request_failed: ") for p in recorded)
+    with FakeBatchServer(tiny_task.oracle) as back:
+        again = batch_run(back, tmp_path / "run", data)
+    assert again.status == "finished", again.stop_reason

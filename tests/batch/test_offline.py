@@ -170,6 +170,21 @@ def test_a_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path, monkey
     assert all(secret.encode() not in p.read_bytes() for p in run.iterdir())
 
 
+def test_a_base_url_query_key_echoed_in_imported_results_is_not_recorded(tmp_path: Path) -> None:
+    """Failure 6: the --base-url query key ``batch export`` was given, echoed back by the results file, is
+    redacted by ``batch import --base-url`` as ``run --batch`` redacts it (run.json holds no secret)."""
+    secret = "qk-URL-ECHO-0123456789"
+    run, lines = exported(tmp_path, "run", make_samples(1, 3))
+    results = [answer_line(line, i) for i, line in enumerate(lines)]
+    for result in results:
+        result["response"]["body"]["choices"][0]["message"]["reasoning_content"] = f"query {secret} seen"
+    (tmp_path / "results.jsonl").write_text("".join(json.dumps(r) + "\n" for r in results))
+    given = f"http://gw/v1?api-key={secret}"
+    import_batch(tmp_path / "results.jsonl", run, tasks=TINY_TASKS, base_url=given)
+    assert "query [redacted] seen" in (run / "requests.jsonl").read_text()
+    assert all(secret.encode() not in p.read_bytes() for p in run.iterdir())
+
+
 def test_batch_export_is_refused_while_another_writer_holds_the_run(tmp_path: Path) -> None:
     samples = make_samples(1, 3)
     config = tiny_config(data=str(write_jsonl(tmp_path / "data.jsonl", samples)))

@@ -3,13 +3,16 @@ installed whole; a truncated, stalled, killed, oversized or wrong download leave
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import huggingface_hub.constants
 import pytest
@@ -65,7 +68,12 @@ def test_from_hugging_face_through_huggingface_hub(release_bytes: bytes, hf_cach
     with ReleaseServer(release_bytes) as server:
         installed = fetch_release("hf", base_url=server.base_url)
     assert installed.record.source == "hf"
-    assert installed.record.url == f"hf://datasets/{release.HF_REPO}@{HF_COMMIT}/data/benchmark_191.jsonl"
+    # Through a mirror (the local stand-in): recorded as a copy from its address, not the official release.
+    assert (
+        installed.record.url
+        == f"{server.base_url}/datasets/{release.HF_REPO}@{HF_COMMIT}/data/benchmark_191.jsonl"
+    )
+    assert not installed.record.official
     assert installed.path.read_bytes() == release_bytes
     assert len(load_samples("rescue")) == 191
 
@@ -102,7 +110,7 @@ def test_a_failed_download_leaves_the_earlier_copy_as_it_was(release_bytes: byte
 
 @pytest.mark.slow  # waits out a real timeout
 def test_a_download_that_stalls_half_way_times_out(release_bytes: bytes) -> None:
-    with ReleaseServer(release_bytes, fault="stall") as server, pytest.raises(DataError, match="cut off"):
+    with ReleaseServer(release_bytes, fault="stall") as server, pytest.raises(DataError, match="stalled"):
         fetch_release("github", base_url=server.base_url, timeout=0.5)
     _nothing_installed()
 
@@ -191,3 +199,110 @@ def test_offline_one_line_names_the_command_and_the_manual_route() -> None:
     assert f"download {release.github_url()} by hand and pass its path to --data" in message
     assert "\n" not in message
     _nothing_installed()
+
+
+# -- issue 42: what makes the official release, and bounds on the whole download -----------------------------
+
+
+def test_a_dripping_server_is_given_up_by_the_minimum_rate(release_bytes: bytes) -> None:
+    """Failure 4: a server sending 2 bytes every 50 ms never stalls, but is too slow: ended, and said so."""
+    started = time.monotonic()
+    with ReleaseServer(release_bytes, fault="drip") as server, pytest.raises(DataError) as raised:
+        fetch_release("github", base_url=server.base_url, timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert "too slow" in str(raised.value) and "KiB/s after --timeout 0.5 s" in str(raised.value)
+    _nothing_installed()
+
+
+def test_the_hub_download_has_an_overall_deadline(
+    release_bytes: bytes, hf_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Failure 4: ``--source hf`` honours the deadline too (--timeout 0.5 plus 32 KiB at the minimum rate)."""
+    monkeypatch.setattr(fetch, "RELEASE_BOUND", 32 << 10)
+    started = time.monotonic()
+    with ReleaseServer(release_bytes, fault="drip") as server, pytest.raises(DataError) as raised:
+        fetch_release("hf", base_url=server.base_url, timeout=0.5)
+    assert time.monotonic() - started < 10
+    assert "overall deadline of 2 s" in str(raised.value)
+    _nothing_installed()
+
+
+def test_a_mirror_s_file_is_a_copy_not_the_official_release(release_bytes: bytes, tmp_path: Path) -> None:
+    """Failure 3: a mirror serving a file with the release's counts is installed as a copy from where it came,
+    and a run on ``--data rescue`` and its exports say so (no Hub dataset, no model-index)."""
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+
+    with ReleaseServer(release_bytes) as server:
+        installed = fetch_release("github", base_url=server.base_url)
+    assert not installed.record.official and installed.record.origin == installed.record.url
+    runner = CliRunner()
+    out = tmp_path / "run"
+    made = runner.invoke(app, ["run", "--model", "baseline/random", "--data", "rescue", "--tasks", "itp",
+                               "--limit-samples", "0", "--quiet", "--out", str(out)])  # fmt: skip
+    if made.exit_code == 2:  # a limit of 0 is not taken: the whole (fictional) release, 191 samples
+        made = runner.invoke(app, ["run", "--model", "baseline/random", "--data", "rescue", "--tasks", "itp",
+                                   "--quiet", "--out", str(out)])  # fmt: skip
+    assert made.exit_code in (0, 5), made.output
+    dataset = json.loads((out / "run.json").read_text())["dataset"]
+    assert dataset["origin"].startswith(server.base_url)
+    exported = runner.invoke(app, ["export", str(out), "--format", "hf", "--out", str(tmp_path / "hf")])
+    assert exported.exit_code == 0, exported.output
+    card = (tmp_path / "hf" / "README.md").read_text()
+    assert "\nmodel-index:" not in card and "not verified as the official release" in card
+    assert release.HF_REPO not in card
+
+
+def test_only_the_pinned_sources_are_official() -> None:
+    pinned = release.github_url(release.GITHUB_BASE)
+    assert release.is_official("github", pinned, "0" * 64)
+    assert not release.is_official("github", release.github_url("https://mirror.example"), "0" * 64)
+    assert release.is_official("hf", f"hf://datasets/{release.HF_REPO}@{'a' * 40}/data/x.jsonl", "0" * 64)
+    assert not release.is_official("hf", f"https://mirror.example/datasets/{release.HF_REPO}@a/x", "0" * 64)
+    # A record written before the field: judged by where it came from.
+    old = {"source": "github", "url": "https://mirror.example/x", "sha256": "0" * 64, "size": 1,
+           "counts": {"samples": 191, "couple": 174, "family": 17, "rows": 7079}}  # fmt: skip
+    assert not release.ReleaseRecord.from_json(old).official
+    assert release.ReleaseRecord.from_json({**old, "url": pinned}).official
+
+
+def test_a_secret_in_the_base_url_is_never_printed_and_its_query_follows_the_path(
+    release_bytes: bytes,
+) -> None:
+    """W37: ``user:token@`` and ``?token=`` stay out of every message and record; the query goes after the
+    path, so the file is still found."""
+    with ReleaseServer(release_bytes) as server:
+        host = server.base_url.partition("://")[2]
+        installed = fetch_release("github", base_url=f"http://ann:pw-SECRET-1@{host}/?token=SECRET-TOKEN-2")
+        assert server.requests == [f"GET {GITHUB_PATH}"]
+    assert "SECRET" not in json.dumps(installed.record.to_json())
+    with ReleaseServer(release_bytes, fault="404") as server:
+        host = server.base_url.partition("://")[2]
+        with pytest.raises(DataError) as raised:
+            fetch_release(
+                "github", base_url=f"http://ann:pw-SECRET-1@{host}/?token=SECRET-TOKEN-2", force=True
+            )
+    assert "SECRET" not in str(raised.value) and "HTTP 404" in str(raised.value)
+    with pytest.raises(DataError) as raised:
+        fetch_release(
+            "github", base_url="http://ann:pw-SECRET-1@127.0.0.1:9/?token=SECRET-TOKEN-2", force=True
+        )
+    assert "SECRET" not in str(raised.value)
+
+
+def test_a_local_write_error_is_named_as_such(release_bytes: bytes, monkeypatch: pytest.MonkeyPatch) -> None:
+    """W38: a full or read-only cache is a local write error, never "the download was cut off"."""
+    real_open = Path.open
+
+    def full_disk(self: Path, *args: Any, **kwargs: Any) -> Any:
+        if self.name.endswith(".part"):
+            raise OSError(errno.ENOSPC, "No space left on device", str(self))
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", full_disk)
+    with ReleaseServer(release_bytes) as server, pytest.raises(DataError) as raised:
+        fetch_release("github", base_url=server.base_url)
+    message = str(raised.value)
+    assert "No space left on device" in message and "cannot write the release into the cache" in message
+    assert "cut off" not in message

@@ -248,11 +248,25 @@ def test_judge_means_over_fewer_instances_say_so(tmp_path: Path) -> None:
     with FakeOpenAIServer(first_only) as fake:
         args = ("--model", "baseline/random", "--tasks", "er", "--seed", "1", "--judge", "vllm/j")
         result = cli(*args, "--base-url", fake.base_url, "--out", str(out))
-    assert result.exit_code == 0, result.output
+    # 3 of 5 verdicts unscored: a judge failing that way degrades the run, as a model would (exit 5).
+    assert result.exit_code == 5, result.output
     er = read(out / "scores.json")["er"]["all"]
     assert 0 < er["n_judged"] < er["n"] and er["n_unscored"] > 0
     expected = f"ER LLM is the mean over {er['n_judged']} of {er['n']} instances"
     assert expected in " ".join(result.output.split())
+
+
+@pytest.mark.parametrize("verdict", ["I cannot grade this.", {"graded": [{"score": 999}]}, {}])
+def test_a_judge_whose_every_verdict_is_unscored_degrades_the_run(tmp_path: Path, verdict: Any) -> None:
+    """W35: the degraded rule holds for judges: prose, a score off the scale, ``{}``: exit 5, not finished."""
+    out = tmp_path / "run"
+    with FakeOpenAIServer(lambda _: verdict) as fake:
+        args = ("--model", "baseline/random", "--tasks", "er", "--seed", "1", "--judge", "vllm/j")
+        result = cli(*args, "--base-url", fake.base_url, "--out", str(out))
+    assert result.exit_code == 5, result.output
+    manifest = read(out / "run.json")
+    assert manifest["status"] == "degraded" and "judge vllm/j" in manifest["stop_reason"]
+    assert "unscored" in manifest["stop_reason"]
 
 
 def test_a_judge_that_refuses_the_key_leaves_the_run_incomplete(tmp_path: Path) -> None:

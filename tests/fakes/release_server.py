@@ -7,6 +7,7 @@ download of the file goes wrong:
 
 * ``"truncate"``: the full ``Content-Length`` is declared, half the body is sent, the connection is closed;
 * ``"stall"``: half the body is sent, then nothing until :meth:`ReleaseServer.release_stall` (or the end);
+* ``"drip"``: the body comes 2 bytes at a time, every 50 ms (a server too slow to ever finish);
 * ``"404"``: the file is not there.
 
 Every request path is logged in :attr:`ReleaseServer.requests`.
@@ -22,7 +23,7 @@ from typing import Literal
 
 from rescue_bench.data.release import GITHUB_COMMIT, GITHUB_REPO, HF_REPO, RELEASE_PATH
 
-Fault = Literal["truncate", "stall", "404"]
+Fault = Literal["truncate", "stall", "drip", "404"]
 HF_COMMIT = "5" * 40
 """The fake dataset's commit, as the Hub would report it."""
 GITHUB_PATH = f"/{GITHUB_REPO}/{GITHUB_COMMIT}/{RELEASE_PATH}"
@@ -125,6 +126,14 @@ class ReleaseServer:
             return
         if self.fault is None:
             handler.wfile.write(body)
+            return
+        if self.fault == "drip":
+            for start in range(0, len(body), 2):
+                if self._unstall.wait(timeout=0.05):
+                    break
+                handler.wfile.write(body[start : start + 2])
+                handler.wfile.flush()
+            handler.close_connection = True
             return
         handler.wfile.write(body[: len(body) // 2])
         handler.wfile.flush()

@@ -203,3 +203,28 @@ def test_score_takes_the_run_lock_against_another_score_and_a_run(baseline_run: 
         candidate.wait()
     assert during.exit_code == 2 and "is in use by another rescue-bench process" in during.output
     assert not (busy / "judgments.jsonl").exists()
+
+
+def test_the_n_printed_is_the_n_the_judge_mean_is_over(baseline_run: Path) -> None:
+    """W36: with some judge requests unanswered, ``score`` prints the n of the judged instances its mean is
+    over, not every instance of the task."""
+    from tests.fakes.openai_server import Script
+
+    def half(request: ChatRequest) -> Any:
+        return Script(status=503, error={"message": "busy"}) if request.index % 2 else grade(request)
+
+    with FakeOpenAIServer(half) as server:
+        result = _score(baseline_run, server, "--max-retries", "0", "--bertscore-model", "none")
+    assert result.exit_code == 4, result.output
+    er = json.loads((baseline_run / "scores.json").read_text())["er"]["all"]
+    assert 0 < er["n_judged"] < er["n"], er
+    assert f"ER: LLM {er['llm']:.3f} (n={er['n_judged']}, " in result.output, result.output
+
+
+def test_score_with_a_judge_whose_every_verdict_is_unscored_exits_degraded(baseline_run: Path) -> None:
+    """W35 through ``score``: the run is left ``degraded`` and ``score`` exits 5, as ``run`` would."""
+    with FakeOpenAIServer(lambda _: "I would rather not grade this.") as server:
+        result = _score(baseline_run, server, "--bertscore-model", "none")
+    assert result.exit_code == 5, result.output
+    assert "degraded: judge vllm/judge-x: " in result.output
+    assert json.loads((baseline_run / "run.json").read_text())["status"] == "degraded"

@@ -243,7 +243,18 @@ def test_er_and_vp_aggregate_with_judge_counts() -> None:
     er = [
         rec("er", "c1", "couple", 0, {}, {}, scores={"s_int": 5.0, "s_emo": 4.0, "bertscore_f1": 0.9}),
         rec("er", "c2", "couple", 1, {}, {}, scores={"s_int": 3.0, "s_emo": None, "bertscore_f1": 0.8}),
-        rec("er", "f1", "family", 2, {}, None, valid=False, problems=("request_failed: timeout",)),
+        # A judged run gives an invalid answer the judge's floor (judge.merge).
+        rec(
+            "er",
+            "f1",
+            "family",
+            2,
+            {},
+            None,
+            valid=False,
+            problems=("parse_failure: empty",),
+            scores={"s_emo": 1.0},
+        ),
     ]
     out = aggregate_task("er", SPECS["er"], er, n_resamples=100)
     expected = generation_summary(EMOTION, [r["scores"] for r in er], [r["valid"] for r in er])
@@ -263,12 +274,46 @@ def test_unjudged_run_reports_none_for_judge_metrics() -> None:
     assert out["llm"] is None and out["ci"]["llm"] is None and out["s_int"] == 4.0
 
 
-def test_empty_task_has_an_all_scope_of_zeros() -> None:
+def test_empty_task_has_an_all_scope_with_no_number() -> None:
     out = aggregate_task("ssp", SPECS["ssp"], [], n_resamples=20)
-    assert list(out) == ["all"] and out["all"]["n"] == 0 and out["all"]["recall_at_1"] == 0.0
-    assert out["all"]["ci"]["mrr"] == [0.0, 0.0]
+    assert list(out) == ["all"] and out["all"]["n"] == 0 and out["all"]["recall_at_1"] is None
+    assert out["all"]["ci"]["mrr"] is None
     rpp = aggregate_task("rpp", SPECS["rpp"], [], n_resamples=20)["all"]
-    assert rpp["macro_f1"] == 0.0 and rpp["per_label"] == {}
+    assert rpp["macro_f1"] is None and rpp["per_label"] == {}
+
+
+UNANSWERED = ("request_failed: connection error: refused (gave up after 6 attempts)",)
+
+
+@pytest.mark.parametrize("task", list(SPECS))
+def test_unanswered_instances_are_never_part_of_a_number(task: str) -> None:
+    """Every task: a run whose endpoint never answered gets no number, only its count of unanswered."""
+    records = [
+        rec(task, f"s{i}", "couple", i, "yes", None, valid=False, problems=UNANSWERED) for i in range(4)
+    ]
+    out = aggregate_task(task, SPECS[task], records, n_resamples=20)
+    assert list(out) == ["all"] and out["all"]["n"] == 0 and out["all"]["unanswered"] == 4
+    assert all(out["all"][name] is None for name in headline(task))
+    assert all(bound is None for bound in out["all"]["ci"].values())
+
+
+def test_a_metric_over_answered_instances_says_its_n() -> None:
+    answered = [rec("itp", "c1", "couple", 0, "yes", "yes"), rec("itp", "c2", "couple", 1, "no", "no")]
+    failed = [rec("itp", "c3", "couple", 2, "yes", None, valid=False, problems=UNANSWERED)]
+    out = aggregate_task("itp", SPECS["itp"], answered + failed, n_resamples=20)["all"]
+    alone = aggregate_task("itp", SPECS["itp"], answered, n_resamples=20)["all"]
+    assert out["n"] == 2 and out["unanswered"] == 1 and out["parse_failures"] == 0
+    assert {k: out[k] for k in headline("itp")} == {k: alone[k] for k in headline("itp")}
+
+
+def test_a_run_never_judged_has_no_judge_mean_even_when_every_answer_failed() -> None:
+    """W33: a degraded run of invalid ER answers, no judge, no BERTScore: no LLM 1.00, no BERT 0.0000."""
+    er = [
+        rec("er", f"c{i}", "couple", i, {}, None, valid=False, problems=("parse_failure: x",))
+        for i in range(3)
+    ]
+    out = aggregate_task("er", SPECS["er"], er, n_resamples=20)["all"]
+    assert out["llm"] is None and out["bertscore_f1"] is None and out["n"] == 3
 
 
 def test_bad_records_raise_one_line_data_errors() -> None:

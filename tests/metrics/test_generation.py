@@ -43,8 +43,15 @@ def test_er_never_judged_gives_none_not_a_floor() -> None:
 
 
 def test_er_all_invalid_scores_the_floor() -> None:
-    out = generation_summary(EMOTION, [{}, {}], [False, False])
+    # A judged and BERTScored run: its invalid answers carry the floors the judge pass folds in.
+    floors = {"s_emo": 1.0, "bertscore_f1": 0.0}
+    out = generation_summary(EMOTION, [floors, floors], [False, False])
     assert out["llm"] == 1.0 and out["s_int"] == 1.0 and out["bertscore_f1"] == 0.0
+
+
+def test_er_all_invalid_and_never_judged_has_no_judge_or_bertscore_mean() -> None:
+    out = generation_summary(EMOTION, [{}, {}], [False, False])
+    assert out["llm"] is None and out["bertscore_f1"] is None and out["s_int"] == 1.0
 
 
 def test_er_missing_intensity_score_is_the_floor_and_nan_is_unscored() -> None:

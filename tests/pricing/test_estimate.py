@@ -83,3 +83,19 @@ def test_spent_so_far_ignores_cached_replies() -> None:
         RequestLine.from_json({"cached": True, "usage": {"prompt_tokens": 5000, "completion_tokens": 500}}),
     ]
     assert spent_so_far(records, Prices(1.0, 10.0)) == pytest.approx((1000 + 1000) / 1e6)
+
+
+def test_estimate_warns_of_a_long_conversation_before_it_renders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """W44: a conversation of thousands of rows makes every prompt long; the estimate says so first."""
+    from typer.testing import CliRunner
+
+    from rescue_bench.cli.main import app
+    from rescue_bench.pricing import estimate
+
+    monkeypatch.setattr(estimate, "LONG_CONVERSATION", 3)  # the demo's conversations stand in for long ones
+    flags = ["--model", "baseline/random", "--data", "demo", "--tasks", "itp", "--limit-samples", "1"]
+    result = CliRunner().invoke(app, ["estimate", *flags])
+    assert result.exit_code == 0, result.output
+    assert "warning: 1 conversation has more than 3 rows (" in result.output
+    assert result.output.index("warning:") < result.output.index("Estimate for")
+    assert estimate.long_conversation_note({"s": 3}) is None

@@ -88,3 +88,13 @@ def test_an_empty_directory_is_used(runs: dict[str, Path], tmp_path: Path) -> No
     site.mkdir()
     written = write_bundle([runs["majority"]], site)
     assert written.files == len(_tree(site)) and (site / "index.html").exists()
+
+
+def test_a_dangling_link_as_the_bundle_is_one_line_naming_it(runs: dict[str, Path], tmp_path: Path) -> None:
+    """W41: not "cannot write (File exists)": the link and where it points."""
+    link = tmp_path / "bundle"
+    link.symlink_to(tmp_path / "gone")
+    result = CliRunner().invoke(cli, ["view", str(runs["majority"]), "--bundle", str(link)])
+    assert result.exit_code == 1 and len(result.output.strip().splitlines()) == 1, result.output
+    assert "is a symbolic link to" in result.output and "does not exist" in result.output
+    assert not (tmp_path / "gone").exists()

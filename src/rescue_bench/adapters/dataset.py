@@ -52,6 +52,9 @@ def data_used(manifest: Manifest) -> DataUsed:
         part = "a subset of " if subset else ""
         note = "" if repo == DEFAULT_HF_REPO else ", not the RESCUE-Bench release"
         return DataUsed(False, repo, f"{part}the Hugging Face dataset {repo}{count}{note}")
+    if source == RELEASE and manifest.dataset.origin is not None:
+        what = f"a copy of the RESCUE-Bench release file from {manifest.dataset.origin}"
+        return DataUsed(False, None, f"{what}{count}, not verified as the official release")
     if source == RELEASE:
         if not subset:
             where = f"the RESCUE-Bench release, {GITHUB_REPO} {RELEASE_PATH} at {GITHUB_COMMIT[:12]}{count}"

@@ -26,12 +26,22 @@ from typing import Any
 from rescue_bench import __version__
 from rescue_bench.adapters.dataset import data_used
 from rescue_bench.adapters.folder import claim, mark
-from rescue_bench.adapters.rundata import CiSettings, RunData, ScopeEntry, judged, read_run, reply_texts
+from rescue_bench.adapters.rundata import (
+    CiSettings,
+    RunData,
+    ScopeEntry,
+    completeness,
+    completeness_line,
+    judged,
+    read_run,
+    reply_texts,
+)
 from rescue_bench.data.sources import public_name
 from rescue_bench.errors import DataError
 from rescue_bench.judge.bertscore import backbone_label
 from rescue_bench.redaction import scrub
 from rescue_bench.report.tables import bert_setting
+from rescue_bench.report.writers import writing
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
@@ -114,6 +124,10 @@ def _result(task: str, scope: str, metric: str, entry: Mapping[str, Any], data: 
     config = data.manifest.generation
     about = {"task": task, "scope": scope, "metric": metric}
     described = f"RESCUE-Bench {task.upper()} {metric} ({scope})"
+    state = completeness(data)
+    if state is not None:  # a partial or degraded run's every result says so, with its counts
+        about["completeness"] = completeness_line(state)
+        described += f"; {completeness_line(state)}, the metric over the answered instances only"
     backbone = backbone_label(bert_setting(data)) if metric == "bertscore_f1" else None
     if backbone is not None:
         about["bertscore_backbone"] = backbone
@@ -262,8 +276,9 @@ def export_eee(
         "total_rows": len(lines),
     }
     claim(out, "eee", run_dir, [f"{name}.json", f"{name}.jsonl"])
-    (out / f"{name}.jsonl").write_bytes(body)
-    (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
-    files = (out / f"{name}.json", out / f"{name}.jsonl")
-    mark(out, "eee", run_dir, files)
+    with writing(out):  # a full disk or a read-only folder: one line with the advice that fits
+        (out / f"{name}.jsonl").write_bytes(body)
+        (out / f"{name}.json").write_text(json.dumps(aggregate, ensure_ascii=False, indent=2) + "\n")
+        files = (out / f"{name}.json", out / f"{name}.jsonl")
+        mark(out, "eee", run_dir, files)
     return files

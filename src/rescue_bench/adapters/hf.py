@@ -18,6 +18,7 @@ files the export wrote, each checked against the hash the export recorded.
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -31,12 +32,22 @@ from huggingface_hub import CommitOperationAdd
 from rescue_bench import __version__
 from rescue_bench.adapters.dataset import DataUsed, data_used
 from rescue_bench.adapters.folder import claim, exported_files, mark
-from rescue_bench.adapters.rundata import RunData, ScopeEntry, judged, read_run, reply_texts
+from rescue_bench.adapters.rundata import (
+    RunData,
+    ScopeEntry,
+    completeness,
+    completeness_line,
+    judged,
+    read_run,
+    reply_texts,
+)
 from rescue_bench.data.load import DEFAULT_HF_REPO
 from rescue_bench.data.sources import public_name
 from rescue_bench.errors import DataError
 from rescue_bench.judge.bertscore import backbone_label
+from rescue_bench.printable import printable
 from rescue_bench.redaction import scrub
+from rescue_bench.report.writers import writing
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import TASKS, get_task, tasks_of_kind
 
@@ -97,6 +108,8 @@ def results_json(data: RunData, *, now: float) -> dict[str, Any]:
             "judges": manifest.judges,
             "dataset": _public_dataset(data),
             "data_used": {"official_release": used.official, "description": used.description},
+            # PARTIAL or DEGRADED, with the answered/planned counts; absent for a finished run.
+            "completeness": completeness(data),
             # An unset ``ci`` is left out of scores.json, and so exported as null.
             "ci": scores.meta.ci if "ci" in scores.meta.model_fields_set else None,
         },
@@ -183,6 +196,16 @@ def _yaml(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def _md(text: str) -> str:
+    """Text from a run directory (a model name, a file name) for the card's Markdown: HTML shown as text,
+    never rendered by the Hub; control characters escaped.
+
+    >>> _md("<img src=x onerror=alert(1)>")
+    '&lt;img src=x onerror=alert(1)&gt;'
+    """
+    return html.escape(printable(text, one_line=True), quote=False)
+
+
 def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, redact: bool) -> str:
     """The dataset card: YAML front matter (configs, model-index) and a short description.
 
@@ -190,15 +213,18 @@ def card(data: RunData, results: Mapping[str, Any], tasks: Sequence[str], *, red
     result on that dataset, which a run on other data must never claim.
     """
     used = data_used(data.manifest)
+    state = completeness(data)
     lines = ["---", f"pretty_name: {_yaml(f'RESCUE-Bench results of {data.name}')}", "license: other"]
     lines += ["license_name: research-only-data", "tags:"]
     lines += ["- rescue-bench", "- evaluation", "configs:"]
     for task in tasks:
         lines += [f"- config_name: {_yaml(task)}", f"  data_files: {_yaml(f'details/{task}.parquet')}"]
-    if used.official:
+    if used.official and state is None:  # a partial or degraded run claims no result on the Hub
         lines += _model_index(data, results, tasks, used)
-    lines += ["---", "", f"# RESCUE-Bench results of {data.name}", ""]
-    lines.append(f"Data: {used.description}.")
+    lines += ["---", "", f"# RESCUE-Bench results of {_md(data.name)}", ""]
+    if state is not None:
+        lines += [f"**{completeness_line(state)}**: every metric is over the answered instances only.", ""]
+    lines.append(f"Data: {_md(used.description)}.")
     if not used.official:
         lines.append("These are not results on the RESCUE-Bench release, so the card has no model-index.")
     lines += ["", *_facts(data), "", "## Results", "", *metrics_table(results), ""]
@@ -255,16 +281,17 @@ def export_hf(run_dir: Path, out: Path, *, redact: bool = False, now: float | No
             by_task.setdefault(record.task, []).append(record)
     name = f"results_{time.strftime('%Y-%m-%dT%H-%M-%S', time.gmtime(stamp))}.json"
     claim(out, "hf", run_dir, [name, "README.md", *(f"details/{task}.parquet" for task in by_task)])
-    (out / "details").mkdir(parents=True, exist_ok=True)
     written = []
-    for task, records in by_task.items():
-        path = out / "details" / f"{task}.parquet"
-        pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
-        written.append(path)
-    (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
-    (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
-    files = [out / name, out / "README.md", *written]
-    mark(out, "hf", run_dir, files)
+    with writing(out):  # a full disk or a read-only folder: one line with the advice that fits
+        (out / "details").mkdir(parents=True, exist_ok=True)
+        for task, records in by_task.items():
+            path = out / "details" / f"{task}.parquet"
+            pq.write_table(pa.table(detail_rows(records, replies, redact=redact)), path)
+            written.append(path)
+        (out / name).write_text(json.dumps(results, ensure_ascii=False, indent=2) + "\n")
+        (out / "README.md").write_text(card(data, results, list(by_task), redact=redact))
+        files = [out / name, out / "README.md", *written]
+        mark(out, "hf", run_dir, files)
     return files
 
 

@@ -6,7 +6,6 @@ readers and writers, so that when run-directory code moves (to a leaf module) on
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.merge import fingerprint_of, judged_lines
 from rescue_bench.judge.runner import rescore_run
+from rescue_bench.report.build import with_scores
+from rescue_bench.report.measured import progress
 from rescue_bench.rundir import (
     JudgmentLine,
     Manifest,
@@ -24,10 +25,13 @@ from rescue_bench.rundir import (
     RequestLine,
     RunData,
     atomic_write_json,
+    atomic_write_lines,
     load_run,
     run_lock,
 )
+from rescue_bench.rundir.files import jsonl_line
 from rescue_bench.rundir.lines import Line
+from rescue_bench.rundir.status import engine_unfinished
 
 FILES = ("run.json", "requests.jsonl", "predictions.jsonl", "judgments.jsonl", "scores.json")
 
@@ -37,6 +41,8 @@ __all__ = [
     "ImportedRun",
     "RunData",
     "ScopeEntry",
+    "completeness",
+    "completeness_line",
     "judged",
     "read_run",
     "reply_texts",
@@ -45,13 +51,38 @@ __all__ = [
 
 
 def read_run(path: Path) -> RunData:
-    """A run directory, its append-only files reduced to their latest lines (``DataError`` if unreadable)."""
-    return load_run(path)
+    """A run directory, its append-only files reduced to their latest lines (``DataError`` if unreadable).
+
+    An unfinished run (exported with ``--partial``) is scored in memory over its answered instances, never
+    from a ``scores.json`` that may count its unanswered requests
+    (:func:`~rescue_bench.report.build.with_scores`).
+    """
+    data = load_run(path)
+    return with_scores(data) if engine_unfinished(data.manifest.status, data.manifest.counts) else data
 
 
 def judged(data: RunData) -> list[PredictionLine]:
     """The run's prediction lines with their judgments folded into ``scores`` (as in ``scores.json``)."""
     return judged_lines(data.prediction_lines, data.judgment_lines)
+
+
+def completeness(data: RunData) -> dict[str, Any] | None:
+    """What an export says of a run that is not simply finished: ``mark`` (``PARTIAL`` for unfinished work,
+    ``DEGRADED`` for a finished run whose answers mostly failed), the run's ``status`` and, per task, the
+    instances ``answered`` of those ``planned``; ``None`` for a finished run. Every metric of an export is
+    over the answered instances only (its ``n``)."""
+    found = progress(data)
+    if found.finished and data.manifest.status == "finished":
+        return None
+    mark = "DEGRADED" if found.finished else "PARTIAL"
+    tasks = {task: {"answered": done, "planned": planned} for task, done, planned in found.tasks}
+    return {"mark": mark, "status": data.manifest.status, "tasks": tasks}
+
+
+def completeness_line(state: dict[str, Any]) -> str:
+    """One line for a card: ``PARTIAL (status incomplete): itp 0/29 answered``."""
+    counts = ", ".join(f"{t} {c['answered']}/{c['planned']}" for t, c in state["tasks"].items())
+    return f"{state['mark']} (status {state['status']}): {counts or 'no counts'} instances answered"
 
 
 def reply_texts(data: RunData) -> dict[str, str]:
@@ -93,9 +124,8 @@ class ImportedRun:
 
 
 def _write_jsonl(path: Path, records: Iterable[Line]) -> None:
-    with path.open("w", encoding="utf-8") as out:
-        for record in records:
-            out.write(json.dumps(record.to_json(), ensure_ascii=False) + "\n")
+    # Atomically and never through a link planted in the directory (rundir.refuse_link).
+    atomic_write_lines(path, (jsonl_line(record.to_json()) for record in records))
 
 
 def write_run(out: Path, imported: ImportedRun) -> dict[str, Any]:

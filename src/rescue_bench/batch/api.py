@@ -98,21 +98,26 @@ class BatchAsker:
         """Left unanswered by a batch cancelled during this session: not sent again until a re-run."""
         self.reserved: dict[str, float] = {}
         self.stop_reason: str | None = None
+        self.unreachable = False
+        """The Batch API could not be reached: nothing more is sent this session (:meth:`_give_up`)."""
 
     async def ask(self, work: Sequence[Work]) -> BatchAnswers:
         """Answer ``work`` (its first requests, then its single re-asks) through batches."""
         for item in work:
             self._want(item.request, item.refresh)
-        await asyncio.gather(*(self._settle(e, resumed=True) for e in self._resumable()))
-        while True:
-            self._add_singles(work)
-            todo = [cid for cid in self.requests if self._to_send(cid)]
-            if self.stop_reason is not None or not todo:
-                break
-            submitted = await self._submit(todo)
-            if submitted is None:
-                break
-            await self._settle(submitted, resumed=False)
+        try:
+            await asyncio.gather(*(self._settle(e, resumed=True) for e in self._resumable()))
+            while True:
+                self._add_singles(work)
+                todo = [cid for cid in self.requests if self._to_send(cid)]
+                if self.stop_reason is not None or not todo:
+                    break
+                submitted = await self._submit(todo)
+                if submitted is None:
+                    break
+                await self._settle(submitted, resumed=False)
+        except _Unreachable as exc:
+            self._give_up(work, str(exc))
         answered = [w for w in work if self._final(w)]
         stop = self.stop_reason
         if stop is None and len(answered) < len(work):
@@ -121,6 +126,16 @@ class BatchAsker:
             )
         known = {**self.replies, **self.cached}
         return BatchAnswers(known, answered, stop)
+
+    def _give_up(self, work: Sequence[Work], reason: str) -> None:
+        """The Batch API cannot be reached: every request without a reply has failed (no answer), as a dead
+        endpoint's requests do online, so the run ends ``incomplete`` (exit 4) and a re-run asks them."""
+        self.unreachable = True
+        for _ in range(2):  # the singles a failed batch reply asks for get the same failure
+            for cid in self.requests:
+                if self._reply(cid) is None:
+                    self.replies[cid] = Reply.failure(reason)
+            self._add_singles(work)
 
     # -- what to send
     def _want(self, request: Request, refresh: bool) -> None:
@@ -133,7 +148,7 @@ class BatchAsker:
             self.cached[cid] = hit[0]
 
     def _to_send(self, cid: str) -> bool:
-        if cid in self.cached or cid in self.held:
+        if cid in self.cached or cid in self.held or self.unreachable:
             return False
         reply = self.replies.get(cid)
         if reply is not None and reply.ok:
@@ -332,9 +347,8 @@ class BatchAsker:
                     raise self._failure(what, exc) from None
                 self._note(f"batch {what} failed ({exc.kind}); trying again")
                 if attempt == 3:
-                    raise ProviderError(
-                        f"batch {what} failed 4 times ({exc.kind}) at "
-                        f"{public_url(self.provider.base_url)}; re-run to resume"
+                    raise _Unreachable(
+                        f"{exc.kind}: batch {what} failed 4 times at {public_url(self.provider.base_url)}"
                     ) from None
                 await asyncio.sleep(min(self.options.poll, 5.0) * 2**attempt)
         raise AssertionError("unreachable")
@@ -349,6 +363,10 @@ class BatchAsker:
     def _note(self, message: str) -> None:
         if self.options.notify is not None:
             self.options.notify(message)
+
+
+class _Unreachable(Exception):
+    """The Batch API failed transiently (connection, timeout, 5xx) every time it was tried: no answer."""
 
 
 class _Gone(Exception):

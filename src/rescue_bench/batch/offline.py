@@ -210,7 +210,7 @@ IN_HAND: Final = EngineOptions(concurrency=64, max_retries=0, use_cache=False)
 
 
 def import_results(
-    results: Path, run_dir: Path, *, tasks: Mapping[str, Task] | None = None
+    results: Path, run_dir: Path, *, tasks: Mapping[str, Task] | None = None, base_url: str | None = None
 ) -> tuple[RunSpec, ResultsFile]:
     """The spec ``run_dir`` records (made by :func:`export_batch`) and the way of asking that answers it from
     ``results``, to hand to the run operation (the engine's session along the online run's path).
@@ -218,7 +218,8 @@ def import_results(
     A results file holding answers to requests the run does not have (another run's file) is refused before
     anything is recorded. Instances an earlier import left invalid are answered again from this file, so a
     complete file imported after a partial one completes the run. Replies are redacted as online ones are
-    (:func:`endpoint_secrets`).
+    (:func:`endpoint_secrets`); ``base_url`` is the endpoint address ``batch export`` was given, whose secrets
+    (a query key, a password) ``run.json`` does not hold: they are taken out of the replies too.
 
     Raises:
         ConfigError: no ``run.json``, or results whose custom ids are not the run's.
@@ -235,7 +236,7 @@ def import_results(
     shaper = export_provider(spec)
     chosen = select_samples(load_samples(spec.data), spec)
     _check_ids(replies, _custom_ids(spec, chosen, known, shaper), results, run_dir)
-    secrets = endpoint_secrets(spec, shaper)
+    secrets = (*endpoint_secrets(spec, shaper), *url_secrets(base_url))
     identity = Manifest.from_json(manifest, str(run_dir / RUN_FILE)).model
     provider = RepeatResultsProvider(
         {cid: redact_reply(reply, secrets) for cid, reply in replies.items()},

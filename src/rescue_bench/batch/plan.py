@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast, runtime_checkable
 
 from rescue_bench.batch.results import custom_id
+from rescue_bench.engine.ending import unanswered
 from rescue_bench.engine.execute import repeat_params
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
@@ -166,7 +167,11 @@ def pending_work(
     for plan in plans:
         for index, batch in enumerate(plan.batches):
             todo = tuple(
-                i for i in batch if i.id not in done or (retry_failed and not done[i.id].get("valid"))
+                i
+                for i in batch
+                if i.id not in done
+                or unanswered(done[i.id])  # no answer is unfinished work: asked again, as online
+                or (retry_failed and not done[i.id].get("valid"))
             )
             if todo:
                 refresh = any(i.id in done for i in todo)

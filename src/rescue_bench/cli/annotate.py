@@ -13,6 +13,7 @@ import typer
 from rescue_bench.cli.flags import flag_values, option, with_flags
 from rescue_bench.cli.run_flags import ModelCommand, model_settings
 from rescue_bench.errors import ConfigError, DataError
+from rescue_bench.printable import echo
 from rescue_bench.taxonomy import Scenario
 
 if TYPE_CHECKING:
@@ -49,9 +50,9 @@ def _pairs(text: str) -> tuple[tuple[str, str], ...]:
 
 def _warn(lines: tuple[str, ...] | list[str]) -> None:
     for line in lines[:SHOWN]:
-        typer.echo(line, err=True)
+        echo(line, err=True)
     if len(lines) > SHOWN:
-        typer.echo(f"... and {len(lines) - SHOWN} more", err=True)
+        echo(f"... and {len(lines) - SHOWN} more", err=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,9 +129,9 @@ def ingest(ctx: typer.Context) -> None:
 def _print_ingest(out: Path, result: IngestResult) -> None:
     _warn(list(result.warnings))
     for line in result.dropped:
-        typer.echo(line)
+        echo(line)
     rows = sum(len(s.rows) for s in result.segments)
-    typer.echo(
+    echo(
         f"{out}: {len(result.segments)} segment(s), {rows} rows; {result.clips_cut} clip(s) cut, "
         f"{result.clips_kept} kept; {len(result.dropped)} segment(s) dropped"
     )
@@ -183,14 +184,14 @@ def draft(
 
 
 def _print_draft(workdir: Path, counts: Counts) -> None:
-    typer.echo(
+    echo(
         f"{workdir}: {len(counts.drafted)} segment(s) drafted, {len(counts.skipped)} already drafted, "
         f"{len(counts.failed)} failed; {counts.rows} rows, {counts.flagged_rows} with open violations; "
         f"{counts.requests} request(s) ({counts.repairs} repair, {counts.cached} cached), "
         f"{counts.prompt_tokens:,} prompt + {counts.completion_tokens:,} completion tokens" + _spend(counts)
     )
     if counts.failed:
-        typer.echo(f"failed: {', '.join(counts.failed)}; re-run the same command to retry them", err=True)
+        echo(f"failed: {', '.join(counts.failed)}; re-run the same command to retry them", err=True)
         raise typer.Exit(1)
 
 
@@ -261,7 +262,7 @@ def _interrupted(workdir: Path, counts: Counts, kept: int | None) -> None:
         if kept is not None
         else "no response cache (--no-cache): replies of unfinished segments are lost"
     )
-    typer.echo(
+    echo(
         f"interrupted: {len(counts.drafted)} segment(s) drafted and written; {replies}{_spend(counts)}. "
         f"Re-run the same command to resume {workdir}: drafted segments are skipped.",
         err=True,
@@ -284,7 +285,7 @@ def _estimate(
     counter = make_counter(model)
     result = estimate_workdir(workdir, settings, counter, force=force)
     cost = result.cost(prices)
-    typer.echo(
+    echo(
         f"{workdir}: {result.instances} rows to draft in {result.requests} first-round request(s); "
         f"{result.prompt_tokens:,} prompt tokens ({counter.name}), "
         f"at most {result.max_output_tokens:,} output tokens"
@@ -293,7 +294,7 @@ def _estimate(
     notes = ["repair requests (one per answer that breaks a rule) come on top"]
     if settings.frames:
         notes.append(f"{settings.frames} image(s) per row are not counted")
-    typer.echo("; ".join(notes).capitalize() + ".")
+    echo("; ".join(notes).capitalize() + ".")
 
 
 @annotate_app.command("export")
@@ -316,8 +317,8 @@ def export(
     report = validate_source(out)
     _warn([p.render() for p in (*report.errors, *report.warnings)])
     if result.undrafted:
-        typer.echo(f"not drafted yet (left out): {', '.join(result.undrafted)}", err=True)
-    typer.echo(
+        echo(f"not drafted yet (left out): {', '.join(result.undrafted)}", err=True)
+    echo(
         f"{out}: {report.summary().split(': ', 1)[1]}; "
         f"{result.flagged_rows} row(s) with open draft violations"
     )

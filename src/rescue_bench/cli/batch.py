@@ -11,6 +11,7 @@ import typer
 from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.run import Quiet, report_result, warn
 from rescue_bench.cli.run_flags import SpecCommand, make_spec, print_spec
+from rescue_bench.printable import echo
 
 batch_app = typer.Typer(name="batch", help="OpenAI Batch API export and import.", no_args_is_help=True)
 
@@ -38,8 +39,8 @@ def batch_export(
     samples = select_samples(load_samples(spec.data), spec)
     summary = export_batch(spec, samples, out, spec.out)
     write_export_note(spec.out, summary)
-    typer.echo(f"wrote {summary.requests} requests ({summary.instances} instances) to {out}")
-    typer.echo(f"then: rescue-bench batch import <results.jsonl> --run {spec.out}")
+    echo(f"wrote {summary.requests} requests ({summary.instances} instances) to {out}")
+    echo(f"then: rescue-bench batch import <results.jsonl> --run {spec.out}")
 
 
 @batch_app.command("import")
@@ -47,6 +48,15 @@ def batch_import(
     results: Annotated[Path, typer.Argument(help="The Batch API output file (OpenAI or vLLM run_batch).")],
     run_dir: Annotated[Path, typer.Option("--run", help="The run directory made by `batch export`.")],
     quiet: Quiet = False,
+    base_url: Annotated[
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="The endpoint address `batch export` was given, with its query: a key the results echo "
+            "back is redacted, as `run --batch` does (never written).",
+            show_default=False,
+        ),
+    ] = None,
 ) -> None:
     """Score a Batch API results file into its run directory, then judge it as `run` does.
 
@@ -55,7 +65,7 @@ def batch_import(
     from rescue_bench.batch.offline import import_results
     from rescue_bench.evaluation.run import SessionOptions, execute, prepare
 
-    spec, asker = import_results(results, run_dir)
+    spec, asker = import_results(results, run_dir, base_url=base_url)
     prepared = prepare(spec, asker)
     outcome = asyncio.run(execute(prepared, SessionOptions(quiet=quiet, warn=warn)))
     report_result(outcome, spec.model.name)

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 
 cache_app = typer.Typer(name="cache", help="The response cache shared by all runs.", no_args_is_help=True)
 
@@ -18,11 +18,11 @@ def cache_stats() -> None:
 
     with ResponseCache() as cache:
         stats = cache.stats()
-    typer.echo(f"path: {stats.path}")
-    typer.echo(f"entries: {stats.entries}")
-    typer.echo(f"size: {stats.size_bytes / 1e6:.2f} MB")
+    echo(f"path: {stats.path}")
+    echo(f"entries: {stats.entries}")
+    echo(f"size: {stats.size_bytes / 1e6:.2f} MB")
     for model, count in stats.by_model.items():
-        typer.echo(f"  {printable(model, one_line=True)}: {count}")
+        echo(f"  {printable(model, one_line=True)}: {count}")
 
 
 @cache_app.command("clear")
@@ -38,7 +38,7 @@ def cache_clear(
         raise typer.Exit(1)
     with ResponseCache() as cache:
         deleted = cache.clear(model)
-    typer.echo(f"deleted {deleted} cached replies")
+    echo(f"deleted {deleted} cached replies")
 
 
 def register(app: typer.Typer) -> None:

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.data.sources import SOURCE_HELP
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 
 data_app = typer.Typer(
     name="data", help="Get, check, describe and generate benchmark data.", no_args_is_help=True
@@ -54,9 +54,9 @@ def validate(
 
     report = validate_source(source, max_row_chars=max_row_chars)
     if fmt is ValidateFormat.json:
-        typer.echo(json.dumps(report.to_json(), ensure_ascii=False, indent=2))
+        echo(json.dumps(report.to_json(), indent=2))  # ASCII: every control a JSON escape
     else:
-        typer.echo(printable(report.render_text()))
+        echo(printable(report.render_text()))
     if report.failed(strict=strict):
         raise typer.Exit(1)
 
@@ -88,14 +88,14 @@ def stats(
 
         make_console().print(stats_output.render_rich(result))
     elif fmt is StatsFormat.json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        echo(json.dumps(result.to_json(), indent=2))
     elif fmt is StatsFormat.csv:
-        typer.echo(stats_output.render_csv(result), nl=False)
+        echo(stats_output.render_csv(result), nl=False)
     else:
-        typer.echo(stats_output.render_markdown(result), nl=False)
+        echo(stats_output.render_markdown(result), nl=False)
     if out is not None:
         for path in stats_output.write_outputs(result, out):
-            typer.echo(f"wrote {path}", err=True)
+            echo(f"wrote {path}", err=True)
 
 
 @data_app.command()
@@ -110,7 +110,7 @@ def synth(
     from rescue_bench.data.synth import write_synthetic
 
     summary = write_synthetic(out, samples=samples, seed=seed)
-    typer.echo(summary.describe())
+    echo(summary.describe())
 
 
 class ReleaseSource(StrEnum):
@@ -152,10 +152,13 @@ def get(
     installed = fetch_release(source.value, base_url=base_url, timeout=timeout, force=force)
     record = installed.record
     verb = "downloaded" if installed.downloaded else "already downloaded (--force downloads again)"
-    typer.echo(f"{verb}: {installed.path}")
-    typer.echo(f"  from {record.url}")
-    typer.echo(f"  {record.counts.describe()}, SHA-256 {record.sha256}")
-    typer.echo("use it as: rescue-bench run --data rescue ...")
+    echo(f"{verb}: {installed.path}")
+    if record.official:
+        echo(f"  the official release, from {record.url}")
+    else:
+        echo(printable(f"  a copy from {record.url}, not verified as the official release", one_line=True))
+    echo(f"  {record.counts.describe()}, SHA-256 {record.sha256}")
+    echo("use it as: rescue-bench run --data rescue ...")
 
 
 class _EchoWarnings(logging.Handler):
@@ -167,7 +170,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(printable(record.getMessage()), err=True)
+        echo(printable(record.getMessage()), err=True)
 
 
 def register(app: typer.Typer) -> None:

@@ -16,6 +16,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.errors import DependencyError
+from rescue_bench.printable import echo
 from rescue_bench.rundir import load_run
 
 
@@ -34,7 +35,7 @@ def _check_finished(run: Path, partial: bool) -> None:
     from rescue_bench.rundir import load_run
 
     for progress in check_finished([load_run(run)], allow_partial=partial):
-        typer.echo(f"PARTIAL: {progress.describe()}", err=True)
+        echo(f"PARTIAL: {progress.describe()}", err=True)
 
 
 def export(
@@ -68,9 +69,9 @@ def export(
     paths: list[Path] = []
     for each in members:
         paths += _export_one(each, fmt, out / each.name if study else out, redact)
-    typer.echo(f"wrote {len(paths)} files to {out}")
+    echo(f"wrote {len(paths)} files to {out}")
     for path in paths:
-        typer.echo(f"  {path}")
+        echo(f"  {path}")
 
 
 def _export_one(run: Path, fmt: Format, out: Path, redact: bool) -> list[Path]:
@@ -98,7 +99,7 @@ def publish(
     from rescue_bench.adapters.hf import publish as upload
 
     url = upload(folder, repo, HfApi(), private=private)
-    typer.echo(f"published {folder} to {repo}: {url}")
+    echo(f"published {folder} to {repo}: {url}")
 
 
 def import_inspect(
@@ -113,10 +114,10 @@ def import_inspect(
 
     scores = import_logs(logs, out)
     tasks = [t for t in scores if not t.startswith("_")]
-    typer.echo(f"run directory: {out} ({', '.join(tasks)})")
+    echo(f"run directory: {out} ({', '.join(tasks)})")
     manifest = load_run(out).manifest
     if manifest.status != "finished":  # a --limit subset: reports show it partial
-        typer.echo(f"{manifest.status}: {manifest.stop_reason}")
+        echo(f"{manifest.status}: {manifest.stop_reason}")
 
 
 def register(app: typer.Typer) -> None:

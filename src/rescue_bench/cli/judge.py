@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.cli.flags import flag_values
-from rescue_bench.cli.outcome import EXIT_INCOMPLETE, resume_command
+from rescue_bench.cli.outcome import EXIT_DEGRADED, EXIT_INCOMPLETE, resume_command
 from rescue_bench.cli.run_flags import EndpointCommand, ModelSettings, model_settings
 from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.evaluation.run import judge_again
@@ -24,11 +24,19 @@ from rescue_bench.judge.bertscore import BUNDLED_MODEL, DEFAULT_MODEL
 from rescue_bench.judge.calibrate import calibrate as run_calibration
 from rescue_bench.judge.calibrate import read_ratings, table12_columns, table12_rows
 from rescue_bench.judge.runner import JudgeRunResult
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.tables import Table
 from rescue_bench.report.writers import markdown_table
-from rescue_bench.rundir import SCORES_FILE, Scores, check_run_dir, load_run
+from rescue_bench.rundir import (
+    RUN_FILE,
+    SCORES_FILE,
+    Manifest,
+    Scores,
+    check_run_dir,
+    load_run,
+    read_json_object,
+)
 from rescue_bench.spec import JudgeSpec
 from rescue_bench.tasks import judged_tasks
 
@@ -42,27 +50,29 @@ JudgeOpt = Annotated[
 
 
 def _warn(message: str) -> None:
-    typer.echo(f"warning: {printable(message)}", err=True)
+    echo(f"warning: {printable(message)}", err=True)
 
 
 def _print_result(result: JudgeRunResult) -> None:
     for name, tally in result.tallies.items():
-        typer.echo(
+        echo(
             f"{name}: {tally.summary()}; {tally.reasked} re-asked, {tally.skipped_invalid} invalid "
             f"predictions at the floor, {tally.resumed} already judged; {tally.requests} requests, "
             f"{tally.usage.total_tokens} tokens"
         )
     if result.bertscore_hash:
-        typer.echo(f"BERTScore: {result.bertscored} instances scored ({result.bertscore_hash})")
+        echo(f"BERTScore: {result.bertscored} instances scored ({result.bertscore_hash})")
     scores = Scores.of(result.scores)
     for task in judged_tasks():
         entry = ScopeEntry.of(scores, task, "all")
         if entry.model_fields_set or entry.model_extra:
             llm, f1 = entry.metric("llm"), entry.metric("bertscore_f1")
             unscored = entry.n_unscored if "n_unscored" in entry.model_fields_set else 0
-            typer.echo(
+            # n is what the mean is over: the judged instances, not every instance of the task.
+            judged_n = (entry.model_extra or {}).get("n_judged", entry.n)
+            echo(
                 f"{task.upper()}: LLM {'not judged' if llm is None else f'{llm:.3f}'} "
-                f"(n={entry.n}, unscored {unscored}), BERTScore {'–' if f1 is None else f'{f1:.4f}'}"
+                f"(n={judged_n}, unscored {unscored}), BERTScore {'–' if f1 is None else f'{f1:.4f}'}"
             )
 
 
@@ -103,13 +113,17 @@ def score(
     spec = _score_pass(given, judge or [], retry_unscored, bertscore_model, bertscore_layers)
     result = asyncio.run(judge_again(run_dir, spec, warn=_warn))
     _print_result(result)
-    typer.echo(f"scores written to {run_dir / SCORES_FILE}")
+    echo(f"scores written to {run_dir / SCORES_FILE}")
     if result.status == "incomplete":
-        typer.echo(
+        echo(
             f"incomplete: {result.unanswered()} judge verdicts got no answer; resume: {resume_command()}",
             err=True,
         )
         raise typer.Exit(EXIT_INCOMPLETE)
+    ended = Manifest.from_json(read_json_object(run_dir / RUN_FILE) or {}, str(run_dir / RUN_FILE))
+    if ended.status == "degraded":  # the judges' degraded rule, or the model's: run's exit code
+        echo(f"degraded: {ended.stop_reason or 'most answers failed'}", err=True)
+        raise typer.Exit(EXIT_DEGRADED)
 
 
 def _score_pass(
@@ -155,16 +169,16 @@ def calibrate(
     ratings = read_ratings(human)
     result = run_calibration(ratings, load_run(run_dir).judgment_lines, judge, str(human))
     if as_json:
-        typer.echo(json.dumps(result.to_json(), indent=2))
+        echo(json.dumps(result.to_json(), indent=2))
         return
     table = Table("calibration", "Human vs LLM-as-judge", table12_columns(), tuple(table12_rows(result)))
     # The judge's name and the instance ids come from the ratings file and the run: shown, never obeyed.
-    typer.echo(printable(f"judge: {result.judge}; {result.matched} ratings matched"))
-    typer.echo(printable(markdown_table(table)))
+    echo(printable(f"judge: {result.judge}; {result.matched} ratings matched"))
+    echo(printable(markdown_table(table)))
     if result.unmatched:
         shown = ", ".join(result.unmatched[:5]) + (" ..." if len(result.unmatched) > 5 else "")
         unmatched = f"{len(result.unmatched)} rated instances have no valid judge score in the run: {shown}"
-        typer.echo(printable(unmatched, one_line=True), err=True)
+        echo(printable(unmatched, one_line=True), err=True)
 
 
 def register(app: typer.Typer) -> None:

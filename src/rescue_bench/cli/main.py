@@ -12,8 +12,8 @@ import typer
 from typer.core import TyperGroup, TyperOption
 
 from rescue_bench import __version__
-from rescue_bench.errors import BenchError, ConfigError
-from rescue_bench.printable import printable
+from rescue_bench.errors import BenchError, ConfigError, UnfinishedWork
+from rescue_bench.printable import echo, printable
 
 # Modules under rescue_bench.cli, each with ``register(app: typer.Typer) -> None``.
 COMMAND_MODULES = (
@@ -53,7 +53,7 @@ class _BenchGroup(TyperGroup):
         except (SourceNotFound, ConfigError) as exc:
             _fail(str(exc), 2)
         except BenchError as exc:
-            _fail(str(exc), 1)
+            _fail(str(exc), exc.exit_code if isinstance(exc, UnfinishedWork) else 1)
 
 
 def _plain_flags(command: Any, ctx: Any) -> None:
@@ -75,7 +75,7 @@ def _fail(message: str, exit_code: int) -> NoReturn:
     # typer vendors its own click, so a click.ClickException raised here would escape as a traceback;
     # typer.Exit is handled by whichever click typer runs on.
     # The message may quote a server's error body or a data file: printed, never obeyed by the terminal.
-    typer.echo(f"error: {printable(message, one_line=True)}", err=True)
+    echo(f"error: {printable(message, one_line=True)}", err=True)
     raise typer.Exit(exit_code)
 
 
@@ -91,7 +91,7 @@ app = typer.Typer(
 
 def _version(value: bool) -> None:
     if value:
-        typer.echo(f"rescue-bench {__version__}")
+        echo(f"rescue-bench {__version__}")
         raise typer.Exit()
 
 

@@ -26,6 +26,7 @@ from urllib.parse import urlsplit
 import typer
 
 from rescue_bench.engine.ending import summarise
+from rescue_bench.printable import echo
 from rescue_bench.problems import one_line
 from rescue_bench.rundir import Counts
 from rescue_bench.rundir.counts import total
@@ -112,17 +113,17 @@ def echo_ending(
 ) -> None:
     """The last lines of an unfinished or degraded run (stderr), with the command that goes on."""
     if status == "incomplete":
-        typer.echo(f"incomplete: {one_line(reason or 'instances got no answer')}", err=True)
+        echo(f"incomplete: {one_line(reason or 'instances got no answer')}", err=True)
         for line in unfinished_lines(unanswered, counts):
-            typer.echo(line, err=True)
-        typer.echo(f"resume (asks only what got no answer): {resume_command()}", err=True)
+            echo(line, err=True)
+        echo(f"resume (asks only what got no answer): {resume_command()}", err=True)
     elif status == "degraded" and dominant is not None:
         failed, hint = dominant
         fix = f"; likely fix: {hint}" if hint else ""
-        typer.echo(f"degraded: most answers failed; main reason: {one_line(failed)}{fix}", err=True)
+        echo(f"degraded: most answers failed; main reason: {one_line(failed)}{fix}", err=True)
     elif status in ("stopped", "running"):
-        typer.echo(f"stopped: {one_line(reason or 'not finished')}", err=True)
-        typer.echo(f"resume: {resume_command()}", err=True)
+        echo(f"stopped: {one_line(reason or 'not finished')}", err=True)
+        echo(f"resume: {resume_command()}", err=True)
 
 
 def exit_with(status: str) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Final
 import typer
 
 from rescue_bench.cli.flags import flag_values, option, with_flags
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 from rescue_bench.problems import one_line
 
 if TYPE_CHECKING:
@@ -56,7 +56,7 @@ def report(
     tasks. An unfinished run (killed, stopped, instances left to do) is refused unless --partial is given.
     A study directory stands for its runs, its own leaderboard first.
     """
-    from rescue_bench.report.build import build_report, write_report
+    from rescue_bench.report.build import build_report, protocol_notes, write_report
     from rescue_bench.report.leaderboard import study_tables
     from rescue_bench.report.terminal import leaderboard_view, make_console, print_tables
     from rescue_bench.rundir import expand_run_dirs
@@ -66,19 +66,21 @@ def report(
         expand_run_dirs(runs), with_paper=with_paper, prices=prices, allow_partial=partial, first=first
     )
     if built.banner:
-        typer.echo(f"warning: {printable(built.banner)}", err=True)
+        echo(f"warning: {printable(built.banner)}", err=True)
+    for note in protocol_notes(expand_run_dirs(runs)):  # numbers made by older rules: said, not hidden
+        echo(f"warning: {note}", err=True)
     target = out or runs[0] / "report"
     paths = write_report(built, target)
     boards = [t for t in first if t.key.endswith("_leaderboard")] or [built.table("leaderboard")]
     shown = [leaderboard_view(t) for t in boards] + [(t, 1) for t in first if t.key.endswith("_rank_groups")]
     print_tables(make_console(), shown, ci=ci)
-    typer.echo(
+    echo(
         f"wrote {len([p for p in paths if p.suffix != '.png'])} files and "
         f"{len([p for p in paths if p.suffix == '.png'])} figures to {target}"
     )
     for path in paths:
         if path.suffix != ".png":
-            typer.echo(f"  {path}")
+            echo(f"  {path}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,7 +149,7 @@ def compare(
     unfinished = check_finished(loaded, allow_partial=o.partial)
     _check_like(loaded, o.allow_different_judges)
     for progress in unfinished:
-        typer.echo(f"PARTIAL: {progress.describe()}", err=True)
+        echo(f"PARTIAL: {progress.describe()}", err=True)
     if len(loaded) == 2:
         _compare_two(loaded[0], loaded[1], chosen, o.every_metric, o.resamples, o.seed, o.as_json)
         return
@@ -165,7 +167,7 @@ def _check_like(loaded: list[RunData], allow_different_judges: bool) -> None:
     names = display_names(loaded)
     found = differences(loaded)
     for difference in found:
-        typer.echo(f"not like for like: {one_line(difference.describe(names))}", err=True)
+        echo(f"not like for like: {one_line(difference.describe(names))}", err=True)
     judged = all(
         any(line.task in JUDGED_TASKS and line.judge != BERTSCORE_JUDGE for line in run.judgment_lines)
         for run in loaded
@@ -234,7 +236,7 @@ def _compare_many(
 
     result = compare_many_run_data(loaded, method=method, level=level, n_resamples=resamples, seed=seed)
     if as_json:
-        typer.echo(result.model_dump_json(indent=2))
+        echo(json.dumps(result.model_dump(mode="json"), indent=2))  # ASCII: valid JSON, controls escaped
         return
     if len(loaded) >= COMPACT_FROM and not ci:
         compact = compact_tables(result, scopes=chosen, every_metric=every_metric)
@@ -260,7 +262,7 @@ def _compare_two(
 
     result = compare_run_data(a, b, n_resamples=resamples, seed=seed)
     if as_json:
-        typer.echo(json.dumps(result, indent=2))
+        echo(json.dumps(result, indent=2))
         return
     name_a, name_b = display_names([a, b])
     table = comparison_table(result, (name_a, name_b), scopes=chosen, every_metric=every_metric)
@@ -275,7 +277,7 @@ class _EchoWarnings(logging.Handler):
     """
 
     def emit(self, record: logging.LogRecord) -> None:
-        typer.echo(printable(record.getMessage()), err=True)
+        echo(printable(record.getMessage()), err=True)
 
 
 WARNING_LOGGERS = ("rescue_bench.rundir", "rescue_bench.engine")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rescue_bench.errors import ConfigError, DependencyError
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session, sessionmaker
@@ -44,7 +44,7 @@ def _store(db: str | None) -> sessionmaker[Session]:
 
 
 def _warn(text: str) -> None:
-    typer.echo(f"warning: {printable(text)}", err=True)
+    echo(f"warning: {printable(text)}", err=True)
 
 
 @review_app.command("init")
@@ -83,7 +83,7 @@ def init(
             )
             save_project_settings(session, current)
     mode = "blind" if current.is_blind else "open"
-    typer.echo(f"review database is up to date; {current.reviews_per_row} review(s) per row, {mode}")
+    echo(f"review database is up to date; {current.reviews_per_row} review(s) per row, {mode}")
 
 
 @review_app.command("serve")
@@ -142,7 +142,7 @@ def serve(
         secure_cookies="always" if secure_cookies else "auto",
     )
     if not _is_loopback(host):
-        typer.echo(
+        echo(
             f"warning: listening on {host}: anyone who can reach it sees the login page. Serve it over HTTPS "
             "(a reverse proxy), pass --secure-cookies, and --allow-host for each name browsers use to "
             "reach it.",
@@ -174,8 +174,8 @@ def load(
     with _store(db)() as session:
         result = load_work(session, source)
     for warning in result.warnings:
-        typer.echo(f"warning: {printable(warning)}", err=True)
-    typer.echo(
+        echo(f"warning: {printable(warning)}", err=True)
+    echo(
         f"loaded {len(result.added)} segment(s), {result.rows} row(s); "
         f"{len(result.skipped)} already in the store (kept)"
     )
@@ -206,7 +206,7 @@ def add_user(
     check_new_user(name, role, password)
     with _store(db)() as session:
         create_user(session, name, role, password, PasswordHasher())
-    typer.echo(f"added {role} {name}")
+    echo(f"added {role} {name}")
 
 
 @review_app.command("export")
@@ -234,8 +234,8 @@ def export(
     with _store(db)() as session:
         result = export_jsonl(session, out, provenance)
     for held in result.held_back:
-        typer.echo(f"held back: {printable(held.sample_id)}: {printable(held.reason)}")
-    typer.echo(
+        echo(f"held back: {printable(held.sample_id)}: {printable(held.reason)}")
+    echo(
         f"wrote {result.samples} resolved segment(s), {result.rows} row(s) to {out}; held back: "
         f"{result.unverified} with unresolved rows, {result.discarded} discarded"
         + (f"; provenance in {provenance}" if provenance is not None else "")
@@ -255,7 +255,7 @@ def import_reviews(
 
     with _store(db)() as session:
         result = run_import(session, file, user)
-    typer.echo(
+    echo(
         f"imported {result.rows} row(s) of {result.samples} sample(s) as {printable(user)}'s review "
         f"({result.changed} new or changed); {result.not_in_file} row(s) of those samples not in the file"
     )
@@ -285,7 +285,7 @@ def assign(
                 f"no such sample in the review store: {', '.join(printable(m) for m in missing)}"
             )
         added = run_assign(session, segments, found)
-    typer.echo(f"assigned {added} segment(s) to {printable(user)} ({len(segments) - added} already theirs)")
+    echo(f"assigned {added} segment(s) to {printable(user)} ({len(segments) - added} already theirs)")
 
 
 @review_app.command("agreement")
@@ -303,12 +303,12 @@ def agreement(
     with _store(db)() as session:
         results = measure(session)
     if as_json:
-        typer.echo(json.dumps({"dimensions": [r.to_json() for r in results]}, indent=2))
+        echo(json.dumps({"dimensions": [r.to_json() for r in results]}, indent=2))
         return
-    typer.echo(f"{'dimension':<17} {'level':<8} {'units':>6} {'raters':>6} {'alpha':>7}  pairwise kappa")
+    echo(f"{'dimension':<17} {'level':<8} {'units':>6} {'raters':>6} {'alpha':>7}  pairwise kappa")
     for r in results:
         kappas = ", ".join(f"{a}/{b} {_fmt(p.kappa)} (n={p.units})" for p in r.pairs for a, b in [p.raters])
-        typer.echo(
+        echo(
             f"{r.dimension:<17} {r.level:<8} {r.units:>6} {r.raters:>6} {_fmt(r.alpha):>7}  "
             f"{printable(kappas) or '-'}"
         )
@@ -332,7 +332,7 @@ def load_ratings(
     with _store(db)() as session:
         result = load(session, run, n, seed)
     added = ", ".join(f"{task} {count} of {result.available[task]}" for task, count in result.added.items())
-    typer.echo(
+    echo(
         f"added rating items: {added}; {result.already_loaded} loaded before; "
         f"{result.invalid_skipped} prediction(s) not sampled (invalid, or no judge score to calibrate)"
     )
@@ -354,7 +354,7 @@ def export_ratings(
         raise ConfigError(f"--out {out}: is a directory; name the CSV file to write")
     with _store(db)() as session:
         count = write_ratings_csv(session, out, run)
-    typer.echo(f"wrote {count} rating(s) to {out}")
+    echo(f"wrote {count} rating(s) to {out}")
 
 
 def register(app: typer.Typer) -> None:

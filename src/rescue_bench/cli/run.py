@@ -34,7 +34,7 @@ from rescue_bench.evaluation.setup import (
 )
 from rescue_bench.judge.after_run import judge_params, wants_bertscore
 from rescue_bench.pricing import Prices, TaskEstimate, make_counter
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, markup_safe, printable
 from rescue_bench.report.tables import Table as ReportTable
 from rescue_bench.report.tables import Value
 from rescue_bench.report.terminal import make_console, print_tables, run_summary
@@ -81,7 +81,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
     try:
         outcome = asyncio.run(execute(prepared, options))
     except KeyboardInterrupt:
-        typer.echo(f"interrupted; re-run the same command to resume {prepared.out}", err=True)
+        echo(f"interrupted; re-run the same command to resume {prepared.out}", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -89,7 +89,7 @@ def run(ctx: typer.Context, out: OutDir = None, quiet: Quiet = False, batch_poll
 
 
 def warn(message: str) -> None:
-    typer.echo(f"warning: {printable(message)}", err=True)
+    echo(f"warning: {printable(message)}", err=True)
 
 
 def _say(line: str) -> None:
@@ -98,7 +98,7 @@ def _say(line: str) -> None:
 
 
 def _note(message: str) -> None:
-    typer.echo(f"note: {printable(message)}", err=True)
+    echo(f"note: {printable(message)}", err=True)
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -119,9 +119,9 @@ def report_result(outcome: RunOutcome, model: str) -> None:
         console.print(f"failed answers (scored as misses): {listed}")
     if outcome.judged is not None:
         for name, tally in outcome.judged.tallies.items():
-            console.print(f"judge {name}: {tally.summary()}")
-    console.print(f"run directory: {outcome.out}")
-    typer.echo(summary_line(model, outcome.status, *validity(outcome.counts)))
+            console.print(markup_safe(f"judge {name}: {tally.summary()}"))
+    console.print(markup_safe(f"run directory: {outcome.out}"))
+    echo(summary_line(model, outcome.status, *validity(outcome.counts)))
     dominant = outcome.ending.dominant if outcome.ending is not None else None
     echo_ending(outcome.status, outcome.reason, outcome.unanswered, outcome.counts, dominant)
     exit_with(outcome.status)
@@ -145,6 +145,7 @@ def estimate(ctx: typer.Context) -> None:
     from rescue_bench.data.load import load_samples
     from rescue_bench.engine.plans import build_plans, select_samples
     from rescue_bench.evaluation.estimate import cap_note, estimate_plan
+    from rescue_bench.pricing.estimate import long_conversation_note
     from rescue_bench.video.mode import check_video_config, clip_coverage
 
     flags = flag_values(ctx)
@@ -154,7 +155,10 @@ def estimate(ctx: typer.Context) -> None:
         return
     check_video_config(spec)
     price = spec_prices(spec)
-    plans = build_plans(select_samples(load_samples(spec.data), spec), spec)
+    samples = select_samples(load_samples(spec.data), spec)
+    if note := long_conversation_note({s.sample_id: len(s.rows) for s in samples}):
+        echo(f"warning: {note}", err=True)
+    plans = build_plans(samples, spec)
     counter = make_counter(spec.model.name)
     params = spec.generation()
     rows = [estimate_plan(p, counter, params) for p in plans]
@@ -221,7 +225,7 @@ def _judge_prices(spec: RunSpec, judge: str) -> Prices | None:
     try:
         return spec_prices(spec, judge)
     except ConfigError as exc:
-        typer.echo(f"note: {exc}", err=True)
+        echo(f"note: {exc}", err=True)
         return None
 
 

@@ -22,7 +22,6 @@ from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
-import typer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
@@ -42,6 +41,8 @@ from rescue_bench.cli.flags import (
 )
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation
+from rescue_bench.printable import echo
+from rescue_bench.redaction import scrub
 from rescue_bench.spec import (
     EngineSpec,
     JudgeSpec,
@@ -443,7 +444,8 @@ def _put(data: dict[str, Any], path: Path_, value: object) -> None:
 
 
 def print_spec(spec: RunSpec) -> None:
-    typer.echo(to_toml(spec.model_dump(mode="json")), nl=False)
+    # As every writer: no URL secret (a --base-url query key) and no credential-looking value is shown.
+    echo(to_toml(scrub(spec.model_dump(mode="json"))), nl=False)
 
 
 def parse_sample_ids(path: Path) -> tuple[str, ...]:

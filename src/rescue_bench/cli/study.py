@@ -26,7 +26,7 @@ from rescue_bench.cli.outcome import exit_with, resume_command, summary_line, wo
 from rescue_bench.cli.report import rank_method
 from rescue_bench.cli.run_flags import make_spec, run_flags
 from rescue_bench.errors import ConfigError
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 from rescue_bench.spec import load_spec
 
 if TYPE_CHECKING:
@@ -130,10 +130,10 @@ def sweep(
     if study.base.out is None:
         study = study.model_copy(update={"base": study.base.model_copy(update={"out": study.out})})
     if flags.print_spec:
-        typer.echo(study.to_toml(), nl=False)
+        echo(study.to_toml(), nl=False)
         return
     shown = flags.record(Shown, SHOWN_FLAGS)
-    options = StudyOptions(quiet=shown.quiet, warn=lambda m: typer.echo(f"warning: {m}", err=True))
+    options = StudyOptions(quiet=shown.quiet, warn=lambda m: echo(f"warning: {m}", err=True))
     record = _run(study, options)
     board, paths = write_study_leaderboard(
         study.out, record, with_paper=with_paper, method=method, level=level
@@ -149,7 +149,7 @@ def _run(study: StudySpec, options: StudyOptions) -> StudyRecord:
     try:
         return run_study(study, options)
     except KeyboardInterrupt:
-        typer.echo(f"interrupted; re-run the same command to resume {study.out}", err=True)
+        echo(f"interrupted; re-run the same command to resume {study.out}", err=True)
         raise typer.Exit(130) from None
     finally:
         signal.signal(signal.SIGTERM, previous)
@@ -169,7 +169,7 @@ def _summary(leaderboard: Report, record: StudyRecord, paths: list[Path], *, ci:
     print_tables(console, [board, (leaderboard.table("rank_groups"), 1)], ci=ci)
     print_tables(console, [(_runs_table(record), 1)])
     for path in paths:
-        typer.echo(f"  {path}")
+        echo(f"  {path}")
     _endings(record)
 
 
@@ -199,16 +199,14 @@ def _endings(record: StudyRecord) -> None:
     for run in record.runs:
         counts = run.counts
         valid = counts.done - counts.invalid
-        typer.echo(summary_line(run.label, run.status, valid, counts.instances))
+        echo(summary_line(run.label, run.status, valid, counts.instances))
     status = worst([r.status for r in record.runs])
     if status == "failed":
-        typer.echo("some runs failed (see study.json); the others went on", err=True)
+        echo("some runs failed (see study.json); the others went on", err=True)
     elif status in ("incomplete", "stopped", "running", "pending"):
-        typer.echo(
-            f"some runs are not finished; resume (asks only what is missing): {resume_command()}", err=True
-        )
+        echo(f"some runs are not finished; resume (asks only what is missing): {resume_command()}", err=True)
     elif status == "degraded":
-        typer.echo("some runs are degraded: most of their answers failed (see their reasons)", err=True)
+        echo("some runs are degraded: most of their answers failed (see their reasons)", err=True)
     exit_with(status)
 
 

@@ -14,7 +14,7 @@ from rescue_bench.cli.flags import flag_values
 from rescue_bench.cli.run_flags import OptionsCommand, task_options
 from rescue_bench.data.sources import SOURCE_HELP
 from rescue_bench.errors import ConfigError
-from rescue_bench.printable import printable
+from rescue_bench.printable import echo, printable
 from rescue_bench.tasks.base import TaskConfig
 
 tasks_app = typer.Typer(
@@ -81,7 +81,7 @@ def summary(
 
     counts = instance_counts(load_samples(source), _config(ctx))
     if fmt is SummaryFormat.json:
-        typer.echo(json.dumps(counts, indent=2))
+        echo(json.dumps(counts, indent=2))
         return
     from rich.console import Console
     from rich.table import Table
@@ -122,13 +122,13 @@ def show(
     inst = find_instance(chosen, load_samples(source), sample_id, row_index, cfg)
     request = chosen.render([inst], cfg)
     if as_json:
-        typer.echo(json.dumps({**request_json(request), "gold": inst.gold}, ensure_ascii=False, indent=2))
+        echo(json.dumps({**request_json(request), "gold": inst.gold}, indent=2))  # ASCII: valid JSON, escaped
         return
     gold = json.dumps(inst.gold, ensure_ascii=False)
-    typer.echo(printable(f"# {inst.id} | gold {gold} | prompt {request.prompt_hash}", one_line=True))
+    echo(printable(f"# {inst.id} | gold {gold} | prompt {request.prompt_hash}", one_line=True))
     for message in request.messages:  # the data file's text: shown, never obeyed by the terminal
-        typer.echo(f"--- {message['role']} ---\n{printable(str(message['content']))}")
-    typer.echo(f"--- response_schema ---\n{json.dumps(request.response_schema, indent=2)}")
+        echo(f"--- {message['role']} ---\n{printable(str(message['content']))}")
+    echo(f"--- response_schema ---\n{json.dumps(request.response_schema, indent=2)}")
 
 
 @tasks_app.command(cls=OptionsCommand)
@@ -157,7 +157,7 @@ def export(
                 count += 1
     except OSError as exc:
         raise ConfigError(f"cannot write {out}: {exc.strerror or exc}") from None
-    typer.echo(f"wrote {count} {chosen.INFO.name} instances from {len(samples)} samples to {out}", err=True)
+    echo(f"wrote {count} {chosen.INFO.name} instances from {len(samples)} samples to {out}", err=True)
 
 
 @tasks_app.command("lm-eval-path")
@@ -170,7 +170,7 @@ def lm_eval_path() -> None:
     """
     from rescue_bench.adapters.lm_eval import include_path
 
-    typer.echo(str(include_path()))
+    echo(str(include_path()))
 
 
 def register(app: typer.Typer) -> None:

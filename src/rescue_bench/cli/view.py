@@ -11,6 +11,7 @@ from typing import Annotated
 import typer
 
 from rescue_bench.errors import DependencyError
+from rescue_bench.printable import echo
 
 LOOPBACK = "127.0.0.1"
 
@@ -82,7 +83,7 @@ def view(
 
         written = write_bundle(runs, bundle, redact=redact)
         page = bundle / (f"{first}.html" if first else "index.html")
-        typer.echo(
+        echo(
             f"wrote {written.files} files ({written.size / 1e6:.1f} MB) to {bundle}; "
             f"open {page.resolve().as_uri()}"
         )
@@ -98,7 +99,7 @@ def _runs_to_show(paths: list[Path], partial: bool) -> list[Path]:
 
     runs, notes = expand_runs(paths)
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
+        echo(f"note: {note}", err=True)
     if not runs:
         raise ViewError("no run to show: the study has no run with predictions yet")
     for run in runs:
@@ -128,7 +129,7 @@ def _serve(
     from rescue_bench.view.app import create_app
 
     if host not in (LOOPBACK, "localhost", "::1"):
-        typer.echo(
+        echo(
             f"warning: binding {host}: anyone who can reach this address can read these runs "
             "(transcripts and replies included); there is no login",
             err=True,
@@ -138,11 +139,11 @@ def _serve(
     # read and index every run now, so the first page is fast
     views, broken = app.state.viewer.state()
     for run in broken:
-        typer.echo(f"warning: {run.error} (its pages will say so until the file is repaired)", err=True)
+        echo(f"warning: {run.error} (its pages will say so until the file is repaired)", err=True)
     if len(views) > 1:  # the rank groups take a while at paper size: start them before they are asked for
         threading.Thread(target=app.state.viewer.many, args=(views,), daemon=True).start()
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"rescue-bench view: http://{shown}:{chosen}/{first}  (Ctrl-C to stop)")
+    echo(f"rescue-bench view: http://{shown}:{chosen}/{first}  (Ctrl-C to stop)")
     uvicorn.run(app, host=host, port=chosen, log_level="warning")
 
 

@@ -26,6 +26,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rescue_bench.data.schema import Row, Sample
+from rescue_bench.printable import has_hidden, printable
 from rescue_bench.problems import Problem
 from rescue_bench.taxonomy import NON_CLIENT_SPEAKERS, UTTERANCE_TYPES, relation_labels, strategy_labels
 
@@ -68,7 +69,38 @@ def check_sample(
     problems: list[Problem] = []
     for position, row in enumerate(sample.rows):
         problems.extend(_check_row(row, f"rows[{position}]", context, mojibake))
+    problems.extend(hidden_name_problems(sample, file=file, line=line))
     return problems
+
+
+def hidden_name_problems(sample: Sample, *, file: str | None, line: int | None) -> Iterator[Problem]:
+    """A warning for each name (the sample id, a participant, a row's speaker or target) that holds a
+    character shown escaped (:func:`~rescue_bench.printable.has_hidden`: zero-width, bidirectional,
+    control): two such names can look the same, or a name can reorder what is printed after it.
+
+    >>> from rescue_bench.data.schema import Row, Sample
+    >>> row = Row(row_index=1, primary_speaker="An\u200bn")
+    >>> sample = Sample(sample_id="s", scenario="couple", participants=("Ann",), rows=(row,))
+    >>> [p.path for p in hidden_name_problems(sample, file="f.jsonl", line=1)]
+    ['rows[0].primary_speaker']
+    """
+    names: list[tuple[str, str, int | None]] = [("sample_id", sample.sample_id, None)]
+    names += [(f"participants[{i}]", name, None) for i, name in enumerate(sample.participants)]
+    for i, row in enumerate(sample.rows):
+        names.append((f"rows[{i}].primary_speaker", row.primary_speaker or "", row.row_index))
+        names += [(f"rows[{i}].target[{j}]", name, row.row_index) for j, name in enumerate(row.target)]
+    for path, name, row_index in names:
+        if has_hidden(name):
+            yield Problem(
+                "warning",
+                f"{path.rpartition('.')[2]} '{printable(name)}' holds invisible, control or "
+                "direction-changing characters: it can look like another name",
+                file=file,
+                line=line,
+                sample_id=sample.sample_id,
+                row_index=row_index,
+                path=path,
+            )
 
 
 def may_hold_mojibake(text: str) -> bool:

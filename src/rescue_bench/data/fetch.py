@@ -10,25 +10,34 @@ release leaves nothing behind that ``--data rescue`` would read, and an earlier 
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import hashlib
 import http.client
 import json
 import os
 import shutil
+import time
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Final
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from rescue_bench.atomic import write_atomic
 from rescue_bench.data import release
 from rescue_bench.data.load import read_source
 from rescue_bench.errors import DataError
+from rescue_bench.redaction import public_url, redact, scrub_text, url_secrets
 
 MAX_BYTES: Final = 64 << 20
 """The release is about 7 MB; a server sending more than this is not sending it."""
+MIN_RATE: Final = 32 << 10
+"""Bytes a second a download must average once ``--timeout`` seconds have passed: a server dripping the
+file slower is given up, as one that sends nothing for ``--timeout`` seconds (a stall) is."""
+RELEASE_BOUND: Final = 8 << 20
+"""A bound on the release's size, for the overall deadline: ``--timeout`` + this at :data:`MIN_RATE`."""
 _CHUNK: Final = 1 << 16
 _PART_SUFFIX: Final = ".part"
 
@@ -74,74 +83,152 @@ def fetch_release(
             url = release.github_url(base_url)
             size, sha256 = _download(url, part, timeout)
         else:
-            url, size, sha256 = _copy_from_hub(part, base_url)
-        counts = _check(part, url)
-        record = release.ReleaseRecord(source, url, sha256, size, counts)
+            url, size, sha256 = _copy_from_hub(part, base_url, deadline(timeout))
+        # Only the public address is kept: a mirror's token or password is never written or shown.
+        counts = _check(part, public_url(url))
+        official = release.is_official(source, url, sha256)
+        record = release.ReleaseRecord(source, public_url(url), sha256, size, counts, official)
         _install(part, target, record)
     except OSError as exc:  # the cache directory itself (full disk, read-only)
-        raise DataError(f"{directory}: cannot write the release ({exc.strerror or exc})") from None
+        raise local_write_error(directory, exc) from None
     finally:
         part.unlink(missing_ok=True)
     return Installed(target, record, downloaded=True)
 
 
+def deadline(timeout: float) -> float:
+    """The overall deadline of a download: ``--timeout``, then the release's size at :data:`MIN_RATE`.
+
+    >>> deadline(5.0)
+    261.0
+    """
+    return timeout + RELEASE_BOUND / MIN_RATE
+
+
+def local_write_error(where: Path, exc: OSError) -> DataError:
+    """A write into the user cache that failed (a full disk, a read-only folder): named as such, never as a
+    download that was cut off."""
+    return DataError(
+        f"{where}: cannot write the release into the cache ({exc.strerror or exc}); nothing was installed: "
+        f"free some space or make it writable (or set {release.CACHE_ENV} to another folder), then run "
+        "`rescue-bench data get` again"
+    )
+
+
 def _download(url: str, part: Path, timeout: float) -> tuple[int, str]:
-    """Stream ``url`` into ``part``; its size and SHA-256. Every way it can fail is one ``DataError`` line."""
-    request = urllib.request.Request(url, headers={"User-Agent": "rescue-bench"})
+    """Stream ``url`` into ``part``; its size and SHA-256. Every way it can fail is one ``DataError`` line,
+    which shows the URL without its secrets (a token in its query, a password)."""
+    shown = public_url(url)
+    request = urllib.request.Request(*_with_credentials(url))
     try:
         with urllib.request.urlopen(request, timeout=timeout) as response:
             declared = response.headers.get("Content-Length")
             expected = int(declared) if declared and declared.isdigit() else None
-            size, sha256 = _stream(response, part, url)
+            size, sha256 = _stream(response, part, shown, timeout)
     except urllib.error.HTTPError as exc:
-        raise DataError(f"cannot download {url}: HTTP {exc.code} {exc.reason}") from None
+        raise DataError(
+            f"cannot download {shown}: HTTP {exc.code} {redact_text(str(exc.reason), url)}"
+        ) from None
     except urllib.error.URLError as exc:
         raise DataError(
-            f"cannot reach {url} ({exc.reason}): when online, run `rescue-bench data get`, "
-            f"{release.manual_route()}"
+            f"cannot reach {shown} ({redact_text(str(exc.reason), url)}): when online, run "
+            f"`rescue-bench data get`, {release.manual_route()}"
         ) from None
-    except (OSError, http.client.HTTPException) as exc:  # reset, timeout, a broken reply mid-way
+    except TimeoutError:
         raise DataError(
-            f"the download of {url} was cut off ({type(exc).__name__}: {exc}); nothing was saved: "
-            "run `rescue-bench data get` again"
+            f"the download of {shown} stalled: nothing came for {timeout:g} s (--timeout); nothing was "
+            "saved: run `rescue-bench data get` again"
+        ) from None
+    except (OSError, http.client.HTTPException) as exc:  # reset, a broken reply mid-way
+        raise DataError(
+            f"the download of {shown} was cut off ({type(exc).__name__}: {redact_text(str(exc), url)}); "
+            "nothing was saved: run `rescue-bench data get` again"
         ) from None
     if expected is not None and size != expected:
         raise DataError(
-            f"the download of {url} was cut off after {size:,} of {expected:,} bytes; nothing was saved: "
+            f"the download of {shown} was cut off after {size:,} of {expected:,} bytes; nothing was saved: "
             "run `rescue-bench data get` again"
         )
     return size, sha256
 
 
-def _stream(response: http.client.HTTPResponse, part: Path, url: str) -> tuple[int, str]:
+def _with_credentials(url: str) -> tuple[str, None, dict[str, str]]:
+    """``url`` without its ``user:password@`` (urllib would take them for the host name), and the headers
+    that send them as HTTP Basic authentication instead."""
+    parts = urlsplit(url)
+    headers = {"User-Agent": "rescue-bench"}
+    if parts.username is None:
+        return url, None, headers
+    token = base64.b64encode(f"{unquote(parts.username)}:{unquote(parts.password or '')}".encode()).decode()
+    headers["Authorization"] = f"Basic {token}"
+    host = parts.netloc.rpartition("@")[2]
+    return urlunsplit((parts.scheme, host, parts.path, parts.query, parts.fragment)), None, headers
+
+
+def redact_text(text: str, url: str) -> str:
+    """An error's text without the secrets of ``url`` (a library may quote the address it was given)."""
+    return redact(scrub_text(text), url_secrets(url))
+
+
+def _stream(response: http.client.HTTPResponse, part: Path, shown: str, timeout: float) -> tuple[int, str]:
+    """Read the body into ``part`` under three limits, each named when it ends the download: a stall (the
+    socket's ``timeout``), :data:`MIN_RATE` once ``timeout`` seconds have passed, and :data:`MAX_BYTES`.
+    A local write that fails is named as such (:func:`local_write_error`)."""
     digest = hashlib.sha256()
     size = 0
-    with part.open("wb") as out:
-        while block := response.read(_CHUNK):
+    started = time.monotonic()
+    try:
+        out = part.open("wb")
+    except OSError as exc:
+        raise local_write_error(part.parent, exc) from None
+    with out:
+        # read1: what one receive gives, so a dripping server cannot keep a read waiting for a whole chunk.
+        while block := response.read1(_CHUNK):
             size += len(block)
             if size > MAX_BYTES:
-                raise DataError(f"{url} sent more than {MAX_BYTES >> 20} MB: that is not the release file")
+                raise DataError(f"{shown} sent more than {MAX_BYTES >> 20} MB: that is not the release file")
+            elapsed = time.monotonic() - started
+            if elapsed > timeout and size / elapsed < MIN_RATE:
+                raise DataError(
+                    f"the download of {shown} was too slow: {size:,} bytes in {elapsed:.0f} s, under the "
+                    f"minimum of {MIN_RATE >> 10} KiB/s after --timeout {timeout:g} s; nothing was saved: "
+                    "run `rescue-bench data get` again (or from the other --source)"
+                )
             digest.update(block)
-            out.write(block)
-        out.flush()
-        os.fsync(out.fileno())
+            try:
+                out.write(block)
+            except OSError as exc:
+                raise local_write_error(part.parent, exc) from None
+        try:
+            out.flush()
+            os.fsync(out.fileno())
+        except OSError as exc:
+            raise local_write_error(part.parent, exc) from None
     return size, digest.hexdigest()
 
 
-def _copy_from_hub(part: Path, endpoint: str | None) -> tuple[str, int, str]:
-    """Copy the release JSONL of the Hugging Face snapshot into ``part``; its address, size and SHA-256."""
-    snapshot = release.hf_snapshot(release.HF_REPO, endpoint=endpoint)
+def _copy_from_hub(part: Path, endpoint: str | None, limit: float) -> tuple[str, int, str]:
+    """Copy the release JSONL of the Hugging Face snapshot into ``part``; its address, size and SHA-256.
+
+    The address is ``hf://datasets/...`` from the Hub itself, else the mirror's public address.
+    """
+    snapshot = release.hf_snapshot(release.HF_REPO, endpoint=endpoint, deadline=limit)
     found = release.release_jsonl_in(snapshot)
     if not found.is_file():
         raise DataError(
             f"the Hugging Face dataset {release.HF_REPO!r} holds no single benchmark*.jsonl file: "
             "run `rescue-bench data get` (from GitHub) instead"
         )
-    with found.open("rb") as source, part.open("wb") as out:
-        shutil.copyfileobj(source, out, _CHUNK)
-        out.flush()
-        os.fsync(out.fileno())
-    address = f"hf://datasets/{release.HF_REPO}@{snapshot.name}/{found.relative_to(snapshot).as_posix()}"
+    try:
+        with found.open("rb") as source, part.open("wb") as out:
+            shutil.copyfileobj(source, out, _CHUNK)
+            out.flush()
+            os.fsync(out.fileno())
+    except OSError as exc:
+        raise local_write_error(part.parent, exc) from None
+    where = f"{release.HF_REPO}@{snapshot.name}/{found.relative_to(snapshot).as_posix()}"
+    mirror = release.hf_endpoint(endpoint) or os.environ.get("HF_ENDPOINT")
+    address = f"hf://datasets/{where}" if not mirror else f"{public_url(mirror)}/datasets/{where}"
     return address, part.stat().st_size, release.sha256_of(part)
 
 

@@ -12,14 +12,18 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Final, Literal
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
+from rescue_bench.data.sources import RELEASE
 from rescue_bench.errors import DataError
 from rescue_bench.quiet import hf_progress_off
+from rescue_bench.redaction import public_url
 
 GITHUB_REPO: Final = "Tomsawyerhu/RESCUE-bench"
 GITHUB_COMMIT: Final = "0d0b0793e23157c7af76d1d301e63fc705b27f2a"
@@ -29,6 +33,10 @@ GITHUB_BASE: Final = "https://raw.githubusercontent.com"
 GITHUB_BASE_ENV: Final = "RESCUE_BENCH_GITHUB_URL"
 """Overrides :data:`GITHUB_BASE` (a mirror, or a local server in the tests)."""
 HF_REPO: Final = "tomhu/relation_therapy"
+OFFICIAL_SHA256: Final[str | None] = None
+"""The SHA-256 of the release file at :data:`GITHUB_COMMIT`, once pinned here: then a file that differs is
+never the official release, wherever it came from. Until then the pinned address decides
+(:func:`is_pinned`)."""
 HF_ENDPOINT_ENV: Final = "RESCUE_BENCH_HF_ENDPOINT"
 """Overrides the Hugging Face endpoint for this package only (``HF_ENDPOINT`` works too, for every tool)."""
 CACHE_ENV: Final = "RESCUE_BENCH_CACHE_DIR"
@@ -63,6 +71,9 @@ class ReleaseRecord:
     sha256: str
     size: int
     counts: Counts
+    official: bool = False
+    """Whether it is the official release: from a pinned source (:func:`is_pinned`) and, where the official
+    SHA-256 is known, matching it. Otherwise it is a copy from :attr:`url`, and runs and exports say so."""
 
     def to_json(self) -> dict[str, object]:
         return asdict(self)
@@ -73,7 +84,36 @@ class ReleaseRecord:
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
         counts = Counts(**data["counts"])
-        return cls(data["source"], data["url"], data["sha256"], int(data["size"]), counts)
+        source, url, sha256 = data["source"], data["url"], data["sha256"]
+        # A record written before the field was: judged by where it came from, as a new one is.
+        official = is_official(source, url, sha256) and data.get("official", True) is True
+        return cls(source, url, sha256, int(data["size"]), counts, official)
+
+    @property
+    def origin(self) -> str | None:
+        """Where a copy that is not the official release came from (its public address); ``None`` for the
+        official release."""
+        return None if self.official else public_url(self.url)
+
+
+def is_pinned(source: str, url: str) -> bool:
+    """Whether ``url`` is a pinned source of the release: GitHub raw at the release commit, or the Hub
+    dataset :data:`HF_REPO` fetched from the Hub itself (``hf://``; a mirror's address is kept as given).
+
+    >>> is_pinned("github", github_url(GITHUB_BASE)), is_pinned("github", "https://mirror.example/x")
+    (True, False)
+    >>> is_pinned("hf", f"hf://datasets/{HF_REPO}@abc/data/benchmark_191.jsonl")
+    True
+    """
+    if source == "github":
+        return url == github_url(GITHUB_BASE)
+    return source == "hf" and url.startswith(f"hf://datasets/{HF_REPO}@")
+
+
+def is_official(source: str, url: str, sha256: str) -> bool:
+    """A file is the official release when it came from a pinned source and matches the official SHA-256
+    where that is known."""
+    return is_pinned(source, url) and (OFFICIAL_SHA256 is None or sha256 == OFFICIAL_SHA256)
 
 
 def data_dir() -> Path:
@@ -91,9 +131,17 @@ def record_file() -> Path:
 
 
 def github_url(base: str | None = None) -> str:
-    """The release file's URL at the pinned commit, under ``base`` (else ``$RESCUE_BENCH_GITHUB_URL``)."""
-    root = (base or os.environ.get(GITHUB_BASE_ENV) or GITHUB_BASE).rstrip("/")
-    return f"{root}/{GITHUB_REPO}/{GITHUB_COMMIT}/{RELEASE_PATH}"
+    """The release file's URL at the pinned commit, under ``base`` (else ``$RESCUE_BENCH_GITHUB_URL``); a
+    query of ``base`` (a mirror's token) stays after the path.
+
+    >>> url = github_url("https://mirror.example/raw/?token=abc")
+    >>> url.startswith("https://mirror.example/raw/Tomsawyerhu/"), url.endswith(".jsonl?token=abc")
+    (True, True)
+    """
+    root = base or os.environ.get(GITHUB_BASE_ENV) or GITHUB_BASE
+    parts = urlsplit(root)
+    path = f"{parts.path.rstrip('/')}/{GITHUB_REPO}/{GITHUB_COMMIT}/{RELEASE_PATH}"
+    return urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
 
 
 def hf_endpoint(base: str | None = None) -> str | None:
@@ -122,6 +170,15 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
+def release_origin(data: str | None) -> dict[str, str]:
+    """``run.json``'s ``dataset.origin`` for a run on ``--data rescue`` whose installed copy is not the
+    official release (where it came from); empty otherwise, so a run on the official release or other data
+    records nothing more."""
+    record = read_record() if data == RELEASE else None
+    origin = None if record is None else record.origin
+    return {} if origin is None else {"origin": origin}
+
+
 def installed_release() -> Path:
     """The downloaded release file, checked against its record.
 
@@ -147,26 +204,48 @@ def installed_release() -> Path:
     return path
 
 
-def hf_snapshot(repo_id: str = HF_REPO, *, endpoint: str | None = None) -> Path:
+def hf_snapshot(
+    repo_id: str = HF_REPO, *, endpoint: str | None = None, deadline: float | None = None
+) -> Path:
     """Download the dataset's snapshot (offline: find it in the Hugging Face cache); its local directory.
+
+    ``deadline`` bounds the whole download in seconds (huggingface_hub has no overall limit): the download
+    runs in a daemon thread, given up when the deadline passes.
 
     Raises:
         DataError: the hub cannot be reached and the cache does not hold the dataset (one line: the command to
-            run when online, and the manual route).
+            run when online, and the manual route), or the deadline passed.
     """
     from huggingface_hub import snapshot_download
 
-    try:
-        with hf_progress_off():
-            path = snapshot_download(repo_id=repo_id, repo_type="dataset", endpoint=hf_endpoint(endpoint))
-        return Path(path)
-    except Exception as exc:  # any hub failure gets the same advice
+    found: list[Path] = []
+    failed: list[BaseException] = []
+
+    def download() -> None:
+        try:
+            with hf_progress_off():
+                path = snapshot_download(repo_id=repo_id, repo_type="dataset", endpoint=hf_endpoint(endpoint))
+            found.append(Path(path))
+        except Exception as exc:  # any hub failure gets the same advice
+            failed.append(exc)
+
+    worker = threading.Thread(target=download, name="rescue-bench-hf-download", daemon=True)
+    worker.start()
+    worker.join(deadline)
+    if worker.is_alive():
         raise DataError(
-            f"cannot fetch the Hugging Face dataset {repo_id!r} ({type(exc).__name__}): when online, run "
-            f"`rescue-bench data get --source hf`; offline, run `hf download {repo_id} "
-            f"--repo-type dataset --local-dir DIR` elsewhere and pass DIR's benchmark_191.jsonl to --data, "
-            f"or set HF_HOME to a cache that holds it"
-        ) from None
+            f"the Hugging Face dataset {repo_id!r} was not downloaded within the overall deadline of "
+            f"{deadline:.0f} s; nothing was saved: run `rescue-bench data get --source hf` again (a larger "
+            "--timeout gives it longer), or get it from GitHub"
+        )
+    if found:
+        return found[0]
+    raise DataError(
+        f"cannot fetch the Hugging Face dataset {repo_id!r} ({type(failed[0]).__name__ if failed else '?'}): "
+        f"when online, run `rescue-bench data get --source hf`; offline, run `hf download "
+        f"{repo_id} --repo-type dataset --local-dir DIR` elsewhere and pass DIR's benchmark_191.jsonl to "
+        "--data, or set HF_HOME to a cache that holds it"
+    )
 
 
 def release_jsonl_in(snapshot: Path) -> Path:

@@ -41,8 +41,9 @@ from rescue_bench.judge.runner import JudgeRunResult, JudgeStopped
 from rescue_bench.models.registry import is_billed
 from rescue_bench.pricing import Budget
 from rescue_bench.records import Json
+from rescue_bench.redaction import credential_keys
 from rescue_bench.rundir import SCORES_FILE, Counts, Manifest, RunStore, Scores, read_json_object, run_lock
-from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, is_final
+from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, check_scorable, is_final, judge_degraded
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.video.mode import check_video_config, make_hook
 
@@ -156,6 +157,11 @@ async def execute(
     """
     options = options or SessionOptions()
     spec, out = prepared.spec, prepared.out
+    for key in credential_keys(spec.generation().extra_body):  # sent, and written to no file
+        options.warn(
+            f"extra_body key {key!r} looks like a credential: its value is sent, and written as "
+            "[redacted] in run.json, reports and exports; prefer --api-key-env"
+        )
     budget = run_budget(spec, out)
     # A model whose provider declares no bill (baseline, local, replay) leaves the budget to the judges.
     paid = budget if is_billed(spec.model.name) else None
@@ -197,7 +203,14 @@ async def _judge(
         return None, ("stopped", str(exc))
     if judged is not None and judged.status == "incomplete":
         return judged, ("incomplete", _judge_reason(judged))
+    if judged is not None and (why := judge_degraded(_verdicts(judged), spec.degraded_share)):
+        return judged, ("degraded", why)
     return judged, None
+
+
+def _verdicts(judged: JudgeRunResult) -> list[tuple[str, int, int]]:
+    """(judge, valid, unscored) of a pass, for the judges' degraded rule (:func:`judge_degraded`)."""
+    return [(name, tally.valid, tally.unscored) for name, tally in judged.tallies.items()]
 
 
 def _judge_reason(judged: JudgeRunResult) -> str:
@@ -232,6 +245,7 @@ async def judge_again(
     """
     store = RunStore(run_dir)
     with run_lock(run_dir):
+        check_scorable(run_dir, store.manifest())  # unanswered work never becomes scores (exit 4)
         judged = await score_run(run_dir, judging, warn, quiet=quiet)
         manifest = store.manifest()
         if manifest is not None:
@@ -246,6 +260,8 @@ def _after_judging(store: RunStore, before: Manifest, judged: JudgeRunResult) ->
     if not (is_final(before.status) or (before.status == "incomplete" and not no_answer)):
         return  # the engine's own work is unfinished: that status stands
     status, reason = counted_status(before.counts, _degraded_share(before.spec)), None
+    if status == "finished" and (why := judge_degraded(_verdicts(judged), _degraded_share(before.spec))):
+        status, reason = "degraded", why
     if judged.status == "incomplete":
         status, reason = "incomplete", _judge_reason(judged)
     if status != before.status:

@@ -226,10 +226,17 @@ def check_records(task: str, records: Iterable[PredictionLine], spec: MetricSpec
 
 
 def typed_records(task: str, records: Sequence[LineInput], spec: MetricSpec) -> list[PredictionLine]:
-    """The records typed and checked (one-line errors naming the record and field), once per aggregation."""
+    """The answered records typed and checked (one-line errors naming the record and field), once per
+    aggregation. A record of an instance that got no answer (:attr:`PredictionLine.answered`) is left out:
+    unfinished work is never part of a number, in any score, report, table or comparison."""
     lines = [_typed(task, number, record) for number, record in enumerate(records, start=1)]
     check_records(task, lines, spec)
-    return lines
+    return [line for line in lines if line.answered]
+
+
+def unanswered_count(task: str, records: Sequence[LineInput]) -> int:
+    """How many of ``records`` got no answer (left out of every metric by :func:`typed_records`)."""
+    return sum(not _typed(task, number, r).answered for number, r in enumerate(records, start=1))
 
 
 def scope_records(records: Sequence[PredictionLine]) -> dict[str, list[PredictionLine]]:
@@ -346,8 +353,15 @@ def summarize_scope(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """One scope of one task: ``n``, headline metrics, their CIs, counts, and the task's extra tables."""
+    """One scope of one task: ``n``, headline metrics, their CIs, counts, and the task's extra tables.
+
+    A scope without answered records has ``n`` 0 and no number: every metric ``None``.
+    """
     plan = metric_plan(spec, labels)
+    if not records:
+        names = spec.headline if spec.kind == "generation" else list(plan.values([]))
+        empty = {"n": 0, **dict.fromkeys(names), "ci": dict.fromkeys(names), **_counts(records)}
+        return {**empty, **_extras(spec, records, labels)}
     matrix = plan.matrix(records)
     if spec.kind == "generation":
         point = point_values(spec, records, labels)
@@ -400,6 +414,9 @@ def aggregate_task(
             confidence=confidence,
             seed=seed,
         )
+    missing = unanswered_count(task, records)
+    if missing:  # the n of each metric is over answered instances; the rest is said beside it
+        out["all"]["unanswered"] = missing
     return out
 
 

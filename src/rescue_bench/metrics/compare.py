@@ -162,6 +162,9 @@ def compare_scope(
     with repeats, the metrics are means over repeats and McNemar pairs repeat 0 (module docstring)."""
     if not 0.0 < confidence < 1.0 or n_resamples < 1:
         raise ValueError(f"confidence {confidence} must lie in (0, 1) and n_resamples {n_resamples} be >= 1")
+    if not records_a:  # no instance answered in both runs: nothing to compare, no number and no test
+        empty = {"a": None, "b": None, "diff": None, "ci": None}
+        return {"n": 0, "metrics": {name: dict(empty) for name in spec.headline}}
     plan = metric_plan(spec, labels)
     draws_a, draws_b = (
         paired_draws(plan, [records_a, records_b], n_resamples, seed) if records_a else ({}, {})

@@ -237,10 +237,13 @@ def generation_summary(
         for s in valid_scores
         if any(k in s for k in keys) and not (all(score_value(s, k) is not None for k in keys))
     )
-    never_judged = valid_scores and not any(k in s for s in valid_scores for k in keys)
+    # A judged run gives its invalid answers the judge's floors (judge.merge): a run never judged has no judge
+    # key on any line, valid or not, and its judge means are None (a degraded run of invalid answers with no
+    # judge shows "–", not LLM 1.00); likewise BERTScore.
+    never_judged = not any(k in s for s in scores for k in keys)
     if never_judged or out["n_judged"] == 0:
         out.update(dict.fromkeys(metrics.judge_metrics))
-    never_bertscored = valid_scores and not any("bertscore_f1" in s for s in valid_scores)
+    never_bertscored = not any("bertscore_f1" in s for s in scores)
     if never_bertscored or out["n_bertscore"] == 0:
         out["bertscore_f1"] = None
     return out

@@ -22,7 +22,7 @@ from functools import partial
 from pathlib import Path
 
 from rescue_bench.data.stats import Transitions
-from rescue_bench.errors import BenchError
+from rescue_bench.errors import BenchError, ConfigError
 from rescue_bench.judge.merge import judged_records
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
@@ -42,7 +42,17 @@ from rescue_bench.report.document import Report as Report
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.measured import PARTIAL, Progress, heading, progress
 from rescue_bench.report.tables import Table
-from rescue_bench.rundir import PredictionLine, RunData, Scores, load_run
+from rescue_bench.rundir import (
+    PROTOCOL,
+    RUN_FILE,
+    Manifest,
+    PredictionLine,
+    RunData,
+    Scores,
+    load_run,
+    read_json_object,
+)
+from rescue_bench.rundir.status import engine_unfinished
 from rescue_bench.tasks import metric_specs
 from rescue_bench.taxonomy import SCENARIOS
 
@@ -58,6 +68,9 @@ def check_finished(runs: Sequence[RunData], *, allow_partial: bool) -> tuple[Pro
         DataError: a run holds no predictions.
         UnfinishedRunError: a run is not finished and ``allow_partial`` is false.
     """
+    for run in runs:  # a run of a newer protocol is not read by the rules of this one
+        if run.manifest.protocol > PROTOCOL:
+            raise ConfigError(str(run.manifest.protocol_note(run.path)))
     unfinished = tuple(p for p in (progress(run) for run in runs) if not p.finished)
     if unfinished and not allow_partial:
         listed = "; ".join(p.describe() for p in unfinished)
@@ -66,6 +79,18 @@ def check_finished(runs: Sequence[RunData], *, allow_partial: bool) -> tuple[Pro
             "or pass --partial for a report marked PARTIAL"
         )
     return unfinished
+
+
+def protocol_notes(runs: Sequence[Path]) -> list[str]:
+    """A warning for each run of an older protocol version than this rescue-bench's: its numbers follow
+    other rules (:meth:`~rescue_bench.rundir.Manifest.protocol_note`); a newer one is refused by
+    :func:`check_finished`."""
+    notes = []
+    for path in runs:
+        manifest = Manifest.from_json(read_json_object(path / RUN_FILE) or {}, str(path / RUN_FILE))
+        note = manifest.protocol_note(path) if manifest.protocol < PROTOCOL else None
+        notes += [note] if note else []
+    return notes
 
 
 def marked_partial(report: Report, unfinished: Sequence[Progress]) -> Report:
@@ -84,8 +109,10 @@ def marked_partial(report: Report, unfinished: Sequence[Progress]) -> Report:
 
 
 def with_scores(run: RunData) -> RunData:
-    """The run, with ``scores`` aggregated in memory (judgments folded in) when ``scores.json`` is missing."""
-    if run.score_record is not None:
+    """The run, with ``scores`` aggregated in memory (judgments folded in) when ``scores.json`` is missing, or
+    when the run's own work is unfinished (a ``scores.json`` of such a run may count unanswered requests):
+    the aggregate is over answered instances only."""
+    if run.score_record is not None and not engine_unfinished(run.manifest.status, run.manifest.counts):
         return run
     records = judged_records(run.prediction_lines, run.judgment_lines)
     return replace(run, score_record=Scores.of(aggregate_run(split_by_task(records), metric_specs())))
@@ -253,14 +280,19 @@ def perturbed_variants(runs: Sequence[RunData]) -> tuple[RunData, list[RunData]]
 
 
 def write_report(report: Report, out: Path) -> list[Path]:
-    """Write all formats into ``out``; returns the paths written."""
-    out.mkdir(parents=True, exist_ok=True)
-    paths = writers.write_figures(report, out / "figures")
-    paths += [
-        writers.write_markdown(report, out / "report.md"),
-        html.write_html(report, out / "report.html"),
-        writers.write_xlsx(report, out / "results.xlsx"),
-        writers.write_csv(report, out / "results.csv"),
-        writers.write_tex(report, out / "table.tex"),
-    ]
+    """Write all formats into ``out``; returns the paths written.
+
+    Raises:
+        RunDirError: a write failed (a full disk, a read-only folder) or a file to write is a link; one line
+            naming the file (:func:`~rescue_bench.report.writers.writing`).
+    """
+    with writers.writing(out):
+        paths = writers.write_figures(report, out / "figures")
+        paths += [
+            writers.write_markdown(report, out / "report.md"),
+            html.write_html(report, out / "report.html"),
+            writers.write_xlsx(report, out / "results.xlsx"),
+            writers.write_csv(report, out / "results.csv"),
+            writers.write_tex(report, out / "table.tex"),
+        ]
     return paths

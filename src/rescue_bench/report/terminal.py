@@ -87,7 +87,11 @@ def _rich(
     table = RichTable(title=shown, box=box.SIMPLE_HEAD, pad_edge=False, title_justify="left")
     for index in chosen:
         numeric = index > 0 and any(_numeric(row[index]) for row in rows)  # the first column names the row
-        table.add_column(Text(columns[index]), justify="right" if numeric else "left", no_wrap=True)
+        table.add_column(
+            Text(printable(columns[index], one_line=True)),
+            justify="right" if numeric else "left",
+            no_wrap=True,
+        )
     for row in rows:
         table.add_row(*(Text(printable(row[i], one_line=True)) for i in chosen))
     return table
@@ -151,14 +155,14 @@ def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[Re
         # (a long study path in the title made a line wider than the console).
         out += [Text(printable(shown)), _rich("", columns, rows, [*range(keys), *part])]
     if not table.rows:
-        out = [Text(f"{table.title}\n(no data)")]
+        out = [Text(printable(f"{table.title}\n(no data)"))]
     out += [Text(printable(line, one_line=True)) for line in legend]
     shown_note = table.note if ci else re.sub(re.escape(CI_BRACKETS), NO_CI, table.note, flags=re.IGNORECASE)
     note = " ".join(
         filter(None, (shown_note, f"Not shown (no values): {', '.join(empty)}." if empty else ""))
     )
     if note:
-        out.append(Text(note, style="dim"))
+        out.append(Text(printable(note, one_line=True), style="dim"))
     return out
 
 

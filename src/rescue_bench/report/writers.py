@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import csv
 import html
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rescue_bench.printable import printable
 from rescue_bench.report.tables import PAPER_COLUMNS, SCOPE_NAMES, Cell, Table, Value
+from rescue_bench.rundir.files import RunDirError, refuse_link, write_failure
 
 if TYPE_CHECKING:
     from rescue_bench.report.document import Report
@@ -47,6 +49,34 @@ def text(value: Value, *, ci: bool = True) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
     return str(value)
+
+
+@contextmanager
+def writing(out: Path) -> Iterator[None]:
+    """Write report files into ``out``: a link there (the folder, a file, ``figures``) is refused before
+    anything is written, and a failed write (a full disk, a read-only folder) is one line naming the file
+    with the advice that fits (:func:`~rescue_bench.rundir.files.write_failure`).
+
+    Raises:
+        RunDirError: as above.
+    """
+    again = "re-run the same command"
+    try:
+        figures = out / "figures"
+        for folder in (out, figures):
+            if folder.is_symlink():
+                raise RunDirError(
+                    f"{folder}: is a symbolic link; rescue-bench never writes a report through one"
+                )
+        out.mkdir(parents=True, exist_ok=True)
+        for folder in (out, figures):
+            for entry in folder.iterdir() if folder.is_dir() else ():
+                if entry.is_symlink() or not entry.is_dir():
+                    refuse_link(entry)
+        yield
+    except OSError as exc:
+        where = Path(exc.filename) if isinstance(exc.filename, str) else out
+        raise write_failure(where, exc, resume=again) from None
 
 
 def write_figures(report: Report, folder: Path) -> list[Path]:
@@ -146,23 +176,29 @@ def write_xlsx(report: Report, path: Path) -> Path:
 
     book = Workbook()
     book.remove(book.active)
-    book.properties.title = report.title
-    book.properties.description = report.subtitle or None
+    # Text from a run directory may hold control characters, which a workbook cannot hold: escaped.
+    book.properties.title = printable(report.title)
+    book.properties.description = printable(report.subtitle) if report.subtitle else None
     for table in report.tables:
         sheet = book.create_sheet(table.key[:31])
         header, rows = _expanded(table)
-        sheet.append(header)
+        sheet.append([_xlsx(v) for v in header])
         for cell in sheet[1]:
             cell.font = Font(bold=True)
         for row in rows:
-            sheet.append(row)
+            sheet.append([_xlsx(v) for v in row])
         sheet.freeze_panes = "A2"
         for line in (table.subtitle, table.note):
             if line:
                 sheet.append([])
-                sheet.append([line])
+                sheet.append([printable(line)])
     book.save(path)
     return path
+
+
+def _xlsx(value: Any) -> Any:
+    """A cell value a workbook can hold: text with its control characters escaped (openpyxl refuses them)."""
+    return printable(value) if isinstance(value, str) else value
 
 
 def csv_rows(report: Report) -> list[list[Any]]:

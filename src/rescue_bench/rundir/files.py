@@ -10,8 +10,10 @@
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
+import stat
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
@@ -29,6 +31,17 @@ JUDGING_FILE = "judging.json"
 SCORES_FILE = "scores.json"
 LOCK_FILE = ".lock"
 BATCH_EXPORT_FILE = "batch_export.json"
+RECORD_FILES = (RUN_FILE, REQUESTS_FILE, PREDICTIONS_FILE, JUDGMENTS_FILE, JUDGING_FILE, SCORES_FILE)
+"""The files of a run directory the tool writes or truncates (with :data:`LOCK_FILE`, the rejected files and
+:data:`BATCH_EXPORT_FILE`): none is ever written through a symbolic link (:func:`refuse_link`)."""
+WRITTEN_FILES = (
+    *RECORD_FILES,
+    BATCH_EXPORT_FILE,
+    "batches.jsonl",
+    *(f"{Path(name).stem}.rejected.jsonl" for name in RECORD_FILES if name.endswith(".jsonl")),
+)
+"""Every file of a run directory a writer may write or truncate, checked when it takes the lock."""
+NO_FOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 class RunDirError(BenchError):
@@ -48,17 +61,71 @@ def recovery_hint(path: Path, number: int) -> str:
     )
 
 
-def write_failure(path: Path, exc: OSError) -> RunDirError:
-    """The one-line error for a write that failed (a full disk, a read-only mount)."""
+def write_failure(path: Path, exc: OSError, resume: str = "re-run the same command to resume") -> RunDirError:
+    """The one-line error for a write that failed, with the advice that fits its cause: a full disk (free
+    some space), a read-only or foreign folder (write access, or another place), anything else (its reason).
+
+    >>> error = write_failure(Path("r/run.json"), OSError(errno.EROFS, "Read-only file system"))
+    >>> "read-only: make it writable" in str(error), "free some space" in str(error)
+    (True, False)
+    """
     reason = exc.strerror or exc.__class__.__name__
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        advice = "free some space"
+    elif exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):
+        advice = "the folder is read-only: make it writable, or work on a copy"
+    else:
+        advice = "fix the cause"
     return RunDirError(
-        f"{path}: cannot write ({reason}); what was written before is kept: "
-        "free some space and re-run the same command to resume"
+        f"{path}: cannot write ({reason}); what was written before is kept: {advice}, then {resume}"
     )
+
+
+def refuse_link(path: Path) -> None:
+    """Refuse to write or truncate ``path`` when it is not a plain file of its own: a symbolic link (even a
+    dangling one), a file with other hard links, a FIFO or a device. A run directory received from someone
+    else could otherwise make the tool cut or append to a file of the user's.
+
+    Raises:
+        RunDirError: one line naming the path and what it is.
+    """
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as exc:
+        raise write_failure(path, exc) from None
+    if stat.S_ISLNK(info.st_mode):
+        what = "a symbolic link"
+    elif not stat.S_ISREG(info.st_mode):
+        what = "not a regular file"
+    elif info.st_nlink > 1:
+        what = f"a file with {info.st_nlink} hard links"
+    else:
+        return
+    raise RunDirError(
+        f"{path}: is {what}; rescue-bench never writes through one in a run directory: "
+        "replace it by a plain copy of the file (or remove it) and re-run the same command"
+    )
+
+
+def open_for_append(path: Path) -> int:
+    """A descriptor appending to ``path`` (created if absent, never through a link).
+
+    Raises:
+        RunDirError: ``path`` is a link or not a plain file (:func:`refuse_link`), or it cannot be opened.
+    """
+    refuse_link(path)
+    try:
+        return os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | NO_FOLLOW, 0o644)
+    except OSError as exc:
+        refuse_link(path)  # a link put there since the check: name it as such
+        raise write_failure(path, exc) from None
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
     """Replace ``path`` by ``data`` via a temporary file and ``os.replace``; the temporary goes on failure."""
+    refuse_link(path)
     try:
         write_atomic(path, data)
     except OSError as exc:
@@ -139,8 +206,9 @@ def set_aside(path: Path, lines: Sequence[bytes]) -> Path:
     target = rejected_path(path)
     if lines:
         data = b"".join(line if line.endswith(b"\n") else line + b"\n" for line in lines)
+        fd = open_for_append(target)
         try:
-            with target.open("ab") as out:
+            with os.fdopen(fd, "ab") as out:
                 out.write(data)
                 out.flush()
                 os.fsync(out.fileno())
@@ -153,18 +221,36 @@ def cut_torn_tail(path: Path) -> None:
     """Truncate an unterminated last line (a write the process did not finish), so appends start afresh.
 
     A terminated line that does not parse is not a torn write (each record is one ``write`` ending in a
-    newline): it is left where it is, for the reader to report and the store to set aside.
+    newline): it is left where it is, for the reader to report and the store to set aside. Only a plain file
+    (:func:`refuse_link`) whose unterminated tail starts as every record does (``{``) is cut: anything else is
+    not a write of this tool, and is refused rather than cut.
+
+    Raises:
+        RunDirError: ``path`` is a link or not a plain file, or its tail is not a torn record.
     """
+    refuse_link(path)
     if not path.exists():
         return
-    data = path.read_bytes()
-    keep = data.rfind(b"\n") + 1
-    if keep != len(data):
+    try:
+        fd = os.open(path, os.O_RDWR | NO_FOLLOW)
+    except OSError as exc:
+        refuse_link(path)
+        raise write_failure(path, exc) from None
+    with os.fdopen(fd, "r+b") as out:
+        data = out.read()
+        keep = data.rfind(b"\n") + 1
+        if keep == len(data):
+            return
+        if not data[keep:].startswith(b"{"):
+            last = data.count(b"\n") + 1
+            raise RunDirError(
+                f"{path}: its last line is unterminated and is not a record of rescue-bench; it is left as "
+                f"it is: {recovery_hint(path, last)}"
+            )
         try:
-            with path.open("r+b") as out:
-                out.truncate(keep)
-                out.flush()
-                os.fsync(out.fileno())
+            out.truncate(keep)
+            out.flush()
+            os.fsync(out.fileno())
         except OSError as exc:
             raise write_failure(path, exc) from None
 
@@ -195,10 +281,7 @@ class JsonlAppender:
     def __init__(self, path: Path) -> None:
         cut_torn_tail(path)
         self.path = path
-        try:
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        except OSError as exc:
-            raise write_failure(path, exc) from None
+        self._fd = open_for_append(path)
         self._size = os.fstat(self._fd).st_size
 
     def append(self, records: Sequence[Mapping[str, Json]]) -> list[bytes]:

@@ -104,6 +104,20 @@ class PredictionLine(Line):
         return problem_kinds(self.problems)
 
     @property
+    def answered(self) -> bool:
+        """Whether the instance got an answer: not a request that failed (``request_failed: ...``), which is
+        unfinished work and never part of a number (docs/reliability.md).
+
+        >>> PredictionLine(instance_id="i", task="itp", problems=("request_failed: HTTP 503",)).answered
+        False
+        """
+        return (
+            self.valid
+            or not self.problems
+            or ProblemKind.of(self.problems[0]) is not ProblemKind.REQUEST_FAILED
+        )
+
+    @property
     def speaker(self) -> str | None:
         value = (self.meta or {}).get("speaker")
         return value if isinstance(value, str) else None

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json, Usage
@@ -135,6 +135,8 @@ class DatasetInfo(BaseModel):
     samples: int | None = None
     couple: int | None = None
     family: int | None = None
+    origin: str | None = None
+    """For ``--data rescue``: where a copy that is not the official release came from (absent: official)."""
 
 
 class Selection(BaseModel):
@@ -256,6 +258,15 @@ class Manifest(Line):
         """
         return self.model_copy(update={"status": status, "stop_reason": stop_reason})
 
+    @field_validator("config")
+    @classmethod
+    def _protocol_is_a_version(cls, config: dict[str, Json]) -> dict[str, Json]:
+        """``config.protocol`` is a whole number from 1 (``"3"`` or ``true`` is damage, not version 1)."""
+        value = config.get("protocol", 1)
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"config.protocol is {value!r}, not a protocol version (a whole number from 1)")
+        return config
+
     @property
     def protocol(self) -> int:
         """The protocol version of the run (:data:`PROTOCOL`); 1 for a run recorded without one.
@@ -282,6 +293,28 @@ class Manifest(Line):
             return Perturbed.model_validate(self.perturbation or {}).names
         except ValidationError:
             return ()
+
+    def protocol_note(self, where: object) -> str | None:
+        """What a reader must know of the run's protocol: ``None`` for this version's; for a newer one, that
+        this rescue-bench cannot read it (upgrade); for an older one, that its numbers follow older rules.
+
+        >>> Manifest(config={"protocol": 999}).protocol_note("r").startswith("r was made by a newer")
+        True
+        >>> Manifest(config={"protocol": PROTOCOL}).protocol_note("r") is None
+        True
+        """
+        if self.protocol > PROTOCOL:
+            return (
+                f"{where} was made by a newer rescue-bench (protocol version {self.protocol}; this one knows "
+                f"up to {PROTOCOL}): upgrade rescue-bench (pip install -U rescue-bench) to read it"
+            )
+        if self.protocol < PROTOCOL:
+            return (
+                f"{where} follows protocol version {self.protocol}, older than this rescue-bench's "
+                f"{PROTOCOL}: its prompts, judge inputs or scoring differ (docs/protocol-differences.md); "
+                "compare it only with runs of its own version"
+            )
+        return None
 
     @property
     def candidate(self) -> str | None:

@@ -11,7 +11,12 @@ Two kinds of failure are kept apart everywhere (docs/reliability.md, "Statuses")
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Final, Literal
+
+from rescue_bench.errors import UnfinishedWork
+from rescue_bench.records import Json
 
 RunStatus = Literal["running", "finished", "degraded", "incomplete", "stopped"]
 """``running``: a session is asking (or died asking); ``finished``: every instance has an answer;
@@ -43,3 +48,64 @@ def mark(status: str | None) -> str:
     if status == "finished":
         return ""
     return "DEGRADED" if status == "degraded" else "PARTIAL"
+
+
+def no_answer_count(counts: Mapping[str, Json]) -> int:
+    """Instances that got no answer, from ``run.json``'s ``counts`` (``request_failures`` per task)."""
+    total = 0
+    for entry in counts.values():
+        failures = entry.get("request_failures") if isinstance(entry, dict) else None
+        total += failures if isinstance(failures, int) else 0
+    return total
+
+
+def engine_unfinished(status: str | None, counts: Mapping[str, Json]) -> bool:
+    """Whether the model's own work of a run is unfinished: stopped, killed, or instances without an answer
+    (a run ``incomplete`` only for want of judge verdicts is not: a judge pass finishes it).
+
+    >>> engine_unfinished("incomplete", {"itp": {"request_failures": 3}}), engine_unfinished("finished", {})
+    (True, False)
+    >>> engine_unfinished("incomplete", {"er": {"request_failures": 0}})
+    False
+    """
+    return not (is_final(status) or (status == "incomplete" and not no_answer_count(counts)))
+
+
+def check_scorable(run_dir: Path, manifest: Mapping[str, Json] | None) -> None:
+    """Refuse to score (judge and write ``scores.json`` for) a run whose instances did not all get an answer:
+    its unanswered requests would become parse failures, and the scores a number.
+
+    Raises:
+        UnfinishedWork: one line with the counts and the way out; the CLI exits 4, as ``run`` does.
+    """
+    if manifest is None:
+        return
+    status, counts = manifest.get("status"), manifest.get("counts")
+    counts = counts if isinstance(counts, dict) else {}
+    if not engine_unfinished(status if isinstance(status, str) else None, counts):
+        return
+    missing = no_answer_count(counts)
+    why = f"{missing} instances got no answer" if missing else "not every instance was asked"
+    raise UnfinishedWork(
+        f"{run_dir}: the run is {status} ({why}); `score` judges only a run whose every instance has an "
+        "answer: re-run the same `rescue-bench run` command to finish it, then score it"
+    )
+
+
+def judge_degraded(tallies: Iterable[tuple[str, int, int]], share: float) -> str | None:
+    """The reason a run is ``degraded`` by its judges: a judge whose share of unscored verdicts (prose, a
+    score off the scale, ``{}``) reached ``share``, as a model's failed answers do; ``None`` when none did.
+    ``tallies`` holds (judge, valid verdicts, unscored verdicts).
+
+    >>> judge_degraded([("openai/j", 0, 15)], 0.5)
+    'judge openai/j: 15 of 15 verdicts unscored: check the judge model and its endpoint'
+    >>> judge_degraded([("openai/j", 14, 1)], 0.5) is None
+    True
+    """
+    for name, valid, unscored in tallies:
+        if unscored and unscored >= share * (valid + unscored):
+            return (
+                f"judge {name}: {unscored} of {valid + unscored} verdicts unscored: "
+                "check the judge model and its endpoint"
+            )
+    return None

@@ -30,6 +30,7 @@ from rescue_bench.rundir.files import (
     REQUESTS_FILE,
     RUN_FILE,
     SCORES_FILE,
+    WRITTEN_FILES,
     JsonlAppender,
     RunDirError,
     atomic_write_json,
@@ -38,6 +39,7 @@ from rescue_bench.rundir.files import (
     line_problem,
     raw_lines,
     read_json_object,
+    refuse_link,
     rejected_path,
     set_aside,
     write_failure,
@@ -100,6 +102,10 @@ class RunStore:
         """
         try:
             self.root.mkdir(parents=True, exist_ok=True)
+            # Every writer takes the lock first: a record file planted as a link is named before anything
+            # reads or writes through it (rundir.files.refuse_link).
+            for name in (LOCK_FILE, *WRITTEN_FILES):
+                refuse_link(self.root / name)
             handle = (self.root / LOCK_FILE).open("a")
         except (FileExistsError, NotADirectoryError):
             raise ConfigError(f"{self.root}: a part of the path is a file; choose another --out") from None

@@ -17,6 +17,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Protocol
 
+from rescue_bench.data.release import release_origin
 from rescue_bench.data.schema import Sample
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
@@ -113,11 +114,14 @@ def check_compatible(
         store.check_compatible(manifest)  # no run yet: refuses only records without a run.json
         return
     check_format(old, str(store.root / "run.json"))
-    protocol = Manifest.from_json(old, "run.json").protocol
-    if protocol != PROTOCOL:
+    recorded = Manifest.from_json(old, str(store.root / "run.json"))
+    if recorded.protocol > PROTOCOL:
+        raise ConfigError(str(recorded.protocol_note(store.root)))
+    if recorded.protocol != PROTOCOL:
         raise ConfigError(
-            f"{store.root} holds a run of protocol version {protocol} and this rescue-bench runs version "
-            f"{PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start a new directory"
+            f"{store.root} holds a run of protocol version {recorded.protocol} and this rescue-bench runs "
+            f"version {PROTOCOL} (prompts, judge inputs, scoring), so it cannot be continued: start a new "
+            "directory"
         )
     changes = describe_changes(scrub(dict(old)), manifest)
     if changes:
@@ -163,6 +167,7 @@ def build_manifest(
                 "samples": len(samples),
                 "couple": sum(s.scenario == "couple" for s in samples),
                 "family": sum(s.scenario == "family" for s in samples),
+                **release_origin(config.data),
             },
             "selection": {
                 "data": config.data,

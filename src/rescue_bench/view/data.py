@@ -25,6 +25,7 @@ from rescue_bench.records import Json
 from rescue_bench.rundir import (
     JUDGMENTS_FILE,
     PREDICTIONS_FILE,
+    PROTOCOL,
     REQUESTS_FILE,
     RUN_FILE,
     SCORES_FILE,
@@ -177,6 +178,8 @@ def read_run(path: Path, index: int = 0) -> RunView:
         records = tuple(judged_lines(data.prediction_lines, data.judgment_lines))
     except BenchError as exc:
         raise ViewError(str(exc)) from None
+    if data.manifest.protocol > PROTOCOL:  # its numbers follow rules this version does not know
+        raise ViewError(str(data.manifest.protocol_note(path)))
     unknown = sorted(set(data.tasks) - set(TASK_NAMES))
     if unknown:
         shown = ", ".join(repr(t[:40]) for t in unknown[:3])

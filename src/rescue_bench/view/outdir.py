@@ -45,6 +45,11 @@ def check(out: Path) -> set[str]:
     Raises:
         BundleDirError: ``out`` is a file, is not writable, or holds anything this tool did not write.
     """
+    if out.is_symlink() and not out.exists():
+        raise BundleDirError(
+            f"--bundle {out}: is a symbolic link to {os.readlink(out)}, which does not exist; give a new or "
+            "empty directory (or remove the link)"
+        )
     if out.exists() and not out.is_dir():
         raise BundleDirError(f"--bundle {out}: is a file, not a directory; give a new or empty directory")
     if not out.exists():

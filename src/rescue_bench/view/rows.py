@@ -24,6 +24,9 @@ from rescue_bench.tasks import mcnemar_tasks, task_info, task_infos
 from rescue_bench.taxonomy import relation_labels
 
 FAILURE_KINDS = ("request_failed", "parse_failure", "missing", "invalid_label", "judge_unscored")
+LIST_TEXT_CAP = 1000
+"""Characters of a text (gold, prediction, problem) the instance list shows: a reply of megabytes already in a
+run directory must not make a list page of megabytes. The instance's own page shows it whole."""
 JUDGE_SCORE = dict(AGREEMENT_KEY)
 """The per-instance judge score shown in the list (the one judges are compared on)."""
 
@@ -73,6 +76,15 @@ class InstanceRow:
 
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+def cut(text: str, cap: int = LIST_TEXT_CAP) -> str:
+    """``text`` as the list shows it: at most ``cap`` characters, and how many more there are.
+
+    >>> cut("abcdef", 3), cut("abc", 3)
+    ('abc… (3 more characters)', 'abc')
+    """
+    return text if len(text) <= cap else f"{text[:cap]}… ({len(text) - cap:,} more characters)"
 
 
 def failure_kind(problems: Sequence[str], scores: Mapping[str, Any], task: str) -> str:
@@ -165,12 +177,12 @@ def make_row(
         sample_id=record.sample_id,
         scenario=record.scenario,
         row_index=record.row_index,
-        gold=_text(record.gold),
-        predicted=predicted,
+        gold=cut(_text(record.gold)),
+        predicted=cut(predicted),
         valid=record.valid,
         correct=_correct(task, record),
         failure=failure_kind(problems, scores, task),
-        problems=problems,
+        problems=tuple(cut(p) for p in problems),
         judge_score=_number(scores.get(JUDGE_SCORE[task])) if generation else None,
         disagreement=disagreement(record, lines),
         request_key=record.request_key or None,

@@ -200,7 +200,16 @@ def read_log(path: Path) -> EvalLog:
 
 
 def import_logs(paths: Sequence[Path], out: Path) -> dict[str, Any]:
-    """Write the run directory ``out`` from inspect logs of our tasks (one per task); its ``scores.json``."""
+    """Write the run directory ``out`` from inspect logs of our tasks (one per task); its ``scores.json``.
+
+    Raises:
+        DataError: a log given twice (by the same or another path), or two logs of one task, or of two models.
+    """
+    resolved = [path.resolve() for path in paths]
+    for number, path in enumerate(paths):
+        if resolved[number] in resolved[:number]:
+            earlier = paths[resolved.index(resolved[number])]
+            raise DataError(f"{path}: given twice (as {earlier}); import each log once")
     logs = [(read_log(p), str(p)) for p in paths]
     first: dict[str, str] = {}
     for log, where in logs:
