@@ -26,10 +26,12 @@ from rescue_bench.rundir import RunStore, read_jsonl
 from rescue_bench.tasks.base import Task
 
 
-def import_batch(results: Path, run_dir: Path, tasks: dict[str, Task] = TINY_TASKS) -> tuple[RunResult, Any]:
+def import_batch(
+    results: Path, run_dir: Path, tasks: dict[str, Task] = TINY_TASKS, base_url: str | None = None
+) -> tuple[RunResult, Any]:
     """``batch import`` of the tiny task's run: the results file as the session's way of asking (the CLI hands
     the same asker to the run operation, which also judges; the tiny task has nothing to judge)."""
-    spec, asker = import_results(results, run_dir, tasks=tasks)
+    spec, asker = import_results(results, run_dir, tasks=tasks, base_url=base_url)
     options = RunOptions(asker=asker, quiet=True)
     return asyncio.run(execute_run(spec, run_dir, options, tasks=tasks)), spec
 

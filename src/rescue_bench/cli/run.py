@@ -112,11 +112,11 @@ def report_result(outcome: RunOutcome, model: str) -> None:
     if outcome.scores is not None:
         print_tables(console, [(run_summary(outcome.out, outcome.scores), 1)])
         for line in judged_counts(outcome.scores):
-            console.print(line)
+            console.print(markup_safe(line))
     failed = {t: (c.failed_answers, c.instances) for t, c in outcome.counts.items() if c.failed_answers > 0}
     if failed:
         listed = ", ".join(f"{t} {bad}/{n}" for t, (bad, n) in failed.items())
-        console.print(f"failed answers (scored as misses): {listed}")
+        console.print(markup_safe(f"failed answers (scored as misses): {listed}"))
     if outcome.judged is not None:
         for name, tally in outcome.judged.tallies.items():
             console.print(markup_safe(f"judge {name}: {tally.summary()}"))

@@ -48,8 +48,8 @@ class EngineOptions:
         """The engine settings of a spec; ``concurrency``: the asked model's own in-flight limit, which wins.
 
         >>> EngineOptions.of(EngineSpec(rpm=30), 4)
-        EngineOptions(concurrency=4, rpm=30.0, tpm=None, max_retries=5, retry_base=1.0, retry_cap=60.0, \
-use_cache=True, jitter_seed=None)
+        EngineOptions(concurrency=4, adaptive=True, timeout=120.0, rpm=30.0, tpm=None, max_retries=5, \
+retry_base=1.0, retry_cap=60.0, use_cache=True, jitter_seed=None)
         """
         return cls(
             concurrency=concurrency or engine.concurrency,

@@ -88,7 +88,7 @@ def _rich(
     for index in chosen:
         numeric = index > 0 and any(_numeric(row[index]) for row in rows)  # the first column names the row
         table.add_column(
-            Text(printable(columns[index], one_line=True)),
+            Text(printable(columns[index])),
             justify="right" if numeric else "left",
             no_wrap=True,
         )
@@ -156,13 +156,13 @@ def fit(table: Table, width: int, *, keys: int = 1, ci: bool = False) -> list[Re
         out += [Text(printable(shown)), _rich("", columns, rows, [*range(keys), *part])]
     if not table.rows:
         out = [Text(printable(f"{table.title}\n(no data)"))]
-    out += [Text(printable(line, one_line=True)) for line in legend]
+    out += [Text(printable(line)) for line in legend]
     shown_note = table.note if ci else re.sub(re.escape(CI_BRACKETS), NO_CI, table.note, flags=re.IGNORECASE)
     note = " ".join(
         filter(None, (shown_note, f"Not shown (no values): {', '.join(empty)}." if empty else ""))
     )
     if note:
-        out.append(Text(printable(note, one_line=True), style="dim"))
+        out.append(Text(printable(note), style="dim"))
     return out
 
 
