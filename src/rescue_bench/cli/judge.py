@@ -69,7 +69,7 @@ def _print_result(result: JudgeRunResult) -> None:
             llm, f1 = entry.metric("llm"), entry.metric("bertscore_f1")
             unscored = entry.n_unscored if "n_unscored" in entry.model_fields_set else 0
             # n is what the mean is over: the judged instances, not every instance of the task.
-            judged_n = (entry.model_extra or {}).get("n_judged", entry.n)
+            judged_n = entry.n_judged if "n_judged" in entry.model_fields_set else entry.n
             echo(
                 f"{task.upper()}: LLM {'not judged' if llm is None else f'{llm:.3f}'} "
                 f"(n={judged_n}, unscored {unscored}), BERTScore {'–' if f1 is None else f'{f1:.4f}'}"

@@ -17,6 +17,7 @@ from typing import Final, Literal
 
 from rescue_bench.errors import UnfinishedWork
 from rescue_bench.records import Json
+from rescue_bench.rundir.counts import Counts
 
 RunStatus = Literal["running", "finished", "degraded", "incomplete", "stopped"]
 """``running``: a session is asking (or died asking); ``finished``: every instance has an answer;
@@ -50,16 +51,24 @@ def mark(status: str | None) -> str:
     return "DEGRADED" if status == "degraded" else "PARTIAL"
 
 
-def no_answer_count(counts: Mapping[str, Json]) -> int:
-    """Instances that got no answer, from ``run.json``'s ``counts`` (``request_failures`` per task)."""
+def no_answer_count(counts: Mapping[str, Counts] | Mapping[str, Json]) -> int:
+    """Instances that got no answer, from ``run.json``'s ``counts`` (``request_failures`` per task), typed
+    (:class:`Counts`) or as the file holds them.
+
+    >>> no_answer_count({"itp": Counts(request_failures=2), "er": {"request_failures": 1}})
+    3
+    """
     total = 0
     for entry in counts.values():
+        if isinstance(entry, Counts):
+            total += entry.request_failures
+            continue
         failures = entry.get("request_failures") if isinstance(entry, dict) else None
         total += failures if isinstance(failures, int) else 0
     return total
 
 
-def engine_unfinished(status: str | None, counts: Mapping[str, Json]) -> bool:
+def engine_unfinished(status: str | None, counts: Mapping[str, Counts] | Mapping[str, Json]) -> bool:
     """Whether the model's own work of a run is unfinished: stopped, killed, or instances without an answer
     (a run ``incomplete`` only for want of judge verdicts is not: a judge pass finishes it).
 
