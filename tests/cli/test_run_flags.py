@@ -87,3 +87,13 @@ def test_the_shared_flags_default_as_run_does() -> None:
     assert given.engine == EngineSpec() == RunSpec(model="vllm/m").engine
     assert given.engine.concurrency == 16 and given.engine.timeout == 120.0
     assert given.validate(ModelSpec, name="vllm/m").generation() == Generation()
+
+
+def test_fixed_concurrency_pins_the_window_that_runs_otherwise_adapt() -> None:
+    from rescue_bench.engine.execute import EngineOptions
+
+    adapting = model_settings(FlagValues({"concurrency": 4})).engine
+    pinned = model_settings(FlagValues({"concurrency": 4, "fixed_concurrency": True})).engine
+    assert pinned.fixed_concurrency and not adapting.fixed_concurrency
+    assert EngineOptions.of(adapting).adaptive and not EngineOptions.of(pinned).adaptive
+    assert EngineOptions.of(pinned).concurrency == EngineOptions.of(adapting).concurrency == 4

@@ -163,6 +163,7 @@ MODEL_FLAGS: Final = (
 )
 ENGINE_FLAGS: Final = (
     _spec_flag("--concurrency", "engine.concurrency", int, panel=ENGINE),
+    _spec_flag("--fixed-concurrency", "engine.fixed_concurrency", bool, value=True, panel=ENGINE),
     _spec_flag("--rpm", "engine.rpm", float, panel=ENGINE),
     _spec_flag("--tpm", "engine.tpm", float, panel=ENGINE),
     _spec_flag("--timeout", "engine.timeout", float, panel=ENGINE),
