@@ -174,9 +174,11 @@ def test_import_refuses_a_log_of_another_task(tmp_path: Path) -> None:
         import_logs([path], tmp_path / "run")
 
 
-def test_a_sample_without_a_score_counts_as_failed_not_dropped(
+def test_a_sample_without_a_score_is_unanswered_work_not_a_miss(
     logs: list[EvalLog], run_scores: dict[str, Any], tmp_path: Path
 ) -> None:
+    """An errored sample is recorded (request_failed) and kept out of the metrics: their n is over the
+    answered instances, and the unanswered ones are counted beside it, never scored as misses."""
     from inspect_ai.log import write_eval_log
 
     from rescue_bench.adapters.inspect.logs import import_logs
@@ -188,10 +190,11 @@ def test_a_sample_without_a_score_counts_as_failed_not_dropped(
     path = tmp_path / "stp.eval"
     write_eval_log(log, str(path))
     scores = import_logs([path], tmp_path / "run")
-    assert scores["stp"]["all"]["n"] == run_scores["stp"]["all"]["n"]
     predictions = load_run(tmp_path / "run").predictions
     failed = [p for p in predictions if p["request_key"] == dropped.id]
     assert failed and all(p["problems"][0].startswith("request_failed") for p in failed)
+    assert scores["stp"]["all"]["n"] == run_scores["stp"]["all"]["n"] - len(failed)
+    assert scores["stp"]["all"]["unanswered"] == len(failed)
     assert [p["request_key"] for p in predictions] == sorted(p["request_key"] for p in predictions)
 
 

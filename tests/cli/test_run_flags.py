@@ -77,7 +77,15 @@ def test_score_and_draft_take_runs_model_generation_and_engine_flags(command: tu
     run, other = _panels("run"), _panels(*command)
     assert other[GENERATION] == run[GENERATION] - {"--repeats"}
     assert {"--top-p", "--seed", "--reasoning-effort", "--temperature"} <= other[GENERATION]
-    assert other[ENGINE] == {"--concurrency", "--rpm", "--tpm", "--timeout", "--max-retries", "--no-cache"}
+    assert other[ENGINE] == {
+        "--concurrency",
+        "--fixed-concurrency",
+        "--rpm",
+        "--tpm",
+        "--timeout",
+        "--max-retries",
+        "--no-cache",
+    }
     assert other[ENGINE] <= run[ENGINE] and other[MODEL] <= run[MODEL]
     assert ("--model" in other[MODEL]) is (command != ("score",))  # score names its judges with --judge
 

@@ -349,7 +349,7 @@ def test_a_one_slot_server_at_the_default_settings_takes_at_most_twice_concurren
     default, result, server = timed("default")
     assert one_result.status == result.status == "finished"
     counts = result.counts["echo"]
-    assert counts["request_failures"] == 0 and counts["retries"] == 0  # no request timed out or given up
+    assert counts.request_failures == 0 and counts.retries == 0  # no request timed out or given up
     assert server.count == 30 and default <= 2 * one, (default, one)
 
 
