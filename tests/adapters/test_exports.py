@@ -386,6 +386,10 @@ def test_no_export_or_heading_carries_the_local_data_path(run_dir: Path, tmp_pat
     assert dataset["source"] == "release.jsonl" and len(dataset["hash"]) == 64
     heading = measured.heading([load_run(copy)])
     assert "/home/ana" not in heading and f"release.jsonl (sha256 {dataset['hash'][:12]})" in heading
+    # The report's configuration tables, which list what run.json records, name the file only too.
+    invoke("report", str(copy), "--out", str(tmp_path / "report"))
+    shared = "".join(p.read_text() for p in (tmp_path / "report").rglob("*") if p.suffix in (".md", ".html"))
+    assert "release.jsonl" in shared and "/home/ana" not in shared
 
 
 def test_an_export_of_a_degraded_run_is_marked_degraded(tmp_path: Path) -> None:

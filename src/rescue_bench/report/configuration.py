@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from rescue_bench.data.sources import public_name
 from rescue_bench.redaction import scrub
 from rescue_bench.report.tables import Table, display_names
 from rescue_bench.rundir import RunData
@@ -35,10 +36,22 @@ VOLATILE = ("status", "counts", "judge_counts", "timings", "stop_reason")
 def settings(run: RunData) -> dict[str, str]:
     """A run's recorded setup as dotted ``key: value`` pairs, each fact once: the whole spec (format 2) stands
     for ``config`` and ``options``, which repeat parts of it. Every URL is without user info or query (a
-    directory written before ``run.json`` was scrubbed may still hold them)."""
+    directory written before ``run.json`` was scrubbed may still hold them), and every local path by its last
+    part only: a report is shared, and where a file sat on one machine is not what it holds (the data's hash
+    is listed beside it).
+
+    >>> from pathlib import Path
+    >>> settings(RunData.of(Path("r"), {"dataset": {"source": "/home/ana/release.jsonl"}}, []))
+    {'dataset.source': 'release.jsonl'}
+    """
     left_out = (*VOLATILE, "config", "options") if run.manifest.spec is not None else VOLATILE
     record = {k: v for k, v in run.run.items() if k not in left_out}
-    return dict(flatten(scrub(record)))
+    return {key: _public(value) for key, value in flatten(scrub(record))}
+
+
+def _public(value: str) -> str:
+    """A local absolute path (``/...``, ``~/...``) by its last part; any other value as it is."""
+    return public_name(value) if value.startswith(("/", "~")) else value
 
 
 def config(runs: Sequence[RunData]) -> tuple[Table, Table]:
