@@ -26,11 +26,12 @@ from sqlalchemy import select
 from tests.fakes.live_server import served
 
 from rescue_bench.errors import ConfigError
+from rescue_bench.hosts import allowed_host
 from rescue_bench.review.app import create_app
 from rescue_bench.review.auth import SESSION_COOKIE
 from rescue_bench.review.db import Comment, Meta, RowRecord, open_store, secret_key
 from rescue_bench.review.serve import server_config
-from rescue_bench.review.settings import allowed_host, host_names
+from rescue_bench.review.settings import host_names
 
 if TYPE_CHECKING:
     import uvicorn

@@ -294,8 +294,8 @@ def agreement(
     db: DbOption = None,
 ) -> None:
     """Agreement of the independent reviews per dimension: units, raters, Krippendorff's alpha and pairwise
-    Cohen's kappa; each dimension's line says how its units are formed (row, row x person, or one yes/no unit per
-    candidate)."""
+    Cohen's kappa; each dimension's line says how its units are formed (row, row x person, or one yes/no
+    unit per candidate)."""
     _require()
     import json
 

@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict
 from starlette.concurrency import run_in_threadpool
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from rescue_bench.hosts import allowed_host
 from rescue_bench.review import admin, pages, rating_views, review_pages
 from rescue_bench.review.auth import (
     LOGIN_COOKIE,
@@ -31,7 +32,7 @@ from rescue_bench.review.auth import (
     tokens_match,
 )
 from rescue_bench.review.db import User, open_store, secret_key
-from rescue_bench.review.settings import ReviewSettings, allowed_host
+from rescue_bench.review.settings import ReviewSettings
 from rescue_bench.review.web import (
     DB,
     AppState,

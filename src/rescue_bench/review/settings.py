@@ -12,33 +12,8 @@ from argon2 import PasswordHasher
 from sqlalchemy.orm import Session
 
 from rescue_bench.errors import ConfigError
+from rescue_bench.hosts import LOOPBACK_NAMES
 from rescue_bench.review.db import DEFAULT_DB_URL, Meta
-
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1"})
-
-
-def allowed_host(header: str, names: frozenset[str], port: int | None) -> bool:
-    """Whether a ``Host`` header names this server: one of ``names`` (with ``port`` when it is known).
-
-    The same rule as the run viewer's (``rescue_bench.view.app``), which sits above this package.
-
-    >>> names = LOOPBACK_NAMES | {"10.0.0.5"}
-    >>> [allowed_host(h, names, 8000) for h in ("127.0.0.1:8000", "[::1]:8000", "LOCALHOST", "10.0.0.5:8000")]
-    [True, True, True, True]
-    >>> [allowed_host(h, names, 8000) for h in ("evil.example:8000", "127.0.0.1:9", "127.0.0.1.evil", "")]
-    [False, False, False, False]
-    """
-    value = header.strip().lower()
-    if value.startswith("["):  # an IPv6 address: [::1]:8000
-        host, _, rest = value[1:].partition("]")
-        rest = rest.removeprefix(":")
-    elif value.count(":") == 1:
-        host, _, rest = value.partition(":")
-    else:
-        host, rest = value, ""
-    if rest and (not rest.isdigit() or (port is not None and int(rest) != port)):
-        return False
-    return host in names
 
 
 def host_names(hosts: list[str] | tuple[str, ...]) -> frozenset[str]:
