@@ -43,7 +43,14 @@ from rescue_bench.pricing import Budget
 from rescue_bench.records import Json
 from rescue_bench.redaction import credential_keys
 from rescue_bench.rundir import SCORES_FILE, Counts, Manifest, RunStore, Scores, read_json_object, run_lock
-from rescue_bench.rundir.status import DEGRADED_SHARE, RunStatus, check_scorable, is_final, judge_degraded
+from rescue_bench.rundir.status import (
+    DEGRADED_SHARE,
+    RunStatus,
+    check_scorable,
+    engine_unfinished,
+    is_final,
+    judge_degraded,
+)
 from rescue_bench.spec import RunSpec, default_out
 from rescue_bench.video.mode import check_video_config, make_hook
 
@@ -256,8 +263,7 @@ async def judge_again(
 def _after_judging(store: RunStore, before: Manifest, judged: JudgeRunResult) -> None:
     """``run.json``'s status after a ``score`` pass: a run whose every instance has an answer is finished
     (or degraded) by its counts, unless judge verdicts got no answer."""
-    no_answer = any(c.request_failures for c in before.counts.values())
-    if not (is_final(before.status) or (before.status == "incomplete" and not no_answer)):
+    if engine_unfinished(before.status, before.counts):
         return  # the engine's own work is unfinished: that status stands
     status, reason = counted_status(before.counts, _degraded_share(before.spec)), None
     if status == "finished" and (why := judge_degraded(_verdicts(judged), _degraded_share(before.spec))):
