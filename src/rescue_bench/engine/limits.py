@@ -145,8 +145,6 @@ class Limiter:
         self.adaptive = adaptive
         self.window = 1.0 if adaptive else float(concurrency)
         """How many requests may be in flight now (its whole part counts)."""
-        self.lowest = self.window
-        """The smallest window of the run (reported)."""
         self.cuts = 0
         """How many times the window was halved."""
         self._slow_start = adaptive
@@ -226,7 +224,6 @@ class Limiter:
             return
         self._last_cut = self._clock()
         self.window = max(1.0, self.window / 2)
-        self.lowest = min(self.lowest, self.window)
         self.cuts += 1
 
     async def _acquire(self) -> None:
