@@ -229,9 +229,8 @@ def _judge_reason(judged: JudgeRunResult) -> str:
 
 def _set_status(store: RunStore, status: RunStatus, reason: str | None) -> None:
     """``run.json`` with the operation's final status (the judge pass can leave a run unfinished)."""
-    manifest = store.manifest()
-    if manifest is not None:
-        before = Manifest.from_json(manifest, str(store.run_file))
+    before = _manifest(store)
+    if before is not None:
         store.write_manifest(before.with_status(status, reason).to_json())
 
 
@@ -252,12 +251,17 @@ async def judge_again(
     """
     store = RunStore(run_dir)
     with run_lock(run_dir):
-        check_scorable(run_dir, store.manifest())  # unanswered work never becomes scores (exit 4)
+        check_scorable(run_dir, _manifest(store))  # unanswered work never becomes scores (exit 4)
         judged = await score_run(run_dir, judging, warn, quiet=quiet)
-        manifest = store.manifest()
+        manifest = _manifest(store)
         if manifest is not None:
-            _after_judging(store, Manifest.from_json(manifest, str(store.run_file)), judged)
+            _after_judging(store, manifest, judged)
         return judged
+
+
+def _manifest(store: RunStore) -> Manifest | None:
+    found = store.manifest()
+    return None if found is None else Manifest.from_json(found, str(store.run_file))
 
 
 def _after_judging(store: RunStore, before: Manifest, judged: JudgeRunResult) -> None:

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Final, Literal
 
 from rescue_bench.errors import UnfinishedWork
-from rescue_bench.records import Json
 from rescue_bench.rundir.counts import Counts
+from rescue_bench.rundir.manifest import Manifest
 
 RunStatus = Literal["running", "finished", "degraded", "incomplete", "stopped"]
 """``running``: a session is asking (or died asking); ``finished``: every instance has an answer;
@@ -51,49 +51,39 @@ def mark(status: str | None) -> str:
     return "DEGRADED" if status == "degraded" else "PARTIAL"
 
 
-def no_answer_count(counts: Mapping[str, Counts] | Mapping[str, Json]) -> int:
-    """Instances that got no answer, from ``run.json``'s ``counts`` (``request_failures`` per task), typed
-    (:class:`Counts`) or as the file holds them.
+def no_answer_count(counts: Mapping[str, Counts]) -> int:
+    """Instances that got no answer, from ``run.json``'s per-task counts (``request_failures``).
 
-    >>> no_answer_count({"itp": Counts(request_failures=2), "er": {"request_failures": 1}})
+    >>> no_answer_count({"itp": Counts(request_failures=2), "er": Counts(request_failures=1)})
     3
     """
-    total = 0
-    for entry in counts.values():
-        if isinstance(entry, Counts):
-            total += entry.request_failures
-            continue
-        failures = entry.get("request_failures") if isinstance(entry, dict) else None
-        total += failures if isinstance(failures, int) else 0
-    return total
+    return sum(entry.request_failures for entry in counts.values())
 
 
-def engine_unfinished(status: str | None, counts: Mapping[str, Counts] | Mapping[str, Json]) -> bool:
+def engine_unfinished(status: str | None, counts: Mapping[str, Counts]) -> bool:
     """Whether the model's own work of a run is unfinished: stopped, killed, or instances without an answer
     (a run ``incomplete`` only for want of judge verdicts is not: a judge pass finishes it).
 
-    >>> engine_unfinished("incomplete", {"itp": {"request_failures": 3}}), engine_unfinished("finished", {})
-    (True, False)
-    >>> engine_unfinished("incomplete", {"er": {"request_failures": 0}})
+    >>> engine_unfinished("incomplete", {"itp": Counts(request_failures=3)})
+    True
+    >>> engine_unfinished("finished", {})
+    False
+    >>> engine_unfinished("incomplete", {"er": Counts(request_failures=0)})
     False
     """
     return not (is_final(status) or (status == "incomplete" and not no_answer_count(counts)))
 
 
-def check_scorable(run_dir: Path, manifest: Mapping[str, Json] | None) -> None:
+def check_scorable(run_dir: Path, manifest: Manifest | None) -> None:
     """Refuse to score (judge and write ``scores.json`` for) a run whose instances did not all get an answer:
     its unanswered requests would become parse failures, and the scores a number.
 
     Raises:
         UnfinishedWork: one line with the counts and the way out; the CLI exits 4, as ``run`` does.
     """
-    if manifest is None:
+    if manifest is None or not engine_unfinished(manifest.status, manifest.counts):
         return
-    status, counts = manifest.get("status"), manifest.get("counts")
-    counts = counts if isinstance(counts, dict) else {}
-    if not engine_unfinished(status if isinstance(status, str) else None, counts):
-        return
-    missing = no_answer_count(counts)
+    status, missing = manifest.status, no_answer_count(manifest.counts)
     why = f"{missing} instances got no answer" if missing else "not every instance was asked"
     raise UnfinishedWork(
         f"{run_dir}: the run is {status} ({why}); `score` judges only a run whose every instance has an "
