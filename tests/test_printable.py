@@ -101,6 +101,10 @@ def test_every_cli_line_goes_through_the_one_escaping_path() -> None:
     for path in sorted(CLI_DIR.glob("*.py")):
         tree = ast.parse(path.read_text(encoding="utf-8"))
         for node in ast.walk(tree):
+            # A printer handed on as a callback (``log=typer.echo``) prints outside text too.
+            if isinstance(node, ast.Attribute) and ast.unparse(node) in ("typer.echo", "click.echo"):
+                offences.append(f"{path.name}:{node.lineno}: {ast.unparse(node)}")
+                continue
             if not isinstance(node, ast.Call):
                 continue
             name = ast.unparse(node.func)

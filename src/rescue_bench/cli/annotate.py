@@ -123,7 +123,7 @@ def ingest(ctx: typer.Context) -> None:
         jobs=o.jobs,
         speaker_map=_pairs(o.speaker_map),
     )
-    _print_ingest(o.out, run_ingest(o.video, o.subtitles, o.out, settings, log=typer.echo))
+    _print_ingest(o.out, run_ingest(o.video, o.subtitles, o.out, settings, log=echo))
 
 
 def _print_ingest(out: Path, result: IngestResult) -> None:
@@ -239,7 +239,7 @@ def _draft(
         try:
             return await draft_workdir(
                 workdir, provider, params, settings, force=force, engine_options=options, cache=cache,
-                log=typer.echo, prices=prices, counts=counts,
+                log=echo, prices=prices, counts=counts,
             )  # fmt: skip
         finally:
             await provider.aclose()
