@@ -20,6 +20,7 @@ from matplotlib import colormaps
 from matplotlib.figure import Figure as MplFigure
 
 from rescue_bench.data.stats import Transitions
+from rescue_bench.printable import printable
 from rescue_bench.report.analysis import Confusion, TransitionGrid
 
 DPI = 110
@@ -43,6 +44,16 @@ def _png(fig: MplFigure) -> bytes:
 
 def _pretty(label: str) -> str:
     return label.replace("_", " ")
+
+
+def _shown(text: str) -> str:
+    r"""A title or legend entry that may carry a run's or model's name, drawn as written: control characters
+    as visible escapes (a font has no glyph for them) and ``$`` as itself, not as the start of mathtext.
+
+    >>> _shown("gpt$4$\x1b[2J")
+    'gpt\\$4\\$\\x1b[2J'
+    """
+    return printable(text, one_line=True).replace("$", r"\$")
 
 
 def confusion_png(confusion: Confusion) -> bytes:
@@ -75,7 +86,7 @@ def confusion_png(confusion: Confusion) -> bytes:
     ax.set_yticks(range(len(confusion.rows)), [_pretty(r) for r in confusion.rows], fontsize=8)
     ax.set_xlabel("predicted (top-1)")
     ax.set_ylabel("gold")
-    ax.set_title(confusion.title, fontsize=10)
+    ax.set_title(_shown(confusion.title), fontsize=10)
     fig.colorbar(image, ax=ax, label="share of gold row")
     return _png(fig)
 
@@ -89,7 +100,7 @@ def position_accuracy_png(series: Mapping[str, Sequence[Mapping[str, Any]]]) -> 
         x = np.array([100 * (b["lo"] + b["hi"]) / 2 for b in kept])
         y = np.array([100 * b["accuracy"] for b in kept])
         se = np.array([100 * b["se"] for b in kept])
-        ax.plot(x, y, marker="o", label=name)
+        ax.plot(x, y, marker="o", label=_shown(name))
         ax.fill_between(x, y - se, y + se, alpha=0.2)
     ax.set_xlim(0, 100)
     ax.set_ylim(0, 100)
@@ -120,7 +131,7 @@ def gold_by_bin_png(bins: Sequence[Mapping[str, Any]], title: str) -> bytes:
     ax.set_ylim(0, 100)
     ax.set_xlabel("relative position bin (%)")
     ax.set_ylabel("share of gold labels (%)")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_shown(title), fontsize=10)
     if labels:
         ax.legend(fontsize=7, bbox_to_anchor=(1.02, 1), loc="upper left")
     return _png(fig)
@@ -149,7 +160,7 @@ def transitions_png(transitions: Transitions, title: str) -> bytes:
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_xlabel("next pattern")
     ax.set_ylabel("current pattern")
-    ax.set_title(f"{title} (n = {transitions.total} transitions)", fontsize=10)
+    ax.set_title(f"{_shown(title)} (n = {transitions.total} transitions)", fontsize=10)
     fig.colorbar(image, ax=ax, label="% of the row")
     return _png(fig)
 
@@ -174,7 +185,7 @@ def transition_accuracy_png(grid: TransitionGrid, title: str) -> bytes:
     ax.set_yticks(range(len(grid.sources)), [_pretty(x) for x in grid.sources], fontsize=8)
     ax.set_xlabel("current gold pattern")
     ax.set_ylabel("previous gold pattern")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(_shown(title), fontsize=10)
     fig.colorbar(image, ax=ax, label="accuracy (%)")
     return _png(fig)
 
@@ -194,7 +205,7 @@ def profile_png(profiles: Mapping[str, Mapping[str, float | None]], groups: Mapp
             if profile.get(t) is not None
         ]
         y = [float(profile[t] or 0.0) for t in tasks if profile.get(t) is not None]
-        ax.bar(x, y, width=width, label=name, color=colours[k % len(colours)])
+        ax.bar(x, y, width=width, label=_shown(name), color=colours[k % len(colours)])
         for group in dict.fromkeys(groups.values()):
             members = [i for i, t in enumerate(tasks) if groups[t] == group and profile.get(t) is not None]
             if members:
