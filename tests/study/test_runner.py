@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import huggingface_hub.constants
 import pytest
 from typer.testing import CliRunner
 
@@ -70,3 +71,15 @@ def test_a_second_sweep_of_a_study_in_use_is_refused(tmp_path: Path) -> None:
     assert (out / "study.json").read_bytes() == before
     assert [r["status"] for r in json.loads(before)["runs"]] == ["finished", "finished"]
     assert sweep(str(path))[0] == 0  # the lock went with the sweep that held it
+
+
+def test_a_warning_shared_by_every_run_is_said_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # No BERTScore backbone here: each of the two ER runs leaves BERTScore out, and the study says why once.
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_CACHE", str(tmp_path / "empty-hub"))
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+    models = "".join(f'[[models]]\nname = "baseline/{m}"\n' for m in ("random", "majority"))
+    path = study_file(tmp_path, models).read_text().replace('tasks = ["itp"]', 'tasks = ["er"]')
+    (tmp_path / "study.toml").write_text(path)
+    code, output = sweep(str(tmp_path / "study.toml"))
+    assert code == 0, output
+    assert output.count("BERTScore skipped") == 1, output

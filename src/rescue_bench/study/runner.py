@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from rescue_bench.data.load import load_samples
@@ -69,6 +69,28 @@ class _State:
         return record
 
 
+def once_each(options: StudyOptions) -> StudyOptions:
+    """``options`` whose warnings are said once each: the runs of a study share their machine and settings, so
+    a warning about those (BERTScore left out, say) would otherwise come once per model.
+
+    >>> said: list[str] = []
+    >>> warn = once_each(StudyOptions(warn=said.append)).warn
+    >>> for message in ("a", "b", "a"):
+    ...     warn(message)
+    >>> said
+    ['a', 'b']
+    """
+    seen: set[str] = set()
+    say = options.warn
+
+    def warn(message: str) -> None:
+        if message not in seen:
+            seen.add(message)
+            say(message)
+
+    return replace(options, warn=warn)
+
+
 def prepare(study: StudySpec) -> list[Prepared]:
     """Check every run before anything is written; a :class:`ConfigError` names what is wrong."""
     prepared = []
@@ -84,7 +106,7 @@ def prepare(study: StudySpec) -> list[Prepared]:
 
 def run_study(study: StudySpec, options: StudyOptions | None = None) -> StudyRecord:
     """Run (or resume) every run of ``study``; the final ``study.json``. Failed runs are in its entries."""
-    options = options or StudyOptions()
+    options = once_each(options or StudyOptions())
     prepared = prepare(study)
     samples = select_samples(load_samples(study.base.data), study.base)
     total = sum(len(p.instances) for p in build_plans(samples, study.base))
