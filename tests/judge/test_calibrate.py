@@ -166,3 +166,22 @@ def test_a_rating_whose_task_is_not_its_instances_is_refused(tmp_path: Path) -> 
     with pytest.raises(DataError) as info:
         calibrate(read_ratings(path), typed(lines), where=str(path))
     assert str(info.value) == f"{path}:3: field 'task' is 'ER', but instance 'b' is 'VP' in the run"
+
+
+def test_a_run_on_the_integer_scale_is_calibrated_on_its_own_reading(tmp_path: Path) -> None:
+    # A VP total of 4 is 3.67 linearly and 4 on the integer scale, a total of 1 is 1.67 and 2: the table
+    # must compare the humans with the scores the run reported.
+    lines = [
+        {"instance_id": "a", "task": "vp", "judge": "x/j", "valid": True, "scores": {"total": 4.0}},
+        {"instance_id": "b", "task": "vp", "judge": "x/j", "valid": True, "scores": {"total": 1.0}},
+    ]
+    header = ["item_id", "instance_id", "task", "annotator", "human_score"]
+    ratings = read_ratings(
+        _write(tmp_path / "r.csv", [header, ["1", "a", "VP", "A", "4"], ["2", "b", "VP", "A", "2"]])
+    )
+    linear = calibrate(ratings, typed(lines)).rows[0]
+    integer = calibrate(
+        ratings, typed(lines), config={"task_options": {"vp": {"judge_scale": "integer"}}}
+    ).rows[0]
+    assert (linear.exact, linear.mae) == (0, pytest.approx(1 / 3))  # 4 vs 3.67, 2 vs 1.67
+    assert (integer.exact, integer.mae) == (2, 0.0)  # 4 vs 4, 2 vs 2

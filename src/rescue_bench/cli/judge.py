@@ -167,7 +167,8 @@ def calibrate(
 ) -> None:
     """Compare judge scores with human ratings in the layout of the paper's Table 12."""
     ratings = read_ratings(human)
-    result = run_calibration(ratings, load_run(run_dir).judgment_lines, judge, str(human))
+    run = load_run(run_dir)
+    result = run_calibration(ratings, run.judgment_lines, judge, str(human), run.manifest.config)
     if as_json:
         echo(json.dumps(result.to_json(), indent=2))
         return

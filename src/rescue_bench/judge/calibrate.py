@@ -2,9 +2,10 @@
 
 The ratings CSV (docs/design.md) has the columns ``item_id,instance_id,task,annotator,human_score``, with
 ``human_score`` an integer 1-5 and ``instance_id`` joining ``judgments.jsonl``. The judge score on the same
-1-5 scale is ER ``s_emo``, and VP ``vp_to_five(total)`` (the 0-6 total mapped linearly, so it can fall between
-integers; the |difference| histogram then rounds half up, see
-:func:`rescue_bench.judge.agreement.calibration_table`). With several judges the per-instance mean is used
+1-5 scale is ER ``s_emo``, and VP's 0-6 total read as the run reads it: mapped linearly by default (so it can
+fall between integers; the |difference| histogram then rounds half up, see
+:func:`rescue_bench.judge.agreement.calibration_table`), rounded to a whole score for a run on
+``--vp-judge-scale integer``. With several judges the per-instance mean is used
 unless one judge is named. Ratings whose instance has no valid judge score are counted and listed, not dropped
 silently.
 """
@@ -21,6 +22,7 @@ from rescue_bench.errors import ConfigError, DataError
 from rescue_bench.judge.agreement import CalibrationRow, RatingPair, calibration_table
 from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_names, number
 from rescue_bench.judge.rubric import judge_rubric
+from rescue_bench.records import Json
 from rescue_bench.rundir import JudgmentLine
 from rescue_bench.tasks import judged_tasks
 
@@ -93,15 +95,23 @@ def read_ratings(path: Path) -> list[HumanRating]:
     return ratings
 
 
-def judge_scores(judgments: Iterable[JudgmentLine], judge: str | None = None) -> dict[str, float]:
+def judge_scores(
+    judgments: Iterable[JudgmentLine], judge: str | None = None, config: Mapping[str, Json] | None = None
+) -> dict[str, float]:
     """Instance id -> the judge score on 1-5 (mean over judges unless ``judge`` is given); unscored left out.
+    ``config``: the run's recorded config, whose options say how a task's total is read on 1-5 (VP's
+    ``--vp-judge-scale``); none: the rubric's own reading.
 
     >>> lines = [JudgmentLine(instance_id=i, task=t, judge=j, valid=True, scores=s) for i, t, j, s in [
     ...     ("a", "vp", "x/j", {"total": 3.0}), ("b", "er", "x/j", {"s_emo": 4.0}),
     ...     ("b", "er", "y/k", {"s_emo": 5.0})]]
     >>> judge_scores(lines), judge_scores(lines, "y/k")
     ({'a': 3.0, 'b': 4.5}, {'b': 5.0})
+    >>> vp = [JudgmentLine(instance_id="c", task="vp", judge="x/j", valid=True, scores={"total": 4.0})]
+    >>> judge_scores(vp), judge_scores(vp, config={"task_options": {"vp": {"judge_scale": "integer"}}})
+    ({'c': 3.6666666666666665}, {'c': 4.0})
     """
+    readings = {task: judge_rubric(task).read(config or {}) for task in TASKS}
     values: dict[str, list[float]] = {}
     for line in judgments:
         if line.judge == BERTSCORE_JUDGE or not line.valid or judge not in (None, line.judge):
@@ -110,7 +120,8 @@ def judge_scores(judgments: Iterable[JudgmentLine], judge: str | None = None) ->
         key = judge_rubric(task).agreement_key if task in TASKS else None
         if key is None or key not in scores:
             continue
-        value = judge_rubric(task).to_five(number(scores[key]))
+        to_five = readings[task].to_score or judge_rubric(task).to_five
+        value = to_five(number(scores[key]))
         values.setdefault(line.instance_id, []).append(value)
     return {iid: sum(v) / len(v) for iid, v in values.items()}
 
@@ -137,6 +148,7 @@ def calibrate(
     judgments: Sequence[JudgmentLine],
     judge: str | None = None,
     where: str = "ratings",
+    config: Mapping[str, Json] | None = None,
 ) -> Calibration:
     """Pair every rating with the judge score of its instance and tabulate (paper Table 12 layout).
 
@@ -156,7 +168,7 @@ def calibrate(
         raise ConfigError("the run has no judge verdicts; run `rescue-bench score RUN --judge MODEL` first")
     if judge is not None and judge not in names:
         raise ConfigError(f"judge {judge!r} did not judge this run; judges: {', '.join(names)}")
-    scores = judge_scores(judgments, judge)
+    scores = judge_scores(judgments, judge, config)
     pairs = [
         RatingPair(r.annotator, r.task.upper(), float(r.score), scores[r.instance_id])
         for r in ratings
