@@ -34,7 +34,7 @@ from urllib.parse import quote
 REPO = Path(__file__).resolve().parent.parent
 TARGET_MS = 300.0
 BUNDLE_TARGETS = {"size_mb": 50.0, "files": 200, "interactive_s": 2.0}
-"""For ten paper-size runs (issue #33)."""
+"""For ten paper-size runs."""
 
 
 def _cli(*args: str) -> None:
