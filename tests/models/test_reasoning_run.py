@@ -11,7 +11,7 @@ from pathlib import Path
 from tests.fakes.openai_server import ChatRequest, FakeOpenAIServer, Script, schema_answer
 
 from rescue_bench.evaluation.run import run
-from rescue_bench.report import tables
+from rescue_bench.report import run_tables
 from rescue_bench.rundir import load_run, read_jsonl
 from rescue_bench.spec import validate_spec
 
@@ -82,7 +82,7 @@ def test_truncated_and_empty_replies_after_reasoning_are_counted(tmp_path: Path)
     valid = [p for p in predictions.values() if p["valid"]]
     assert len(valid) == len(predictions) - 2 and all(p["prediction"] != "__wrong__" for p in valid)
     # the report's usage table shows them per task
-    usage = tables.usage([load_run(tmp_path / "run")])
+    usage = run_tables.usage([load_run(tmp_path / "run")])
     (row,) = usage.rows
     columns = dict(zip(usage.columns, row, strict=True))
     assert (columns["Truncated replies"], columns["Empty after reasoning"]) == (len(cut), len(empty))

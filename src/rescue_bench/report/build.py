@@ -35,6 +35,7 @@ from rescue_bench.report import (
     likeness,
     relational,
     robustness,
+    run_tables,
     tables,
     writers,
 )
@@ -243,17 +244,17 @@ def report_tables(
     runs: Sequence[RunData],
     names: Sequence[str],
     data: Sequence[relational.Relational],
-    prices: tables.PriceOf | None,
+    prices: run_tables.PriceOf | None,
 ) -> tuple[Table, ...]:
     """The tables after the leaderboard (and the robustness table), in report order."""
     return (
         tables.per_scenario(runs),
         tables.per_label(runs),
         tables.label_distributions(runs),
-        tables.judges(runs),
-        tables.failures(runs),
-        *(t for t in (tables.repeats(runs),) if t.rows),
-        tables.usage(runs, prices),
+        run_tables.judges(runs),
+        run_tables.failures(runs),
+        *(t for t in (run_tables.repeats(runs),) if t.rows),
+        run_tables.usage(runs, prices),
         relational.profile_table(runs, names),
         *relational.relational_tables(names, data),
         *configuration.config(runs),

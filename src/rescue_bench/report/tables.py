@@ -3,21 +3,22 @@
 * :func:`leaderboard`: Table 5 (ITP P/R/F1, RPP Acc, STP Rec/MRR, SSP Rec/MRR, ER LLM/BERT, VP LLM/BERT),
   pooled over both scenarios, each value with its 95% CI; optional published rows, marked as such;
 * :func:`per_scenario`: Table 11 (the same columns per Couple, Family and Both);
-* per-label RPP accuracy, gold label distributions, failure rates, tokens and cost, and the run config.
+* per-label RPP accuracy and gold label distributions.
+
+How each run went (judges, repeats, failures, usage): :mod:`rescue_bench.report.run_tables`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rescue_bench.judge.bertscore import DEFAULT_MODEL, backbone_label, is_reference_setting
-from rescue_bench.pricing import Prices
 from rescue_bench.records import Json
 from rescue_bench.report import analysis, averages, measured
-from rescue_bench.report.entries import Agreement, RepeatSpread, ScopeEntry, UsageEntry
+from rescue_bench.report.entries import ScopeEntry
 from rescue_bench.report.paper import SOURCE, published_rows
-from rescue_bench.rundir import BertScoreSetting, RunData, Scores, ScoresMeta
+from rescue_bench.rundir import BertScoreSetting, RunData, Scores
 from rescue_bench.tasks import judged_tasks, paper_columns, percent_tasks
 
 PAPER_COLUMNS: tuple[tuple[str, str, str, float, int], ...] = tuple(
@@ -97,7 +98,8 @@ def _metric_row(scores: Scores | None, scope: str) -> list[Value]:
     ]
 
 
-def _names(tasks: Sequence[str], joiner: str) -> str:
+def task_names(tasks: Sequence[str], joiner: str) -> str:
+    """The tasks' names as headers show them, joined by ``joiner``."""
     return joiner.join(task.upper() for task in tasks)
 
 
@@ -174,7 +176,7 @@ def leaderboard(runs: Sequence[RunData], *, with_paper: bool = False) -> Table:
     if with_paper:
         rows += published_table_rows(comparable)
     note = (
-        f"{_names(percent_tasks(), ', ')} in %; {_names(judged_tasks(), ' and ')} LLM on 1-5; "
+        f"{task_names(percent_tasks(), ', ')} in %; {task_names(judged_tasks(), ' and ')} LLM on 1-5; "
         f"{bert_note(names, runs)} {CI_BRACKETS[0].upper()}{CI_BRACKETS[1:]}. '–': not "
         f"computed (e.g. the run was not judged). {VALIDITY_NOTE}"
     )
@@ -225,7 +227,7 @@ def per_scenario(runs: Sequence[RunData]) -> Table:
     names = display_names(runs)
     for name, run in zip(names, runs, strict=True):
         for scope in ("couple", "family", "all"):
-            if any(scope in _tasks(run).get(task, {}) for task, *_ in PAPER_COLUMNS):
+            if any(scope in scored_tasks(run).get(task, {}) for task, *_ in PAPER_COLUMNS):
                 rows.append((name, SCOPE_NAMES[scope], *_metric_row(run.score_record, scope)))
     found = averages.groups(runs)
     for group in found:
@@ -297,192 +299,6 @@ def label_distributions(runs: Sequence[RunData]) -> Table:
     )
 
 
-def judges(runs: Sequence[RunData]) -> Table:
-    """The judges of each run and, with several judges, their agreement (ER ``s_emo``, VP total)."""
-    rows: list[tuple[Value, ...]] = []
-    for name, run in zip(display_names(runs), runs, strict=True):
-        meta = run.score_record.meta if run.score_record is not None else ScoresMeta()
-        listed = ", ".join(meta.judges) or "none"
-        agreement = meta.judge_agreement or {}
-        for task in judged_tasks():
-            if agreement.get(task):
-                entry = Agreement.model_validate(agreement[task])
-                alpha = entry.alpha_ordinal
-                rows.append(
-                    (
-                        name,
-                        task.upper(),
-                        listed,
-                        entry.n_items,
-                        None if alpha is None else Cell(alpha, digits=3),
-                        Cell(entry.exact_agreement, scale=100.0, digits=1),
-                        Cell(entry.mae, digits=3),
-                    )
-                )
-        if not agreement:
-            rows.append((name, _names(judged_tasks(), ", "), listed, None, None, None, None))
-    return Table(
-        "judges",
-        "Judges and inter-judge agreement",
-        ("Model", "Task", "Judges", "Items", "Krippendorff alpha (ordinal)", "Exact agreement (%)", "MAE"),
-        tuple(rows),
-        "Agreement on the ER emotion score (1-5) and the VP total (0-6) over the items at least two "
-        "judges scored; a score is the per-instance mean over the judges with a valid verdict.",
-    )
-
-
-def repeats(runs: Sequence[RunData]) -> Table:
-    """Tasks asked several times (``repeats``, CircularEval): each headline metric's mean over repeats with
-    its two-level CI, the between-repeat spread, and CircularEval's accuracy (both scenarios). No rows for
-    runs without repeats (the report then leaves the table out)."""
-    rows: list[tuple[Value, ...]] = []
-    for name, run in zip(display_names(runs), runs, strict=True):
-        for task in _tasks(run):
-            entry = ScopeEntry.of(run.score_record, task, "all")
-            if entry.repeats is not None:
-                rows.extend(_repeat_rows(name, task, entry, entry.repeats))
-    return Table(
-        "repeats",
-        "Repeats: mean over repeats, spread between them, CircularEval",
-        ("Model", "Task", "Repeats", "Metric", "Mean [95% CI]", "SD", "Min", "Max", "Circular [95% CI]"),
-        tuple(rows),
-        "The CI resamples conversations, then repeats within each (two-level bootstrap, docs/repeats.md); "
-        "SD, min and max are those of the repeats' own values. Circular: correct under every rotation of "
-        "the label list (label-order:all).",
-    )
-
-
-def _repeat_rows(name: str, task: str, entry: ScopeEntry, spread: RepeatSpread) -> list[tuple[Value, ...]]:
-    scale = 100.0 if task in percent_tasks() else 1.0
-    circular = entry.circular
-    rows: list[tuple[Value, ...]] = []
-    for metric, sd in spread.sd.items():
-        value = entry.metric(metric)
-        if value is None or sd is None:
-            continue
-        lo, hi = entry.bounds(metric)
-        low, high = spread.range.get(metric) or (None, None)
-        ring: Value = None
-        if circular is not None and metric in ("accuracy", "recall_at_1"):
-            ring = Cell(circular.accuracy, circular.ci[0], circular.ci[1], scale=scale)
-        rows.append(
-            (
-                name,
-                task.upper(),
-                spread.k,
-                metric,
-                Cell(value, lo, hi, scale=scale),
-                Cell(sd, scale=scale),
-                Cell(low, scale=scale),
-                Cell(high, scale=scale),
-                ring,
-            )
-        )
-    return rows
-
-
-def _tasks(run: RunData) -> dict[str, dict[str, dict[str, Json]]]:
+def scored_tasks(run: RunData) -> dict[str, dict[str, dict[str, Json]]]:
     """``scores.json``'s task entries (``{}`` for a run without scores)."""
     return run.score_record.tasks if run.score_record is not None else {}
-
-
-def failures(runs: Sequence[RunData]) -> Table:
-    """Parse failures, invalid labels and unscored judge verdicts per run and task (both scenarios)."""
-    rows: list[tuple[Value, ...]] = []
-    for name, run in zip(display_names(runs), runs, strict=True):
-        for task in _tasks(run):
-            entry = ScopeEntry.of(run.score_record, task, "all")
-            if entry.empty:
-                continue
-            n = entry.count("n")
-            parse, invalid = entry.count("parse_failures"), entry.count("invalid_labels")
-            rows.append(
-                (
-                    name,
-                    task.upper(),
-                    n,
-                    entry.count("valid"),
-                    parse,
-                    Cell(parse / n if n else 0.0, scale=100.0, digits=1),
-                    invalid,
-                    Cell(invalid / n if n else 0.0, scale=100.0, digits=1),
-                    entry.n_unscored if task in judged_tasks() else None,
-                )
-            )
-    return Table(
-        "failures",
-        "Parse failures and invalid labels",
-        (
-            "Model",
-            "Task",
-            "n",
-            "Valid",
-            "Parse failures",
-            "Parse failures (%)",
-            "Invalid labels",
-            "Invalid labels (%)",
-            "Judge unscored",
-        ),
-        tuple(rows),
-        "Invalid answers are scored as misses (and at the floor for ER/VP), never dropped.",
-    )
-
-
-PriceOf = Callable[[str], Prices]
-"""The prices of a ``provider/model`` (raises ConfigError when unknown)."""
-
-
-def usage(runs: Sequence[RunData], prices: PriceOf | None = None) -> Table:
-    """Requests, tokens and cost per run and task (from run.json counts), plus each judge's pass.
-
-    Cost is the run's recorded cost when there is one, else tokens x ``prices`` of the model (or judge).
-    """
-    rows: list[tuple[Value, ...]] = []
-    for name, run in zip(display_names(runs), runs, strict=True):
-        for task, entry in run.manifest.counts.items():
-            rows.append(_usage_row(name, task.upper(), UsageEntry.of(entry.to_json()), run.name, prices))
-        for judge, tally in run.judging.counts.items():
-            rows.append(_usage_row(name, f"judge {judge}", UsageEntry.of(tally.model_dump()), judge, prices))
-    return Table(
-        "usage",
-        "Requests, tokens and cost",
-        (
-            "Model",
-            "Part",
-            "Requests",
-            "Prompt tokens",
-            "Completion tokens",
-            "Reasoning tokens",
-            "Truncated replies",
-            "Empty after reasoning",
-            "Cost (USD)",
-        ),
-        tuple(rows),
-        "Cost: recorded by the run, or tokens x --prices; '–' when neither is known. Truncated replies (at "
-        "the output cap) and replies empty after their reasoning are parse failures, scored as misses.",
-    )
-
-
-def _usage_row(
-    name: str, part: str, entry: UsageEntry, model: str, prices: PriceOf | None
-) -> tuple[Value, ...]:
-    tokens = entry.counted
-    prompt, completion = _whole(tokens.prompt_tokens), _whole(tokens.completion_tokens)
-    cost = entry.recorded_cost()
-    if cost is None and prices is not None and prompt + completion:
-        cost = prices(model).cost(prompt, completion)
-    return (
-        name,
-        part,
-        entry.requests,
-        tokens.prompt_tokens,
-        tokens.completion_tokens,
-        tokens.reasoning_tokens,
-        entry.truncated,
-        entry.empty_after_reasoning,
-        Cell(float(cost), digits=4) if cost is not None else None,
-    )
-
-
-def _whole(value: Json) -> int:
-    return int(value) if isinstance(value, int | float | str) and value else 0

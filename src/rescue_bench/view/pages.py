@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from rescue_bench.report.comparison import compare_run_data, comparison_table
-from rescue_bench.report.tables import Table, leaderboard, per_scenario, usage
+from rescue_bench.report.run_tables import usage
+from rescue_bench.report.tables import Table, leaderboard, per_scenario
 from rescue_bench.tasks import tasks_of_kind
 from rescue_bench.view.data import ReplyRecord, RunView, Source, run_labels
 from rescue_bench.view.filters import COMPARISONS, Query, apply, neighbours, paginate, params
