@@ -20,7 +20,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from pydantic import (
     BaseModel,
@@ -92,7 +92,7 @@ class StudySpec(BaseModel):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _first_model(cls, data: object, handler: ModelWrapValidatorHandler[StudySpec]) -> StudySpec:
+    def _first_model(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
         study = handler(data)
         return study.model_copy(update={"base": study.base.model_copy(update={"model": study.models[0]})})
 
