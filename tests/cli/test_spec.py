@@ -170,3 +170,11 @@ def test_judge_endpoint_flags_fill_in_only_the_judges_of_a_spec_that_name_none(t
     assert tomllib.loads(named.stdout)["judges"] == [{**tables[1], "name": "vllm/j3"}], (
         "--judge replaces the file's judges, and they take the flags' endpoint"
     )
+
+
+def test_a_judge_endpoint_flag_beside_a_study_file_keeps_its_judges(tmp_path: Path) -> None:
+    study = tmp_path / "study.toml"
+    study.write_text('data = "demo"\n[[judges]]\nname = "vllm/j1"\n[[models]]\nname = "vllm/a"\n')
+    printed = invoke("sweep", str(study), "--judge-base-url", "http://flag:2/v1", "--print-spec")
+    assert printed.exit_code == 0, printed.output
+    assert [j["name"] for j in tomllib.loads(printed.stdout)["judges"]] == ["vllm/j1"]

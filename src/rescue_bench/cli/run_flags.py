@@ -390,8 +390,8 @@ def _judge_endpoints(spec: RunSpec, flags: FlagValues) -> RunSpec:
     the spec reads a judge's endpoint, so filling it in after the check leaves the spec as valid as it was.
     """
     base_url, key_env = flags.given("judge_base_url"), flags.given("judge_api_key_env")
-    if base_url is None and key_env is None:
-        return spec
+    if (base_url is None and key_env is None) or not spec.judges:
+        return spec  # as validated: a study reads the fields a command line set (``exclude_unset``)
     judges = []
     for judge in spec.judges:
         update: dict[str, str] = {}
