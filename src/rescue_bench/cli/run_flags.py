@@ -9,7 +9,8 @@ field several tasks share), so a setting or a task added later gets its flags wi
 generation and engine flags alone (:class:`EndpointCommand`, :class:`ModelCommand`), with ``run``'s defaults.
 
 ``--spec FILE.toml`` starts from a spec file (flags given beside it win); ``--print-spec`` prints the
-effective spec as TOML and exits.
+effective spec as TOML and exits. What a spec takes beside the rows (a flag's value as a spec file gives it,
+a ``--sample-ids`` file) is in :mod:`rescue_bench.cli.spec_input`.
 """
 
 from __future__ import annotations
@@ -199,6 +200,15 @@ FLAGS: Final = (
 )
 
 
+class OptionExtra(BaseModel):
+    """What a task's option field declares for its flags (its ``json_schema_extra``): more names, such as
+    ``--rpp-current-turn``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flags: tuple[str, ...] = ()
+
+
 def task_option_flags() -> tuple[Flag, ...]:
     """``--<task>-<field>`` for every field of every task's ``Options``; ``--<field>`` when tasks share it."""
     owners: dict[str, list[tuple[str, FieldInfo]]] = {}
@@ -219,15 +229,6 @@ def task_option_flags() -> tuple[Flag, ...]:
             )
             flags.append(_option_flag((f"--{name.replace('_', '-')}",), name, paths, shared[0][1], help_))
     return tuple(flags)
-
-
-class OptionExtra(BaseModel):
-    """What a task's option field declares for its flags (its ``json_schema_extra``): more names, such as
-    ``--rpp-current-turn``."""
-
-    model_config = ConfigDict(frozen=True)
-
-    flags: tuple[str, ...] = ()
 
 
 def _option_flag(
