@@ -4,6 +4,7 @@ format."""
 from __future__ import annotations
 
 import json
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -148,3 +149,32 @@ def test_run_estimate_and_batch_export_take_the_same_flags() -> None:
         names = {opt for param in command.params for opt in (*param.opts, *param.secondary_opts)}
         assert declared | {"--spec", "--print-spec"} <= names, command.name
         assert "--install-completion" not in names
+
+
+def test_judge_endpoint_flags_fill_in_only_the_judges_of_a_spec_that_name_none(tmp_path: Path) -> None:
+    spec = tmp_path / "s.toml"
+    spec.write_text(
+        'model = "baseline/random"\ndata = "demo"\n'
+        '[[judges]]\nname = "vllm/j1"\nbase_url = "http://own:1/v1"\n'
+        '[[judges]]\nname = "vllm/j2"\n'
+    )
+    flags = ("--judge-base-url", "http://flag:2/v1", "--judge-api-key-env", "JUDGE_KEY")
+    printed = invoke("run", "--spec", str(spec), *flags, "--print-spec")
+    assert printed.exit_code == 0, printed.output
+    tables = tomllib.loads(printed.stdout)["judges"]
+    assert [(j["name"], j["base_url"], j["api_key_env"]) for j in tables] == [
+        ("vllm/j1", "http://own:1/v1", "JUDGE_KEY"),
+        ("vllm/j2", "http://flag:2/v1", "JUDGE_KEY"),
+    ]
+    named = invoke("run", "--spec", str(spec), "--judge", "vllm/j3", *flags, "--print-spec")
+    assert tomllib.loads(named.stdout)["judges"] == [{**tables[1], "name": "vllm/j3"}], (
+        "--judge replaces the file's judges, and they take the flags' endpoint"
+    )
+
+
+def test_a_judge_endpoint_flag_beside_a_study_file_keeps_its_judges(tmp_path: Path) -> None:
+    study = tmp_path / "study.toml"
+    study.write_text('data = "demo"\n[[judges]]\nname = "vllm/j1"\n[[models]]\nname = "vllm/a"\n')
+    printed = invoke("sweep", str(study), "--judge-base-url", "http://flag:2/v1", "--print-spec")
+    assert printed.exit_code == 0, printed.output
+    assert [j["name"] for j in tomllib.loads(printed.stdout)["judges"]] == ["vllm/j1"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import huggingface_hub.constants
@@ -59,6 +60,33 @@ def test_a_record_that_cannot_be_read_counts_as_not_downloaded(release_bytes: by
     release.record_file().write_text("{not json", encoding="utf-8")
     with pytest.raises(DataError, match="not downloaded yet"):
         load_samples("rescue")
+
+
+GOOD_RECORD = {
+    "source": "github",
+    "url": "https://mirror.example/x",
+    "sha256": "0" * 64,
+    "size": 1,
+    "counts": {"samples": 191, "couple": 174, "family": 17, "rows": 7079},
+    "official": False,
+}
+
+
+@pytest.mark.parametrize(
+    "change",
+    [{"official": "yes"}, {"size": "big"}, {"source": "ftp"}, {"counts": {"samples": 191}}, {"url": None}],
+)
+def test_a_record_of_the_wrong_shape_counts_as_not_downloaded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, change: dict[str, object]
+) -> None:
+    monkeypatch.setenv("RESCUE_BENCH_CACHE_DIR", str(tmp_path))
+    release.record_file().parent.mkdir(parents=True)
+    release.record_file().write_text(json.dumps(GOOD_RECORD), encoding="utf-8")
+    assert release.read_record() == release.ReleaseRecord.from_json(GOOD_RECORD)
+    release.record_file().write_text(json.dumps({**GOOD_RECORD, **change}), encoding="utf-8")
+    assert release.read_record() is None
+    with pytest.raises(ValueError, match=next(iter(change))):
+        release.ReleaseRecord.from_json({**GOOD_RECORD, **change})
 
 
 def test_data_hf_downloads_when_online(

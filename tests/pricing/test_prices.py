@@ -22,6 +22,8 @@ from rescue_bench.pricing import Prices, load_prices
         '{"input": "2.5", "output": 2.0}',
         '{"input": true, "output": 2.0}',
         '{"input": 1e999, "output": 2.0}',
+        '{"input": 1.0}',
+        "3",
     ],
 )
 def test_a_price_that_is_not_a_finite_number_is_refused(tmp_path: Path, entry: str) -> None:
@@ -33,6 +35,12 @@ def test_a_price_that_is_not_a_finite_number_is_refused(tmp_path: Path, entry: s
         f"--prices: the entry for 'openai/gpt-4o' in {path} needs numbers 'input' and 'output', finite and "
         ">= 0 (US dollars per million tokens)"
     )
+
+
+def test_an_entry_may_carry_a_note_beside_its_prices(tmp_path: Path) -> None:
+    path = tmp_path / "prices.json"
+    path.write_text('{"openai/gpt-4o": {"input": 2.5, "output": 10, "note": "list price"}}')
+    assert load_prices(path, "openai/gpt-4o") == Prices(2.5, 10.0)
 
 
 def test_good_prices_load_and_a_bad_one_stops_a_run_before_it_starts(

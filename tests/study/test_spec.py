@@ -84,6 +84,7 @@ def test_two_models_of_one_name_get_distinct_directories() -> None:
         ({"models": ["a/b", {"name": "c/d", "colour": 1}]}, "study.toml: models.1.colour: unknown key"),
         ({"tasks": ["itp"]}, "study.toml: models: a study needs at least one"),
         ({"models": ["a/b"], "model": "c/d"}, "study.toml: model: a study lists its models"),
+        ({"model": "c/d"}, "study.toml: model: a study lists its models"),
         ({"models": ["a/b"], "perturb": ["nope"]}, "study.toml: perturb"),
         ({"models": ["a/b"], "engine": {"concurency": 2}}, "study.toml: engine.concurency: unknown key"),
         (

@@ -119,10 +119,10 @@ def results_json(data: RunData, *, now: float) -> dict[str, Any]:
 
 def _public_dataset(data: RunData) -> dict[str, Any]:
     """``run.json``'s dataset with its source by public name (never a local path) and its SHA-256."""
-    found = data.manifest.dataset.model_dump(mode="json", exclude_unset=True)
-    if isinstance(found.get("source"), str):
-        found["source"] = public_name(found["source"])
-    return found
+    dataset = data.manifest.dataset
+    if dataset.source is not None:
+        dataset = dataset.model_copy(update={"source": public_name(dataset.source)})
+    return dataset.model_dump(mode="json", exclude_unset=True)
 
 
 def _public_config(config: Mapping[str, Any]) -> dict[str, Any]:
@@ -167,7 +167,7 @@ def metrics_table(results: Mapping[str, Any]) -> list[str]:
             shown = (
                 f"[{_cell(ci[0])}, {_cell(ci[1])}]" if isinstance(ci, list | tuple) and len(ci) == 2 else "–"
             )
-            n = values.get("n")
+            n = values["n"]  # every entry of :func:`results_json` has its count
             lines.append(
                 f"| {task.upper()} | {scope} | {n if n is not None else '–'} | {metric} | "
                 f"{_cell(values.get(metric))} | {shown} |"
@@ -181,13 +181,14 @@ def _facts(data: RunData) -> list[str]:
     meta = data.score_record.meta if data.score_record is not None else None
     judges = list(manifest.judges) or (list(meta.judges) if meta is not None and meta.judges else [])
     bert = meta.bertscore if meta is not None else None
-    dataset = _public_dataset(data)
+    dataset = data.manifest.dataset
+    source = public_name(dataset.source) if dataset.source is not None else None
     return [
         f"- Judge: {', '.join(judges) if judges else 'not judged'}",
         f"- BERTScore backbone: {backbone_label(bert) or 'none'}",
         f"- Protocol version: {manifest.protocol}",
-        f"- Data source: {dataset.get('source') or 'unrecorded'}",
-        f"- Data SHA-256: {dataset.get('hash') or 'unrecorded'}",
+        f"- Data source: {source or 'unrecorded'}",
+        f"- Data SHA-256: {dataset.hash or 'unrecorded'}",
     ]
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
+from typing import Any
 
-from pydantic import JsonValue, TypeAdapter, ValidationError
+from pydantic import BaseModel, ConfigDict, JsonValue, StrictStr, TypeAdapter, ValidationError
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.engine.outcomes import prediction_record as engine_record
@@ -105,12 +106,16 @@ def task_args(given: Mapping[str, object], task: str | None = None, *, lenient: 
     >>> task_args({"task": "rpp", "gold_field": "relation_pattern", "checkpoints_per_sample": 5}).options
     {'gold_field': 'relation_pattern'}
     """
-    chosen = given.get("task") if task is None else task
-    if not isinstance(chosen, str):
+    try:
+        settings = GivenSettings.model_validate(dict(given))
+    except ValidationError as exc:
+        raise _settings_error(exc, given, task) from None
+    chosen = settings.task if task is None else task
+    if chosen is None:
         raise ConfigError(f"settings without a task name: {sorted(given)}")
     name = get_task(chosen).INFO.name
-    if given.get("task", name) != name:
-        raise ConfigError(f"settings of task {given['task']!r} given for task {name!r}")
+    if settings.task is not None and settings.task != name:
+        raise ConfigError(f"settings of task {settings.task!r} given for task {name!r}")
     model = options_model(get_task(name))
     own = set(model.model_fields) if model is not None else set()
     unknown = set(given) - {"task", "options", "task_options", *COMMON, *_option_names()}
@@ -119,10 +124,11 @@ def task_args(given: Mapping[str, object], task: str | None = None, *, lenient: 
             f"unknown setting {sorted(unknown)[0]!r} of task {name}; "
             f"known: {', '.join(COMMON)}, options, task_options, and the tasks' options"
         )
+    nested = (settings.task_options or {}).get(name)
     options: dict[str, JsonValue] = {
         **{key: _json(value) for key, value in given.items() if key in own},
-        **_mapping(_mapping(given.get("task_options"), "task_options").get(name), f"task_options.{name}"),
-        **_mapping(given.get("options"), "options"),
+        **_mapping(nested, f"task_options.{name}"),
+        **_mapping(settings.options, "options"),
     }
     common = {key: given[key] for key in COMMON if key in given}
     try:
@@ -131,6 +137,31 @@ def task_args(given: Mapping[str, object], task: str | None = None, *, lenient: 
         error = exc.errors(include_url=False)[0]
         where = ".".join(str(part) for part in error["loc"])
         raise ConfigError(f"task {name}: {where}: {error['msg']}") from None
+
+
+class GivenSettings(BaseModel):
+    """The keys of settings given as a flat object that name the task and nest its options (the others, the
+    common settings and options by field name, are read by name)."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    task: StrictStr | None = None
+    options: dict[Any, Any] | None = None
+    """The task's own options."""
+    task_options: dict[Any, Any] | None = None
+    """Task name -> its options, as in a run spec (other tasks' are ignored)."""
+
+
+def _settings_error(exc: ValidationError, given: Mapping[str, object], task: str | None) -> ConfigError:
+    """The one-line error of :class:`GivenSettings` refusing ``given``: a task name that is not a string, or
+    options that are not an object."""
+    error = exc.errors(include_url=False)[0]
+    key = str(error["loc"][0])
+    if key == "task":
+        if task is None:
+            return ConfigError(f"settings without a task name: {sorted(given)}")
+        return ConfigError(f"settings of task {given['task']!r} given for task {get_task(task).INFO.name!r}")
+    return ConfigError(f"{key}: expected an object of options, not {type(error['input']).__name__}")
 
 
 _ARGS = TypeAdapter(TaskArgs)

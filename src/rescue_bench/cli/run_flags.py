@@ -9,20 +9,20 @@ field several tasks share), so a setting or a task added later gets its flags wi
 generation and engine flags alone (:class:`EndpointCommand`, :class:`ModelCommand`), with ``run``'s defaults.
 
 ``--spec FILE.toml`` starts from a spec file (flags given beside it win); ``--print-spec`` prints the
-effective spec as TOML and exits.
+effective spec as TOML and exits. What a spec takes beside the rows (a flag's value as a spec file gives it,
+a ``--sample-ids`` file) is in :mod:`rescue_bench.cli.spec_input`.
 """
 
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import UnionType
 from typing import Annotated, Any, Final, Literal, TypeVar, Union, get_args, get_origin
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 from pydantic.fields import FieldInfo
 
 from rescue_bench.cli.flags import (
@@ -39,17 +39,14 @@ from rescue_bench.cli.flags import (
     Path_,
     with_flags,
 )
-from rescue_bench.errors import ConfigError
+from rescue_bench.cli.spec_input import json_object, parse_sample_ids, plain_value, print_spec, put, written
 from rescue_bench.models.base import Generation
-from rescue_bench.printable import echo
-from rescue_bench.redaction import scrub
 from rescue_bench.spec import (
     EngineSpec,
     JudgeSpec,
     RunSpec,
     load_spec,
     options_model,
-    to_toml,
     validate_spec,
     validate_table,
 )
@@ -94,21 +91,6 @@ def default_note(path: Path_) -> str:
     default = model.model_fields[path[-1]].default
     plain = isinstance(default, int | float | str) and not isinstance(default, bool)
     return f" (default: {default})" if plain else ""
-
-
-def json_object(flag: str, text: str) -> dict[str, Any]:
-    """The JSON object a flag gives, or a one-line :class:`ConfigError` naming the flag.
-
-    >>> json_object("--extra-body", '{"top_k": 20}')
-    {'top_k': 20}
-    """
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"{flag}: not valid JSON ({exc.msg} at column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{flag}: give a JSON object, such as '{{\"top_k\": 20}}'")
-    return value
 
 
 def _spec_flag(decls: str, path: str, kind: type = str, **extra: Any) -> Flag:
@@ -218,6 +200,15 @@ FLAGS: Final = (
 )
 
 
+class OptionExtra(BaseModel):
+    """What a task's option field declares for its flags (its ``json_schema_extra``): more names, such as
+    ``--rpp-current-turn``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    flags: tuple[str, ...] = ()
+
+
 def task_option_flags() -> tuple[Flag, ...]:
     """``--<task>-<field>`` for every field of every task's ``Options``; ``--<field>`` when tasks share it."""
     owners: dict[str, list[tuple[str, FieldInfo]]] = {}
@@ -227,9 +218,7 @@ def task_option_flags() -> tuple[Flag, ...]:
         for name, field in (model.model_fields if model else {}).items():
             owners.setdefault(name, []).append((task, field))
             extra = field.json_schema_extra if isinstance(field.json_schema_extra, dict) else {}
-            listed = extra.get("flags")
-            aliases = [str(a) for a in listed] if isinstance(listed, list) else []
-            decls = (f"--{task}-{name.replace('_', '-')}", *aliases)
+            decls = (f"--{task}-{name.replace('_', '-')}", *OptionExtra.model_validate(extra).flags)
             flags.append(_option_flag(decls, f"{task}_{name}", ((task, name),), field))
     for name, shared in owners.items():
         if len(shared) > 1:
@@ -334,18 +323,17 @@ class ModelSettings:
 def model_settings(flags: FlagValues) -> ModelSettings:
     """What the model, generation and engine flags of an :class:`EndpointCommand` or :class:`ModelCommand`
     give, with ``run``'s defaults for the rest (a bad engine value is a one-line error naming its flag)."""
-    data: dict[str, Any] = {}
+    # Every one of these flags sets a field of the ``model`` or the ``engine`` table.
+    tables: dict[str, dict[str, Any]] = {"model": {}, "engine": {}}
     labels: dict[Path_, str] = {}
     for flag in (*MODEL_FLAGS, *setting_flags(), *ENGINE_FLAGS):
         value = flags.given(flag.dest)
         if value is not None:
             for dotted in flag.paths:
-                _put(data, dotted, _plain_value(flag, value))
+                put(tables, dotted, plain_value(flag, value))
                 labels[dotted] = written(flag, value)
-    engine = validate_table(
-        EngineSpec, data.get("engine", {}), at=("engine",), labels=labels, flags=flag_names()
-    )
-    return ModelSettings(data.get("model", {}), engine, labels)
+    engine = validate_table(EngineSpec, tables["engine"], at=("engine",), labels=labels, flags=flag_names())
+    return ModelSettings(tables["model"], engine, labels)
 
 
 def task_options(flags: FlagValues) -> dict[str, dict[str, object]]:
@@ -356,7 +344,7 @@ def task_options(flags: FlagValues) -> dict[str, dict[str, object]]:
         if value is None:
             continue
         for _, task, name in flag.paths:
-            given.setdefault(task, {})[name] = _plain_value(flag, value)
+            given.setdefault(task, {})[name] = plain_value(flag, value)
     return given
 
 
@@ -370,9 +358,12 @@ def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
         if value is None or not flag.paths:
             continue
         for dotted in flag.paths:
-            _put(data, dotted, _plain_value(flag, value))
+            put(data, dotted, plain_value(flag, value))
             where[dotted] = written(flag, value)
-    _apply_judges(data, flags, where)
+    names = flags.given("judge")
+    if isinstance(names, list | tuple):
+        data["judges"] = [{"name": n} for n in names]
+        where[("judges",)] = "--judge"
     ids = flags.given("sample_ids")
     if ids is not None:
         data["sample_ids"] = list(parse_sample_ids(Path(str(ids))))
@@ -380,17 +371,8 @@ def make_spec(flags: FlagValues, *, out: Path | None = None) -> RunSpec:
     if out is not None:
         data["out"] = str(out)
     where_ = f"--spec {path}" if path is not None else ""
-    return validate_spec(data, where=where_, labels=where, flags=flag_names())
-
-
-def written(flag: Flag, value: object) -> str:
-    """The flag as the user wrote it: ``--no-bertscore`` for the off side of ``--bertscore/--no-bertscore``.
-
-    >>> written(Flag(("--bertscore/--no-bertscore",), "bertscore", (), bool, ""), False)
-    '--no-bertscore'
-    """
-    on, _, off = flag.decls[0].partition("/")
-    return off if off and value is False else on
+    spec = validate_spec(data, where=where_, labels=where, flags=flag_names())
+    return _judge_endpoints(spec, flags)
 
 
 @functools.cache
@@ -401,70 +383,22 @@ def flag_names() -> dict[Path_, str]:
     return {**names, ("model",): "--model"}
 
 
-def _plain_value(flag: Flag, value: object) -> object:
-    """The flag's value as a spec file would give it (paths as strings, repeated flags as lists)."""
-    if flag.value is not None:
-        return flag.value
-    if flag.parse is not None:
-        return flag.parse(str(value))
-    if flag.multiple and isinstance(value, list | tuple):
-        return [str(v) if isinstance(v, Path) else v for v in value]
-    return str(value) if isinstance(value, Path) else value
-
-
-def _apply_judges(data: dict[str, Any], flags: FlagValues, where: dict[Path_, str]) -> None:
-    """``--judge`` names judges; ``--judge-base-url`` / ``--judge-api-key-env`` are their default endpoint.
+def _judge_endpoints(spec: RunSpec, flags: FlagValues) -> RunSpec:
+    """``--judge-base-url`` / ``--judge-api-key-env`` are the default endpoint of the judges.
 
     A spec file's ``[[judges]]`` give each judge every key of a model (endpoint, key variable, generation
-    settings, concurrency); the two flags fill in only the endpoint of a judge that names none.
+    settings, concurrency); the two flags fill in only the endpoint of a judge that names none. No check of
+    the spec reads a judge's endpoint, so filling it in after the check leaves the spec as valid as it was.
     """
-    names = flags.given("judge")
-    defaults = {"base_url": flags.given("judge_base_url"), "api_key_env": flags.given("judge_api_key_env")}
-    if isinstance(names, list | tuple):
-        data["judges"] = [{"name": n} for n in names]
-        where[("judges",)] = "--judge"
-    judges = data.get("judges") or []
-    if not isinstance(judges, list):
-        return  # the spec's own check names it ([judges] written for [[judges]])
-    for index, judge in enumerate(judges):
-        if isinstance(judge, str):
-            judges[index] = judge = {"name": judge}
-        for key, value in defaults.items():
-            if value is not None and isinstance(judge, dict) and judge.get(key) is None:
-                judge[key] = value
-
-
-def _put(data: dict[str, Any], path: Path_, value: object) -> None:
-    for key in path[:-1]:
-        inner = data.get(key)
-        if isinstance(inner, str) and key == "model":
-            inner = {"name": inner}  # a spec file may name the model alone
-        data[key] = inner = dict(inner) if isinstance(inner, dict) else {}
-        data = inner
-    data[path[-1]] = value
-
-
-def print_spec(spec: RunSpec) -> None:
-    # As every writer: no URL secret (a --base-url query key) and no credential-looking value is shown.
-    echo(to_toml(scrub(spec.model_dump(mode="json"))), nl=False)
-
-
-def parse_sample_ids(path: Path) -> tuple[str, ...]:
-    """Sample ids from a JSON list, a ``{"sample_ids": [...]}`` object, or lines (``#`` comments)."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(f"--sample-ids: cannot read {path} ({exc.__class__.__name__})") from None
-    stripped = text.strip()
-    if stripped.startswith(("[", "{")):
-        try:
-            data = json.loads(stripped)
-        except json.JSONDecodeError as exc:
-            raise ConfigError(f"--sample-ids: {path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-        ids = data.get("sample_ids") if isinstance(data, dict) else data
-        if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-            raise ConfigError(f"--sample-ids: {path} must hold a list of strings or {{'sample_ids': [...]}}")
-        return tuple(ids)
-    return tuple(
-        line.strip() for line in text.splitlines() if line.strip() and not line.lstrip().startswith("#")
-    )
+    base_url, key_env = flags.given("judge_base_url"), flags.given("judge_api_key_env")
+    if (base_url is None and key_env is None) or not spec.judges:
+        return spec  # as validated: a study reads the fields a command line set (``exclude_unset``)
+    judges = []
+    for judge in spec.judges:
+        update: dict[str, str] = {}
+        if base_url is not None and judge.base_url is None:
+            update["base_url"] = str(base_url)
+        if key_env is not None and judge.api_key_env is None:
+            update["api_key_env"] = str(key_env)
+        judges.append(judge.model_copy(update=update))
+    return spec.model_copy(update={"judges": tuple(judges)})

@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import threading
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Final, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
+from pydantic import StrictBool, TypeAdapter
 
 from rescue_bench.data.sources import RELEASE
 from rescue_bench.errors import DataError
@@ -71,7 +72,7 @@ class ReleaseRecord:
     sha256: str
     size: int
     counts: Counts
-    official: bool = False
+    official: StrictBool = False
     """Whether it is the official release: from a pinned source (:func:`is_pinned`) and, where the official
     SHA-256 is known, matching it. Otherwise it is a copy from :attr:`url`, and runs and exports say so."""
 
@@ -80,20 +81,23 @@ class ReleaseRecord:
 
     @classmethod
     def from_json(cls, data: object) -> ReleaseRecord:
-        """Raises ``ValueError`` (and ``TypeError``, ``KeyError``) on a record that is not one."""
+        """Raises ``ValueError`` (a ``pydantic.ValidationError``) on a record that is not one."""
         if not isinstance(data, dict):
             raise ValueError("not a JSON object")
-        counts = Counts(**data["counts"])
-        source, url, sha256 = data["source"], data["url"], data["sha256"]
         # A record written before the field was: judged by where it came from, as a new one is.
-        official = is_official(source, url, sha256) and data.get("official", True) is True
-        return cls(source, url, sha256, int(data["size"]), counts, official)
+        record = RECORD.validate_python({"official": True, **data})
+        official = record.official and is_official(record.source, record.url, record.sha256)
+        return replace(record, official=official)
 
     @property
     def origin(self) -> str | None:
         """Where a copy that is not the official release came from (its public address); ``None`` for the
         official release."""
         return None if self.official else public_url(self.url)
+
+
+RECORD: Final = TypeAdapter(ReleaseRecord)
+"""Checks a release record read back (a file of ours, but in the user's cache directory)."""
 
 
 def is_pinned(source: str, url: str) -> bool:
@@ -158,7 +162,7 @@ def read_record() -> ReleaseRecord | None:
     """The installed release's record, ``None`` when there is none or it cannot be read."""
     try:
         return ReleaseRecord.from_json(json.loads(record_file().read_text(encoding="utf-8")))
-    except (OSError, ValueError, TypeError, KeyError):
+    except (OSError, ValueError):
         return None
 
 

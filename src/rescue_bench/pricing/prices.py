@@ -7,11 +7,13 @@ tokens, so prices sit below all of them.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.records import Json
@@ -92,6 +94,20 @@ def table_prices(model: str) -> Priced:
     return Priced(model, found, TABLE_SOURCE if found is not None else UNKNOWN_SOURCE)
 
 
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False, strict=True)]
+"""A price: a finite number >= 0. A negative or infinite price would keep ``--budget`` from ever stopping, and
+``"2.5"`` or ``true`` is a mistake, not a price."""
+
+
+class PriceEntry(BaseModel):
+    """One entry of a prices file: US dollars per million tokens (other keys, such as a note, are let be)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    input: Price
+    output: Price
+
+
 def load_prices(path: Path, model: str) -> Prices:
     """Prices of ``model`` from a JSON file: ``{"input": x, "output": y}`` or ``{"<provider/model>": {...}}``.
 
@@ -112,14 +128,14 @@ def load_prices(path: Path, model: str) -> Prices:
             raise ConfigError(
                 f"--prices: {path} has no entry for {model!r} (keys: {', '.join(map(str, data))})"
             )
-    given = entry if isinstance(entry, dict) else {}
-    price_in, price_out = _price(given.get("input")), _price(given.get("output"))
-    if price_in is None or price_out is None:
+    try:
+        given = PriceEntry.model_validate(entry)
+    except ValidationError:
         raise ConfigError(
             f"--prices: the entry for {model!r} in {path} needs numbers 'input' and 'output', "
             "finite and >= 0 (US dollars per million tokens)"
-        )
-    return Prices(price_in, price_out)
+        ) from None
+    return Prices(given.input, given.output)
 
 
 def has_entry(path: Path, model: str) -> bool:
@@ -132,18 +148,6 @@ def has_entry(path: Path, model: str) -> bool:
     return (
         isinstance(data, dict) and "input" not in data and (model in data or model.partition("/")[2] in data)
     )
-
-
-def _price(value: Json) -> float | None:
-    """A price, or ``None`` for anything but a finite number >= 0: a negative or infinite price would keep
-    ``--budget`` from ever stopping, and ``"2.5"`` or ``true`` is a mistake, not a price.
-
-    >>> _price(2), _price(-1.0), _price(float("inf")), _price("2.5"), _price(True)
-    (2.0, None, None, None, None)
-    """
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value) if math.isfinite(value) and value >= 0 else None
 
 
 def spent_so_far(requests: Iterable[RequestLine], prices: Prices) -> float:

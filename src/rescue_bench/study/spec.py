@@ -20,12 +20,13 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Self
 
 from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    ModelWrapValidatorHandler,
     StrictBool,
     ValidationError,
     field_validator,
@@ -84,10 +85,16 @@ class StudySpec(BaseModel):
         if "model" in data:
             raise ValueError("model: a study lists its models as [[models]] tables (or --model, repeated)")
         rest = {k: v for k, v in data.items() if k not in STUDY_KEYS}
-        models = data.get("models")
-        first = models[0] if isinstance(models, list | tuple) and models else PLACEHOLDER
         ours = {k: data[k] for k in STUDY_KEYS if k in data}
-        return {**ours, "base": {**rest, "model": first}}
+        # The base is checked with the placeholder model (the models are checked on their own); it gets the
+        # first of them once they are (:meth:`_first_model`).
+        return {**ours, "base": {**rest, "model": PLACEHOLDER}}
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _first_model(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        study = handler(data)
+        return study.model_copy(update={"base": study.base.model_copy(update={"model": study.models[0]})})
 
     @field_validator("models", mode="before")
     @classmethod
@@ -211,7 +218,6 @@ def validate_study(data: Mapping[str, Any], *, where: str = "") -> StudySpec:
     """A :class:`StudySpec` of a flat study table, or a one-line :class:`ConfigError` naming the key (and
     the file), in :func:`rescue_bench.spec.validate_spec`'s words."""
     rest = {k: v for k, v in data.items() if k not in STUDY_KEYS and k != "model"}
-    models = data.get("models")
     if "model" not in data:
         # The run spec's own check first, so that its errors name the key as in a run spec file (the models'
         # errors come next, as models.<i>.<key>).
@@ -224,7 +230,8 @@ def validate_study(data: Mapping[str, Any], *, where: str = "") -> StudySpec:
         loc = loc[1:] if loc[:1] == ("base",) else loc
         message = "unknown key" if error["type"] == "extra_forbidden" else str(error["msg"])
         message = message.removeprefix("Value error, ")
-        if models is None or (isinstance(models, list | tuple) and not models):
+        # ``models`` is checked first: absent or empty, it is the first error (a bad model comes before).
+        if error["loc"] == ("models",) and error["type"] in ("missing", "too_short"):
             loc, message = ("models",), "a study needs at least one [[models]] table (or --model)"
         raise ConfigError(": ".join(p for p in (where, ".".join(loc), message) if p)) from None
     model_slugs(study.models)
