@@ -114,7 +114,7 @@ def test_er_and_vp_instances_share_one_batch(scorer: BertScorer) -> None:
     assert out["e1"] == pytest.approx(1.0, abs=1e-6)
     assert out["e2"] == 0.0
     # Bo: best of the two predictions is the identical one (1.0); Cy: the best of the same two, whatever
-    # their target (no 0 for a missed target, tasks/vp.py says why)
+    # their target (no 0 for a missed target, tasks/vp_scoring.py says why)
     cy = scorer.f1(
         [
             ("he never listens to me", "she is always late"),

@@ -13,7 +13,7 @@ import pytest
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation, Provider
 from rescue_bench.models.baselines import make_baseline
-from rescue_bench.records import Instance, Json, Prediction, Request
+from rescue_bench.records import Instance, Json, Prediction, Request, Shown
 from rescue_bench.tasks.er import EMOTION_PHRASES
 
 PEOPLE = ("Nadia", "Tom", "Therapist")
@@ -44,7 +44,7 @@ def inst(
         n,
         gold,
         candidates,
-        None,
+        Shown("dialogue", 3, speaker=speaker, participants=PEOPLE),  # what the baselines' VP rules read
         meta,
     )
 

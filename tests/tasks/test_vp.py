@@ -8,7 +8,7 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.records import Instance, Prediction, Shown
-from rescue_bench.tasks import vp
+from rescue_bench.tasks import vp, vp_scoring
 from rescue_bench.tasks.base import TaskConfig
 from rescue_bench.tasks.context import shown_rows
 
@@ -133,32 +133,9 @@ def test_the_targets_offered_are_the_people_unless_the_group_is_asked_for(demo_s
         # The reference asks about "another on-screen person": no group label as a target by default.
         assert f'"{group}"' not in system and f'"{group}"' not in text, sample.sample_id
         assert all(group not in inst.candidates for inst in vp.build(sample, CFG))
-        with_group = TaskConfig(options={"vp": vp.Options(group_target=True)})
+        with_group = TaskConfig(options={"vp": vp_scoring.Options(group_target=True)})
         system, _, schema = _user_and_system(sample, with_group)
         assert f'"{group}"' in system and f'"{group}"' in json.dumps(schema)
-
-
-def test_the_vp_judge_request_is_lenient_about_near_synonyms() -> None:
-    from rescue_bench.judge.rubric import JudgeItem, render
-
-    gold = [{"source": "Ana", "target": "Ben", "viewpoint": "he never listens", "attitude": "negative"}]
-    request = render(
-        [JudgeItem("s::vp::1", "vp", gold, [{"source": "Ana", "target": "Ben", "viewpoint": "x"}])]
-    )
-    system = request.messages[0]["content"]
-    assert isinstance(system, str)
-    assert "Be lenient about paraphrases and near-synonyms." in system
-
-
-def test_the_vp_readings_are_recorded_and_named() -> None:
-    default = vp.recorded_options({"task_options": {"vp": {"checkpoints_per_sample": 5}}})
-    assert default == vp.Options() and vp.reading_label(default) is None
-    chosen = vp.recorded_options(
-        {"task_options": {"vp": {"bert": "precision-aware", "judge_scale": "integer"}}}
-    )
-    rules = vp.scoring_rules(chosen)
-    assert "greedy one-to-one matching" in rules["bertscore_f1"] and "rounded" in rules["llm"]
-    assert vp.scoring_rules(default) == dict(vp.JUDGE.rules)
 
 
 def test_no_gold_view_of_the_real_samples_targets_the_group(real_samples: list[Sample]) -> None:

@@ -13,7 +13,7 @@ What is compared is the task's rule (``INFO.judge.bertscore_pairs``):
 
 * ER: the predicted emotion description against the gold one (one pair per instance).
 * VP: each gold viewpoint against every predicted viewpoint (the best F1 among them, whatever their target);
-  the instance scores the mean over its gold viewpoints (``tasks/vp.py`` says why); with ``--vp-bert
+  the instance scores the mean over its gold viewpoints (``tasks/vp_scoring.py`` says why); with ``--vp-bert
   precision-aware``, the F1 over a greedy one-to-one matching instead (:func:`greedy_f1`).
 * An invalid prediction, or an empty text on either side, scores 0.
 """

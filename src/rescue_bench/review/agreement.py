@@ -27,13 +27,14 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import combinations
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 import numpy as np
+from pydantic import BaseModel, BeforeValidator, ConfigDict, ValidationError
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from rescue_bench.data.schema import parse_intensity
+from rescue_bench.data.schema import Emotion, Strategy, Viewpoint
 from rescue_bench.review.db import Review, RowRecord, Segment, User
 from rescue_bench.review.forms import relation_keys
 from rescue_bench.taxonomy import GROUP_LABELS, THERAPIST
@@ -45,63 +46,114 @@ UnitValues = dict[tuple[Any, ...], Value]
 """unit -> value, for one rater."""
 
 
+Entry = TypeVar("Entry", bound=BaseModel)
+
+
+def _label(value: Any) -> str | None:
+    return value.strip() if isinstance(value, str) and value.strip() else None
+
+
+def _texts(value: Any) -> tuple[str, ...]:
+    return tuple(t for t in value if isinstance(t, str)) if isinstance(value, list) else ()
+
+
+def _well_formed(model: type[Entry]) -> Callable[[Any], tuple[Entry, ...]]:
+    def entries(value: Any) -> tuple[Entry, ...]:
+        out = []
+        for item in value if isinstance(value, list) else []:
+            try:
+                out.append(model.model_validate(item))
+            except ValidationError:
+                continue
+        return tuple(out)
+
+    return entries
+
+
+Label = Annotated[str | None, BeforeValidator(_label)]
+
+
+class RatedRow(BaseModel):
+    """One rater's annotation of one row, as agreement reads it: the release's fields and entries
+    (:mod:`rescue_bench.data.schema`), read once from the stored review.
+
+    A review may hold a partial annotation, and agreement counts what is there: a list field that is not a
+    list reads as empty, an entry the release schema refuses is left out, a target that is not text is left
+    out, and a label that is not text (or is blank) reads as none (stripped otherwise).
+    """
+
+    model_config = ConfigDict(frozen=True)  # the row's other fields are not compared
+
+    utterance_type: Label = None
+    relation_cycle_state: Label = None
+    relation_pattern: Label = None
+    target: Annotated[tuple[str, ...], BeforeValidator(_texts)] = ()
+    internal_emotion: Annotated[tuple[Emotion, ...], BeforeValidator(_well_formed(Emotion))] = ()
+    support_strategy: Annotated[tuple[Strategy, ...], BeforeValidator(_well_formed(Strategy))] = ()
+    viewpoints_attitudes: Annotated[tuple[Viewpoint, ...], BeforeValidator(_well_formed(Viewpoint))] = ()
+
+    @property
+    def relation(self) -> str | None:
+        """The relation label, from the field the row keeps it in (as the editor,
+        :func:`~rescue_bench.review.forms.relation_keys`)."""
+        key = relation_keys(self.model_fields_set)[0]
+        return self.relation_pattern if key == "relation_pattern" else self.relation_cycle_state
+
+
 @dataclass(frozen=True, slots=True)
 class Dimension:
     name: str
     level: Level
     rule: str
-    values: Callable[[dict[str, Any], list[str]], UnitValues]
-    """(row data, candidates) -> this rater's value per unit (the row is added to the unit key)."""
+    values: Callable[[RatedRow, list[str]], UnitValues]
+    """(rater's annotation, candidates) -> this rater's value per unit (the row is added to the unit key)."""
     fill: Value | None = None
     """The value of a rater who reviewed the row but gave nothing for a unit another rater gave (``None``:
     missing)."""
 
 
-def _first_by(items: Any, key: str, value: Callable[[dict[str, Any]], Value | None]) -> UnitValues:
+def _first_by(
+    entries: Iterable[Entry], key: Callable[[Entry], str | None], value: Callable[[Entry], Value | None]
+) -> UnitValues:
+    """Per ``key`` (an entry's person), the value of its first entry that has one."""
     out: UnitValues = {}
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict) and isinstance(item.get(key), str) and (item[key],) not in out:
-            found = value(item)
+    for entry in entries:
+        name = key(entry)
+        if name is not None and (name,) not in out:
+            found = value(entry)
             if found is not None:
-                out[(item[key],)] = found
+                out[(name,)] = found
     return out
 
 
-def _intensity(data: dict[str, Any], _c: list[str]) -> UnitValues:
-    return _first_by(data.get("internal_emotion"), "person", lambda e: parse_intensity(e.get("intensity")))
+def _intensity(rated: RatedRow, _c: list[str]) -> UnitValues:
+    return _first_by(rated.internal_emotion, lambda e: e.person, lambda e: e.intensity_value)
 
 
-def _emotion(data: dict[str, Any], candidates: list[str]) -> UnitValues:
-    given = data.get("internal_emotion")
-    named = {e.get("person") for e in given if isinstance(e, dict)} if isinstance(given, list) else set()
+def _emotion(rated: RatedRow, candidates: list[str]) -> UnitValues:
+    named = {e.person for e in rated.internal_emotion}
     return {(c,): int(c in named) for c in candidates}
 
 
-def _label(key: Callable[[dict[str, Any]], str]) -> Callable[[dict[str, Any], list[str]], UnitValues]:
-    def values(data: dict[str, Any], _c: list[str]) -> UnitValues:
-        value = data.get(key(data))
-        return {(): value.strip()} if isinstance(value, str) and value.strip() else {}
+def _label_of(label: Callable[[RatedRow], str | None]) -> Callable[[RatedRow, list[str]], UnitValues]:
+    def values(rated: RatedRow, _c: list[str]) -> UnitValues:
+        value = label(rated)
+        return {(): value} if value is not None else {}
 
     return values
 
 
-def _strategy(data: dict[str, Any], _c: list[str]) -> UnitValues:
-    return _first_by(data.get("support_strategy"), "provider", lambda s: s.get("strategy_type") or None)
+def _strategy(rated: RatedRow, _c: list[str]) -> UnitValues:
+    return _first_by(rated.support_strategy, lambda s: s.provider, lambda s: s.strategy_type or None)
 
 
-def _targets(data: dict[str, Any], candidates: list[str]) -> UnitValues:
-    given = data.get("target")
-    named = {t for t in given if isinstance(t, str)} if isinstance(given, list) else set()
+def _targets(rated: RatedRow, candidates: list[str]) -> UnitValues:
+    named = set(rated.target)
     return {(c,): int(c in named) for c in candidates}
 
 
-def _viewpoints(data: dict[str, Any], candidates: list[str]) -> UnitValues:
-    given = data.get("viewpoints_attitudes")
-    pairs = {
-        (v.get("source"), v.get("target"))
-        for v in (given if isinstance(given, list) else [])
-        if isinstance(v, dict)
-    }
+def _viewpoints(rated: RatedRow, candidates: list[str]) -> UnitValues:
+    pairs = {(v.source, v.target) for v in rated.viewpoints_attitudes}
     return {(s, t): int((s, t) in pairs) for s in candidates for t in candidates if s != t}
 
 
@@ -111,14 +163,14 @@ DIMENSIONS: tuple[Dimension, ...] = (
         "utterance_type",
         "nominal",
         "row; rows where a rater gave one",
-        _label(lambda _d: "utterance_type"),
+        _label_of(lambda r: r.utterance_type),
         NONE,
     ),
     Dimension(
         "relation_pattern",
         "nominal",
         "row; rows where a rater gave one",
-        _label(lambda d: relation_keys(d)[0]),
+        _label_of(lambda r: r.relation),
         NONE,
     ),
     Dimension(
@@ -173,8 +225,9 @@ class DimensionAgreement:
         }
 
 
-def reviews_by_row(session: Session) -> dict[int, tuple[list[str], dict[str, dict[str, Any]]]]:
-    """row id -> (candidates, rater name -> values), for rows of active segments with two or more reviews."""
+def reviews_by_row(session: Session) -> dict[int, tuple[list[str], dict[str, RatedRow]]]:
+    """row id -> (candidates, rater name -> annotation), for rows of active segments with two or more
+    reviews."""
     several = (
         select(Review.row_id).where(Review.active.is_(True)).group_by(Review.row_id).having(func.count() >= 2)
     )
@@ -186,21 +239,21 @@ def reviews_by_row(session: Session) -> dict[int, tuple[list[str], dict[str, dic
         .where(Review.active.is_(True), Segment.discarded.is_(False), Review.row_id.in_(several))
         .order_by(Review.row_id)
     )
-    out: dict[int, tuple[list[str], dict[str, dict[str, Any]]]] = {}
+    out: dict[int, tuple[list[str], dict[str, RatedRow]]] = {}
     for row_id, data, name, participants, scenario in session.execute(stmt):
         group = GROUP_LABELS.get(scenario, "Couple")
         entry = out.setdefault(row_id, ([*participants, THERAPIST, group], {}))
-        entry[1][name] = data
+        entry[1][name] = RatedRow.model_validate(data)
     return out
 
 
 def unit_table(
-    dimension: Dimension, rows: dict[int, tuple[list[str], dict[str, dict[str, Any]]]]
+    dimension: Dimension, rows: dict[int, tuple[list[str], dict[str, RatedRow]]]
 ) -> dict[str, dict[tuple[Any, ...], Value]]:
     """rater -> unit -> value for one dimension (units are ``(row id, *key)``)."""
     table: dict[str, dict[tuple[Any, ...], Value]] = defaultdict(dict)
     for row_id, (candidates, by_rater) in rows.items():
-        given = {rater: dimension.values(data, candidates) for rater, data in by_rater.items()}
+        given = {rater: dimension.values(rated, candidates) for rater, rated in by_rater.items()}
         keys = {key for values in given.values() for key in values}
         for rater, values in given.items():
             for key in keys:

@@ -10,7 +10,7 @@ save without changes changes nothing.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +126,7 @@ class FormState:
     relation: Relation = field(default_factory=Relation)
 
 
-def relation_keys(row: Mapping[str, Any]) -> tuple[str, str, str]:
+def relation_keys(row: Container[str]) -> tuple[str, str, str]:
     """The row's relation-pattern fields: ``relation_cycle_*`` unless only ``relation_pattern`` is present.
 
     >>> relation_keys({"relation_pattern": "attack_attack"})

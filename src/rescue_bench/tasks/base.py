@@ -164,7 +164,7 @@ class TurnFacts:
 JudgeView = Callable[[Json, Json, TurnFacts], dict[str, Json]]
 """What the judge sees of one checkpoint, from (gold, prediction value, turn facts); key order is prompt
 text."""
-DerivedRule = Callable[[Mapping[str, object], Json, Json, bool], dict[str, float | None]]
+DerivedRule = Callable[[Mapping[str, float | None], Json, Json, bool], dict[str, float | None]]
 """Scores computed from the merged judge scores and (gold, prediction, valid), such as ER's ``s_er``."""
 TextPairs = tuple[tuple[tuple[str, str], ...], ...]
 """BERTScore's (candidate, reference) pairs of one instance, one group per gold item."""

@@ -17,7 +17,7 @@ import random
 from collections.abc import Mapping, Sequence
 from typing import Any, Final, Self
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, StrictFloat, StrictInt, ValidationError
 
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.metrics import relational_gold as relational
@@ -295,11 +295,21 @@ def judge_view(gold: Json, prediction: Json, turn: TurnFacts) -> dict[str, Json]
     }
 
 
-def _intensity(scores: Mapping[str, object], gold: Json, prediction: Json, valid: bool) -> float:
+class EmotionScores(BaseModel):
+    """The merged scores of an ER instance that ``s_er`` is derived from: ``s_int`` as scored at run time
+    (absent from a line scored without it) and the judges' mean ``s_emo`` (``None`` while unscored). The
+    other merged scores (``bertscore_f1``) are not read here."""
+
+    model_config = ConfigDict(extra="ignore", frozen=True)
+
+    s_int: StrictFloat | None = None
+    s_emo: StrictFloat | None = None
+
+
+def _intensity(scores: EmotionScores, gold: Json, prediction: Json, valid: bool) -> float:
     """``s_int`` as scored at run time, else recomputed from gold and prediction (the floor, 1, without)."""
-    given = scores.get("s_int")
-    if isinstance(given, int | float):
-        return float(given)
+    if scores.s_int is not None:
+        return scores.s_int
     answer = EmotionAnswer.of(prediction) if valid else None
     gold_record = EmotionAnswer.of(gold)
     if gold_record is None or gold_record.intensity is None or answer is None or answer.intensity is None:
@@ -308,16 +318,16 @@ def _intensity(scores: Mapping[str, object], gold: Json, prediction: Json, valid
 
 
 def derived_scores(
-    scores: Mapping[str, object], gold: Json, prediction: Json, valid: bool
+    scores: Mapping[str, float | None], gold: Json, prediction: Json, valid: bool
 ) -> dict[str, float | None]:
     """``s_er = (s_emo + s_int) / 2``, ``None`` while ``s_emo`` is unscored.
 
     >>> derived_scores({"s_emo": 4.0}, {"intensity": 5}, {"intensity": 3}, True)
     {'s_er': 3.5}
     """
-    s_int = _intensity(scores, gold, prediction, valid)
-    s_emo = scores.get("s_emo")
-    return {"s_er": emotion_score(float(s_emo), s_int) if isinstance(s_emo, int | float) else None}
+    read = EmotionScores.model_validate(scores)
+    s_int = _intensity(read, gold, prediction, valid)
+    return {"s_er": emotion_score(read.s_emo, s_int) if read.s_emo is not None else None}
 
 
 def bertscore_pairs(gold: Json, prediction: Json, valid: bool) -> TextPairs:

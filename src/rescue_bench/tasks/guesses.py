@@ -13,6 +13,7 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from typing import Final, TypeVar
 
 from rescue_bench.records import Instance, Prediction
+from rescue_bench.tasks.prompts import shown
 
 TOP_K: Final = 3
 """Answers of a ranking task."""
@@ -70,14 +71,13 @@ def rank_by_frequency(candidates: Sequence[str], counts: Counter[str]) -> list[s
 
 
 def speaker_of(inst: Instance) -> str:
-    """The speaker of the instance's row, as the task recorded it in ``meta``."""
-    speaker = inst.meta.get("speaker")
-    return speaker if isinstance(speaker, str) else ""
+    """The speaker of the instance's row, as its prompt shows them (renamed under ``name-swap``)."""
+    return shown(inst).speaker or ""
 
 
 def other_participants(inst: Instance) -> list[str]:
-    """People the speaker can hold a viewpoint about: the participants minus the speaker and group names."""
-    raw = inst.meta.get("participants") or inst.candidates
-    names = [p for p in raw if isinstance(p, str)] if isinstance(raw, list | tuple) else []
+    """People the speaker can hold a viewpoint about, as the prompt shows them: the participants (else the
+    candidates) minus the speaker and group names."""
+    names = shown(inst).participants or inst.candidates
     speaker = speaker_of(inst)
     return [p for p in dict.fromkeys(names) if p and p != speaker and p not in _NON_TARGETS]
