@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, Literal
 
-from pydantic import ConfigDict
+from pydantic import BaseModel, ConfigDict, TypeAdapter
 
 Json = Any
 """A JSON-serialisable value (dict, list, str, int, float, bool or None)."""
@@ -135,6 +136,44 @@ class Instance:
             "candidates": list(self.candidates),
             "meta": self.meta,
         }
+
+
+class ContentPart(BaseModel):
+    """One part of a message's content list: a text part (``{"type": "text", "text": ...}``) or a media part
+    (``image_url``, ``video_url``...). Only its type and text are read; the part is sent as written."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: str
+    text: str | None = None
+
+
+_PARTS: TypeAdapter[list[ContentPart]] = TypeAdapter(list[ContentPart])
+
+
+class ChatMessage(BaseModel):
+    """One chat message of a request: its role and its content (a string, or a list of content parts)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    role: str
+    content: Json = None
+
+    def parts(self) -> list[ContentPart] | None:
+        """The content's parts, typed, when it is a list (``None`` otherwise); ``ValueError`` naming the part
+        for one that is not an object with a string ``type`` (and a string ``text``, if any).
+
+        >>> chat_message({"role": "user", "content": [{"type": "text", "text": "Hi"}]}).parts()
+        [ContentPart(type='text', text='Hi')]
+        >>> chat_message({"role": "user", "content": "Hi"}).parts() is None
+        True
+        """
+        return _PARTS.validate_python(self.content) if isinstance(self.content, list) else None
+
+
+def chat_message(message: Mapping[str, Json]) -> ChatMessage:
+    """A request's message, typed (``ValueError`` for one without a role or with unknown keys)."""
+    return ChatMessage.model_validate(message)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -40,6 +41,16 @@ def test_the_exact_schema_lists_the_asked_checkpoints_and_keeps_every_score_rang
     assert graded["items"]["properties"]["notes"] == {"type": "string", "enum": [""]}  # forced, not written
     assert request.response_schema == schema("er")  # the rubric's own schema is untouched
     assert exact_schema(request).messages == request.messages
+
+
+def test_the_exact_schema_refuses_a_request_the_rubric_did_not_render() -> None:
+    request = render(ER_ITEMS)
+    graded: Any = request.response_schema["properties"]["graded"]  # type: ignore[index,call-overload]
+    # a graded list of objects with ids, but without the rubric's scores: not a judge request
+    scoreless = {"properties": {"graded": {**graded, "items": {"properties": {"id": {"type": "string"}}}}}}
+    for other in (replace(request, response_schema=scoreless), replace(request, task="er")):
+        with pytest.raises(ValueError, match="not a judge request"):
+            exact_schema(other)
 
 
 def test_only_in_process_judges_get_the_exact_schema() -> None:

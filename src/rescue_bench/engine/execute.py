@@ -21,7 +21,7 @@ from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
 from rescue_bench.engine.masking import mask_messages
 from rescue_bench.errors import BenchError, ModerationRefusal
 from rescue_bench.models.base import Generation, Provider, check_settings
-from rescue_bench.records import Reply, Request, Usage
+from rescue_bench.records import Reply, Request, Usage, chat_message
 from rescue_bench.rundir.cache import CacheKeys, ResponseCache
 from rescue_bench.spec.settings import EngineSpec
 
@@ -230,7 +230,7 @@ def repeat_params(params: Generation, repeat: int) -> Generation:
 
 def _rough_tokens(request: Request) -> int:
     """Prompt characters / 4 plus the completion limit: what a request can weigh against a TPM limit."""
-    chars = sum(len(str(m.get("content", ""))) for m in request.messages)
+    chars = sum(len(str(chat_message(m).content or "")) for m in request.messages)
     return chars // 4 + request.max_tokens
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rescue_bench.records import Json
+from rescue_bench.records import ContentPart, Json, chat_message
 
 SENSITIVE_WORD_PATTERNS: tuple[str, ...] = (
     r"fuck(ing|ed|ers?)?",
@@ -59,24 +59,26 @@ def mask_messages(messages: tuple[dict[str, Json], ...]) -> tuple[tuple[dict[str
     total = 0
     out: list[dict[str, Json]] = []
     for message in messages:
-        content = message.get("content")
+        typed = chat_message(message)
+        content, parts = typed.content, typed.parts()
         if isinstance(content, str):
             content, n = mask_text(content)
             total += n
-        elif isinstance(content, list):
-            content, n = _mask_parts(content)
+        elif parts is not None:
+            content, n = _mask_parts(content, parts)
             total += n
         out.append({**message, "content": content})
     return tuple(out), total
 
 
-def _mask_parts(parts: list[Any]) -> tuple[list[Any], int]:
+def _mask_parts(written: list[Any], parts: list[ContentPart]) -> tuple[list[Any], int]:
+    """The parts as written, with the text of each text part masked."""
     total = 0
     masked: list[Any] = []
-    for part in parts:
-        if isinstance(part, dict) and isinstance(part.get("text"), str):
-            text, n = mask_text(part["text"])
+    for raw, part in zip(written, parts, strict=True):
+        if part.text is not None:
+            text, n = mask_text(part.text)
             total += n
-            part = {**part, "text": text}
-        masked.append(part)
+            raw = {**raw, "text": text}
+        masked.append(raw)
     return masked, total

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rescue_bench.judge import rubric
 from rescue_bench.judge.runner import Complete
 from rescue_bench.models.base import Provider
-from rescue_bench.records import Json, Reply, Request
+from rescue_bench.records import Reply, Request
 
 
 def exact_schema(request: Request) -> Request:
@@ -33,22 +34,8 @@ def exact_schema(request: Request) -> Request:
     >>> graded["items"]["properties"]["id"], graded["minItems"], graded["maxItems"]
     ({'type': 'string', 'enum': ['c1', 'c2']}, 2, 2)
     """
-    schema = dict(request.response_schema)
-    properties = schema.get("properties")
-    graded = properties.get("graded") if isinstance(properties, dict) else None
-    items = graded.get("items") if isinstance(graded, dict) else None
-    fields = items.get("properties") if isinstance(items, dict) else None
-    if not (isinstance(properties, dict) and isinstance(graded, dict) and isinstance(items, dict)):
-        raise ValueError(f"{request.task}: not a judge schema (no 'graded' list of objects)")
-    if not isinstance(fields, dict) or "id" not in fields:
-        raise ValueError(f"{request.task}: the judge schema's entries have no 'id'")
-    ids: list[Json] = list(request.opaque_ids)
-    fields = {**fields, "id": {"type": "string", "enum": ids}}
-    if "notes" in fields:
-        fields["notes"] = {"type": "string", "enum": [""]}
-    graded = {**graded, "items": {**items, "properties": fields}, "minItems": len(ids), "maxItems": len(ids)}
-    schema["properties"] = {**properties, "graded": graded}
-    return replace(request, response_schema=schema)
+    task = rubric.judged_task(request)
+    return replace(request, response_schema=rubric.schema(task, request.opaque_ids))
 
 
 def judge_complete(provider: Provider, complete: Complete) -> Complete:

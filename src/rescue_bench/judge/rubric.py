@@ -48,20 +48,44 @@ def judge_rubric(task: str) -> JudgeRubric:
 
 
 @functools.cache
-def schema(task: str) -> dict[str, Json]:
-    """The JSON schema of a judge reply for ``task``: one entry per checkpoint with each score's range."""
-    props: dict[str, Json] = {"id": {"type": "string"}}
+def schema(task: str, exact: tuple[str, ...] = ()) -> dict[str, Json]:
+    """The JSON schema of a judge reply for ``task``: one entry per checkpoint with each score's range.
+
+    With ``exact`` ids (an in-process judge, :mod:`rescue_bench.judge.local`), ``graded`` holds exactly one
+    entry per id, in order, and ``notes`` may only be empty.
+
+    >>> graded = schema("er", ("c1", "c2"))["properties"]["graded"]
+    >>> graded["items"]["properties"]["id"], graded["minItems"], graded["maxItems"]
+    ({'type': 'string', 'enum': ['c1', 'c2']}, 2, 2)
+    """
+    props: dict[str, Json] = {"id": {"type": "string", "enum": list(exact)} if exact else {"type": "string"}}
     for score in judge_rubric(task).fields:
         props[score.reply_key] = {"type": "integer", "enum": list(range(score.low, score.high + 1))}
     props["verdict"] = {"type": "string", "enum": list(VERDICT_LABELS)}
-    props["notes"] = {"type": "string"}
+    props["notes"] = {"type": "string", "enum": [""]} if exact else {"type": "string"}
     item = {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+    graded: dict[str, Json] = {"type": "array", "items": item}
+    if exact:
+        graded.update(minItems=len(exact), maxItems=len(exact))
     return {
         "type": "object",
-        "properties": {"graded": {"type": "array", "items": item}},
+        "properties": {"graded": graded},
         "required": ["graded"],
         "additionalProperties": False,
     }
+
+
+def judged_task(request: Request) -> str:
+    """The task whose checkpoints a judge request made by :func:`render` grades (``ValueError`` for any other
+    request).
+
+    >>> judged_task(render([JudgeItem("s::vp::2", "vp", {"p": 1}, {"p": 2})]))
+    'vp'
+    """
+    task = request.task.removesuffix("_judge")
+    if task == request.task or task not in JUDGE_TASKS or request.response_schema != schema(task):
+        raise ValueError(f"{request.task}: not a judge request (its schema is not a judge rubric's)")
+    return task
 
 
 def prompt_hash(task: str) -> str:

@@ -31,6 +31,7 @@ from typing import Any, Final
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from rescue_bench.models import llama_adapter
 from rescue_bench.models.base import ResponseFormat
@@ -49,6 +50,38 @@ map sends each of these bytes to the character of the same code point."""
 _TOKEN_DATA = np.dtype([("id", np.intc), ("logit", np.single), ("p", np.single)], align=True)
 
 
+class _Node(BaseModel):
+    """The keywords of one JSON-schema node that :func:`tighten` reads, with the types JSON Schema gives them.
+
+    The node itself stays the dict it is, with every keyword kept as written; this is how the rules read it.
+    A node whose keywords have other types (``"minimum": "0"``) is not one these rules can prove anything
+    about, and is left as written."""
+
+    model_config = ConfigDict(frozen=True, strict=True)  # no "0" read as 0; other keywords are not read
+
+    type: str | list[str] | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    maxLength: int | None = None
+    minItems: int | None = None
+    maxItems: int | None = None
+    enum: list[Json] | None = None
+    items: _Node | bool | list[Json] | None = None
+    properties: dict[str, _Node | bool] | None = None
+    """Subschemas; ``true`` and ``false`` are schemas too."""
+
+    @property
+    def types(self) -> set[str | None]:
+        return set(self.type) if isinstance(self.type, list) else {self.type}
+
+    def item_ids(self) -> list[Json]:
+        """The ``id`` enum of this array's objects (``[]`` when they have none)."""
+        match self.items:
+            case _Node(properties={"id": _Node(enum=[*ids])}):
+                return ids
+        return []
+
+
 def tighten(schema: Json, max_string_length: int | None = None) -> Json:
     """A stricter copy of a JSON schema for the grammar; every value it admits is valid under the original.
 
@@ -56,6 +89,9 @@ def tighten(schema: Json, max_string_length: int | None = None) -> Json:
     * free-text strings get ``maxLength`` at most ``max_string_length`` (the local model's budget);
     * an array of exactly as many objects as its items' ``id`` enum has values becomes a tuple with one id per
       position, in order, so a batch reply can neither repeat nor skip an item.
+
+    The schema is any request's (a task's answer, a judge's verdict, an annotation draft, a caller's own), so
+    every node is walked, whatever its keywords.
 
     >>> tighten({"properties": {"n": {"type": "integer", "minimum": 0, "maximum": 3}}})
     {'properties': {'n': {'enum': [0, 1, 2, 3]}}}
@@ -66,41 +102,45 @@ def tighten(schema: Json, max_string_length: int | None = None) -> Json:
     >>> item = {"type": "object", "properties": {"id": {"enum": ["c1", "c2"]}}}
     >>> [i["properties"]["id"] for i in tighten({"items": item, "minItems": 2, "maxItems": 2})["items"]]
     [{'const': 'c1'}, {'const': 'c2'}]
+    >>> tighten({"type": "integer", "minimum": "0", "maximum": 3})
+    {'type': 'integer', 'minimum': '0', 'maximum': 3}
+    >>> tighten({"items": {"properties": {"id": {"enum": ["c1"]}, "x": True}}, "minItems": 1, "maxItems": 1})
+    {'items': [{'properties': {'id': {'const': 'c1'}, 'x': True}}]}
     """
     if isinstance(schema, list):
         return [tighten(item, max_string_length) for item in schema]
     if not isinstance(schema, dict):
         return schema
     out = {key: tighten(value, max_string_length) for key, value in schema.items()}
-    kinds = out.get("type")
-    types = set(kinds) if isinstance(kinds, list) else {kinds}
+    try:
+        node = _Node.model_validate(out)
+    except ValidationError:
+        return out
+    types = node.types
     if "integer" in types and types <= {"integer", "null"}:
-        return _integer_enum(out, types)
+        return _integer_enum(out, node)
     if types == {"string"} and not {"enum", "const", "pattern", "format"} & out.keys() and max_string_length:
-        return {**out, "maxLength": min(int(out.get("maxLength") or max_string_length), max_string_length)}
-    return _ordered_ids(out)
+        return {**out, "maxLength": min(node.maxLength or max_string_length, max_string_length)}
+    return _ordered_ids(out, node)
 
 
-def _integer_enum(node: dict[str, Json], types: set[Json]) -> dict[str, Json]:
-    low, high = node.get("minimum"), node.get("maximum")
-    if "enum" in node or not (isinstance(low, int) and isinstance(high, int)):
-        return node
+def _integer_enum(out: dict[str, Json], node: _Node) -> dict[str, Json]:
+    low, high = node.minimum, node.maximum
+    if "enum" in out or not (isinstance(low, int) and isinstance(high, int)):
+        return out
     if not 0 <= high - low < MAX_INTEGER_ENUM:
-        return node
-    rest = {k: v for k, v in node.items() if k not in ("type", "minimum", "maximum")}
-    return {**rest, "enum": [*range(low, high + 1), *([None] if "null" in types else [])]}
+        return out
+    rest = {k: v for k, v in out.items() if k not in ("type", "minimum", "maximum")}
+    return {**rest, "enum": [*range(low, high + 1), *([None] if "null" in node.types else [])]}
 
 
-def _ordered_ids(node: dict[str, Json]) -> dict[str, Json]:
-    items = node.get("items")
-    props = items.get("properties") if isinstance(items, dict) else None
-    ids = props.get("id", {}).get("enum") if isinstance(props, dict) else None
-    if not isinstance(items, dict) or not isinstance(props, dict) or not isinstance(ids, list) or not ids:
-        return node
-    if node.get("minItems") != len(ids) or node.get("maxItems") != len(ids):
-        return node
+def _ordered_ids(out: dict[str, Json], node: _Node) -> dict[str, Json]:
+    ids = node.item_ids()
+    items = out["items"] if ids and node.minItems == node.maxItems == len(ids) else None
+    if not isinstance(items, dict) or not isinstance(props := items["properties"], dict):
+        return out
     tuple_items = [{**items, "properties": {**props, "id": {"const": value}}} for value in ids]
-    return {**{k: v for k, v in node.items() if k not in ("minItems", "maxItems")}, "items": tuple_items}
+    return {**{k: v for k, v in out.items() if k not in ("minItems", "maxItems")}, "items": tuple_items}
 
 
 def grammar_for(

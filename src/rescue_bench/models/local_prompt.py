@@ -19,10 +19,9 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
-from rescue_bench.records import Json
-from rescue_bench.tasks.context import chat_message
+from rescue_bench.records import ChatMessage, Json, chat_message
 
 PLAIN_FORMAT: Final = "plain-v1"
 CHAT_FORMAT: Final = "chat-template-v1"
@@ -49,23 +48,29 @@ def render_prompt(messages: Sequence[dict[str, Json]]) -> str:
     parts = []
     for message in messages:
         typed = chat_message(message)
-        text = _text_of(typed.content)
+        text = _text_of(typed)
         parts.append(f"{ANSWER_CUE}\n{text}" if typed.role == "assistant" else text)
     return "\n\n".join([*parts, ANSWER_CUE]) + "\n"
 
 
-def _text_of(content: Json) -> str:
-    if isinstance(content, str):
-        return content.strip()
+def _text_of(message: ChatMessage) -> str:
+    if isinstance(message.content, str):
+        return message.content.strip()
+    parts = message.parts()
+    if parts is None:
+        _refuse(type(message.content).__name__)
     texts = []
-    for part in content if isinstance(content, list) else [content]:
-        if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-            kind = part.get("type") if isinstance(part, dict) else type(part).__name__
-            raise ValueError(
-                f"the local model reads text only; the request has a {kind!r} part (use --mode dialogue)"
-            )
-        texts.append(part["text"].strip())
+    for part in parts:
+        if part.type != "text" or part.text is None:
+            _refuse(part.type)
+        texts.append(part.text.strip())
     return "\n".join(texts)
+
+
+def _refuse(kind: str) -> NoReturn:
+    raise ValueError(
+        f"the local model reads text only; the request has a {kind!r} part (use --mode dialogue)"
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +125,7 @@ class ChatTemplate:
         shown: list[Any] = []  # llama-cpp-python's message TypedDicts
         for index, message in enumerate(messages):
             typed = chat_message(message)
-            texts.append(_text_of(typed.content))
+            texts.append(_text_of(typed))
             shown.append({"role": typed.role, "content": f"\x00{index}\x00"})
         formatter = Jinja2ChatFormatter(self.template, self.eos_token, self.bos_token)
         pieces = _PLACEHOLDER.split(formatter(messages=shown).prompt)

@@ -63,6 +63,9 @@ class CompletionChoice(Open, Generic[MessageT]):
 class ChatCompletion(Open, Generic[UsageT]):
     choices: Annotated[list[Json], Field(min_length=1)]
     usage: UsageT | None = None
+    model: Json = None
+    """The model that answered, as the server names it (read as sent: :func:`_name` keeps only a string)."""
+    system_fingerprint: Json = None
 
 
 # --- read strictly (Batch API results) -------------------------------------------------------------------
@@ -113,9 +116,7 @@ def parse_reply(data: Any, latency: float) -> Reply:
     if choice.finish_reason == "content_filter" and not choice.message.content:
         raise ModerationRefusal("finish_reason content_filter")
     reply = choice_reply(choice, parse_usage(body.usage), latency)
-    return replace(
-        reply, model=_name(data.get("model")), system_fingerprint=_name(data.get("system_fingerprint"))
-    )
+    return replace(reply, model=_name(body.model), system_fingerprint=_name(body.system_fingerprint))
 
 
 def _name(value: Json) -> str | None:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from rescue_bench.records import Request
+from rescue_bench.records import Request, chat_message
 
 __all__ = ["TokenCounter", "chars_counter", "make_counter"]
 _O200K_PREFIXES = ("gpt-4o", "gpt-4.1", "gpt-4.5", "gpt-5", "o1", "o3", "o4", "chatgpt-4o")
@@ -32,9 +32,9 @@ class TokenCounter:
         """Prompt tokens of a request: message texts plus chat framing."""
         total = 3
         for message in request.messages:
-            content = message.get("content")
-            if isinstance(content, list):
-                content = "\n".join(str(p.get("text", "")) for p in content if isinstance(p, dict))
+            typed = chat_message(message)
+            parts = typed.parts()
+            content = typed.content if parts is None else "\n".join(part.text or "" for part in parts)
             total += _MESSAGE_OVERHEAD + self.count(str(content or ""))
         return total
 

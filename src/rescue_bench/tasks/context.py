@@ -25,14 +25,14 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Hashable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from pydantic import BaseModel, ConfigDict
-
 from rescue_bench.data.schema import Cue, Row, Sample
-from rescue_bench.records import Json, Mode, RowRecord, Shown
+from rescue_bench.records import ChatMessage as ChatMessage  # re-exported for the readers of prompts
+from rescue_bench.records import Mode, RowRecord, Shown
+from rescue_bench.records import chat_message as chat_message
 from rescue_bench.tasks.base import RenderedRows, RowCache
 
 T = TypeVar("T")
@@ -211,20 +211,6 @@ def shown_context(context: Shown | None) -> ShownRows:
 def shown_rows(context: Shown | None) -> tuple[int, ...]:
     """Row indices an instance shows, in display order (earlier rows, then the current row)."""
     return shown_context(context).indices
-
-
-class ChatMessage(BaseModel):
-    """One chat message of a request: its role and its content (a string, or a list of content parts)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    role: str
-    content: Json = None
-
-
-def chat_message(message: Mapping[str, Json]) -> ChatMessage:
-    """A request's message, typed (``ValueError`` for one without a role or with unknown keys)."""
-    return ChatMessage.model_validate(message)
 
 
 def _spread(n: int, limit: int) -> list[int]:
