@@ -205,7 +205,7 @@ class ResultsFile:
         return Route(pending.model, pending.plans, None, engine=IN_HAND)
 
 
-IN_HAND: Final = EngineOptions(concurrency=64, max_retries=0, use_cache=False)
+IN_HAND: Final = EngineOptions(concurrency=64, adaptive=False, max_retries=0, use_cache=False)
 """How the engine asks replies already in hand (a results file)."""
 
 

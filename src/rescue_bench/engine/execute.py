@@ -15,7 +15,7 @@ import asyncio
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
+from typing import Final, Protocol
 
 from rescue_bench.engine.limits import Limiter, RetryPolicy, call_with_retries
 from rescue_bench.engine.masking import mask_messages
@@ -25,22 +25,32 @@ from rescue_bench.records import Reply, Request, Usage, chat_message
 from rescue_bench.rundir.cache import CacheKeys, ResponseCache
 from rescue_bench.spec.settings import EngineSpec
 
+_SPEC: Final = EngineSpec()
+"""The run spec's engine defaults, which are this record's: one place for each setting's default."""
+
 
 @dataclass(frozen=True, slots=True)
 class EngineOptions:
-    """Operational settings: they change how fast and how robustly a run goes, never what it asks."""
+    """Operational settings: they change how fast and how robustly a run goes, never what it asks.
 
-    concurrency: int = 16
-    adaptive: bool = False
-    """Adapt the in-flight window to the endpoint, ``concurrency`` its ceiling (a run's default)."""
-    timeout: float | None = None
+    The defaults are the run spec's (``EngineOptions() == EngineOptions.of(EngineSpec())``).
+
+    >>> EngineOptions() == EngineOptions.of(EngineSpec())
+    True
+    """
+
+    concurrency: int = _SPEC.concurrency
+    adaptive: bool = not _SPEC.fixed_concurrency
+    """Adapt the in-flight window to the endpoint, ``concurrency`` its ceiling; ``False``: keep
+    ``concurrency`` requests in flight."""
+    timeout: float | None = _SPEC.timeout
     """The provider's request timeout, when known: an adapted window shrinks before replies reach it."""
-    rpm: float | None = None
-    tpm: float | None = None
-    max_retries: int = 5
+    rpm: float | None = _SPEC.rpm
+    tpm: float | None = _SPEC.tpm
+    max_retries: int = _SPEC.max_retries
     retry_base: float = 1.0
     retry_cap: float = 60.0
-    use_cache: bool = True
+    use_cache: bool = _SPEC.cache
     jitter_seed: int | None = None
 
     @classmethod
