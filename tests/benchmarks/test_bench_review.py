@@ -40,11 +40,13 @@ def test_bench_review_times_every_figure_of_a_tiny_store(tmp_path: Path) -> None
     single, triple = found["one annotator"], found["three annotators"]
     assert single["segments"] == triple["segments"] == 6
     assert single["rows"] == triple["rows"] > 6 and triple["reviews"] == 3 * triple["rows"]
-    assert single["loaded"].startswith(f"loaded 6 segment(s), {single['rows']} row(s)")
+    assert single["load"]["said"].startswith(f"loaded 6 segment(s), {single['rows']} row(s)")
     for name in (*PAGES, "saving a row", "export"):
         assert 0 < single[name]["median_ms"] <= single[name]["max_ms"], name
+        assert single[name]["cpu_median_ms"] > 0, name
     for name in (*PAGES, "agreement page", "export"):
         assert 0 < triple[name]["median_ms"] <= triple[name]["max_ms"], name
+        assert triple[name]["cpu_median_ms"] > 0, name
 
     # every row reviewed: the whole store is exported; with three annotators, the segments one of them
     # changed (the first and the sixth) are held back
@@ -55,3 +57,4 @@ def test_bench_review_times_every_figure_of_a_tiny_store(tmp_path: Path) -> None
     assert all(f"imported {triple['rows']} row(s) of 6 sample(s)" in i["said"] for i in imports)
     assert all(f"({triple['rows']} new or changed)" in i["said"] for i in imports[:3])
     assert "(0 new or changed)" in imports[3]["said"]
+    assert all(i["s"] > 0 and i["cpu_s"] > 0 for i in [*imports, single["load"]])
