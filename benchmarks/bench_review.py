@@ -3,7 +3,7 @@ by three (figures, not gates).
 
 Usage: ``python benchmarks/bench_review.py [--samples 191] [--repeats 10] [--slow-repeats 3] [--json FILE]``.
 
-Setup: ``rescue-bench data synth --samples N`` (fictional data at the paper's scale: 191 segments, 7,067
+Setup: ``rescue-bench data synth --samples N`` (fictional data at the release's size: 191 segments, 7,079
 rows), in SQLite databases in a temporary directory. Users are added with ``review add-user`` (argon2 with its
 default parameters) and sign in through the login form; the pages are driven in process with FastAPI's
 TestClient (real ASGI requests with the session cookie and CSRF token, no network). Commands run in process
@@ -182,6 +182,17 @@ class Store:
             rows = list(session.scalars(select(RowRecord.id).order_by(RowRecord.id)))
         return segments, rows
 
+    def reviews(self) -> int:
+        """The active reviews in the store."""
+        from sqlalchemy import func, select
+
+        from rescue_bench.review.db import Review
+
+        with self.app.state.review.sessions() as session:
+            return int(
+                session.scalar(select(func.count()).select_from(Review).where(Review.active.is_(True))) or 0
+            )
+
     def get(self, user: str, url: str) -> Any:
         response = self.clients[user].get(url)
         if response.status_code != 200:
@@ -282,7 +293,7 @@ def three_annotators(
         found: dict[str, Any] = {
             "segments": len(segments),
             "rows": len(rows),
-            "reviews": 3 * len(rows),
+            "reviews": store.reviews(),
             "imports": imports,
             "dashboard": store.timed("ann", ["/"] * repeats),
             "segment page": store.timed("ann", [f"/segments/{pk}" for pk in _spread(segments, repeats)]),
