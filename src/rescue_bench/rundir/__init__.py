@@ -36,7 +36,6 @@ from rescue_bench.rundir.lines import (
     PredictionLine,
     RequestLine,
     line_key,
-    record_key,
 )
 from rescue_bench.rundir.manifest import (
     PROTOCOL,
@@ -121,7 +120,6 @@ __all__ = [
     "read_judgments",
     "read_predictions",
     "read_requests",
-    "record_key",
     "run_lock",
     "study_members",
     "study_runs",
