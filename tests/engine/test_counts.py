@@ -51,7 +51,10 @@ def test_a_tally_counts_each_kind_of_request_once() -> None:
 
 def test_a_tally_holds_the_counts_and_ranks_the_answers_by_format_and_model() -> None:
     formats = ["json_object", "json_schema", "json_schema", "json_object", "text"]
-    lines = [line(response_format=f, reply={"text": "{}", "model": m}) for f, m in zip(formats, "abbcc")]
+    lines = [
+        line(response_format=f, reply={"text": "{}", "model": m})
+        for f, m in zip(formats, "abbcc", strict=True)
+    ]
     tally = tally_requests([*lines, line(error="HTTP 500", response_format="text")])["echo"]
     assert tally.counts.requests == 6 and tally.counts.failures == 1
     # Ranked by count, ties in the order first seen (as run.json has always listed them).

@@ -93,6 +93,20 @@ def test_compaction_writes_each_latest_record_as_it_is(tmp_path: Path) -> None:
     assert written == b"".join(encoded(r) for r in [latest["c"].to_json(), kept_b, newer.to_json(), earlier])
 
 
+def test_an_appended_record_that_is_not_a_prediction_line_is_refused_before_it_is_written(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path / "run")
+    store.open()
+    good = {"instance_id": "a", "task": "itp", "valid": True}
+    with pytest.raises(RunDirError, match=r"predictions\.jsonl \(appending\): field 'vaild'"):
+        store.append_predictions([good, {"instance_id": "b", "task": "itp", "vaild": True}])
+    [line] = store.append_predictions([good])
+    store.close()
+    assert line.valid and line.key == "a"
+    assert [r["instance_id"] for r in read_jsonl(store.predictions_file)] == ["a"]
+
+
 def test_predictions_without_manifest_are_refused(tmp_path: Path) -> None:
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "predictions.jsonl").write_text('{"instance_id": "a"}\n')

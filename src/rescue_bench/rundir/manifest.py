@@ -325,20 +325,28 @@ class Manifest(Line):
         >>> Manifest(model={"name": "baseline/random"}).candidate, Manifest().candidate
         ('baseline/random', None)
         """
-        model = self.model
+        model, identity = self.model, self.identity
         if isinstance(model, str):
             return model
         if not isinstance(model, dict):
             return self.facts.model
-        try:
-            identity = ModelIdentity.model_validate(model)
-        except ValidationError:
+        if identity is None:
             return None
         if identity.name is not None:
             return identity.name
         if identity.provider and identity.model:
             return f"{identity.provider}/{identity.model}"
         return None
+
+    @property
+    def identity(self) -> ModelIdentity | None:
+        """The provider's identity in ``model``; ``None`` for a plain name, no model, or another shape."""
+        if not isinstance(self.model, dict):
+            return None
+        try:
+            return ModelIdentity.model_validate(self.model)
+        except ValidationError:
+            return None
 
     @property
     def seed(self) -> int | None:
