@@ -44,8 +44,9 @@ from rescue_bench.rundir.files import (
     set_aside,
     write_failure,
 )
+from rescue_bench.rundir.judging import Judging
 from rescue_bench.rundir.lines import PredictionLine, RequestLine
-from rescue_bench.rundir.manifest import DatasetInfo, Judging, Manifest, judging_of
+from rescue_bench.rundir.manifest import DatasetInfo, Manifest, judging_of
 
 try:
     import fcntl
