@@ -47,6 +47,10 @@ def test_a_tally_counts_each_kind_of_request_once() -> None:
         "empty_after_reasoning": 1,
     }
     assert RequestTally().to_json()["requests"] == 0
+    # Every count is written, also when nothing was paid for (a fully cached re-run).
+    cached = tally_requests([line(cached=True)])["echo"].to_json()
+    assert cached["tokens"] == {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0}
+    assert list(cached) == list(RequestTally().to_json()) == list(tally_requests(lines)["echo"].to_json())
 
 
 def test_a_tally_holds_the_counts_and_ranks_the_answers_by_format_and_model() -> None:

@@ -27,7 +27,7 @@ NO_REQUESTS: Final = Counts(
     failures=0,
     refusals=0,
     masked=0,
-    tokens=TokenCounts(),
+    tokens=TokenCounts(prompt_tokens=0, completion_tokens=0, reasoning_tokens=0),  # written, even if 0
     truncated=0,
     empty_after_reasoning=0,
 )
