@@ -47,6 +47,23 @@ def test_a_tally_counts_each_kind_of_request_once() -> None:
         "empty_after_reasoning": 1,
     }
     assert RequestTally().to_json()["requests"] == 0
+    # Every count is written, also when nothing was paid for (a fully cached re-run).
+    cached = tally_requests([line(cached=True)])["echo"].to_json()
+    assert cached["tokens"] == {"prompt_tokens": 0, "completion_tokens": 0, "reasoning_tokens": 0}
+    assert list(cached) == list(RequestTally().to_json()) == list(tally_requests(lines)["echo"].to_json())
+
+
+def test_a_tally_holds_the_counts_and_ranks_the_answers_by_format_and_model() -> None:
+    formats = ["json_object", "json_schema", "json_schema", "json_object", "text"]
+    lines = [
+        line(response_format=f, reply={"text": "{}", "model": m})
+        for f, m in zip(formats, "abbcc", strict=True)
+    ]
+    tally = tally_requests([*lines, line(error="HTTP 500", response_format="text")])["echo"]
+    assert tally.counts.requests == 6 and tally.counts.failures == 1
+    # Ranked by count, ties in the order first seen (as run.json has always listed them).
+    assert list(tally.to_json()["response_formats"]) == ["json_object", "json_schema", "text"]
+    assert tally.to_json()["served_models"] == {"b": 2, "c": 2, "a": 1}
 
 
 def from_the_file(run: Path) -> dict[str, Any]:

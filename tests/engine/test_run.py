@@ -432,10 +432,10 @@ def test_every_run_writes_run_json_before_it_asks_and_records_after(
         events.append("run.json")
         write(self, manifest)
 
-    def append_predictions(self: RunStore, records: Any) -> None:
+    def append_predictions(self: RunStore, records: Any) -> Any:
         assert self.run_file.exists()
         events.append("record")
-        append(self, records)
+        return append(self, records)
 
     def asking(server: FakeOpenAIServer) -> Any:
         provider = provider_on(server)

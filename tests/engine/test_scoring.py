@@ -18,7 +18,7 @@ from rescue_bench.engine.execute import EngineOptions
 from rescue_bench.engine.plans import build_plans, select_samples
 from rescue_bench.engine.run import RunOptions, execute_run
 from rescue_bench.engine.scoring import aggregate_scores
-from rescue_bench.rundir import read_jsonl
+from rescue_bench.rundir import read_predictions
 from rescue_bench.spec import RunSpec
 
 
@@ -46,7 +46,6 @@ def test_each_task_is_aggregated_once_from_the_recorded_predictions(
     written = json.loads((tmp_path / "run" / "scores.json").read_text())
     samples = select_samples(load_samples("demo"), config)
     plans = build_plans(samples, config)
-    records = list(read_jsonl(tmp_path / "run" / "predictions.jsonl"))
-    again = aggregate_scores(plans, records, samples=samples)
+    again = aggregate_scores(plans, read_predictions(tmp_path / "run"), samples=samples)
     assert written == json.loads(json.dumps(again))
     assert set(written["_relational"]) == {"itp_pattern", "vp_targets", "_meta"}

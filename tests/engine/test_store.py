@@ -63,27 +63,48 @@ def test_compaction_keeps_the_latest_line_per_instance(tmp_path: Path) -> None:
         [{**line, "instance_id": "c", "valid": True}]
     )  # still appendable after compaction
     store.close()
-    assert [(r["instance_id"], r["valid"]) for r in records] == [("a", True), ("b", True)]
+    assert [(r.instance_id, r.valid) for r in records] == [("a", True), ("b", True)]
     lines = (tmp_path / "run" / "predictions.jsonl").read_text().splitlines()
     assert [json.loads(x)["instance_id"] for x in lines] == ["a", "b", "c"]
 
 
 def test_compaction_writes_each_latest_record_as_it_is(tmp_path: Path) -> None:
-    # Compaction reuses the bytes this session appended, but only for the very record it is given: a caller's
-    # newer view of an instance (or a line of an earlier session) is encoded anew.
+    # Compaction reuses the bytes a line was read or appended with, but only for the very line it is given:
+    # a caller's newer view of an instance is encoded anew.
+    def encoded(record: dict[str, object]) -> bytes:
+        return json.dumps(record, ensure_ascii=False, separators=(",", ":")).encode() + b"\n"
+
+    earlier = {"instance_id": "d", "task": "itp", "valid": True}
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "predictions.jsonl").write_bytes(encoded(earlier))
     store = RunStore(tmp_path / "run")
+    read = store.latest_predictions()
     store.open()
     first = {"instance_id": "a", "task": "itp", "valid": False, "prediction": "é"}
-    store.append_predictions([first, {"instance_id": "b", "task": "itp", "valid": True}])
-    newer = {**first, "valid": True}
-    latest = {"a": newer, "b": {"instance_id": "b", "task": "itp", "valid": True}, "c": {"instance_id": "c"}}
-    records = store.compact_predictions(["c", "b", "a"], latest)
+    appended = store.append_predictions([first, {"instance_id": "b", "task": "itp", "valid": True}])
+    newer = appended[0].model_copy(update={"valid": True})
+    latest = {"a": newer, "b": appended[1], "c": PredictionLine(instance_id="c", task="itp"), **read}
+    records = store.compact_predictions(["c", "b", "a", "d"], latest)
     store.close()
-    assert records == [latest["c"], latest["b"], newer]
+    assert records == [latest["c"], appended[1], newer, read["d"]]
     written = (tmp_path / "run" / "predictions.jsonl").read_bytes()
-    assert written == b"".join(
-        json.dumps(r, ensure_ascii=False, separators=(",", ":")).encode() + b"\n" for r in records
-    )
+    # Lines read or appended keep the keys they had; new ones carry every field of the line.
+    kept_b = {"instance_id": "b", "task": "itp", "valid": True}
+    assert written == b"".join(encoded(r) for r in [latest["c"].to_json(), kept_b, newer.to_json(), earlier])
+
+
+def test_an_appended_record_that_is_not_a_prediction_line_is_refused_before_it_is_written(
+    tmp_path: Path,
+) -> None:
+    store = RunStore(tmp_path / "run")
+    store.open()
+    good = {"instance_id": "a", "task": "itp", "valid": True}
+    with pytest.raises(RunDirError, match=r"predictions\.jsonl \(appending\): field 'vaild'"):
+        store.append_predictions([good, {"instance_id": "b", "task": "itp", "vaild": True}])
+    [line] = store.append_predictions([good])
+    store.close()
+    assert line.valid and line.key == "a"
+    assert [r["instance_id"] for r in read_jsonl(store.predictions_file)] == ["a"]
 
 
 def test_predictions_without_manifest_are_refused(tmp_path: Path) -> None:

@@ -67,7 +67,7 @@ def test_compaction_accounts_for_every_line(lines: list[bytes]) -> None:
     expected_rejects.sort()
 
     assert [json.loads(x) for x in kept] == [json.loads(latest[i]) for i in PLANNED if i in latest]
-    assert [r["instance_id"] for r in records] == [i for i in PLANNED if i in latest]
+    assert [r.instance_id for r in records] == [i for i in PLANNED if i in latest]
     assert [json.loads(x) for x in rejected if _record(x)] == [
         json.loads(raw) for _, raw in expected_rejects if _record(raw)
     ]

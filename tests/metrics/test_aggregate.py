@@ -329,12 +329,13 @@ def test_bad_records_raise_one_line_data_errors() -> None:
 
 def test_check_required_names_the_record_as_typed_records_does() -> None:
     good = [rec("itp", "c1", "couple", 0, "yes", "yes"), rec("rpp", "c1", "couple", 1, "a", "a")]
-    check_required(good)  # nothing missing
+    check_required(PredictionLine.from_json(r) for r in good)  # nothing missing
     bad = rec("rpp", "c1", "couple", 2, "a", "a")
     del bad["gold"]
-    # numbered within its task (the second rpp record), as aggregate_task numbers it
+    # A line read from a JSON object without the field: numbered within its task (the second rpp record), as
+    # aggregate_task numbers it.
     with pytest.raises(DataError, match=r"rpp prediction record 2 \(c1::rpp::2\): missing field 'gold'"):
-        check_required([*good, bad])
+        check_required(PredictionLine.from_json(r) for r in [*good, bad])
     with pytest.raises(DataError, match=r"rpp prediction record 2 \(c1::rpp::2\): missing field 'gold'"):
         aggregate_task("rpp", SPECS["rpp"], [good[1], bad])
 

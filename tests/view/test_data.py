@@ -16,7 +16,7 @@ from rescue_bench.cli.main import app as cli
 from rescue_bench.data.load import load_samples
 from rescue_bench.rundir import line_key
 from rescue_bench.view.app import create_app
-from rescue_bench.view.data import RunSource, ViewError, read_run, read_source
+from rescue_bench.view.data import RunSource, ViewError, read_run, read_source, run_status
 from rescue_bench.view.filters import BadQuery, Query, apply, neighbours, paginate, params, parse_query
 from rescue_bench.view.transcript import rebuild
 
@@ -195,3 +195,15 @@ def _run_on(out: Path, data: Path) -> Path:
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return out
+
+
+def test_a_run_status_is_read_through_the_manifest(tmp_path: Path) -> None:
+    run_file = tmp_path / "run.json"
+    assert run_status(tmp_path) is None  # no run.json yet
+    run_file.write_text(json.dumps({"format": 2, "status": "stopped"}))
+    assert run_status(tmp_path) == "stopped"
+    # A damaged run.json has no status to trust: the viewer's reader then names the field.
+    run_file.write_text(json.dumps({"format": 2, "status": "finished", "stauts": "x"}))
+    assert run_status(tmp_path) is None
+    run_file.write_text("[1]")
+    assert run_status(tmp_path) is None

@@ -18,6 +18,7 @@ from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Generation, Provider, ResponseFormat
 from rescue_bench.records import Instance, Json, Request
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.spec import RunSpec
 from rescue_bench.tasks.perturb import is_circular
 
@@ -160,7 +161,7 @@ class Work:
 
 
 def pending_work(
-    plans: Sequence[TaskPlan], done: Mapping[str, Mapping[str, Json]], retry_failed: bool
+    plans: Sequence[TaskPlan], done: Mapping[str, PredictionLine], retry_failed: bool
 ) -> list[Work]:
     """The batches still to ask, in run order: the rule of :class:`~rescue_bench.engine.runner.Runner`."""
     work = []
@@ -171,7 +172,7 @@ def pending_work(
                 for i in batch
                 if i.id not in done
                 or unanswered(done[i.id])  # no answer is unfinished work: asked again, as online
-                or (retry_failed and not done[i.id].get("valid"))
+                or (retry_failed and not done[i.id].valid)
             )
             if todo:
                 refresh = any(i.id in done for i in todo)

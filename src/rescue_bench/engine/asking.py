@@ -21,6 +21,7 @@ from rescue_bench.errors import ConfigError
 from rescue_bench.models.base import Provider, check_settings
 from rescue_bench.models.registry import get_model
 from rescue_bench.records import Json
+from rescue_bench.rundir import PredictionLine
 from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.spec import RunSpec
 
@@ -35,7 +36,7 @@ class Pending:
     root: Path
     """The run directory (an asker may keep its own record there)."""
     plans: Sequence[TaskPlan]
-    done: Mapping[str, Mapping[str, Json]]
+    done: Mapping[str, PredictionLine]
     """The run's latest prediction lines by line key: instances already answered."""
     model: Provider
     cache: ResponseCache | None

@@ -9,83 +9,87 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Final
 
 from rescue_bench.engine.plans import TaskPlan
 from rescue_bench.records import Json, ProblemKind
-from rescue_bench.rundir import Counts, PredictionLine, RequestLine
+from rescue_bench.rundir import Counts, PredictionLine, RequestLine, TokenCounts
 
 __all__ = ["RequestTally", "count_run", "tally_requests"]
 
 
+NO_REQUESTS: Final = Counts(
+    requests=0,
+    single_retries=0,
+    cache_hits=0,
+    retries=0,
+    failures=0,
+    refusals=0,
+    masked=0,
+    tokens=TokenCounts(prompt_tokens=0, completion_tokens=0, reasoning_tokens=0),  # written, even if 0
+    truncated=0,
+    empty_after_reasoning=0,
+)
+"""The request part of a task's counts before its first request line: each count written, as 0; the
+answers by response format and by served model only once an endpoint's reply said."""
+
+
 @dataclass(slots=True)
 class RequestTally:
-    """One task's request lines, added up."""
+    """One task's request lines, added up: the request part of its :class:`~rescue_bench.rundir.Counts`."""
 
-    requests: int = 0
-    single_retries: int = 0
-    cache_hits: int = 0
-    retries: int = 0
-    failures: int = 0
-    refusals: int = 0
-    masked: int = 0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    reasoning_tokens: int = 0
-    """Tokens of the requests that were paid for (not answered from the cache)."""
-    truncated: int = 0
-    empty_after_reasoning: int = 0
-    formats: Counter[str] = field(default_factory=Counter)
-    """Answered requests by the response format they were asked in."""
-    models: Counter[str] = field(default_factory=Counter)
-    """Answered requests by the model the endpoint said answered."""
+    counts: Counts = NO_REQUESTS
 
     def add(self, line: RequestLine) -> None:
-        self.requests += 1
-        self.single_retries += line.single
-        self.retries += max(0, line.attempts - 1)
-        self.refusals += line.refused
-        self.masked += line.masked
-        if line.cached:
-            self.cache_hits += 1
-        else:
-            self.prompt_tokens += line.usage.prompt_tokens
-            self.completion_tokens += line.usage.completion_tokens
-            self.reasoning_tokens += line.usage.reasoning_tokens
-        if line.error is not None:
-            self.failures += 1
-            return
-        if line.response_format:
-            self.formats[line.response_format] += 1
-        if line.reply.model:
-            self.models[line.reply.model] += 1
-        # Replies cut off at the output cap, and replies with no answer after their reasoning: their instances
-        # are parse failures (counted there); these say why, which a reasoning model's run needs to know.
-        self.truncated += line.reply.finish_reason == "length"
-        self.empty_after_reasoning += _empty_after_reasoning(line)
+        c, usage, answered = self.counts, line.usage, line.error is None
+        # Tokens of the requests that were paid for (not answered from the cache).
+        tokens = c.tokens
+        if not line.cached:
+            tokens = TokenCounts(
+                prompt_tokens=tokens.prompt_tokens + usage.prompt_tokens,
+                completion_tokens=tokens.completion_tokens + usage.completion_tokens,
+                reasoning_tokens=tokens.reasoning_tokens + usage.reasoning_tokens,
+            )
+        update: dict[str, object] = {
+            "requests": c.requests + 1,
+            "single_retries": c.single_retries + line.single,
+            "cache_hits": c.cache_hits + line.cached,
+            "retries": c.retries + max(0, line.attempts - 1),
+            "failures": c.failures + (not answered),
+            "refusals": c.refusals + line.refused,
+            "masked": c.masked + line.masked,
+            "tokens": tokens,
+            # Replies cut off at the output cap, and replies with no answer after their reasoning: their
+            # instances are parse failures (counted there); these say why, which a reasoning model's run
+            # needs to know.
+            "truncated": c.truncated + (answered and line.reply.finish_reason == "length"),
+            "empty_after_reasoning": c.empty_after_reasoning + (answered and _empty_after_reasoning(line)),
+        }
+        # Only when the endpoint's replies said (an OpenAI-compatible endpoint): how they were asked for, and
+        # which model answered; in the order first seen here, ranked by :meth:`to_json`.
+        if answered and line.response_format:
+            update["response_formats"] = _one_more(c.response_formats, line.response_format)
+        if answered and line.reply.model:
+            update["served_models"] = _one_more(c.served_models, line.reply.model)
+        self.counts = c.model_copy(update=update)
 
     def to_json(self) -> dict[str, Json]:
-        """The request part of a task's :class:`~rescue_bench.rundir.Counts`."""
-        return {
-            "requests": self.requests,
-            "single_retries": self.single_retries,
-            "cache_hits": self.cache_hits,
-            "retries": self.retries,
-            "failures": self.failures,
-            "refusals": self.refusals,
-            "masked": self.masked,
-            "tokens": {
-                "prompt_tokens": self.prompt_tokens,
-                "completion_tokens": self.completion_tokens,
-                "reasoning_tokens": self.reasoning_tokens,
-            },
-            "truncated": self.truncated,
-            "empty_after_reasoning": self.empty_after_reasoning,
-            # Only when the endpoint's replies said (an OpenAI-compatible endpoint): how they were asked for,
-            # and which model answered.
-            **({"response_formats": dict(self.formats.most_common())} if self.formats else {}),
-            **({"served_models": dict(self.models.most_common())} if self.models else {}),
+        """The request part of a task's :class:`~rescue_bench.rundir.Counts`, each answer count ranked by
+        size (ties in the order first seen)."""
+        ranked = {
+            name: dict(Counter(found).most_common())
+            for name, found in (
+                ("response_formats", self.counts.response_formats),
+                ("served_models", self.counts.served_models),
+            )
+            if found
         }
+        return self.counts.model_copy(update=ranked).to_json()
+
+
+def _one_more(counts: Mapping[str, int], key: str) -> dict[str, int]:
+    return {**counts, key: counts.get(key, 0) + 1}
 
 
 def tally_requests(lines: Iterable[RequestLine]) -> defaultdict[str, RequestTally]:

@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from rescue_bench.models.presets import SCHEMA_KEEPER, keeps_schema
-from rescue_bench.records import Json, ProblemKind
+from rescue_bench.records import ProblemKind
 from rescue_bench.rundir import Counts, PredictionLine
 from rescue_bench.rundir.counts import total
 from rescue_bench.rundir.status import RunStatus
@@ -50,20 +50,16 @@ _HINTS: Mapping[ProblemKind, str] = {
 }
 
 
-def unanswered(record: Mapping[str, Json] | PredictionLine) -> bool:
+def unanswered(record: PredictionLine) -> bool:
     """Whether a prediction line records an instance that got no answer (asked again by a re-run).
 
-    >>> unanswered({"valid": False, "problems": ["request_failed: HTTP 503"]})
-    True
-    >>> unanswered({"valid": False, "problems": ["parse_failure: empty"]}), unanswered({"valid": True})
-    (False, False)
+    >>> line = PredictionLine(instance_id="i", task="itp", problems=("request_failed: HTTP 503",))
+    >>> unanswered(line), unanswered(line.model_copy(update={"problems": ("parse_failure: empty",)}))
+    (True, False)
+    >>> unanswered(line.model_copy(update={"valid": True}))
+    False
     """
-    if isinstance(record, PredictionLine):
-        valid, problems = record.valid, list(record.problems)
-    else:
-        valid, given = bool(record.get("valid")), record.get("problems")
-        problems = [str(p) for p in given] if isinstance(given, list) else []
-    return not valid and bool(problems) and ProblemKind.of(problems[0]) is ProblemKind.REQUEST_FAILED
+    return not record.answered
 
 
 def reason_of(problem: str) -> str:

@@ -35,7 +35,7 @@ from rescue_bench.errors import ConfigError, ProviderError
 from rescue_bench.metrics.aggregate import check_required
 from rescue_bench.models.base import Provider
 from rescue_bench.records import Json
-from rescue_bench.rundir import Counts, Manifest, PredictionLine, RunStore
+from rescue_bench.rundir import Counts, Manifest, RunStore
 from rescue_bench.rundir.cache import ResponseCache
 from rescue_bench.rundir.manifest import finish_manifest
 from rescue_bench.rundir.status import RunStatus, is_final
@@ -220,9 +220,8 @@ def _finish(
 ) -> RunResult:
     clock = time.perf_counter()
     order = [key for plan in plans for key in plan.line_keys()]
-    records = store.compact_predictions(order, runner.done)
+    lines = store.compact_predictions(order, runner.done)
     store.close()
-    lines = [PredictionLine.from_json(r) for r in records]
     counts = count_run(plans, lines, runner.requests)
     complete = all(c.done == c.instances for c in counts.values())
     scores, ending = None, None
@@ -232,7 +231,7 @@ def _finish(
         ending = run_status(lines, planned, spec.degraded_share, step_down)
         status = ending.status
     if is_final(status):
-        check_required(records)  # the lines are typed once, here, for the counts and the scores
+        check_required(lines)  # the lines were typed as read or appended; a file line lacking a field fails
         scores = aggregate_scores(plans, lines, seed=spec.model.seed or 0, samples=samples)
         store.write_scores(scores)
     else:

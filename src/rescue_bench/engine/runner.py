@@ -10,7 +10,7 @@ paid for.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 
 from rescue_bench.engine.counts import tally_requests
 from rescue_bench.engine.ending import unanswered
@@ -22,7 +22,7 @@ from rescue_bench.engine.progress import Progress
 from rescue_bench.errors import ProviderError
 from rescue_bench.pricing import BudgetExceeded
 from rescue_bench.records import Instance, Json, Request
-from rescue_bench.rundir import RequestLine, RunStore, line_key, record_key
+from rescue_bench.rundir import PredictionLine, RequestLine, RunStore, line_key
 
 Work = tuple[TaskPlan, tuple[Instance, ...], bool, int]
 """A batch to ask: its plan, its instances, whether it re-asks failures (then the cache is not read), and
@@ -37,7 +37,7 @@ class Runner:
         store: RunStore,
         quiet: bool,
         retry_failed: bool,
-        done: dict[str, dict[str, Json]],
+        done: dict[str, PredictionLine],
         hook: Hook | None = None,
         requests: Iterable[RequestLine] = (),
     ) -> None:
@@ -47,6 +47,7 @@ class Runner:
         self.store = store
         self.retry_failed = retry_failed
         self.done = done
+        """The run's latest prediction line per line key: read when the session started, then appended."""
         self.requests = tally_requests(requests)
         """The run's request lines added up per task: those given (earlier sessions'), then this session's."""
         self.stop_reason: str | None = None
@@ -87,7 +88,7 @@ class Runner:
     def _needs(self, inst: Instance, repeat: int) -> bool:
         """Whether an instance is asked: never asked, no answer yet, or answered badly (--retry-failed)."""
         record = self.done.get(line_key(inst.id, repeat))
-        return record is None or unanswered(record) or (self.retry_failed and not record.get("valid"))
+        return record is None or unanswered(record) or (self.retry_failed and not record.valid)
 
     async def run(self, engine: Engine) -> None:
         """Ask every pending batch of the plans added.
@@ -180,25 +181,25 @@ class Runner:
         ]
         # Predictions first: a request line then always means "its instances are finished", so a kill between
         # the two appends can never make a resumed run send a recorded request again.
-        self.store.append_predictions(lines)
+        typed = self.store.append_predictions(lines)
         for item, is_single in outcomes:
             record = with_repeat(request_record(item, single=is_single), repeat)
             self.store.append_request(record)
             line = RequestLine.from_json(record)
             self.requests[line.task].add(line)
-        self._report(plan.name, lines, [o for o, _ in outcomes], engine)
+        self._report(plan.name, typed, [o for o, _ in outcomes], engine)
 
     def _report(
-        self, task: str, lines: Sequence[Mapping[str, Json]], outcomes: Sequence[Outcome], engine: Engine
+        self, task: str, lines: Sequence[PredictionLine], outcomes: Sequence[Outcome], engine: Engine
     ) -> None:
         for line in lines:
-            self.done[record_key(line)] = dict(line)
+            self.done[line.key] = line
         self.progress.update(
             task,
             done=len(lines),
             cache_hits=sum(o.reply.cached for o in outcomes),
             retries=sum(max(0, o.reply.attempts - 1) for o in outcomes),
-            failures=sum(not line["valid"] for line in lines),
+            failures=sum(not line.valid for line in lines),
             tokens=sum(o.reply.usage.total_tokens for o in outcomes if not o.reply.cached),
             window=(engine.limiter.current, engine.limiter.concurrency),
         )

@@ -8,7 +8,7 @@ from typing import Any
 
 from rescue_bench.data.schema import Sample
 from rescue_bench.engine.plans import TaskPlan
-from rescue_bench.metrics.aggregate import LineInput, aggregate_run, aggregate_task, typed_records
+from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, typed_records
 from rescue_bench.metrics.relational import analysis_plan, relational_analyses
 from rescue_bench.metrics.repeats import Verdict, aggregate_repeated_task, circular_scopes
 from rescue_bench.rundir import PredictionLine
@@ -20,7 +20,7 @@ N_RESAMPLES = 1000
 
 def aggregate_scores(
     plans: Sequence[TaskPlan],
-    records: Sequence[LineInput],
+    records: Sequence[PredictionLine],
     *,
     seed: int = 0,
     n_resamples: int = N_RESAMPLES,
@@ -31,20 +31,19 @@ def aggregate_scores(
 
     A task asked several times (``repeats``, CircularEval's rotations) gets the mean over repeats with a
     two-level CI (:mod:`rescue_bench.metrics.repeats`); CircularEval adds ``circular`` per scope.
-    ``records`` are typed lines or their JSON objects (typed and checked here, once).
+    ``records`` are the run's lines (checked here, once).
     """
-    by_task: dict[str, list[LineInput]] = {plan.name: [] for plan in plans}
+    by_task: dict[str, list[PredictionLine]] = {plan.name: [] for plan in plans}
     for record in records:
-        task = record.task if isinstance(record, PredictionLine) else record.get("task")
-        if isinstance(task, str) and task in by_task:
-            by_task[task].append(record)
+        if record.task in by_task:
+            by_task[record.task].append(record)
     scores: dict[str, Any] = {}
     typed: dict[str, list[PredictionLine]] = {}
     for plan in plans:
         if not by_task[plan.name]:
             continue
         spec = plan.task.INFO.metrics
-        # Typed and checked once here (one-line errors naming the record), then handed down as typed lines.
+        # Checked once here (one-line errors naming the record), then handed down.
         mine = typed[plan.name] = typed_records(plan.name, by_task[plan.name], spec)
         if plan.repeats > 1:
             scores[plan.name] = aggregate_repeated_task(

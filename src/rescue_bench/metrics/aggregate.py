@@ -191,25 +191,27 @@ def _typed(task: str, number: int, record: LineInput) -> PredictionLine:
     if isinstance(record, PredictionLine):
         return record
     line = as_line(record, f"{task} prediction record {number}")
-    _check_required(task, number, record, line.instance_id)
+    _check_required(task, number, line)
     return line
 
 
-def _check_required(task: str, number: int, record: Mapping[str, Json], instance_id: str) -> None:
-    missing = [name for name in REQUIRED_FIELDS if name not in record]
+def _check_required(task: str, number: int, line: PredictionLine) -> None:
+    """``line`` was read from a JSON object that gave every :data:`REQUIRED_FIELDS`."""
+    missing = [name for name in REQUIRED_FIELDS if name not in line.model_fields_set]
     if missing:
-        raise DataError(f"{task} prediction record {number} ({instance_id}): missing field {missing[0]!r}")
+        raise DataError(
+            f"{task} prediction record {number} ({line.instance_id}): missing field {missing[0]!r}"
+        )
 
 
-def check_required(records: Sequence[Mapping[str, Json]]) -> None:
-    """Raise the one-line :class:`DataError` of :func:`typed_records` for a JSON record that lacks one of the
-    :data:`REQUIRED_FIELDS`, numbered within its task as there; for callers that type the records
-    themselves."""
-    numbers: dict[Json, int] = {}
-    for record in records:
-        task = record.get("task")
-        numbers[task] = number = numbers.get(task, 0) + 1
-        _check_required(str(task), number, record, str(record.get("instance_id")))
+def check_required(lines: Iterable[PredictionLine]) -> None:
+    """Raise the one-line :class:`DataError` of :func:`typed_records` for a line read from a JSON object
+    that lacks one of the :data:`REQUIRED_FIELDS`, numbered within its task as there; for callers that type
+    the records themselves (:meth:`PredictionLine.from_json`)."""
+    numbers: dict[str, int] = {}
+    for line in lines:
+        numbers[line.task] = number = numbers.get(line.task, 0) + 1
+        _check_required(line.task, number, line)
 
 
 def check_records(task: str, records: Iterable[PredictionLine], spec: MetricSpec | None = None) -> None:

@@ -192,7 +192,8 @@ def served_part(run: RunData) -> str:
     '; served by gpt-4o-2024-08-06'
     """
     names = {k for c in run.manifest.counts.values() for k in c.served_models}
-    asked = run.manifest.model.get("model") if isinstance(run.manifest.model, dict) else run.manifest.model
+    model, identity = run.manifest.model, run.manifest.identity
+    asked = model if isinstance(model, str) else identity.model if identity is not None else None
     return f"; served by {', '.join(sorted(names))}" if names and names != {asked} else ""
 
 

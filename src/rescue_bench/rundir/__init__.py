@@ -31,24 +31,14 @@ from rescue_bench.rundir.files import (
     read_json_object,
     read_jsonl,
 )
+from rescue_bench.rundir.judging import BertScoreSetting, JudgeCounts, JudgeSession, Judging
 from rescue_bench.rundir.lines import (
     JudgmentLine,
     PredictionLine,
     RequestLine,
     line_key,
-    record_key,
 )
-from rescue_bench.rundir.manifest import (
-    PROTOCOL,
-    BertScoreSetting,
-    ConfigFacts,
-    JudgeCounts,
-    JudgeSession,
-    Judging,
-    Manifest,
-    Perturbed,
-    judging_of,
-)
+from rescue_bench.rundir.manifest import PROTOCOL, ConfigFacts, Manifest, Perturbed, judging_of
 from rescue_bench.rundir.read import (
     RunData,
     check_run_dir,
@@ -121,7 +111,6 @@ __all__ = [
     "read_judgments",
     "read_predictions",
     "read_requests",
-    "record_key",
     "run_lock",
     "study_members",
     "study_runs",

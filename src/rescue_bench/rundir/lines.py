@@ -94,10 +94,9 @@ class PredictionLine(Line):
         return value if isinstance(value, str) else None
 
     def to_json(self) -> dict[str, Json]:
-        record = _without_first_repeat(self.model_dump(mode="json"))
-        if record.get("reason") is None:
-            record.pop("reason", None)
-        return record
+        return self.model_dump(
+            mode="json", exclude=_left_out(repeat=self.repeat == 0, reason=self.reason is None)
+        )
 
     @property
     def kinds(self) -> tuple[ProblemKind, ...]:
@@ -119,8 +118,7 @@ class PredictionLine(Line):
 
     @property
     def speaker(self) -> str | None:
-        value = (self.meta or {}).get("speaker")
-        return value if isinstance(value, str) else None
+        return self.meta_text("speaker")
 
 
 class ReplyText(BaseModel):
@@ -157,7 +155,7 @@ class RequestLine(Line):
     """The repeat its instances were asked for; written only when > 0."""
 
     def to_json(self) -> dict[str, Json]:
-        return _without_first_repeat(self.model_dump(mode="json"))
+        return self.model_dump(mode="json", exclude=_left_out(repeat=self.repeat == 0))
 
 
 class JudgmentLine(Line):
@@ -183,10 +181,9 @@ class JudgmentLine(Line):
         return line_key(self.instance_id, self.repeat)
 
     def to_json(self) -> dict[str, Json]:
-        record = _without_first_repeat(self.model_dump(mode="json"))
-        if record.get("judge_repeat") == 0:
-            del record["judge_repeat"]
-        return record
+        return self.model_dump(
+            mode="json", exclude=_left_out(repeat=self.repeat == 0, judge_repeat=self.judge_repeat == 0)
+        )
 
     def raw_field(self, key: str) -> Json:
         """A key of ``raw`` (an object for verdicts and BERTScore lines), else ``None``."""
@@ -203,17 +200,15 @@ def line_key(instance_id: str, repeat: int = 0) -> str:
     return instance_id if repeat == 0 else f"{instance_id}#{repeat}"
 
 
-def record_key(record: Mapping[str, Json]) -> str:
-    """:func:`line_key` of a ``predictions.jsonl`` object (its ``repeat`` is absent for repeat 0)."""
-    repeat = record.get("repeat", 0)
-    return line_key(str(record["instance_id"]), repeat if isinstance(repeat, int) else 0)
+def _left_out(**when: bool) -> set[str]:
+    """The optional fields a line leaves out: ``repeat`` (and ``judge_repeat``) is written only when > 0, so
+    a run without repeats has the same bytes as before repeats existed; ``reason`` only when the answer gave
+    one.
 
-
-def _without_first_repeat(record: dict[str, Json]) -> dict[str, Json]:
-    """``repeat`` is written only when > 0: a run without repeats has the same bytes as before."""
-    if record.get("repeat") == 0:
-        del record["repeat"]
-    return record
+    >>> sorted(_left_out(repeat=True, reason=False))
+    ['repeat']
+    """
+    return {name for name, out in when.items() if out}
 
 
 L = TypeVar("L", bound=Line)

@@ -24,8 +24,9 @@ from rescue_bench.rundir.files import (
     numbered_jsonl,
     read_json_object,
 )
+from rescue_bench.rundir.judging import Judging
 from rescue_bench.rundir.lines import JudgmentLine, PredictionLine, RequestLine, typed_lines
-from rescue_bench.rundir.manifest import Judging, Manifest, judging_of
+from rescue_bench.rundir.manifest import Manifest, judging_of
 from rescue_bench.rundir.scores import Scores
 
 T = TypeVar("T")

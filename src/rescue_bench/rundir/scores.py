@@ -13,8 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.records import Json
+from rescue_bench.rundir.judging import BertScoreSetting
 from rescue_bench.rundir.lines import Line
-from rescue_bench.rundir.manifest import BertScoreSetting
 
 __all__ = ["RESERVED_KEYS", "CircularScore", "RepeatSpread", "ScoreEntry", "Scores", "ScoresMeta"]
 

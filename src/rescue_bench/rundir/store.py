@@ -44,8 +44,9 @@ from rescue_bench.rundir.files import (
     set_aside,
     write_failure,
 )
-from rescue_bench.rundir.lines import PredictionLine, RequestLine, record_key
-from rescue_bench.rundir.manifest import DatasetInfo, Judging, Manifest, judging_of
+from rescue_bench.rundir.judging import Judging
+from rescue_bench.rundir.lines import PredictionLine, RequestLine
+from rescue_bench.rundir.manifest import DatasetInfo, Manifest, judging_of
 
 try:
     import fcntl
@@ -88,9 +89,9 @@ class RunStore:
         self._predictions: JsonlAppender | None = None
         self._lock: IO[str] | None = None
         self._lines: dict[str, int] = {}
-        self._written: dict[str, tuple[Mapping[str, Json], bytes]] = {}
-        """This session's latest prediction line per key, with its bytes as appended (compaction reuses
-        them)."""
+        self._written: dict[str, tuple[PredictionLine, bytes]] = {}
+        """The latest prediction line per key that this store read or appended, with its bytes: compaction
+        writes a line it is given back as these bytes, so the file keeps the bytes it had."""
         self.rejected: list[RejectedLine] = []
         """Lines of ``predictions.jsonl`` seen by :meth:`latest_predictions` that the run cannot use (bad
         JSON, a bad field); compaction adds those naming an instance outside the plan, and sets all aside."""
@@ -182,11 +183,16 @@ class RunStore:
         assert self._requests is not None, "RunStore.open() first"
         self._requests.append([record])
 
-    def append_predictions(self, records: Sequence[Mapping[str, Json]]) -> None:
+    def append_predictions(self, records: Sequence[Mapping[str, Json]]) -> list[PredictionLine]:
+        """Append ``records`` as they are and return them typed (a record that is not a
+        :class:`PredictionLine` is a :class:`RunDirError` before anything is written)."""
         assert self._predictions is not None, "RunStore.open() first"
-        lines = self._predictions.append(records)
-        for record, line in zip(records, lines, strict=True):
-            self._written[record_key(record)] = (record, line)
+        typed = [
+            PredictionLine.from_json(record, f"{self.predictions_file} (appending)") for record in records
+        ]
+        for line, raw in zip(typed, self._predictions.append(records), strict=True):
+            self._written[line.key] = (line, raw)
+        return typed
 
     def write_manifest(self, manifest: Mapping[str, Json]) -> None:
         """Write ``run.json``; its URLs keep no user info or query (:func:`~rescue_bench.redaction.scrub`).
@@ -215,27 +221,29 @@ class RunStore:
         if judging != Judging():
             atomic_write_json(judging_file, judging.to_json())
 
-    def latest_predictions(self) -> dict[str, dict[str, Json]]:
-        """The latest line per instance id, each checked as a :class:`PredictionLine` first.
+    def latest_predictions(self) -> dict[str, PredictionLine]:
+        """The latest line per line key (:attr:`PredictionLine.key`), typed.
 
         A line that is not a prediction (bad JSON, a misspelt or mistyped field) is not fatal: it is kept in
         :attr:`rejected`, its instance counts as not done (asked again), and compaction sets the line aside.
         """
         path = self.predictions_file
-        latest: dict[str, dict[str, Json]] = {}
+        latest: dict[str, PredictionLine] = {}
         self.rejected, self._lines = [], {}
         for number, raw in raw_lines(path):
             record = line_problem(raw)
             try:
                 if isinstance(record, str):
                     raise RunDirError(f"{path}:{number}: {record}")
-                iid = PredictionLine.from_json(record, f"{path}:{number}").key
+                line = PredictionLine.from_json(record, f"{path}:{number}")
             except RunDirError as exc:
                 reason = str(exc).removeprefix(f"{path}:{number}: ")
                 self.rejected.append(RejectedLine(path, number, reason, raw))
                 continue
-            latest[iid] = record
-            self._lines[iid] = number
+            latest[line.key] = line
+            self._lines[line.key] = number
+            # Encoded as compaction has always rewritten an earlier line: the bytes this tool wrote it with.
+            self._written[line.key] = (line, jsonl_line(record))
         return latest
 
     def request_lines(self) -> list[RequestLine]:
@@ -257,24 +265,23 @@ class RunStore:
         return lines
 
     def compact_predictions(
-        self, order: Sequence[str], latest: Mapping[str, dict[str, Json]] | None = None
-    ) -> list[dict[str, Json]]:
+        self, order: Sequence[str], latest: Mapping[str, PredictionLine] | None = None
+    ) -> list[PredictionLine]:
         """Rewrite ``predictions.jsonl`` with one line per planned instance (the latest), in ``order``.
 
         ``order`` holds every instance id of the run's plan. A line naming another instance does not belong
         to this run: it is set aside in ``predictions.rejected.jsonl``, as are the lines
         :meth:`latest_predictions` could not read, each named (file and line) in a warning; nothing leaves the
         file unrecorded.
-        ``latest`` is the caller's up-to-date view of the file (latest line per id), which saves reading it
-        again.
+        ``latest`` is the caller's up-to-date view of the file (latest line per key), which saves reading it
+        again. A line this store read or appended is written back as the bytes it had; another is encoded
+        anew (:meth:`PredictionLine.to_json`).
         """
         latest = self.latest_predictions() if latest is None else latest
         ranked = {iid: i for i, iid in enumerate(order)}
         foreign = [iid for iid in latest if iid not in ranked]
         rejected = self.rejected + [self._foreign(iid, latest[iid]) for iid in foreign]
-        records = sorted(
-            (r for iid, r in latest.items() if iid in ranked), key=lambda r: ranked[record_key(r)]
-        )
+        records = sorted((r for iid, r in latest.items() if iid in ranked), key=lambda r: ranked[r.key])
         appender, self._predictions = self._predictions, None
         reopen = appender is not None
         if appender is not None:
@@ -287,13 +294,13 @@ class RunStore:
         self.rejected = []
         return records
 
-    def _line_of(self, record: Mapping[str, Json]) -> bytes:
-        """The record's JSONL line: as this session appended it when it is that record, else encoded anew."""
-        written = self._written.get(record_key(record))
-        return written[1] if written is not None and written[0] == record else jsonl_line(record)
+    def _line_of(self, line: PredictionLine) -> bytes:
+        """The line's JSONL bytes: as read or appended when it is that line, else encoded anew."""
+        written = self._written.get(line.key)
+        return written[1] if written is not None and written[0] == line else jsonl_line(line.to_json())
 
-    def _foreign(self, iid: str, record: Mapping[str, Json]) -> RejectedLine:
-        raw = jsonl_line(record)
+    def _foreign(self, iid: str, line: PredictionLine) -> RejectedLine:
+        raw = self._line_of(line)
         reason = f"instance {iid!r} is not in this run's plan"
         return RejectedLine(self.predictions_file, self._lines.get(iid, 0), reason, raw)
 

@@ -96,13 +96,10 @@ def video_record(spec: RunSpec) -> dict[str, Json] | None:
 def spec_from_manifest(manifest: Mapping[str, Json], tasks: Mapping[str, Task] | None = None) -> RunSpec:
     """The run spec recorded in ``run.json`` (:class:`ConfigError` for another format)."""
     check_format(manifest, "run.json")
-    return validate_spec(_object(manifest.get("spec"), "spec"), where="run.json: spec", tasks=tasks)
-
-
-def _object(value: Json, name: str) -> dict[str, Json]:
-    if not isinstance(value, dict):
-        raise ConfigError(f"run.json records no {name}; was it made by this version of rescue-bench?")
-    return value
+    spec = Manifest.from_json(manifest, "run.json").spec
+    if spec is None:
+        raise ConfigError("run.json records no spec; was it made by this version of rescue-bench?")
+    return validate_spec(spec, where="run.json: spec", tasks=tasks)
 
 
 def check_compatible(

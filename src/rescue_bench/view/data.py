@@ -8,7 +8,6 @@ going shows its new lines.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -35,7 +34,9 @@ from rescue_bench.rundir import (
     PredictionLine,
     RequestLine,
     RunData,
+    RunDirError,
     load_run,
+    read_json_object,
 )
 from rescue_bench.rundir.status import FINAL
 from rescue_bench.spec.record import dataset_hash, spec_from_manifest
@@ -243,10 +244,10 @@ class RunSource:
 def run_status(path: Path) -> str | None:
     """``run.json``'s status, read alone (``None`` when it cannot be read: the viewer then says why)."""
     try:
-        found = json.loads((path / RUN_FILE).read_text(encoding="utf-8")).get("status")
-    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        found = read_json_object(path / RUN_FILE)
+        return None if found is None else Manifest.from_json(found).status
+    except RunDirError:
         return None
-    return found if isinstance(found, str) else None
 
 
 def check_run_dir(path: Path) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, StrictUndefined
 from markupsafe import Markup, escape
 
+from rescue_bench.records import Usage
 from rescue_bench.report.measured import PAPER_SAMPLES, measured_heading, official_size
 from rescue_bench.report.tables import Cell
 from rescue_bench.tasks import tasks_of_kind
@@ -58,9 +59,10 @@ def fact(value: Any, key: str) -> str:
     if key == "latency" and isinstance(value, int | float) and not isinstance(value, bool):
         return f"{value:.2f} s" if value >= 1 else f"{value * 1000:.0f} ms"
     if key == "usage" and isinstance(value, dict):
-        parts = [f"{value.get(k, 0)} {k.split('_')[0]}" for k in ("prompt_tokens", "completion_tokens")]
-        if value.get("reasoning_tokens"):
-            parts.append(f"{value['reasoning_tokens']} reasoning")
+        usage = Usage(**value)  # a request line's usage, dumped (ReplyRecord.facts)
+        parts = [f"{usage.prompt_tokens} prompt", f"{usage.completion_tokens} completion"]
+        if usage.reasoning_tokens:
+            parts.append(f"{usage.reasoning_tokens} reasoning")
         return " + ".join(parts) + " tokens"
     if isinstance(value, bool):
         return "yes" if value else "no"
