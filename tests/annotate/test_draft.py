@@ -34,7 +34,9 @@ from rescue_bench.pricing import chars_counter
 from rescue_bench.workdir import read_draft
 
 Handler = Callable[[ChatRequest], "Script | str | dict[str, Any]"]
-FAST = EngineOptions(concurrency=4, max_retries=1, retry_base=0.01, retry_cap=0.02, jitter_seed=0)
+FAST = EngineOptions(
+    concurrency=4, adaptive=False, max_retries=1, retry_base=0.01, retry_cap=0.02, jitter_seed=0
+)
 
 
 def is_repair(request: ChatRequest) -> bool:

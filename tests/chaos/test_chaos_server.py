@@ -202,7 +202,9 @@ async def _ask_three(server: ChaosServer) -> list[Any]:
     provider = OpenAICompatProvider(
         "m", preset=get_preset("vllm"), base_url=server.base_url, api_key="sk-test", timeout=0.5
     )
-    options = EngineOptions(concurrency=4, retry_base=0.01, retry_cap=0.05, max_retries=4, use_cache=False)
+    options = EngineOptions(
+        concurrency=4, adaptive=False, retry_base=0.01, retry_cap=0.05, max_retries=4, use_cache=False
+    )
     engine = Engine(provider, Generation(), options)
     requests = [
         Request(

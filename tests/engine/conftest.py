@@ -79,6 +79,7 @@ def tiny_config(**changes: Any) -> RunSpec:
 def fast_options(**changes: Any) -> RunOptions:
     engine: dict[str, Any] = {
         "concurrency": 8,
+        "adaptive": False,  # a fixed window: these tests count attempts, not how the window adapts
         "retry_base": 0.01,
         "retry_cap": 0.05,
         "max_retries": 3,

@@ -29,7 +29,7 @@ def test_replies_come_back_in_order_with_failures_in_place(tmp_path: Path) -> No
         return server_error() if "broken" in req.text else f'{{"echo": "{req.text}"}}'
 
     texts = [f"item {i}" for i in range(20)] + ["broken one"]
-    options = EngineOptions(concurrency=4, max_retries=1, retry_base=0.01, retry_cap=0.02)
+    options = EngineOptions(concurrency=4, adaptive=False, max_retries=1, retry_base=0.01, retry_cap=0.02)
     with FakeOpenAIServer(handler, latency=0.02) as server, ResponseCache(tmp_path / "c.sqlite3") as cache:
         provider = provider_on(server)
         replies = asyncio.run(

@@ -128,7 +128,7 @@ def test_on_the_wire_the_model_gets_the_injection_only_as_transcript(tmp_path: P
             api_key="sk-test",
             timeout=10,
         )
-        options = RunOptions(engine=EngineOptions(concurrency=4, use_cache=False), quiet=True)
+        options = RunOptions(engine=EngineOptions(concurrency=4, adaptive=False, use_cache=False), quiet=True)
         result = asyncio.run(execute_run(CONFIG, tmp_path / "run", options, model=provider, samples=samples))
         bodies = [r.body for r in server.requests]
     assert result.status == "finished"
