@@ -81,7 +81,17 @@ def _run(example: Example) -> None:
         assert result.exit_code == 0, f"{shown} exited {result.exit_code}:\n{result.output}"
 
 
-@pytest.mark.parametrize("page", [p for p in PAGES if any(e.page == p for e in ALL)], ids=lambda p: p.name)
+STUDY_PAGES = frozenset({"robustness.md", "studies.md"})
+"""Pages whose examples run whole studies (seconds each): with the slow tests, out of `make test-fast`."""
+
+
+def _page(path: Path) -> object:
+    return pytest.param(path, marks=pytest.mark.slow) if path.name in STUDY_PAGES else path
+
+
+@pytest.mark.parametrize(
+    "page", [_page(p) for p in PAGES if any(e.page == p for e in ALL)], ids=lambda p: p.name
+)
 def test_the_pages_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # no example may reach the network unmarked

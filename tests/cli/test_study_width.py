@@ -81,6 +81,7 @@ def test_sweep_says_short_statuses_and_numbers_the_reasons(study: tuple[Path, di
     ]
 
 
+@pytest.mark.slow  # the whole report of ten runs, figures included
 def test_report_of_the_study_fits_100_columns(
     study: tuple[Path, dict[int, str]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
