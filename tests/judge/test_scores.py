@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from tests.engine.test_run_judge import grade, run_cli
 from tests.fakes.openai_server import FakeOpenAIServer
 
-from rescue_bench.judge.scores import rescaled
+from rescue_bench.judge.scores import judged_run_lines, rescaled
 from rescue_bench.metrics.generation import viewpoint_integer
-from rescue_bench.rundir import PredictionLine
+from rescue_bench.report.build import with_scores
+from rescue_bench.rundir import PredictionLine, load_run
 
 
 def test_the_integer_reading_rounds_each_instance_then_averages() -> None:
@@ -42,3 +44,9 @@ def test_the_vp_judge_scale_is_applied_recorded_and_named(tmp_path: Path, scale:
     assert entry["total_0_6"] == pytest.approx(5.0)
     rule = scores["_meta"]["scoring_rules"]["vp"]["llm"]
     assert ("rounded" in rule) == (scale == "integer")
+    # Every reader that folds the judgments in itself (viewer, exports, robustness, the report of an
+    # unfinished run) reads each instance's VP LLM as the run does.
+    run = load_run(out)
+    assert [line.scores["llm"] for line in judged_run_lines(run)] == [pytest.approx(llm)] * valid
+    again = with_scores(replace(run, score_record=None)).score_record
+    assert again is not None and again.entry("vp").metric("llm") == pytest.approx(llm)

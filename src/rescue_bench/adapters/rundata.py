@@ -14,8 +14,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.merge import fingerprint_of, judged_lines
+from rescue_bench.judge.merge import fingerprint_of
 from rescue_bench.judge.runner import rescore_run
+from rescue_bench.judge.scores import judged_run_lines
 from rescue_bench.report.build import with_scores
 from rescue_bench.report.measured import progress
 from rescue_bench.rundir import (
@@ -63,7 +64,7 @@ def read_run(path: Path) -> RunData:
 
 def judged(data: RunData) -> list[PredictionLine]:
     """The run's prediction lines with their judgments folded into ``scores`` (as in ``scores.json``)."""
-    return judged_lines(data.prediction_lines, data.judgment_lines)
+    return judged_run_lines(data)
 
 
 def completeness(data: RunData) -> dict[str, Any] | None:

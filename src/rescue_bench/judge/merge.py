@@ -201,13 +201,6 @@ def judge_repeat_lines(
     return out
 
 
-def judged_records(
-    predictions: Iterable[PredictionLine], judgments: Iterable[JudgmentLine]
-) -> list[dict[str, Json]]:
-    """:func:`judged_lines` as the file's JSON objects (for readers that still take dicts)."""
-    return [record.to_json() for record in judged_lines(predictions, judgments)]
-
-
 def judge_values(judgments: Iterable[JudgmentLine], task: str) -> dict[str, dict[str, float | None]]:
     """Per judge, per instance, the score compared across judges (ER ``s_emo``, VP ``total``); ``None`` for an
     unscored verdict.

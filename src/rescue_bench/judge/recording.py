@@ -12,8 +12,8 @@ from typing import Literal
 from rescue_bench.judge import rubric
 from rescue_bench.judge.asking import Judge
 from rescue_bench.judge.bertscore import BertScorer
-from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_agreement, judge_names, judged_records
-from rescue_bench.judge.scores import judged_scores
+from rescue_bench.judge.merge import BERTSCORE_JUDGE, judge_agreement, judge_names
+from rescue_bench.judge.scores import judged_run_lines, judged_scores, run_to_score
 from rescue_bench.metrics.relational import analysis_plan, refreshed
 from rescue_bench.records import Json
 from rescue_bench.rundir import (
@@ -23,7 +23,6 @@ from rescue_bench.rundir import (
     JudgeCounts,
     JudgeSession,
     Judging,
-    PredictionLine,
     atomic_write_json,
     load_judging,
     load_run,
@@ -45,7 +44,6 @@ def rescore_run(run_dir: Path, *, n_resamples: int = 1000, seed: int | None = No
 def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Json]:
     data = load_run(run_dir)
     judgments = data.judgment_lines
-    records = judged_records(data.prediction_lines, judgments)
     if seed is None:
         seed = data.manifest.seed or 0
     readings = {task: rubric.judge_rubric(task).read(data.manifest.config) for task in rubric.JUDGE_TASKS}
@@ -55,7 +53,7 @@ def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Jso
         data.scores,
         seed=seed,
         n_resamples=n_resamples,
-        to_score={task: found.to_score for task, found in readings.items() if found.to_score is not None},
+        to_score=run_to_score(data.manifest.config),
     )
     names = judge_names(judgments)
     meta = scores.setdefault("_meta", {})
@@ -67,7 +65,7 @@ def _rescore(run_dir: Path, n_resamples: int, seed: int | None) -> dict[str, Jso
     if len(names) > 1:
         meta["judge_agreement"] = judge_agreement(judgments)
     if data.score_record is not None and data.score_record.relational is not None:
-        lines = [PredictionLine.from_json(r) for r in records]
+        lines = judged_run_lines(data)
         plan = analysis_plan(task_infos())
         scores["_relational"] = refreshed(data.score_record.relational, lines, plan, seed=seed)
     atomic_write_json(Path(run_dir) / SCORES_FILE, scores)

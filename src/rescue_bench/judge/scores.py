@@ -19,7 +19,7 @@ from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, split_
 from rescue_bench.metrics.generation import score_value
 from rescue_bench.metrics.repeats import aggregate_repeated_task
 from rescue_bench.records import Json
-from rescue_bench.rundir import JudgmentLine, PredictionLine
+from rescue_bench.rundir import JudgmentLine, PredictionLine, RunData
 from rescue_bench.tasks import metric_specs
 
 
@@ -42,6 +42,30 @@ def rescaled(
             line = line.model_copy(update={"scores": {**line.scores, "llm": to_score[line.task](total)}})
         out.append(line)
     return out
+
+
+def run_to_score(config: Mapping[str, Json]) -> dict[str, Callable[[float], float]]:
+    """Task -> how its instances' ``llm`` is read from the judge total under a run's recorded config, for the
+    tasks whose reading is not their own ``derive`` (VP's ``--vp-judge-scale integer``).
+
+    >>> run_to_score({"task_options": {"vp": {"judge_scale": "integer"}}})["vp"](4.0)
+    4.0
+    >>> run_to_score({})
+    {}
+
+    Raises:
+        DataError: a recorded option is damaged (one line naming it).
+    """
+    readings = {task: judge_rubric(task).read(config) for task in JUDGED_TASKS}
+    return {task: found.to_score for task, found in readings.items() if found.to_score is not None}
+
+
+def judged_run_lines(run: RunData) -> list[PredictionLine]:
+    """The run's prediction lines with its judgments folded in, each judged instance's ``llm`` read as the run
+    reads it (:func:`run_to_score`): what its ``scores.json`` aggregates, for every reader that folds the
+    judgments itself (reports of unfinished runs, the viewer, exports, robustness)."""
+    lines = judged_lines(run.prediction_lines, run.judgment_lines)
+    return rescaled(lines, run_to_score(run.manifest.config))
 
 
 def judged_scores(

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rescue_bench.data.stats import Transitions
 from rescue_bench.errors import BenchError, ConfigError
-from rescue_bench.judge.merge import judged_records
+from rescue_bench.judge.scores import judged_run_lines
 from rescue_bench.metrics.aggregate import aggregate_run, split_by_task
 from rescue_bench.pricing import load_prices
 from rescue_bench.report import (
@@ -115,8 +115,8 @@ def with_scores(run: RunData) -> RunData:
     the aggregate is over answered instances only."""
     if run.score_record is not None and not engine_unfinished(run.manifest.status, run.manifest.counts):
         return run
-    records = judged_records(run.prediction_lines, run.judgment_lines)
-    return replace(run, score_record=Scores.of(aggregate_run(split_by_task(records), metric_specs())))
+    lines = judged_run_lines(run)
+    return replace(run, score_record=Scores.of(aggregate_run(split_by_task(lines), metric_specs())))
 
 
 def _by_dataset(runs: Sequence[RunData]) -> list[RunData]:

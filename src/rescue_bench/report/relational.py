@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from rescue_bench.judge.merge import judged_records
+from rescue_bench.judge.scores import judged_run_lines
 from rescue_bench.metrics.relational import (
     TRANSITION,
     Analysis,
@@ -26,7 +26,7 @@ from rescue_bench.report import analysis, figures
 from rescue_bench.report.analysis import TransitionGrid
 from rescue_bench.report.figures import Figure
 from rescue_bench.report.tables import Cell, Table, Value
-from rescue_bench.rundir import PredictionLine, RunData
+from rescue_bench.rundir import RunData
 from rescue_bench.tasks import task_info, task_infos
 from rescue_bench.taxonomy import SCENARIOS
 
@@ -42,7 +42,7 @@ def relational_data(run: RunData, samples: Sequence[SampleLike] | None = None) -
     """The run's relation-aware analyses: computed from its records and ``samples`` when given, else
     ``scores.json``'s ``_relational`` with the analyses that need no samples (ER bands, VP targets)
     computed again from the records, so judge scores folded in later show."""
-    lines = [PredictionLine.from_json(r) for r in judged_records(run.prediction_lines, run.judgment_lines)]
+    lines = judged_run_lines(run)
     plan = analysis_plan(task_infos())
     if samples is not None:
         return relational_analyses(lines, samples, plan)

@@ -18,7 +18,7 @@ import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.judge.merge import judged_records
+from rescue_bench.judge.scores import judged_run_lines
 from rescue_bench.metrics.aggregate import correct_top1, scope_labels, top1
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_cis
 from rescue_bench.metrics.compare import compare_scope, shared_instances
@@ -88,9 +88,9 @@ def perturbation_name(run: RunData) -> str:
 def run_lines(run: RunData) -> Lines:
     """The run's prediction lines by task, judgments folded in and renamed answers mapped back."""
     out: Lines = {}
-    for record in judged_records(run.prediction_lines, run.judgment_lines):
-        line = restore_names(PredictionLine.from_json(record))
-        out.setdefault(line.task, []).append(line)
+    for line in judged_run_lines(run):
+        restored = restore_names(line)
+        out.setdefault(restored.task, []).append(restored)
     return out
 
 

@@ -19,7 +19,7 @@ from rescue_bench.data.schema import Sample
 from rescue_bench.data.sources import is_named
 from rescue_bench.engine.plans import select_samples
 from rescue_bench.errors import BenchError
-from rescue_bench.judge.merge import judged_lines
+from rescue_bench.judge.scores import judged_run_lines
 from rescue_bench.records import Json
 from rescue_bench.rundir import (
     JUDGMENTS_FILE,
@@ -176,7 +176,7 @@ def read_run(path: Path, index: int = 0) -> RunView:
     """
     try:
         data = load_run(path)
-        records = tuple(judged_lines(data.prediction_lines, data.judgment_lines))
+        records = tuple(judged_run_lines(data))
     except BenchError as exc:
         raise ViewError(str(exc)) from None
     if data.manifest.protocol > PROTOCOL:  # its numbers follow rules this version does not know
