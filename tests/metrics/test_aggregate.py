@@ -10,15 +10,10 @@ import pytest
 
 from rescue_bench.data.load import load_samples
 from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.metrics.aggregate import (
-    aggregate_run,
-    aggregate_task,
-    check_required,
-    metric_plan,
-    split_by_task,
-)
+from rescue_bench.metrics.aggregate import aggregate_run, aggregate_task, check_required, split_by_task
 from rescue_bench.metrics.classification import binary_metrics, multiclass_metrics
 from rescue_bench.metrics.generation import EMOTION, generation_summary
+from rescue_bench.metrics.plan import metric_plan
 from rescue_bench.metrics.ranking import rank_metrics, ranking_summary
 from rescue_bench.metrics.spec import BINARY_YES_NO
 from rescue_bench.records import Instance, Prediction

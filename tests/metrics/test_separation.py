@@ -12,9 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rescue_bench.metrics.aggregate import metric_plan, typed_records
+from rescue_bench.metrics.aggregate import typed_records
 from rescue_bench.metrics.compare import paired_draws
 from rescue_bench.metrics.compare_many import ManyComparison, MetricMatrix, compare_many
+from rescue_bench.metrics.plan import metric_plan
 from rescue_bench.metrics.separation import (
     Resolution,
     bonferroni_z,

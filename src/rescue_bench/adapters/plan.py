@@ -21,8 +21,9 @@ from rescue_bench.engine.outcomes import prediction_record as engine_record
 from rescue_bench.engine.outcomes import reply_predictions
 from rescue_bench.engine.plans import PLAIN, default_batch_size
 from rescue_bench.errors import ConfigError
-from rescue_bench.metrics.aggregate import metric_plan, point_values, scope_labels, scope_records
+from rescue_bench.metrics.aggregate import point_values, scope_labels, scope_records
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_ses
+from rescue_bench.metrics.plan import metric_plan
 from rescue_bench.records import Instance, Json, Prediction, Reply, Request
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.spec import RunSpec, options_model, validate_spec

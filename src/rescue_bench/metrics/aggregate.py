@@ -12,28 +12,22 @@ generation floors; see :mod:`rescue_bench.metrics.generation`), and they are cou
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
-import numpy as np
-
 from rescue_bench.errors import ConfigError, DataError
-from rescue_bench.metrics.bootstrap import SumsFn, cluster_bootstrap_cis
+from rescue_bench.metrics.bootstrap import cluster_bootstrap_cis
 from rescue_bench.metrics.classification import (
     INVALID,
-    FloatArray,
     accuracy_by_position,
-    binary_from_confusion,
     binary_metrics,
-    multiclass_from_confusion,
     multiclass_metrics,
-    safe_div,
 )
 from rescue_bench.metrics.generation import generation_summary
-from rescue_bench.metrics.ranking import RANK_KEYS, top1_confusion
+from rescue_bench.metrics.plan import metric_plan, top1
+from rescue_bench.metrics.ranking import top1_confusion
 from rescue_bench.metrics.spec import MetricSpec
-from rescue_bench.records import Json, ProblemKind, TaskKind
+from rescue_bench.records import Json, ProblemKind
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.taxonomy import SCENARIOS, relation_labels
 
@@ -51,132 +45,6 @@ L = TypeVar("L", PredictionLine, Mapping[str, Json])
 
 def as_line(record: LineInput, where: str = "") -> PredictionLine:
     return record if isinstance(record, PredictionLine) else PredictionLine.from_json(record, where)
-
-
-def top1(record: PredictionLine) -> str:
-    """The first answer of a valid prediction (a label, or the head of a ranked list), else ``<invalid>``.
-
-    >>> line = PredictionLine(instance_id="i", task="rpp", valid=True, prediction=["b", "a"])
-    >>> top1(line), top1(line.model_copy(update={"valid": False}))
-    ('b', '<invalid>')
-    """
-    valid, value = record.valid, record.prediction
-    if not valid or value is None:
-        return INVALID
-    if isinstance(value, list | tuple):
-        return str(value[0]) if value else INVALID
-    return str(value)
-
-
-def rank_scores(record: PredictionLine) -> list[float]:
-    """``recall_at_1..3, mrr`` of a record's scores; zeros for an invalid prediction or a missing score.
-
-    >>> scores = {"recall_at_1": 0.0, "recall_at_2": 1.0, "recall_at_3": 1.0, "mrr": 0.5}
-    >>> rank_scores(PredictionLine(instance_id="i", task="stp", valid=True, scores=scores))
-    [0.0, 1.0, 1.0, 0.5]
-    """
-    if not record.valid:
-        return [0.0] * len(RANK_KEYS)
-    scores = record.scores
-    return [float(scores.get(key) or 0.0) for key in RANK_KEYS]
-
-
-def correct_top1(kind: TaskKind, record: PredictionLine) -> bool:
-    """Top-1 correctness: the answer equals gold (ITP, RPP), or recall@1 of the record's scores (STP, SSP).
-
-    >>> line = PredictionLine(instance_id="i", task="itp", valid=True, prediction="yes", gold="yes")
-    >>> correct_top1("binary", line)
-    True
-    """
-    if kind == "ranking":
-        return rank_scores(record)[0] == 1.0
-    return bool(top1(record) == record.gold)
-
-
-@dataclass(frozen=True, slots=True)
-class MetricPlan:
-    """How a task's headline metrics come from records: per-record features, and a vectorised map of their
-    sums to metric values."""
-
-    features: Callable[[PredictionLine], list[float]]
-    from_sums: SumsFn
-    width: int
-
-    def matrix(self, records: Sequence[PredictionLine]) -> FloatArray:
-        return np.asarray([self.features(r) for r in records], dtype=np.float64).reshape(
-            len(records), self.width
-        )
-
-    def values(self, records: Sequence[PredictionLine]) -> dict[str, float]:
-        return {k: float(v) for k, v in self.from_sums(self.matrix(records).sum(axis=0)).items()}
-
-
-def _binary_plan(spec: MetricSpec) -> MetricPlan:
-    positive, negative = spec.binary_labels or ("yes", "no")
-    columns = {positive: 0, negative: 1}
-
-    def features(record: PredictionLine) -> list[float]:
-        row = [0.0] * 6
-        row[3 * (0 if record.gold == positive else 1) + columns.get(top1(record), 2)] = 1.0
-        return row
-
-    def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
-        metrics = binary_from_confusion(sums.reshape(*sums.shape[:-1], 2, 3))
-        return {name: metrics[name] for name in spec.headline}
-
-    return MetricPlan(features, from_sums, 6)
-
-
-def _multiclass_plan(labels: Sequence[str]) -> MetricPlan:
-    size = len(labels) + 1  # last row: gold outside the set; last column: invalid prediction
-    index = {label: i for i, label in enumerate(labels)}
-
-    def features(record: PredictionLine) -> list[float]:
-        row = [0.0] * (size * size)
-        gold = record.gold if isinstance(record.gold, str) else None
-        row[
-            size * (size - 1 if gold is None else index.get(gold, size - 1))
-            + index.get(top1(record), size - 1)
-        ] = 1.0
-        return row + rank_scores(record)[1:]
-
-    def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
-        table = sums[..., : size * size].reshape(*sums.shape[:-1], size, size)
-        metrics = multiclass_from_confusion(table, size - 1)
-        n = table.sum(axis=(-2, -1))
-        out = {"accuracy": metrics["accuracy"], "macro_f1": metrics["macro_f1"]}
-        out.update({key: safe_div(sums[..., size * size + i], n) for i, key in enumerate(RANK_KEYS[1:])})
-        return out
-
-    return MetricPlan(features, from_sums, size * size + 3)
-
-
-def _ranking_plan() -> MetricPlan:
-    def from_sums(sums: FloatArray) -> dict[str, FloatArray]:
-        return {key: safe_div(sums[..., i + 1], sums[..., 0]) for i, key in enumerate(RANK_KEYS)}
-
-    return MetricPlan(lambda record: [1.0, *rank_scores(record)], from_sums, 1 + len(RANK_KEYS))
-
-
-def metric_plan(spec: MetricSpec, labels: Sequence[str] = ()) -> MetricPlan:
-    """The :class:`MetricPlan` of a task's spec; ``labels`` is the closed label set of a multiclass task.
-
-    >>> from rescue_bench.metrics.spec import RANKING_TOP3
-    >>> plan = metric_plan(RANKING_TOP3)
-    >>> hit = PredictionLine(instance_id="i", task="stp", valid=True, scores={"recall_at_1": 1.0, "mrr": 1.0})
-    >>> plan.values([hit, hit.model_copy(update={"valid": False})])["recall_at_1"]
-    0.5
-    """
-    if spec.kind == "binary":
-        return _binary_plan(spec)
-    if spec.kind == "multiclass":
-        return _multiclass_plan(list(dict.fromkeys(labels)))
-    if spec.kind == "ranking":
-        return _ranking_plan()
-    generation = spec.generation
-    if generation is None:
-        raise ConfigError(f"a {spec.kind} MetricSpec has no generation metrics")
-    return MetricPlan(lambda r: generation.features(r.scores, r.valid), generation.from_sums, 7)
 
 
 def _generation_summary(spec: MetricSpec, records: Sequence[PredictionLine]) -> dict[str, Any]:

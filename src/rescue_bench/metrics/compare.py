@@ -25,9 +25,6 @@ from scipy.stats import binom, binomtest
 from rescue_bench.errors import ConfigError
 from rescue_bench.metrics.aggregate import (
     LineInput,
-    MetricPlan,
-    correct_top1,
-    metric_plan,
     point_values,
     scope_labels,
     scope_records,
@@ -36,6 +33,7 @@ from rescue_bench.metrics.aggregate import (
 )
 from rescue_bench.metrics.bootstrap import percentile_interval, resample_weights
 from rescue_bench.metrics.classification import FloatArray
+from rescue_bench.metrics.plan import MetricPlan, correct_top1, metric_plan
 from rescue_bench.metrics.repeats import spread
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.rundir import PredictionLine

@@ -23,15 +23,7 @@ from itertools import combinations
 from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.errors import ConfigError
-from rescue_bench.metrics.aggregate import (
-    LineInput,
-    correct_top1,
-    metric_plan,
-    scope_labels,
-    scope_records,
-    spec_of,
-    typed_records,
-)
+from rescue_bench.metrics.aggregate import LineInput, scope_labels, scope_records, spec_of, typed_records
 from rescue_bench.metrics.bootstrap import percentile_interval
 from rescue_bench.metrics.compare import (
     first_repeat,
@@ -42,6 +34,7 @@ from rescue_bench.metrics.compare import (
     shared_instances,
 )
 from rescue_bench.metrics.multiplicity import Adjustment, adjust, rank_groups
+from rescue_bench.metrics.plan import correct_top1, metric_plan
 from rescue_bench.metrics.separation import (
     Resolution,
     floored,

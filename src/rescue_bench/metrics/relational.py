@@ -27,9 +27,9 @@ from typing import Protocol
 import numpy as np
 from pydantic import BaseModel, ConfigDict
 
-from rescue_bench.metrics.aggregate import rank_scores, top1
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_cis
 from rescue_bench.metrics.classification import FloatArray, safe_div
+from rescue_bench.metrics.plan import rank_scores, top1
 from rescue_bench.metrics.relational_gold import (
     INTENSITY_BAND,
     PATTERN_AT_ROW,

@@ -27,7 +27,6 @@ import numpy.typing as npt
 
 from rescue_bench.metrics.aggregate import (
     LineInput,
-    metric_plan,
     point_values,
     scope_labels,
     scope_records,
@@ -36,6 +35,7 @@ from rescue_bench.metrics.aggregate import (
 )
 from rescue_bench.metrics.bootstrap import Interval, SumsFn, cluster_bootstrap_cis, percentile_interval
 from rescue_bench.metrics.classification import FloatArray, safe_div
+from rescue_bench.metrics.plan import metric_plan
 from rescue_bench.metrics.spec import MetricSpec
 from rescue_bench.rundir import PredictionLine
 

@@ -17,8 +17,8 @@ from typing import Any, cast
 from rescue_bench.data.schema import Row, Sample
 from rescue_bench.data.stats import Transitions, transitions
 from rescue_bench.errors import ConfigError
-from rescue_bench.metrics.aggregate import top1
 from rescue_bench.metrics.classification import INVALID, accuracy_by_position
+from rescue_bench.metrics.plan import top1
 from rescue_bench.records import Json
 from rescue_bench.rundir import PredictionLine, Scores
 from rescue_bench.tasks import task_info, task_infos

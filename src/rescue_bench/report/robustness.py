@@ -19,9 +19,10 @@ from pydantic import BaseModel, ConfigDict
 
 from rescue_bench.errors import ConfigError
 from rescue_bench.judge.scores import judged_run_lines
-from rescue_bench.metrics.aggregate import correct_top1, scope_labels, top1
+from rescue_bench.metrics.aggregate import scope_labels
 from rescue_bench.metrics.bootstrap import cluster_bootstrap_cis
 from rescue_bench.metrics.compare import compare_scope, shared_instances
+from rescue_bench.metrics.plan import correct_top1, top1
 from rescue_bench.records import Json
 from rescue_bench.report.entries import ComparedScope, MetricDiff
 from rescue_bench.report.tables import Cell, Table

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from urllib.parse import urlencode
 
-from rescue_bench.metrics.aggregate import top1
+from rescue_bench.metrics.plan import top1
 from rescue_bench.report.build import perturbed_variants
 from rescue_bench.report.robustness import (
     RobustnessRow,

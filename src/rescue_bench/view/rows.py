@@ -17,7 +17,7 @@ from rescue_bench.judge.merge import (
     JUDGED_TASKS,
     current_lines,
 )
-from rescue_bench.metrics.aggregate import correct_top1, top1
+from rescue_bench.metrics.plan import correct_top1, top1
 from rescue_bench.report.analysis import target_kind
 from rescue_bench.rundir import JudgmentLine, PredictionLine
 from rescue_bench.tasks import mcnemar_tasks, task_info, task_infos

@@ -13,7 +13,7 @@ import random
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rescue_bench.metrics.aggregate import correct_top1
+from rescue_bench.metrics.plan import correct_top1
 from rescue_bench.records import Instance, Request
 from rescue_bench.rundir import PredictionLine
 from rescue_bench.tasks import prompts, task_info
@@ -107,7 +107,7 @@ def shuffle_rows(inst: Instance, seed: int) -> Instance:
 
 def circular_correct(per_rotation: Sequence[Sequence[PredictionLine]]) -> dict[str, bool]:
     """CircularEval: per instance id present in every rotation's records, whether it is correct under all
-    of them (top-1 correctness, :func:`rescue_bench.metrics.aggregate.correct_top1`).
+    of them (top-1 correctness, :func:`rescue_bench.metrics.plan.correct_top1`).
 
     ``per_rotation`` holds one record list per ``label-order:K`` variant (prediction records of one task
     kind each, or mixed tasks: each record's kind comes from its task). Tasks without top-1 correctness
